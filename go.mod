@@ -1,0 +1,3 @@
+module github.com/lockproof/lockproof
+
+go 1.24

@@ -1,0 +1,140 @@
+package locks
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Defaults applied by Resolve when an option is not given.
+const (
+	DefaultTTL = 10 * time.Second
+	// MinTTL is the shortest TTL accepted: below it the drift allowance
+	// (see Drift) leaves too little validity to do anything.
+	MinTTL = 10 * time.Millisecond
+	// MaxNameLen is the longest lock name accepted, in bytes.
+	MaxNameLen = 256
+)
+
+// Options are the settings shared by every lock. Build them with Resolve from
+// Option values; backends read the fields.
+type Options struct {
+	// TTL is how long a lease lives unless renewed. Default DefaultTTL.
+	TTL time.Duration
+	// Watchdog renews a held lease every TTL/3 and closes Done as soon as it
+	// is lost or can no longer be renewed in time. Default on.
+	Watchdog bool
+	// WaitBudget bounds how long Lock waits in total; zero means only ctx
+	// bounds it. Default zero.
+	WaitBudget time.Duration
+	// RequestTimeout bounds one request to one backend node. Default TTL/10;
+	// multi-node locks (Redlock) rely on it being far below the TTL.
+	RequestTimeout time.Duration
+	// Prefix namespaces the backend keys of the lock. Default is the
+	// backend's own (documented by each backend).
+	Prefix string
+	// Clock is the source of time. Default SystemClock.
+	Clock Clock
+	// Logger receives the lock's diagnostics. Default: discarded.
+	Logger *slog.Logger
+	// Observer is called at each Point. Default nil (no cost).
+	Observer Observer
+
+	requestTimeoutSet bool
+}
+
+// Option sets one field of Options.
+type Option func(*Options)
+
+// WithTTL sets the lease TTL (default 10s; at least MinTTL).
+func WithTTL(d time.Duration) Option { return func(o *Options) { o.TTL = d } }
+
+// WithWatchdog turns the renewing watchdog on or off (default on). Without
+// it a lease lives exactly one TTL from its last renewal, and Done still
+// closes when that time passes.
+func WithWatchdog(on bool) Option { return func(o *Options) { o.Watchdog = on } }
+
+// WithWaitBudget bounds the total time Lock may wait (default: no bound
+// beyond ctx). It must not be negative.
+func WithWaitBudget(d time.Duration) Option { return func(o *Options) { o.WaitBudget = d } }
+
+// WithRequestTimeout bounds each backend request (default TTL/10). It must
+// be positive and shorter than the TTL.
+func WithRequestTimeout(d time.Duration) Option {
+	return func(o *Options) { o.RequestTimeout, o.requestTimeoutSet = d, true }
+}
+
+// WithPrefix sets the namespace of the lock's backend keys (default: the
+// backend's own).
+func WithPrefix(p string) Option { return func(o *Options) { o.Prefix = p } }
+
+// WithClock sets the clock (default SystemClock). A nil clock is rejected.
+func WithClock(c Clock) Option { return func(o *Options) { o.Clock = c } }
+
+// WithLogger sets the logger (default: discard). nil means discard.
+func WithLogger(l *slog.Logger) Option { return func(o *Options) { o.Logger = l } }
+
+// WithObserver sets the observer called at each Point (default none).
+func WithObserver(obs Observer) Option { return func(o *Options) { o.Observer = obs } }
+
+// Resolve applies opts over the defaults, with defaultPrefix as the
+// backend's own prefix, and validates the result.
+func Resolve(defaultPrefix string, opts ...Option) (Options, error) {
+	o := Options{
+		TTL:      DefaultTTL,
+		Watchdog: true,
+		Prefix:   defaultPrefix,
+		Clock:    SystemClock{},
+	}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	if o.TTL < MinTTL {
+		return o, fmt.Errorf("%w: %v (must be at least %v)", ErrInvalidTTL, o.TTL, MinTTL)
+	}
+	if o.WaitBudget < 0 {
+		return o, fmt.Errorf("%w: wait budget %v is negative", ErrInvalidOption, o.WaitBudget)
+	}
+	if !o.requestTimeoutSet {
+		o.RequestTimeout = o.TTL / 10
+	}
+	if o.RequestTimeout <= 0 || o.RequestTimeout >= o.TTL {
+		return o, fmt.Errorf("%w: request timeout %v must be positive and below the TTL %v",
+			ErrInvalidOption, o.RequestTimeout, o.TTL)
+	}
+	if o.Clock == nil {
+		return o, fmt.Errorf("%w: nil clock", ErrInvalidOption)
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o, nil
+}
+
+// ValidateName reports whether name can name a lock: non-empty, valid UTF-8,
+// at most MaxNameLen bytes, with no control characters.
+func ValidateName(name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("%w: empty", ErrInvalidName)
+	case len(name) > MaxNameLen:
+		return fmt.Errorf("%w: %d bytes (at most %d)", ErrInvalidName, len(name), MaxNameLen)
+	case !utf8.ValidString(name):
+		return fmt.Errorf("%w: %q is not valid UTF-8", ErrInvalidName, name)
+	}
+	for _, r := range name {
+		if unicode.IsControl(r) {
+			return fmt.Errorf("%w: %q contains a control character", ErrInvalidName, name)
+		}
+	}
+	return nil
+}
+
+// Drift is the allowance for clock drift between client and backend over one
+// TTL: 1% of the TTL plus 2 ms, as in the Redlock algorithm. A lease is
+// considered valid until (request sent) + ttl - Drift(ttl).
+func Drift(ttl time.Duration) time.Duration { return ttl/100 + 2*time.Millisecond }
