@@ -1,0 +1,38 @@
+// Package locks is the contract every lock in lockproof implements, and the
+// pieces they share.
+//
+// A Locker acquires one named lock on one backend; each acquisition is a
+// Lease. A lease carries a fencing Token (strictly increasing per lock name,
+// from the backend), a local Deadline, and a Done channel that closes once the
+// lease is released, expires or is known lost. The backends live in the
+// sub-packages: redislock (one Redis server), redlock (N independent Redis
+// servers, no fencing token).
+//
+// The index:
+//
+//   - Locker, Lease, Token: the contract.
+//   - Fence: an in-memory resource that refuses stale tokens, to protect
+//     storage and to see stale writers rejected in tests.
+//   - Options, Option, Resolve, ValidateName, Drift: settings shared by all
+//     locks (TTL, watchdog, wait budget, request timeout, key prefix, clock,
+//     logger, observer) and their validation.
+//   - ManagedLease, NewLease, LeaseOps: the lease machinery (deadline,
+//     watchdog, Done, double-unlock rules) for lock authors: a backend
+//     supplies owner-checked Renew and Release, NewLease does the rest.
+//   - Clock, SystemClock, Timer: time as an input (tests use fakes.Clock).
+//   - Observer, Point, Event: hooks at named points of a client's use of a
+//     lock, where chaos pauses or crashes clients. Unused, they cost a nil
+//     check.
+//   - The sentinel errors: ErrLocked, ErrNotHeld, ErrLeaseExpired,
+//     ErrReleased, ErrWaitBudget, ErrNoQuorum, ErrInvalidName, ErrInvalidTTL,
+//     ErrInvalidOption, ErrNilClient, ErrStaleToken, ErrNoFencing. Backends wrap
+//     them with %w; test with errors.Is.
+//
+// Validity: a lease is valid from the moment the request that granted (or
+// last renewed) it was sent, for TTL minus Drift(TTL). The backend started
+// its TTL later than that, so the local deadline ends no later than the
+// backend's, as long as clocks run at rates within the drift allowance. A
+// holder that may pause longer than that (GC, swapping, a VM migration) must
+// not rely on the deadline alone: it passes its token to the resource, which
+// refuses stale ones (see Fence).
+package locks

@@ -1,0 +1,188 @@
+package redislock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockproof/lockproof/locks"
+)
+
+// DefaultPrefix is the key prefix used unless locks.WithPrefix says otherwise.
+const DefaultPrefix = "lockproof:"
+
+// Locker is one named lock on one Redis server. It is safe for concurrent
+// use: goroutines of one process share a Locker, and with it one pub/sub
+// subscription while any of them waits.
+type Locker struct {
+	client redis.UniversalClient
+	name   string
+	opt    locks.Options
+	id     string // this Locker's identity in the queue and its channel
+	keys   []string
+	chPfx  string // channel prefix; + id is this Locker's channel
+
+	mu      sync.Mutex
+	waiters map[string]chan locks.Token // owner -> fence of a hand-over
+	sub     *subscription
+}
+
+var _ locks.Locker = (*Locker)(nil)
+
+// New returns the lock called name on the Redis server behind client.
+// Options: locks.WithTTL, WithWatchdog, WithWaitBudget, WithRequestTimeout
+// (unused: requests are bounded by ctx), WithPrefix (default DefaultPrefix),
+// WithClock, WithLogger, WithObserver.
+func New(client redis.UniversalClient, name string, opts ...locks.Option) (*Locker, error) {
+	if client == nil {
+		return nil, fmt.Errorf("redislock: %w", locks.ErrNilClient)
+	}
+	if err := locks.ValidateName(name); err != nil {
+		return nil, fmt.Errorf("redislock: %w", err)
+	}
+	o, err := locks.Resolve(DefaultPrefix, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("redislock: %w", err)
+	}
+	key := o.Prefix + "{" + name + "}"
+	return &Locker{
+		client:  client,
+		name:    name,
+		opt:     o,
+		id:      locks.NewOwner()[:16],
+		keys:    []string{key, key + ":fence", key + ":queue"},
+		chPfx:   key + ":w:",
+		waiters: map[string]chan locks.Token{},
+	}, nil
+}
+
+// Name returns the lock's name.
+func (l *Locker) Name() string { return l.name }
+
+// Key returns the Redis key that holds the lock; the fencing counter and the
+// waiters' queue are the same key with ":fence" and ":queue" appended.
+func (l *Locker) Key() string { return l.keys[0] }
+
+// TryLock makes one attempt; it returns locks.ErrLocked when the lock is held.
+func (l *Locker) TryLock(ctx context.Context) (locks.Lease, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, l.errorf("try lock: %w", err)
+	}
+	owner := locks.NewOwner()
+	r, err := l.attempt(ctx, owner, "try")
+	if err != nil {
+		return nil, err
+	}
+	if r.status == statusWait {
+		return nil, l.errorf("%w", locks.ErrLocked)
+	}
+	return l.grant(ctx, owner, r.fence, r.start), nil
+}
+
+// attemptResult is what one run of acquireScript said.
+type attemptResult struct {
+	status int
+	fence  locks.Token
+	pttl   time.Duration // holder's remaining TTL when status is statusWait; < 0 unknown
+	start  time.Time     // when the request was sent
+}
+
+const (
+	statusWait    = 0 // someone else holds it
+	statusTaken   = 1 // taken now
+	statusHandoff = 2 // already handed to us
+)
+
+func (l *Locker) member(owner string) string {
+	return owner + " " + l.id + " " + strconv.FormatInt(l.opt.TTL.Milliseconds(), 10)
+}
+
+func (l *Locker) attempt(ctx context.Context, owner, mode string) (attemptResult, error) {
+	r := attemptResult{start: l.opt.Clock.Now(), pttl: -1}
+	ttl := l.opt.TTL.Milliseconds()
+	v, err := acquireScript.Run(ctx, l.client, l.keys, owner, ttl, l.member(owner), mode, 3*ttl).Int64Slice()
+	if err != nil {
+		return r, l.errorf("acquire: %w", err)
+	}
+	if len(v) < 2 {
+		return r, l.errorf("acquire: unexpected reply %v", v)
+	}
+	r.status = int(v[0])
+	switch r.status {
+	case statusTaken:
+		r.fence = locks.Token(v[1])
+	case statusHandoff:
+		r.fence = locks.Token(v[1])
+		if len(v) > 2 && v[2] > 0 {
+			// The hand-over happened before this request; the key has
+			// v[2] ms left from when the server ran it, which is after
+			// r.start, so counting them from r.start stays conservative.
+			r.start = r.start.Add(time.Duration(v[2])*time.Millisecond - l.opt.TTL)
+		}
+	case statusWait:
+		if v[1] >= 0 {
+			r.pttl = time.Duration(v[1]) * time.Millisecond
+		}
+	default:
+		return r, l.errorf("acquire: unexpected status %d", r.status)
+	}
+	return r, nil
+}
+
+// grant wraps an acquisition in a managed lease and reports it to the
+// observer.
+func (l *Locker) grant(ctx context.Context, owner string, fence locks.Token, start time.Time) locks.Lease {
+	lease := locks.NewLease(locks.LeaseSpec{Name: l.name, Token: fence, Fenced: true, Start: start},
+		leaseOps{l: l, owner: owner}, l.opt)
+	locks.Observe(ctx, l.opt.Observer, locks.Event{Point: locks.PointAcquired, Name: l.name, Token: fence, Fenced: true})
+	return lease
+}
+
+// release runs releaseScript for owner, first removing member from the queue
+// when it is not empty.
+func (l *Locker) release(ctx context.Context, owner, member string) (int64, error) {
+	n, err := releaseScript.Run(ctx, l.client, l.keys, owner, l.chPfx, member).Int64()
+	if err != nil {
+		return 0, l.errorf("release: %w", err)
+	}
+	return n, nil
+}
+
+func (l *Locker) errorf(format string, args ...any) error {
+	return fmt.Errorf("redislock %q: "+format, append([]any{l.name}, args...)...)
+}
+
+// leaseOps are the owner-checked operations on one acquisition.
+type leaseOps struct {
+	l     *Locker
+	owner string
+}
+
+func (o leaseOps) Renew(ctx context.Context) error {
+	n, err := renewScript.Run(ctx, o.l.client, o.l.keys[:1], o.owner, o.l.opt.TTL.Milliseconds()).Int64()
+	if err != nil {
+		return fmt.Errorf("redislock: %w", err)
+	}
+	if n == 0 {
+		return fmt.Errorf("redislock: %w", locks.ErrNotHeld)
+	}
+	return nil
+}
+
+func (o leaseOps) Release(ctx context.Context) error {
+	n, err := o.l.release(ctx, o.owner, "")
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return fmt.Errorf("redislock: %w", locks.ErrNotHeld)
+	}
+	return nil
+}
+
+var errClosed = errors.New("redislock: subscription closed")

@@ -1,0 +1,426 @@
+package redislock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/locks"
+)
+
+var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func newLocker(t testing.TB, r *fakes.RedisServer, name string, opts ...locks.Option) *Locker {
+	t.Helper()
+	l, err := New(r.Client(), name, append(r.LockOptions(), opts...)...)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return l
+}
+
+func mustLock(t testing.TB, l *Locker) locks.Lease {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	lease, err := l.Lock(ctx)
+	if err != nil {
+		t.Fatalf("Lock: %v", err)
+	}
+	return lease
+}
+
+func token(t testing.TB, lease locks.Lease) locks.Token {
+	t.Helper()
+	tok, ok := lease.Token()
+	if !ok {
+		t.Fatal("redislock lease has no fencing token")
+	}
+	return tok
+}
+
+// waitUntil polls cond on the wall clock; it waits for goroutines, never for
+// a TTL (TTLs run on the manual clock).
+func waitUntil(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestExclusionThroughFence: 32 goroutines in 4 "processes" (each its own
+// client and Locker) × 200 acquisitions, each a read-modify-write through a
+// Fence. No update may be lost and no write refused.
+func TestExclusionThroughFence(t *testing.T) {
+	r := fakes.Redis(t)
+	const procs, perProc, rounds = 4, 8, 200
+	var fence locks.Fence[int]
+	var inside atomic.Int32
+	var wg sync.WaitGroup
+	errs := make(chan error, procs*perProc)
+	for p := 0; p < procs; p++ {
+		l, err := New(r.NewClient(), "counter", r.LockOptions()...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for g := 0; g < perProc; g++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs <- increment(l, &fence, &inside, rounds)
+			}()
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := fence.Value(), procs*perProc*rounds; got != want {
+		t.Fatalf("counter = %d, want %d: lost updates", got, want)
+	}
+	if s := fence.Stats(); s.Rejected != 0 {
+		t.Fatalf("fence rejected %d stale accesses", s.Rejected)
+	}
+}
+
+func increment(l *Locker, fence *locks.Fence[int], inside *atomic.Int32, rounds int) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for i := 0; i < rounds; i++ {
+		lease, err := l.Lock(ctx)
+		if err != nil {
+			return err
+		}
+		if n := inside.Add(1); n != 1 {
+			return fmt.Errorf("%d holders at once", n)
+		}
+		tok, _ := lease.Token()
+		v, err := fence.Read(tok)
+		if err == nil {
+			err = fence.Write(tok, v+1)
+		}
+		inside.Add(-1)
+		if err != nil {
+			return err
+		}
+		if err := lease.Unlock(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// TestCrashedHolderExpires: a holder that stops renewing and never unlocks
+// loses the lock after its TTL; the waiter gets it, and the stale holder's
+// fenced write is refused.
+func TestCrashedHolderExpires(t *testing.T) {
+	r := fakes.Redis(t, fakes.ManualTime(epoch))
+	clock := r.Clock().(*fakes.Clock)
+	const ttl = time.Second
+	crashed := newLocker(t, r, "job", locks.WithTTL(ttl), locks.WithWatchdog(false))
+	waiter := newLocker(t, r, "job", locks.WithTTL(ttl))
+	var fence locks.Fence[string]
+
+	old := mustLock(t, crashed)
+	oldTok := token(t, old)
+	if err := fence.Write(oldTok, "old"); err != nil {
+		t.Fatal(err)
+	}
+
+	got := make(chan locks.Lease, 1)
+	go func() { got <- mustLock(t, waiter) }()
+	// The stale lease's expiry timer and the waiter's re-check timer.
+	if err := clock.WaitTimers(context.Background(), 2); err != nil {
+		t.Fatal(err)
+	}
+	r.Advance(ttl + 20*time.Millisecond)
+
+	lease := <-got
+	defer lease.Unlock(context.Background())
+	newTok := token(t, lease)
+	if newTok <= oldTok {
+		t.Fatalf("new token %v not above stale token %v", newTok, oldTok)
+	}
+	<-old.Done()
+	if !errors.Is(old.Err(), locks.ErrLeaseExpired) {
+		t.Fatalf("stale lease Err = %v, want ErrLeaseExpired", old.Err())
+	}
+	if _, err := fence.Read(newTok); err != nil {
+		t.Fatal(err)
+	}
+	if err := fence.Write(oldTok, "stale"); !errors.Is(err, locks.ErrStaleToken) {
+		t.Fatalf("stale write: err = %v, want ErrStaleToken", err)
+	}
+	if err := old.Renew(context.Background()); !errors.Is(err, locks.ErrLeaseExpired) {
+		t.Fatalf("stale Renew: %v, want ErrLeaseExpired", err)
+	}
+	if err := old.Unlock(context.Background()); !errors.Is(err, locks.ErrLeaseExpired) {
+		t.Fatalf("stale Unlock: %v, want ErrLeaseExpired", err)
+	}
+	if err := lease.Renew(context.Background()); err != nil {
+		t.Fatalf("new holder lost the lock to a stale unlock: %v", err)
+	}
+}
+
+// TestForeignOwnerCannotTouch: the backend operations with another owner's
+// value return ErrNotHeld and leave the lock held.
+func TestForeignOwnerCannotTouch(t *testing.T) {
+	r := fakes.Redis(t, fakes.ManualTime(epoch))
+	l := newLocker(t, r, "res")
+	lease := mustLock(t, l)
+	foreign := leaseOps{l: l, owner: locks.NewOwner()}
+	ctx := context.Background()
+	if err := foreign.Renew(ctx); !errors.Is(err, locks.ErrNotHeld) {
+		t.Fatalf("foreign renew: %v", err)
+	}
+	if err := foreign.Release(ctx); !errors.Is(err, locks.ErrNotHeld) {
+		t.Fatalf("foreign release: %v", err)
+	}
+	if _, err := l.TryLock(ctx); !errors.Is(err, locks.ErrLocked) {
+		t.Fatalf("TryLock after foreign release: %v, want ErrLocked", err)
+	}
+	if err := lease.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := lease.Unlock(ctx); !errors.Is(err, locks.ErrReleased) {
+		t.Fatalf("double unlock: %v, want ErrReleased", err)
+	}
+	if err := lease.Renew(ctx); !errors.Is(err, locks.ErrReleased) {
+		t.Fatalf("renew after unlock: %v, want ErrReleased", err)
+	}
+}
+
+// TestTakenOverLease: once the key belongs to someone else, the old lease's
+// renew reports ErrNotHeld, closes Done, and its unlock does not free the
+// new holder's lock.
+func TestTakenOverLease(t *testing.T) {
+	r := fakes.Redis(t, fakes.ManualTime(epoch))
+	l := newLocker(t, r, "res", locks.WithWatchdog(false))
+	ctx := context.Background()
+	old := mustLock(t, l)
+	// Simulate a takeover the old holder did not see (e.g. a failover).
+	if err := r.Client().Set(ctx, l.Key(), "intruder", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := old.Renew(ctx); !errors.Is(err, locks.ErrNotHeld) {
+		t.Fatalf("renew of a taken-over lease: %v, want ErrNotHeld", err)
+	}
+	<-old.Done()
+	if err := old.Unlock(ctx); !errors.Is(err, locks.ErrNotHeld) {
+		t.Fatalf("unlock of a taken-over lease: %v, want ErrNotHeld", err)
+	}
+	if v := r.Client().Get(ctx, l.Key()).Val(); v != "intruder" {
+		t.Fatalf("the stale unlock changed the lock to %q", v)
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	r := fakes.Redis(t)
+	cases := []struct {
+		name string
+		err  error
+		make func() (*Locker, error)
+	}{
+		{"nil client", locks.ErrNilClient, func() (*Locker, error) { return New(nil, "x") }},
+		{"empty name", locks.ErrInvalidName, func() (*Locker, error) { return New(r.Client(), "") }},
+		{"control char", locks.ErrInvalidName, func() (*Locker, error) { return New(r.Client(), "a\nb") }},
+		{"zero TTL", locks.ErrInvalidTTL, func() (*Locker, error) { return New(r.Client(), "x", locks.WithTTL(0)) }},
+		{"negative TTL", locks.ErrInvalidTTL, func() (*Locker, error) { return New(r.Client(), "x", locks.WithTTL(-time.Second)) }},
+		{"nil clock", locks.ErrInvalidOption, func() (*Locker, error) { return New(r.Client(), "x", locks.WithClock(nil)) }},
+		{"negative budget", locks.ErrInvalidOption, func() (*Locker, error) {
+			return New(r.Client(), "x", locks.WithWaitBudget(-1))
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			l, err := c.make()
+			if !errors.Is(err, c.err) || l != nil {
+				t.Fatalf("got (%v, %v), want error %v", l, err, c.err)
+			}
+		})
+	}
+}
+
+func TestCancelledContext(t *testing.T) {
+	r := fakes.Redis(t, fakes.ManualTime(epoch))
+	l := newLocker(t, r, "res")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := l.Lock(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Lock: %v", err)
+	}
+	if _, err := l.TryLock(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("TryLock: %v", err)
+	}
+	// Cancelled while waiting: the waiter leaves the queue, and the holder's
+	// unlock frees the lock rather than handing it to the departed waiter.
+	holder := mustLock(t, l)
+	ctx, cancel = context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { _, err := l.Lock(ctx); done <- err }()
+	waitUntil(t, "waiter queued", func() bool { return r.Client().LLen(ctx, l.Key()+":queue").Val() == 1 })
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("waiting Lock: %v", err)
+	}
+	bg := context.Background()
+	if n := r.Client().LLen(bg, l.Key()+":queue").Val(); n != 0 {
+		t.Fatalf("queue still has %d entries after the waiter left", n)
+	}
+	if err := holder.Unlock(bg); err != nil {
+		t.Fatal(err)
+	}
+	lease, err := l.TryLock(bg)
+	if err != nil {
+		t.Fatalf("lock not free after the only waiter left: %v", err)
+	}
+	_ = lease.Unlock(bg)
+}
+
+func TestWaitBudget(t *testing.T) {
+	r := fakes.Redis(t, fakes.ManualTime(epoch))
+	clock := r.Clock().(*fakes.Clock)
+	l := newLocker(t, r, "res", locks.WithWaitBudget(200*time.Millisecond))
+	holder := mustLock(t, l)
+	defer holder.Unlock(context.Background())
+	done := make(chan error, 1)
+	go func() { _, err := l.Lock(context.Background()); done <- err }()
+	// holder: expiry + watchdog timers; waiter: its sleep timer.
+	if err := clock.WaitTimers(context.Background(), 3); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(200 * time.Millisecond)
+	if err := <-done; !errors.Is(err, locks.ErrWaitBudget) {
+		t.Fatalf("Lock: %v, want ErrWaitBudget", err)
+	}
+}
+
+// TestHandoverIsNotified: the waiter gets the lock on unlock with a clock
+// that never moves, so no timer can have woken it; the token grows by one.
+func TestHandoverIsNotified(t *testing.T) {
+	r := fakes.Redis(t, fakes.ManualTime(epoch))
+	a := newLocker(t, r, "res")
+	b := newLocker(t, r, "res")
+	ctx := context.Background()
+	first := mustLock(t, a)
+	got := make(chan locks.Lease, 1)
+	go func() { got <- mustLock(t, b) }()
+	waitUntil(t, "waiter queued", func() bool { return r.Client().LLen(ctx, a.Key()+":queue").Val() == 1 })
+	if err := first.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	second := <-got
+	if got, want := token(t, second), token(t, first)+1; got != want {
+		t.Fatalf("handed-over token = %v, want %v", got, want)
+	}
+	if err := second.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestDeadWaiterSkipped: a queued waiter whose Locker no longer listens (a
+// crashed process) is skipped by the hand-over instead of being granted.
+func TestDeadWaiterSkipped(t *testing.T) {
+	r := fakes.Redis(t, fakes.ManualTime(epoch))
+	l := newLocker(t, r, "res")
+	ctx := context.Background()
+	lease := mustLock(t, l)
+	if err := r.Client().RPush(ctx, l.Key()+":queue", "deadowner deadlocker 10000").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := lease.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := r.Client().Exists(ctx, l.Key()).Val(); n != 0 {
+		t.Fatal("lock was handed to a waiter nobody listens for")
+	}
+	next, err := l.TryLock(ctx)
+	if err != nil {
+		t.Fatalf("TryLock after skipping a dead waiter: %v", err)
+	}
+	_ = next.Unlock(ctx)
+}
+
+// TestWatchdogKeepsAndLoses: the watchdog renews across several TTLs and
+// closes Done with ErrNotHeld once the key is gone.
+func TestWatchdogKeepsAndLoses(t *testing.T) {
+	r := fakes.Redis(t, fakes.ManualTime(epoch))
+	clock := r.Clock().(*fakes.Clock)
+	const ttl = 900 * time.Millisecond
+	l := newLocker(t, r, "res", locks.WithTTL(ttl))
+	lease := mustLock(t, l)
+	ctx := context.Background()
+	for i := 0; i < 6; i++ { // two whole TTLs
+		before := lease.Deadline()
+		r.Advance(ttl / 3)
+		waitUntil(t, "renewal", func() bool { return lease.Deadline().After(before) })
+	}
+	if err := lease.Err(); err != nil {
+		t.Fatalf("lease lost while the watchdog ran: %v", err)
+	}
+	if n := r.Client().Exists(ctx, l.Key()).Val(); n != 1 {
+		t.Fatal("key expired although renewed")
+	}
+	r.Client().Del(ctx, l.Key())
+	clock.Advance(ttl / 3)
+	<-lease.Done()
+	if !errors.Is(lease.Err(), locks.ErrNotHeld) {
+		t.Fatalf("Err = %v, want ErrNotHeld", lease.Err())
+	}
+}
+
+func TestTryLockHeld(t *testing.T) {
+	r := fakes.Redis(t, fakes.ManualTime(epoch))
+	l := newLocker(t, r, "res")
+	ctx := context.Background()
+	lease, err := l.TryLock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.TryLock(ctx); !errors.Is(err, locks.ErrLocked) {
+		t.Fatalf("second TryLock: %v, want ErrLocked", err)
+	}
+	tok := token(t, lease)
+	_ = lease.Unlock(ctx)
+	again, err := l.TryLock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token(t, again) <= tok {
+		t.Fatal("fencing token did not grow")
+	}
+	_ = again.Unlock(ctx)
+}
+
+// TestQueueOutlivesLongHolder: a waiter with a short TTL queued behind a
+// holder with a long one keeps its place for as long as the holder may hold.
+func TestQueueOutlivesLongHolder(t *testing.T) {
+	r := fakes.Redis(t, fakes.ManualTime(epoch))
+	holder := newLocker(t, r, "res", locks.WithTTL(time.Minute), locks.WithWatchdog(false))
+	waiter := newLocker(t, r, "res", locks.WithTTL(time.Second))
+	ctx := context.Background()
+	lease := mustLock(t, holder)
+	got := make(chan locks.Lease, 1)
+	go func() { got <- mustLock(t, waiter) }()
+	queue := holder.Key() + ":queue"
+	waitUntil(t, "waiter queued", func() bool { return r.Client().LLen(ctx, queue).Val() == 1 })
+	if ttl := r.Client().PTTL(ctx, queue).Val(); ttl < 3*time.Minute-time.Second {
+		t.Fatalf("queue TTL %v: shorter than three times the holder's remaining TTL", ttl)
+	}
+	if err := lease.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_ = (<-got).Unlock(ctx)
+}

@@ -1,0 +1,77 @@
+package redislock
+
+import "github.com/redis/go-redis/v9"
+
+// The lock's keys, all under one hash tag so that they share a cluster slot:
+//
+//	KEYS[1] <prefix>{<name>}          the lock: value = owner, PX = TTL
+//	KEYS[2] <prefix>{<name>}:fence    fencing counter, INCR on every grant, never deleted
+//	KEYS[3] <prefix>{<name>}:queue    FIFO of waiters, "<owner> <locker id> <ttl ms>"
+//
+// A waiter is notified on its Locker's channel, <prefix>{<name>}:w:<locker id>.
+
+// acquireScript tries to take the lock.
+// ARGV: owner, ttl ms, queue member, mode ("try", "enqueue" or "recheck"),
+// queue TTL ms. The queue lives at least that long and three times the
+// holder's remaining TTL, so that waiters whose own TTL is short do not lose
+// their places behind a holder with a long one.
+// Returns {1, fence} when it took the lock now, {2, fence, pttl} when the lock
+// was already handed to this owner, {0, pttl} when someone else holds it.
+var acquireScript = redis.NewScript(`
+local p = redis.call('PTTL', KEYS[1])
+if p == -2 then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  local f = redis.call('INCR', KEYS[2])
+  if ARGV[4] == 'recheck' then redis.call('LREM', KEYS[3], 0, ARGV[3]) end
+  return {1, f}
+end
+if ARGV[4] == 'recheck' then
+  if redis.call('GET', KEYS[1]) == ARGV[1] then
+    return {2, tonumber(redis.call('GET', KEYS[2])), p}
+  end
+  if redis.call('LPOS', KEYS[3], ARGV[3]) then
+    redis.call('PEXPIRE', KEYS[3], math.max(tonumber(ARGV[5]), 3 * p))
+    return {0, p}
+  end
+end
+if ARGV[4] ~= 'try' then
+  redis.call('RPUSH', KEYS[3], ARGV[3])
+  redis.call('PEXPIRE', KEYS[3], math.max(tonumber(ARGV[5]), 3 * p))
+end
+return {0, p}
+`)
+
+// releaseScript releases the lock if ARGV[1] owns it and hands it straight to
+// the first waiter in the queue that is still listening: PUBLISH returns the
+// number of receivers, so a waiter whose Locker has gone (a crashed process)
+// is skipped instead of being granted a lock it will never use.
+// ARGV: owner, channel prefix, queue member to remove first ("" for none).
+// Returns 0 when ARGV[1] did not hold the lock, 1 when it was freed, 2 when it
+// was handed over.
+var releaseScript = redis.NewScript(`
+if ARGV[3] ~= '' then redis.call('LREM', KEYS[3], 0, ARGV[3]) end
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+while true do
+  local m = redis.call('LPOP', KEYS[3])
+  if not m then
+    redis.call('DEL', KEYS[1])
+    return 1
+  end
+  local o, id, ttl = string.match(m, '^(%S+) (%S+) (%d+)$')
+  if o then
+    local f = redis.call('INCR', KEYS[2])
+    if redis.call('PUBLISH', ARGV[2] .. id, o .. ' ' .. f) > 0 then
+      redis.call('SET', KEYS[1], o, 'PX', ttl)
+      return 2
+    end
+  end
+end
+`)
+
+// renewScript extends the lock to ARGV[2] ms if ARGV[1] owns it.
+var renewScript = redis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+return 0
+`)

@@ -1,0 +1,150 @@
+package redislock
+
+import (
+	"context"
+	"math/rand/v2"
+	"time"
+
+	"github.com/lockproof/lockproof/locks"
+)
+
+// Lock waits until the lock is held, ctx ends (an error wrapping ctx.Err())
+// or the wait budget runs out (locks.ErrWaitBudget).
+//
+// Waiting is notified, not polled: a waiter queues itself in Redis and the
+// holder's unlock hands the lock straight to the first waiter still
+// listening, publishing the new fencing token on that waiter's channel. A
+// waiter also re-checks once the holder's remaining TTL (plus jitter) has
+// passed, which covers holders that crash without unlocking.
+func (l *Locker) Lock(ctx context.Context) (locks.Lease, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, l.errorf("lock: %w", err)
+	}
+	owner := locks.NewOwner()
+	began := l.opt.Clock.Now()
+	if !l.subscribed() {
+		r, err := l.attempt(ctx, owner, "try")
+		if err != nil || r.status != statusWait {
+			return l.result(ctx, owner, r, err)
+		}
+	}
+	ch, err := l.join(ctx, owner)
+	if err != nil {
+		return nil, err
+	}
+	lease, err := l.wait(ctx, owner, ch, began)
+	if err != nil || lease == nil {
+		l.abandon(owner)
+		return nil, err
+	}
+	l.leave(owner)
+	return lease, nil
+}
+
+func (l *Locker) subscribed() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.sub != nil
+}
+
+func (l *Locker) result(ctx context.Context, owner string, r attemptResult, err error) (locks.Lease, error) {
+	if err != nil {
+		return nil, err
+	}
+	return l.grant(ctx, owner, r.fence, r.start), nil
+}
+
+// wait queues owner and waits for a hand-over, a re-check or the end.
+func (l *Locker) wait(ctx context.Context, owner string, ch chan locks.Token, began time.Time) (locks.Lease, error) {
+	r, err := l.attempt(ctx, owner, "enqueue")
+	for {
+		if err != nil {
+			return nil, err
+		}
+		if r.status != statusWait {
+			return l.result(ctx, owner, r, nil)
+		}
+		// r.start is the last moment the lock was known not to be ours:
+		// a hand-over after it set the key's TTL later, so r.start + TTL
+		// is a safe bound for a lease handed over from now on.
+		since := r.start
+		fence, woke, err := l.sleep(ctx, ch, r.pttl, began)
+		switch {
+		case err != nil:
+			return nil, err
+		case woke && fence > 0:
+			if lease, err := l.handover(ctx, owner, fence, since); lease != nil || err != nil {
+				return lease, err
+			}
+		}
+		r, err = l.attempt(ctx, owner, "recheck")
+	}
+}
+
+// sleep waits for a message on ch (woke), the holder's remaining TTL plus
+// jitter, the wait budget or ctx.
+func (l *Locker) sleep(ctx context.Context, ch chan locks.Token, pttl time.Duration, began time.Time) (locks.Token, bool, error) {
+	d := l.opt.TTL
+	if pttl >= 0 {
+		d = pttl + jitter(pttl)
+	}
+	budgetLeft := time.Duration(-1)
+	if l.opt.WaitBudget > 0 {
+		budgetLeft = l.opt.WaitBudget - l.opt.Clock.Now().Sub(began)
+		if budgetLeft <= 0 {
+			return 0, false, l.errorf("lock: %w after %v", locks.ErrWaitBudget, l.opt.WaitBudget)
+		}
+		d = min(d, budgetLeft)
+	}
+	t := l.opt.Clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case f := <-ch:
+		return f, true, nil
+	case <-t.C():
+		if budgetLeft >= 0 && d == budgetLeft {
+			return 0, false, l.errorf("lock: %w after %v", locks.ErrWaitBudget, l.opt.WaitBudget)
+		}
+		return 0, false, nil
+	case <-ctx.Done():
+		return 0, false, l.errorf("lock: %w", ctx.Err())
+	}
+}
+
+// jitter spreads waiters' re-checks: up to a tenth of the wait, at most 10 ms.
+func jitter(d time.Duration) time.Duration {
+	j := min(d/10, 10*time.Millisecond)
+	if j <= 0 {
+		return time.Millisecond
+	}
+	return rand.N(j) + time.Millisecond
+}
+
+// handover turns a hand-over into a lease. since is when the waiter last saw
+// the lock was not its own, so the key's TTL started after it. A waiter that
+// waited long enough for that bound to be near claims the lock with a renewal
+// first; a nil lease and nil error mean the lock is no longer ours and the
+// waiter goes on waiting.
+func (l *Locker) handover(ctx context.Context, owner string, fence locks.Token, since time.Time) (locks.Lease, error) {
+	if l.opt.Clock.Now().Sub(since) > l.opt.TTL/2 {
+		start := l.opt.Clock.Now()
+		if err := (leaseOps{l: l, owner: owner}).Renew(ctx); err != nil {
+			return nil, nil
+		}
+		since = start
+	}
+	return l.grant(ctx, owner, fence, since), nil
+}
+
+// abandon leaves the queue after a failed or cancelled wait. A hand-over
+// that raced with the cancellation is released at once (and passed on), so
+// a waiter that gave up never keeps the lock until its TTL.
+func (l *Locker) abandon(owner string) {
+	l.leave(owner)
+	ctx, cancel := context.WithTimeout(context.Background(), l.opt.RequestTimeout)
+	defer cancel()
+	if _, err := l.release(ctx, owner, l.member(owner)); err != nil {
+		l.opt.Logger.Warn("lockproof: could not leave the queue; a hand-over to this waiter will expire by TTL",
+			"lock", l.name, "err", err)
+	}
+}
