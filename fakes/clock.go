@@ -12,8 +12,14 @@ import (
 // Clock is a manual locks.Clock: time stands still until Advance moves it,
 // and timers fire in deadline order as it passes them. Pass it to a lock with
 // locks.WithClock and move a backend's time with the same Advance (see
-// Redis.Advance) so that TTLs run out without sleeping. Safe for concurrent
-// use.
+// RedisServer.Advance) so that TTLs run out without sleeping. Safe for
+// concurrent use.
+//
+// AfterFunc callbacks run in their own goroutines, which may run after
+// Advance has returned and then read Now as the end of the advance, not
+// their own deadline. A lease's watchdog renews from such a callback and
+// arms its next renewal only then: advance a watched lease in steps shorter
+// than a third of its TTL, waiting (WaitTimers) for each renewal to re-arm.
 type Clock struct {
 	mu      sync.Mutex
 	now     time.Time

@@ -1,0 +1,25 @@
+// Package fakes provides test backends for lockproof: real protocol servers
+// that start in a test, and in-memory stand-ins, all with time as an input.
+//
+// The index:
+//
+//   - Clock (clock.go): a manual locks.Clock. Time stands still until
+//     Advance; WaitTimers lets a test wait until a goroutine has armed the
+//     timer it is about to advance past.
+//   - Redis (redis.go): a RedisServer for one test: miniredis on a loopback
+//     port, or the real server named by LOCKPROOF_REDIS_ADDR. It gives
+//     clients, a unique key Prefix, the Clock to pass to locks
+//     (LockOptions), Advance in manual mode (ManualTime), and Stop and
+//     Restart to fail the server.
+//   - RedisCluster (rediscluster.go): RedisNodes, n independent servers for
+//     Redlock with one Prefix and one Clock; real servers come from
+//     LOCKPROOF_REDIS_ADDRS.
+//   - MemLock (memlock.go): an in-memory locks.Locker with fencing tokens,
+//     TTLs on the injected clock, and fault injection (ExpireNow, FailNext),
+//     for unit tests of code that uses a lock.
+//
+// Every helper that takes a testing.TB cleans up with t.Cleanup and fails
+// the test with a message that says what to do. Nothing prints unless a test
+// fails. No test needs to sleep out a TTL: start the fake with ManualTime,
+// pass LockOptions to the lock, and Advance.
+package fakes

@@ -1,0 +1,384 @@
+package fakes
+
+import (
+	"context"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/logging"
+
+	"github.com/lockproof/lockproof/locks"
+)
+
+// EnvRedisAddr names the environment variable that points Redis at a real
+// server (host:port) instead of miniredis. Tests share that server; each fake
+// works under its own Prefix and deletes its keys at cleanup.
+const EnvRedisAddr = "LOCKPROOF_REDIS_ADDR"
+
+// RedisOption configures Redis and RedisCluster.
+type RedisOption func(*redisConfig)
+
+type redisConfig struct {
+	manual    bool
+	start     time.Time
+	forceMini bool
+}
+
+// ManualTime puts the fake in manual mode: its Clock is a *Clock reading
+// start that moves only with Advance, and the backend's TTLs and TIME move
+// with it. Default: real-time mode, where Clock is locks.SystemClock and TTLs
+// run on the wall clock.
+func ManualTime(start time.Time) RedisOption {
+	return func(c *redisConfig) { c.manual, c.start = true, start }
+}
+
+// ForceMiniredis uses miniredis even when a real server is configured by
+// EnvRedisAddr (or EnvRedisAddrs for RedisCluster). Default: the environment
+// decides. Use it for tests that need Stop, Restart or exact manual time.
+func ForceMiniredis() RedisOption {
+	return func(c *redisConfig) { c.forceMini = true }
+}
+
+func newRedisConfig(opts []RedisOption) redisConfig {
+	var c redisConfig
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&c)
+		}
+	}
+	return c
+}
+
+// newClock returns the manual clock of the configuration, or nil in
+// real-time mode.
+func (c redisConfig) newClock() *Clock {
+	if !c.manual {
+		return nil
+	}
+	return NewClock(c.start)
+}
+
+// RedisServer is one Redis backend for a test: miniredis on a loopback port,
+// or a real server named by EnvRedisAddr. Build it with Redis (or as a node
+// of RedisCluster); everything it opened is closed at the test's cleanup.
+//
+// In real-time mode miniredis counts TTLs down on the wall clock (its
+// ClockTTL mode, which expires keys as any command touches the server): a
+// key is gone for every command sent once its TTL has passed and present
+// for every command sent before, as on Redis. It never expires a key early,
+// which is the direction that matters for a lock: an early expiry would let
+// a second owner in while the first still holds a valid lease. (Calling
+// FastForward from a ticker instead would shorten the TTL of a key set
+// between two ticks by up to one tick.) Like Redis, it follows the wall
+// clock, so a step of the system clock moves TTLs too.
+//
+// In manual mode the TTLs and TIME stand still until Advance.
+type RedisServer struct {
+	t       testing.TB
+	prefix  string
+	clock   *Clock // nil in real-time mode
+	inGroup bool   // a RedisCluster node: the clock is shared
+	addr    string
+	mini    *miniredis.Miniredis // nil on a real server
+	client  *redis.Client
+
+	mu       sync.Mutex
+	clients  []*redis.Client
+	stopped  bool
+	pastCmds int // commands processed by earlier runs of a restarted miniredis
+	ownCmds  int // commands sent by the fake itself, not counted
+}
+
+// Redis starts a backend for t: miniredis on a port chosen by the kernel, or
+// the real server named by EnvRedisAddr unless ForceMiniredis is given. It
+// fails the test if the backend cannot be started or reached.
+func Redis(t testing.TB, opts ...RedisOption) *RedisServer {
+	t.Helper()
+	cfg := newRedisConfig(opts)
+	addr := ""
+	if !cfg.forceMini {
+		addr = os.Getenv(EnvRedisAddr)
+	}
+	return newNode(t, addr, newPrefix(), cfg.newClock(), false)
+}
+
+// newPrefix returns a key prefix unique to one fake.
+func newPrefix() string { return "lockproof-test-" + locks.NewOwner()[:8] + ":" }
+
+// newNode starts miniredis (addr == "") or connects to the real server at
+// addr, with the given prefix and clock (nil: real time).
+func newNode(t testing.TB, addr, prefix string, clock *Clock, inGroup bool) *RedisServer {
+	t.Helper()
+	quietDialFailures.Do(func() {
+		redis.SetLogger(logging.NewBlacklistLogger([]string{"failed to dial"}))
+	})
+	r := &RedisServer{t: t, prefix: prefix, clock: clock, inGroup: inGroup, addr: addr}
+	if addr == "" {
+		r.startMiniredis()
+	}
+	r.client = redis.NewClient(r.clientOptions())
+	r.clients = append(r.clients, r.client)
+	t.Cleanup(r.closeAll)
+	if r.mini == nil {
+		r.pingReal()
+		t.Cleanup(r.deleteKeys) // runs before closeAll
+	}
+	return r
+}
+
+// quietDialFailures installs, once, a go-redis logger that drops the line
+// go-redis prints to stderr for every failed dial: with a stopped server
+// those failures are the point of a test, and the command errors report
+// them anyway. go-redis has one logger per process, so this replaces any
+// logger set before the first fake; its other messages still go to stderr.
+var quietDialFailures sync.Once
+
+func (r *RedisServer) startMiniredis() {
+	r.t.Helper()
+	m := miniredis.NewMiniRedis()
+	if r.clock != nil {
+		m.SetTime(r.clock.Now())
+	} else {
+		m.ClockTTL(true)
+	}
+	if err := m.StartAddr("127.0.0.1:0"); err != nil {
+		r.t.Fatalf("fakes: cannot start miniredis on a loopback port: %v", err)
+	}
+	r.mini, r.addr = m, m.Addr()
+}
+
+// clientPoolSize bounds each client's connections. A go-redis pool stops
+// dialing after as many failed dials as its size, failing fast and probing
+// once a second from a goroutine of its own: a client of a restarted server
+// would stay down for up to a second, and the probe would outlive the test.
+// One large pool (pipelines share it, rather than a 10-connection pool of
+// their own) keeps a client of a stopped server reporting each failure and
+// reconnecting as soon as the server is back.
+const clientPoolSize = 1024
+
+// clientOptions are those of every client the fake hands out: go-redis
+// defaults, command retries included, except that a refused loopback dial is
+// not retried (it is immediate and final) and retries back off by 1-4 ms
+// instead of 10-1000 ms, so a command to a stopped server fails in a few
+// milliseconds rather than in a tenth of a second.
+func (r *RedisServer) clientOptions() *redis.Options {
+	return &redis.Options{
+		Addr:             r.addr,
+		DisableIdentity:  true,
+		DialerRetries:    1,
+		MinRetryBackoff:  time.Millisecond,
+		MaxRetryBackoff:  4 * time.Millisecond,
+		PoolSize:         clientPoolSize,
+		PipelinePoolSize: -1, // pipelines on the main pool
+	}
+}
+
+// deleteKeys deletes every key under the prefix on a real server.
+func (r *RedisServer) deleteKeys() {
+	if err := r.deletePrefix(); err != nil {
+		r.t.Errorf("fakes: cleanup: deleting keys %s* on %s: %v", r.prefix, r.addr, err)
+	}
+}
+
+// closeAll closes every client, then the miniredis server.
+func (r *RedisServer) closeAll() {
+	r.mu.Lock()
+	clients := r.clients
+	r.clients = nil
+	r.mu.Unlock()
+	for _, c := range clients {
+		_ = c.Close() // closing a client only fails if it was closed already
+	}
+	if r.mini != nil {
+		r.mini.Close()
+	}
+}
+
+// Client returns the fake's own client, ready to use and closed at cleanup.
+func (r *RedisServer) Client() redis.UniversalClient { return r.client }
+
+// NewClient returns another client with its own connection pool, closed at
+// cleanup: a second process talking to the same server.
+func (r *RedisServer) NewClient() *redis.Client {
+	c := redis.NewClient(r.clientOptions())
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.clients = append(r.clients, c)
+	return c
+}
+
+// Addr returns the server's host:port.
+func (r *RedisServer) Addr() string { return r.addr }
+
+// Prefix returns the key prefix unique to this fake ("lockproof-test-<8 hex>:").
+// Pass it to locks with locks.WithPrefix (LockOptions does).
+func (r *RedisServer) Prefix() string { return r.prefix }
+
+// Clock returns the clock the backend's TTLs follow: locks.SystemClock in
+// real-time mode, the manual *Clock in manual mode.
+func (r *RedisServer) Clock() locks.Clock { return clockOf(r.clock) }
+
+// clockOf returns c, or locks.SystemClock when c is nil (real-time mode).
+func clockOf(c *Clock) locks.Clock {
+	if c == nil {
+		return locks.SystemClock{}
+	}
+	return c
+}
+
+// LockOptions returns the options a test passes to a lock constructor so the
+// lock uses this fake's Prefix and Clock.
+func (r *RedisServer) LockOptions() []locks.Option { return lockOptions(r.prefix, r.clock) }
+
+func lockOptions(prefix string, c *Clock) []locks.Option {
+	return []locks.Option{locks.WithPrefix(prefix), locks.WithClock(clockOf(c))}
+}
+
+// Miniredis returns the miniredis server, or nil on a real server.
+func (r *RedisServer) Miniredis() *miniredis.Miniredis { return r.mini }
+
+// Real reports whether the fake talks to a real server.
+func (r *RedisServer) Real() bool { return r.mini == nil }
+
+// Advance moves time forward by d, in manual mode only: first the backend
+// (TTLs run down by d, keys that reach zero expire, TIME reads the new time),
+// then the Clock, so a timer that fires already finds its keys expired.
+//
+// On miniredis this is exact. A real server cannot stop its own clock: Advance
+// shortens the TTL of every key under the prefix by d (whole milliseconds),
+// deleting those it would run out, while the server keeps counting down in
+// real time as well; TIME keeps the server's time.
+func (r *RedisServer) Advance(d time.Duration) {
+	r.t.Helper()
+	if r.inGroup {
+		r.t.Fatalf("fakes: Advance on one node of a RedisCluster would move the clock shared by all nodes; " +
+			"use RedisNodes.Advance (or Miniredis().FastForward to skew one node)")
+	}
+	advance(r.t, r.clock, []*RedisServer{r}, d)
+}
+
+// advance moves the backends of nodes, then clock, forward by d.
+func advance(t testing.TB, clock *Clock, nodes []*RedisServer, d time.Duration) {
+	t.Helper()
+	if clock == nil {
+		t.Fatalf("fakes: Advance needs manual time: start the fake with fakes.ManualTime(start)")
+	}
+	if d < 0 {
+		t.Fatalf("fakes: Advance(%v): time cannot move backwards", d)
+	}
+	now := clock.Now().Add(d)
+	for _, n := range nodes {
+		n.advanceBackend(now, d)
+	}
+	clock.Advance(d)
+}
+
+// advanceBackend runs the backend's TTLs down by d and sets its time to now.
+func (r *RedisServer) advanceBackend(now time.Time, d time.Duration) {
+	r.t.Helper()
+	if r.mini == nil {
+		if err := r.advanceReal(d); err != nil {
+			r.t.Fatalf("fakes: Advance(%v) on %s: %v", d, r.addr, err)
+		}
+		return
+	}
+	r.mini.SetTime(now)
+	r.mini.FastForward(d)
+}
+
+// Stop shuts the server down: clients get connection errors until Restart.
+// Stopping a stopped server does nothing. miniredis only: on a real server
+// the test is skipped.
+func (r *RedisServer) Stop() {
+	r.t.Helper()
+	r.requireMiniredis("Stop")
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.stopLocked()
+}
+
+func (r *RedisServer) stopLocked() {
+	if r.stopped {
+		return
+	}
+	r.pastCmds += r.mini.CommandCount()
+	r.mini.Close()
+	r.stopped = true
+}
+
+// Restart stops the server if it runs and starts it again on the same
+// address, with its keys (keepData) or empty, as a restart without
+// persistence. Either way the script cache is emptied, as on a restarted
+// Redis, so EVALSHA answers NOSCRIPT. Keys' TTLs keep running while the
+// server is down, in the mode's time. Clients reconnect by themselves.
+// miniredis only: on a real server the test is skipped.
+func (r *RedisServer) Restart(keepData bool) {
+	r.t.Helper()
+	r.requireMiniredis("Restart")
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.stopLocked()
+	if !keepData {
+		r.mini.FlushAll()
+	}
+	// miniredis cancels the context of its blocking commands at Close and
+	// never renews it: without a fresh one, BLPOP and the like would never
+	// answer on the restarted server.
+	r.mini.Lock()
+	r.mini.Ctx, r.mini.CtxCancel = context.WithCancel(context.Background())
+	r.mini.Unlock()
+	if err := r.mini.Restart(); err != nil {
+		r.t.Fatalf("fakes: cannot restart miniredis on %s: %v", r.addr, err)
+	}
+	r.stopped = false
+	if err := r.flushScripts(); err != nil {
+		r.t.Fatalf("fakes: restart of %s: emptying the script cache: %v", r.addr, err)
+	}
+}
+
+// flushScripts sends SCRIPT FLUSH on a connection of its own, not counted by
+// CommandCount.
+func (r *RedisServer) flushScripts() error {
+	c := redis.NewClient(r.clientOptions())
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	before := r.mini.CommandCount()
+	err := c.ScriptFlush(ctx).Err()
+	r.ownCmds += r.mini.CommandCount() - before
+	return err
+}
+
+func (r *RedisServer) requireMiniredis(what string) {
+	r.t.Helper()
+	if r.mini == nil {
+		env := EnvRedisAddr
+		if r.inGroup {
+			env = EnvRedisAddrs
+		}
+		r.t.Skipf("fakes: %s needs miniredis: cannot stop a real server from a test (unset %s or use fakes.ForceMiniredis)",
+			what, env)
+	}
+}
+
+// CommandCount returns how many commands the server has processed, over
+// restarts, not counting those the fake sent itself. On a real server it is
+// the server's total_commands_processed: every client's commands since the
+// server started, and it fails the test if INFO cannot be read.
+func (r *RedisServer) CommandCount() int {
+	r.t.Helper()
+	if r.mini == nil {
+		return r.realCommandCount()
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := r.pastCmds - r.ownCmds
+	if !r.stopped {
+		n += r.mini.CommandCount()
+	}
+	return n
+}
