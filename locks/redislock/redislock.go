@@ -2,7 +2,6 @@ package redislock
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -81,7 +80,7 @@ func (l *Locker) TryLock(ctx context.Context) (locks.Lease, error) {
 	if r.status == statusWait {
 		return nil, l.errorf("%w", locks.ErrLocked)
 	}
-	return l.grant(ctx, owner, r.fence, r.start), nil
+	return l.grant(ctx, owner, r.fence, r.start)
 }
 
 // attemptResult is what one run of acquireScript said.
@@ -135,12 +134,18 @@ func (l *Locker) attempt(ctx context.Context, owner, mode string) (attemptResult
 }
 
 // grant wraps an acquisition in a managed lease and reports it to the
-// observer.
-func (l *Locker) grant(ctx context.Context, owner string, fence locks.Token, start time.Time) locks.Lease {
+// observer. An acquisition whose validity had already run out by the time
+// the answer arrived (the client paused longer than the TTL) is released and
+// reported as locks.ErrLeaseExpired, never returned as held.
+func (l *Locker) grant(ctx context.Context, owner string, fence locks.Token, start time.Time) (locks.Lease, error) {
 	lease := locks.NewLease(locks.LeaseSpec{Name: l.name, Token: fence, Fenced: true, Start: start},
 		leaseOps{l: l, owner: owner}, l.opt)
+	if err := lease.Err(); err != nil {
+		_ = lease.Unlock(context.WithoutCancel(ctx)) // owner-checked; passes the lock on
+		return nil, l.errorf("acquired too late: %w", err)
+	}
 	locks.Observe(ctx, l.opt.Observer, locks.Event{Point: locks.PointAcquired, Name: l.name, Token: fence, Fenced: true})
-	return lease
+	return lease, nil
 }
 
 // release runs releaseScript for owner, first removing member from the queue
@@ -184,5 +189,3 @@ func (o leaseOps) Release(ctx context.Context) error {
 	}
 	return nil
 }
-
-var errClosed = errors.New("redislock: subscription closed")

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/locks"
 )
@@ -423,4 +425,43 @@ func TestQueueOutlivesLongHolder(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = (<-got).Unlock(ctx)
+}
+
+// slowReplies advances the manual clock while a script is in flight: the
+// client "pauses" between sending the acquire and reading its answer.
+type slowReplies struct {
+	clock *fakes.Clock
+	by    time.Duration
+}
+
+func (slowReplies) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (s slowReplies) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		s.clock.Advance(s.by)
+		return err
+	}
+}
+func (slowReplies) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// TestGrantTooLateIsNotHeld: an acquisition whose answer arrives after the
+// lease's validity is released and reported, never returned as held.
+func TestGrantTooLateIsNotHeld(t *testing.T) {
+	r := fakes.Redis(t, fakes.ManualTime(epoch))
+	clock := r.Clock().(*fakes.Clock)
+	client := r.NewClient()
+	client.AddHook(slowReplies{clock: clock, by: 2 * time.Second})
+	l, err := New(client, "res", append(r.LockOptions(), locks.WithTTL(time.Second))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := l.TryLock(ctx); !errors.Is(err, locks.ErrLeaseExpired) {
+		t.Fatalf("TryLock with a reply later than the TTL: %v, want ErrLeaseExpired", err)
+	}
+	if n := r.Client().Exists(ctx, l.Key()).Val(); n != 0 {
+		t.Fatal("the too-late acquisition was not released")
+	}
 }

@@ -2,6 +2,7 @@ package redislock
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"time"
 
@@ -51,7 +52,7 @@ func (l *Locker) result(ctx context.Context, owner string, r attemptResult, err 
 	if err != nil {
 		return nil, err
 	}
-	return l.grant(ctx, owner, r.fence, r.start), nil
+	return l.grant(ctx, owner, r.fence, r.start)
 }
 
 // wait queues owner and waits for a hand-over, a re-check or the end.
@@ -62,7 +63,13 @@ func (l *Locker) wait(ctx context.Context, owner string, ch chan locks.Token, be
 			return nil, err
 		}
 		if r.status != statusWait {
-			return l.result(ctx, owner, r, nil)
+			lease, err := l.result(ctx, owner, r, nil)
+			if !errors.Is(err, locks.ErrLeaseExpired) {
+				return lease, err
+			}
+			// Granted, but too late to use: it was released; queue again.
+			r, err = l.attempt(ctx, owner, "enqueue")
+			continue
 		}
 		// r.start is the last moment the lock was known not to be ours:
 		// a hand-over after it set the key's TTL later, so r.start + TTL
@@ -133,7 +140,11 @@ func (l *Locker) handover(ctx context.Context, owner string, fence locks.Token, 
 		}
 		since = start
 	}
-	return l.grant(ctx, owner, fence, since), nil
+	lease, err := l.grant(ctx, owner, fence, since)
+	if errors.Is(err, locks.ErrLeaseExpired) {
+		return nil, nil // released again; keep waiting
+	}
+	return lease, err
 }
 
 // abandon leaves the queue after a failed or cancelled wait. A hand-over
