@@ -243,6 +243,9 @@ func (l *ManagedLease) Unlock(ctx context.Context) error {
 	l.wg.Wait()
 
 	if err := ctx.Err(); err != nil {
+		if prior != nil {
+			return prior
+		}
 		return fmt.Errorf("lock %q: unlock: %w (left to expire by TTL)", l.spec.Name, err)
 	}
 	// The backend release is owner-checked, so it is sent even for a lease

@@ -210,3 +210,15 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+func TestUnlockCancelledKeepsExpiry(t *testing.T) {
+	clock := fakes.NewClock(epoch)
+	ops := newOps()
+	l := locks.NewLease(locks.LeaseSpec{Name: "x", Start: epoch}, ops, options(t, clock, locks.WithWatchdog(false)))
+	clock.Advance(time.Hour)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := l.Unlock(ctx); !errors.Is(err, locks.ErrLeaseExpired) {
+		t.Fatalf("Unlock(cancelled) of an expired lease = %v, want ErrLeaseExpired", err)
+	}
+}
