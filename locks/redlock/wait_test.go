@@ -1,0 +1,186 @@
+package redlock
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/lockproof/lockproof/locks"
+)
+
+// A waiter wakes on the holder's Unlock with the clock standing still: it is
+// notified, not polling.
+func TestLockWakesOnRelease(t *testing.T) {
+	g, clock := manual(t, 5)
+	holder := newLocker(t, g, nil)
+	lease := mustTryLock(t, holder)
+	ctx := testCtx(t)
+
+	waiter := newLocker(t, g, g.NewClients())
+	ch := lockAsync(ctx, waiter)
+	waitTimers(t, clock, 3) // the lease's expiry and watchdog, the waiter's retry
+	if err := lease.Unlock(ctx); err != nil {
+		t.Fatalf("Unlock: %v", err)
+	}
+	o := receive(t, ch)
+	if o.err != nil {
+		t.Fatalf("waiter's Lock: %v", o.err)
+	}
+	if !clock.Now().Equal(epoch) {
+		t.Fatalf("the clock moved to %v", clock.Now())
+	}
+	if waiter.subscribed() {
+		t.Error("Lock returned with its subscriptions open")
+	}
+	if err := o.lease.Unlock(ctx); err != nil {
+		t.Fatalf("waiter's Unlock: %v", err)
+	}
+}
+
+// A holder that crashes never unlocks: the waiter gets the lock once the
+// keys expire, and the stale lease reports it expired.
+func TestHolderCrash(t *testing.T) {
+	g, clock := manual(t, 5)
+	holder := newLocker(t, g, nil, locks.WithWatchdog(false))
+	stale := mustTryLock(t, holder)
+	ctx := testCtx(t)
+
+	ch := lockAsync(ctx, newLocker(t, g, g.NewClients()))
+	waitTimers(t, clock, 2) // the stale lease's expiry, the waiter's retry
+	g.Advance(testTTL + maxJitter)
+	o := receive(t, ch)
+	if o.err != nil {
+		t.Fatalf("waiter's Lock after the TTL: %v", o.err)
+	}
+	for _, err := range []error{stale.Err(), stale.Renew(ctx), stale.Unlock(ctx)} {
+		if !errors.Is(err, locks.ErrLeaseExpired) && !errors.Is(err, locks.ErrNotHeld) {
+			t.Errorf("stale lease: %v, want ErrLeaseExpired or ErrNotHeld", err)
+		}
+	}
+	if err := o.lease.Renew(ctx); err != nil {
+		t.Errorf("new holder's Renew after the stale Unlock: %v", err)
+	}
+	if err := o.lease.Unlock(ctx); err != nil {
+		t.Errorf("new holder's Unlock: %v", err)
+	}
+}
+
+func TestWaitBudget(t *testing.T) {
+	g, clock := manual(t, 3)
+	lease := mustTryLock(t, newLocker(t, g, nil, locks.WithWatchdog(false)))
+	defer lease.Unlock(testCtx(t))
+	budget := testTTL / 4
+
+	ch := lockAsync(testCtx(t), newLocker(t, g, g.NewClients(), locks.WithWaitBudget(budget)))
+	waitTimers(t, clock, 3) // the lease's expiry, the waiter's budget and retry
+	g.Advance(budget)
+	if o := receive(t, ch); !errors.Is(o.err, locks.ErrWaitBudget) {
+		t.Fatalf("Lock = %v, %v; want ErrWaitBudget", o.lease, o.err)
+	}
+}
+
+// Goroutines of one Locker take turns: each Unlock hands the lock to the
+// next waiter, with the clock standing still.
+func TestGoroutinesOfOneLockerTakeTurns(t *testing.T) {
+	g, clock := manual(t, 3)
+	l := newLocker(t, g, nil, locks.WithWatchdog(false))
+	lease := mustTryLock(t, l)
+	ctx := testCtx(t)
+	const waiters = 4
+	done := make(chan outcome, waiters)
+	for range waiters {
+		go func() {
+			lease, err := l.Lock(ctx)
+			done <- outcome{lease, err}
+		}()
+	}
+	for range waiters {
+		waitTimers(t, clock, 2) // the holder's expiry, the first waiter's retry
+		if err := lease.Unlock(ctx); err != nil {
+			t.Fatalf("Unlock: %v", err)
+		}
+		o := receive(t, done)
+		if o.err != nil {
+			t.Fatalf("Lock: %v", o.err)
+		}
+		lease = o.lease
+	}
+	if err := lease.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !clock.Now().Equal(epoch) {
+		t.Fatalf("the clock moved to %v", clock.Now())
+	}
+}
+
+// Lock returns at once when the lock is free, without subscribing.
+func TestLockUncontended(t *testing.T) {
+	g, _ := manual(t, 3)
+	l := newLocker(t, g, nil)
+	lease, err := l.Lock(testCtx(t))
+	if err != nil {
+		t.Fatalf("Lock: %v", err)
+	}
+	if l.subscribed() {
+		t.Error("an uncontended Lock left a subscription open")
+	}
+	if err := lease.Unlock(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestPlan(t *testing.T) {
+	split := map[string]int{"a": 2, "b": 2}
+	tests := []struct {
+		name       string
+		h, prev    hint
+		listen     bool
+		min, below time.Duration // min <= delay < below
+	}{
+		{"majority holder", hint{held: map[string]int{"a": 3}, holder: "a", expiry: time.Second, took: time.Millisecond},
+			hint{}, true, time.Second, time.Second + maxJitter},
+		{"new split", hint{held: split, expiry: time.Second, took: 3 * time.Millisecond},
+			hint{held: map[string]int{"a": 3}}, false, 0, 6*time.Millisecond + 1},
+		{"persistent split", hint{held: split, expiry: time.Second, took: 3 * time.Millisecond},
+			hint{held: split}, true, time.Second, time.Second + maxJitter},
+		{"new split on a manual clock", hint{held: split, expiry: time.Second},
+			hint{}, false, 0, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for range 100 {
+				p := plan(tt.h, tt.prev)
+				if p.listen != tt.listen || p.delay < tt.min || p.delay >= tt.below {
+					t.Fatalf("plan = %+v, want listen %v and delay in [%v, %v)", p, tt.listen, tt.min, tt.below)
+				}
+			}
+		})
+	}
+}
+
+// Two other owners split the nodes and keep their keys: the waiter backs
+// off once, then waits for any release, and takes the lock on the first.
+func TestLockWaitsOutASplitVote(t *testing.T) {
+	g, clock := manual(t, 5)
+	l := newLocker(t, g, nil)
+	ctx := testCtx(t)
+	for i, o := range []string{"a", "a", "b", "b"} {
+		g.Node(i).Client().Set(ctx, l.Key(), o, time.Minute)
+	}
+	ch := lockAsync(ctx, l)
+	waitTimers(t, clock, 1) // the waiter's fallback: the keys' expiry
+	deleteOn(t, g, l.Key(), 0, 1)
+	if err := g.Node(0).Client().Publish(ctx, l.channel, "a").Err(); err != nil {
+		t.Fatal(err)
+	}
+	o := receive(t, ch)
+	if o.err != nil {
+		t.Fatalf("Lock: %v", o.err)
+	}
+	if got := owners(t, g, l.Key()); got[2] != "b" || got[3] != "b" || got[0] != got[1] || got[0] != got[4] {
+		t.Errorf("owners after the split: %q", got)
+	}
+	if err := o.lease.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
