@@ -1,0 +1,502 @@
+// Benchmarks of this lock against go-redsync/redsync (single node) and
+// bsm/redislock, in the same run, each on its own fresh miniredis.
+//
+// Run only the comparison table (a few minutes on 2 cores):
+//
+//	go test -run '^$' -bench 'Uncontended|Handoff' -benchtime 2000x -count 5 ./locks/redislock/ | tee compare.txt
+//	benchstat compare.txt
+//
+// How to read it:
+//   - Take the median of each metric across the -count runs (benchstat does);
+//     single runs are noisy on shared cores.
+//   - Compare libraries by ratios within one run of the whole table, never
+//     against numbers from another machine or another day: every sub-benchmark
+//     of one run shares the same server implementation and the same load.
+//   - Uncontended/<lib>: ns/op and allocs/op of one lock+unlock, one goroutine.
+//   - Handoff/<lib>/waiters=W: W goroutines take turns on one lock, holding it
+//     ~100 µs each. ns/op is wall time per acquisition (1e9 / acq/s).
+//     handoff-p50-ms and handoff-p99-ms: from the moment a holder calls its
+//     unlock to the moment the next holder's acquire returns. acq/s:
+//     acquisitions per second. srv-cmds/acq: commands miniredis executed per
+//     acquisition, counting EVALSHA and every redis.call inside a script.
+//     reqs/acq: commands the client sent through go-redis per acquisition
+//     (see countingHook for what is counted).
+//
+// Fairness columns, needed to read the others: self-handoff-% is the share
+// of hand-offs that went back to the goroutine that had just released (it
+// loops straight back to acquire); wait-p99-ms and wait-max-ms are the time
+// one acquire call waited. redsync and bsm poll (redsync: random 50–250 ms;
+// bsm: 100 ms here, as its README suggests), so the releasing goroutine
+// usually wins again at once: their hand-offs look fast and their throughput
+// high while the other goroutines wait out retry delays. Ours queues waiters
+// FIFO and hands over by pub/sub.
+//
+// On a machine shared with other work, repeat the whole command with
+// -count 1 rather than one -count 5: -count repeats each sub-benchmark back to
+// back, so a burst of outside load lands on one library only.
+//
+// allocs/op on miniredis include the server's (it runs in this process, and
+// each script run builds a Lua state). To see the clients alone, point
+// LOCKPROOF_REDIS_ADDR (fakes.EnvRedisAddr) at a real Redis; the same table
+// then runs there, counting srv-cmds from INFO commandstats.
+package redislock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	bsmlock "github.com/bsm/redislock"
+	"github.com/go-redsync/redsync/v4"
+	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/locks"
+	"github.com/lockproof/lockproof/locks/redislock"
+)
+
+const (
+	compareTTL  = 10 * time.Second
+	compareHold = 100 * time.Microsecond
+	// compareTimeout bounds one benchmark run, so a hang fails it instead of
+	// stalling the whole table.
+	compareTimeout = 3 * time.Minute
+)
+
+// worker is one goroutine's handle on a lock: lock, then unlock, repeatedly.
+// It keeps the current acquisition itself, so driving it allocates nothing
+// beyond what the library allocates.
+type worker interface {
+	lock(ctx context.Context) error
+	unlock(ctx context.Context) error
+}
+
+// library builds n workers on one lock name, sharing whatever the library
+// means to be shared between goroutines of one process.
+type library struct {
+	name    string
+	workers func(client redis.UniversalClient, name string, n int) ([]worker, error)
+}
+
+var libraries = []library{
+	{"lockproof", lockproofWorkers},
+	{"redsync", redsyncWorkers},
+	{"bsm", bsmWorkers},
+}
+
+// lockproof: one Locker shared by every goroutine; each Lock gets its own lease.
+type lockproofWorker struct {
+	l     *redislock.Locker
+	lease locks.Lease
+}
+
+func lockproofWorkers(client redis.UniversalClient, name string, n int) ([]worker, error) {
+	l, err := redislock.New(client, name, locks.WithTTL(compareTTL))
+	if err != nil {
+		return nil, err
+	}
+	ws := make([]worker, n)
+	for i := range ws {
+		ws[i] = &lockproofWorker{l: l}
+	}
+	return ws, nil
+}
+
+func (w *lockproofWorker) lock(ctx context.Context) (err error) {
+	w.lease, err = w.l.Lock(ctx)
+	return err
+}
+
+func (w *lockproofWorker) unlock(ctx context.Context) error {
+	err := w.lease.Unlock(ctx)
+	w.lease = nil
+	return err
+}
+
+// redsync: a Mutex holds its current value, so each goroutine needs its own;
+// all come from one Redsync. Tries are raised so that waiters never give up;
+// the retry delay keeps its default.
+type redsyncWorker struct{ m *redsync.Mutex }
+
+func redsyncWorkers(client redis.UniversalClient, name string, n int) ([]worker, error) {
+	rs := redsync.New(goredis.NewPool(client))
+	ws := make([]worker, n)
+	for i := range ws {
+		ws[i] = &redsyncWorker{rs.NewMutex(name, redsync.WithExpiry(compareTTL), redsync.WithTries(1<<20))}
+	}
+	return ws, nil
+}
+
+func (w *redsyncWorker) lock(ctx context.Context) error { return w.m.LockContext(ctx) }
+
+func (w *redsyncWorker) unlock(ctx context.Context) error {
+	ok, err := w.m.UnlockContext(ctx)
+	if err == nil && !ok {
+		err = errors.New("redsync: unlock reported the lock not held")
+	}
+	return err
+}
+
+// bsm: one Client shared by every goroutine. Obtain only retries until the
+// context's deadline, or for one TTL when the context has none; the
+// benchmarks always pass a context with a deadline of compareTimeout.
+type bsmWorker struct {
+	c    *bsmlock.Client
+	name string
+	opt  *bsmlock.Options
+	held *bsmlock.Lock
+}
+
+func bsmWorkers(client redis.UniversalClient, name string, n int) ([]worker, error) {
+	c := bsmlock.New(client)
+	opt := &bsmlock.Options{RetryStrategy: bsmlock.LinearBackoff(100 * time.Millisecond)}
+	ws := make([]worker, n)
+	for i := range ws {
+		ws[i] = &bsmWorker{c: c, name: name, opt: opt}
+	}
+	return ws, nil
+}
+
+func (w *bsmWorker) lock(ctx context.Context) (err error) {
+	w.held, err = w.c.Obtain(ctx, w.name, compareTTL, w.opt)
+	return err
+}
+
+func (w *bsmWorker) unlock(ctx context.Context) error {
+	err := w.held.Release(ctx)
+	w.held = nil
+	return err
+}
+
+// countingHook counts the commands a go-redis client sends through Process
+// and ProcessPipeline: every EVALSHA, EVAL (after NOSCRIPT), SET NX and the
+// like, and the handshake of each new pooled connection (sent as a
+// pipeline). Pub/sub commands (SUBSCRIBE, UNSUBSCRIBE, PING on the pub/sub
+// connection) bypass hooks and are not counted here; miniredis counts them
+// in srv-cmds/acq. PUBLISH from inside a Lua script is a server-side call.
+type countingHook struct{ n atomic.Int64 }
+
+var _ redis.Hook = (*countingHook)(nil)
+
+func (h *countingHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *countingHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.n.Add(1)
+		return next(ctx, cmd)
+	}
+}
+
+func (h *countingHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.n.Add(int64(len(cmds)))
+		return next(ctx, cmds)
+	}
+}
+
+// compareServer is the server of one benchmark run and one counted client
+// on it: a fresh miniredis, or the real Redis named by fakes.EnvRedisAddr.
+type compareServer struct {
+	client *redis.Client
+	hook   *countingHook
+	// executed returns how many commands the server has executed,
+	// counting EVALSHA and every redis.call inside a script.
+	executed func() int64
+	suffix   string // makes this run's lock names unique on a shared server
+}
+
+// startCompareServer starts miniredis on a free port and a client with a
+// countingHook; both are closed by tb.Cleanup. miniredis never expires keys
+// on its own, which these benchmarks do not need: every lock is released.
+//
+// With fakes.EnvRedisAddr set, the run uses that real server instead: the
+// server's work then leaves this process, so ns/op and allocs/op are the
+// client's own. Commands are counted from INFO commandstats.
+func startCompareServer(tb testing.TB) *compareServer {
+	tb.Helper()
+	s := &compareServer{hook: &countingHook{}, suffix: "-" + locks.NewOwner()[:8]}
+	addr := os.Getenv(fakes.EnvRedisAddr)
+	if addr == "" {
+		m := miniredis.NewMiniRedis()
+		if err := m.StartAddr("127.0.0.1:0"); err != nil {
+			tb.Fatalf("start miniredis: %v", err)
+		}
+		tb.Cleanup(m.Close)
+		addr = m.Addr()
+		s.executed = func() int64 { return int64(m.CommandCount()) }
+	} else {
+		s.useReal(tb, addr)
+	}
+	s.client = redis.NewClient(&redis.Options{Addr: addr})
+	tb.Cleanup(func() { _ = s.client.Close() })
+	s.client.AddHook(s.hook)
+	return s
+}
+
+// useReal counts commands on a real server through an uncounted admin
+// client, which also deletes this run's keys at cleanup.
+func (s *compareServer) useReal(tb testing.TB, addr string) {
+	tb.Helper()
+	admin := redis.NewClient(&redis.Options{Addr: addr})
+	tb.Cleanup(func() { _ = admin.Close() })
+	ctx := context.Background()
+	if err := admin.Ping(ctx).Err(); err != nil {
+		tb.Fatalf("%s=%s: %v", fakes.EnvRedisAddr, addr, err)
+	}
+	s.executed = func() int64 {
+		info, err := admin.Info(ctx, "commandstats").Result()
+		if err != nil {
+			tb.Errorf("INFO commandstats: %v", err)
+			return 0
+		}
+		return sumCalls(info)
+	}
+	tb.Cleanup(func() {
+		var keys []string
+		it := admin.Scan(ctx, 0, "*"+s.suffix+"*", 256).Iterator()
+		for it.Next(ctx) {
+			keys = append(keys, it.Val())
+		}
+		err := it.Err()
+		if err == nil && len(keys) > 0 {
+			err = admin.Del(ctx, keys...).Err()
+		}
+		if err != nil {
+			tb.Errorf("delete the benchmark's keys: %v", err)
+		}
+	})
+}
+
+// sumCalls adds up the calls= fields of INFO commandstats
+// ("cmdstat_get:calls=3,usec=...").
+func sumCalls(info string) int64 {
+	var total int64
+	for line := range strings.Lines(info) {
+		_, rest, ok := strings.Cut(line, ":calls=")
+		if !ok {
+			continue
+		}
+		n, _, _ := strings.Cut(rest, ",")
+		v, err := strconv.ParseInt(n, 10, 64)
+		if err == nil {
+			total += v
+		}
+	}
+	return total
+}
+
+// lockName returns base made unique to this run.
+func (s *compareServer) lockName(base string) string { return base + s.suffix }
+
+// counters are the server and client command counts at one moment.
+type counters struct{ srv, reqs int64 }
+
+func (s *compareServer) counters() counters {
+	return counters{srv: s.executed(), reqs: s.hook.n.Load()}
+}
+
+// reportPer reports the commands since `since` per n units. On a real
+// server, the first INFO (counted once it has run) is not the lock's.
+func (s *compareServer) reportPer(b *testing.B, since counters, n int, unit string) {
+	now := s.counters()
+	srv := now.srv - since.srv
+	if os.Getenv(fakes.EnvRedisAddr) != "" {
+		srv--
+	}
+	b.ReportMetric(float64(srv)/float64(n), "srv-cmds/"+unit)
+	b.ReportMetric(float64(now.reqs-since.reqs)/float64(n), "reqs/"+unit)
+}
+
+// warmUp takes and releases the lock once, so that scripts are loaded and a
+// pooled connection exists before anything is counted or timed.
+func warmUp(b *testing.B, ctx context.Context, w worker) {
+	b.Helper()
+	if err := w.lock(ctx); err != nil {
+		b.Fatalf("warm-up lock: %v", err)
+	}
+	if err := w.unlock(ctx); err != nil {
+		b.Fatalf("warm-up unlock: %v", err)
+	}
+}
+
+// BenchmarkUncontended: one goroutine locks and unlocks one lock b.N times.
+func BenchmarkUncontended(b *testing.B) {
+	for _, lib := range libraries {
+		b.Run(lib.name, func(b *testing.B) {
+			s := startCompareServer(b)
+			ctx, cancel := context.WithTimeout(context.Background(), compareTimeout)
+			defer cancel()
+			ws, err := lib.workers(s.client, s.lockName("bench-uncontended"), 1)
+			if err != nil {
+				b.Fatal(err)
+			}
+			w := ws[0]
+			warmUp(b, ctx, w)
+			before := s.counters()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				if err := w.lock(ctx); err != nil {
+					b.Fatalf("lock: %v", err)
+				}
+				if err := w.unlock(ctx); err != nil {
+					b.Fatalf("unlock: %v", err)
+				}
+			}
+			b.StopTimer()
+			s.reportPer(b, before, b.N, "op")
+		})
+	}
+}
+
+// handoffRun is the state the goroutines of one Handoff run share.
+type handoffRun struct {
+	tickets    atomic.Int64 // acquisitions left to start
+	inside     atomic.Int32 // goroutines in the critical section
+	violations atomic.Int64 // times inside exceeded 1
+	releasedAt atomic.Int64 // UnixNano just before the last unlock; 0 once consumed
+	lastHolder atomic.Int64 // index of the goroutine that acquired last
+	selfHand   atomic.Int64 // hand-offs back to the goroutine that released
+
+	errOnce sync.Once
+	err     error
+}
+
+func (r *handoffRun) fail(err error) { r.errOnce.Do(func() { r.err = err }) }
+
+// samples are one goroutine's observations.
+type samples struct {
+	handoff []time.Duration // release → next acquire returns
+	wait    []time.Duration // acquire called → acquire returns
+}
+
+// loop takes tickets until none are left; each ticket is one acquisition,
+// held for compareHold. id identifies the goroutine.
+func (r *handoffRun) loop(ctx context.Context, id int64, w worker, s *samples) {
+	for r.tickets.Add(-1) >= 0 {
+		called := time.Now().UnixNano()
+		if err := w.lock(ctx); err != nil {
+			r.fail(fmt.Errorf("lock: %w", err))
+			return
+		}
+		acquired := time.Now().UnixNano()
+		if r.inside.Add(1) != 1 {
+			r.violations.Add(1)
+		}
+		previous := r.lastHolder.Swap(id)
+		if released := r.releasedAt.Swap(0); released != 0 {
+			s.handoff = append(s.handoff, time.Duration(acquired-released))
+			if previous == id {
+				r.selfHand.Add(1)
+			}
+		}
+		s.wait = append(s.wait, time.Duration(acquired-called))
+		for start := time.Now(); time.Since(start) < compareHold; {
+			// Spin: time.Sleep cannot wait as little as 100 µs.
+		}
+		r.inside.Add(-1)
+		r.releasedAt.Store(time.Now().UnixNano())
+		if err := w.unlock(ctx); err != nil {
+			r.fail(fmt.Errorf("unlock: %w", err))
+			return
+		}
+	}
+}
+
+// BenchmarkHandoff: W goroutines share one client and take turns on one lock
+// until b.N acquisitions in total have completed.
+func BenchmarkHandoff(b *testing.B) {
+	for _, lib := range libraries {
+		b.Run(lib.name, func(b *testing.B) {
+			for _, waiters := range []int{4, 16, 64} {
+				b.Run(fmt.Sprintf("waiters=%d", waiters), func(b *testing.B) {
+					benchmarkHandoff(b, lib, waiters)
+				})
+			}
+		})
+	}
+}
+
+func benchmarkHandoff(b *testing.B, lib library, waiters int) {
+	s := startCompareServer(b)
+	ctx, cancel := context.WithTimeout(context.Background(), compareTimeout)
+	defer cancel()
+	ws, err := lib.workers(s.client, s.lockName("bench-handoff"), waiters)
+	if err != nil {
+		b.Fatal(err)
+	}
+	warmUp(b, ctx, ws[0])
+
+	run := &handoffRun{}
+	run.tickets.Store(int64(b.N))
+	run.lastHolder.Store(-1)
+	start := make(chan struct{})
+	perWorker := make([]samples, waiters)
+	for i := range perWorker {
+		perWorker[i].handoff = make([]time.Duration, 0, b.N/waiters+1)
+		perWorker[i].wait = make([]time.Duration, 0, b.N/waiters+1)
+	}
+	var wg sync.WaitGroup
+	for i, w := range ws {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			run.loop(ctx, int64(i), w, &perWorker[i])
+		}()
+	}
+	before := s.counters()
+	b.ResetTimer()
+	began := time.Now()
+	close(start)
+	wg.Wait()
+	elapsed := time.Since(began)
+	b.StopTimer()
+
+	if run.err != nil {
+		b.Fatalf("%s, %d waiters: %v", lib.name, waiters, run.err)
+	}
+	if n := run.violations.Load(); n > 0 {
+		b.Fatalf("%s, %d waiters: %d acquisitions found another holder inside", lib.name, waiters, n)
+	}
+	var handoffs, waits []time.Duration
+	for _, p := range perWorker {
+		handoffs = append(handoffs, p.handoff...)
+		waits = append(waits, p.wait...)
+	}
+	slices.Sort(handoffs)
+	slices.Sort(waits)
+	b.ReportMetric(percentileMs(handoffs, 50), "handoff-p50-ms")
+	b.ReportMetric(percentileMs(handoffs, 99), "handoff-p99-ms")
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "acq/s")
+	s.reportPer(b, before, b.N, "acq")
+	// Fairness, for reading the numbers above: a lock that lets the releasing
+	// goroutine take it straight back hands off fast and often, while the
+	// other goroutines wait out their retry delays.
+	if len(handoffs) > 0 {
+		b.ReportMetric(100*float64(run.selfHand.Load())/float64(len(handoffs)), "self-handoff-%")
+	}
+	b.ReportMetric(percentileMs(waits, 99), "wait-p99-ms")
+	b.ReportMetric(percentileMs(waits, 100), "wait-max-ms")
+}
+
+// percentileMs returns the p-th percentile (nearest rank) of sorted, in
+// milliseconds; 0 when there are no samples.
+func percentileMs(sorted []time.Duration, p int) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := (len(sorted)*p + 99) / 100 // ceil(n·p/100), a 1-based rank
+	i = min(max(i, 1), len(sorted))
+	return float64(sorted[i-1]) / float64(time.Millisecond)
+}
