@@ -35,8 +35,9 @@ var _ locks.Locker = (*Locker)(nil)
 
 // New returns the lock called name on the Redis server behind client.
 // Options: locks.WithTTL, WithWatchdog, WithWaitBudget, WithRequestTimeout
-// (unused: requests are bounded by ctx), WithPrefix (default DefaultPrefix),
-// WithClock, WithLogger, WithObserver.
+// (bounds the clean-up a waiter sends when it gives up; the caller's requests
+// are bounded by their ctx), WithPrefix (default DefaultPrefix), WithClock,
+// WithLogger, WithObserver.
 func New(client redis.UniversalClient, name string, opts ...locks.Option) (*Locker, error) {
 	if client == nil {
 		return nil, fmt.Errorf("redislock: %w", locks.ErrNilClient)

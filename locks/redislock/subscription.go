@@ -92,7 +92,7 @@ func (l *Locker) subscribe(s *subscription) {
 			// on the next Receive. Hand-overs published meanwhile found
 			// nobody listening and skipped us: every waiter re-checks.
 			l.recheckAll()
-			l.pause(s)
+			l.pause()
 			continue
 		}
 		switch m := msg.(type) {
@@ -105,7 +105,7 @@ func (l *Locker) subscribe(s *subscription) {
 }
 
 // pause waits a little before the reader tries the connection again.
-func (l *Locker) pause(s *subscription) {
+func (l *Locker) pause() {
 	t := time.NewTimer(20 * time.Millisecond)
 	defer t.Stop()
 	<-t.C
