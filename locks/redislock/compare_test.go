@@ -18,9 +18,10 @@
 //     handoff-p50-ms and handoff-p99-ms: from the moment a holder calls its
 //     unlock to the moment the next holder's acquire returns. acq/s:
 //     acquisitions per second. srv-cmds/acq: commands miniredis executed per
-//     acquisition, counting EVALSHA and every redis.call inside a script.
-//     reqs/acq: commands the client sent through go-redis per acquisition
-//     (see countingHook for what is counted).
+//     acquisition, counting EVALSHA, MULTI and EXEC, and every redis.call
+//     inside a script. rtts/acq: round trips the client made through
+//     go-redis per acquisition, a pipeline or transaction counting once (see
+//     countingHook for what is counted).
 //
 // Fairness columns, needed to read the others: self-handoff-% is the share
 // of hand-offs that went back to the goroutine that had just released (it
@@ -178,12 +179,14 @@ func (w *bsmWorker) unlock(ctx context.Context) error {
 	return err
 }
 
-// countingHook counts the commands a go-redis client sends through Process
-// and ProcessPipeline: every EVALSHA, EVAL (after NOSCRIPT), SET NX and the
-// like, and the handshake of each new pooled connection (sent as a
-// pipeline). Pub/sub commands (SUBSCRIBE, UNSUBSCRIBE, PING on the pub/sub
-// connection) bypass hooks and are not counted here; miniredis counts them
-// in srv-cmds/acq. PUBLISH from inside a Lua script is a server-side call.
+// countingHook counts the round trips a go-redis client makes through
+// Process and ProcessPipeline: one per command sent alone (an EVALSHA, a SET
+// NX, an EVAL after NOSCRIPT), one per pipeline or MULTI/EXEC transaction
+// however many commands it carries, and one for the handshake of each new
+// pooled connection. Pub/sub commands (SUBSCRIBE, UNSUBSCRIBE, PING on the
+// pub/sub connection) bypass hooks and are not counted here; the server
+// counts them in srv-cmds. PUBLISH from inside a Lua script is a server-side
+// call.
 type countingHook struct{ n atomic.Int64 }
 
 var _ redis.Hook = (*countingHook)(nil)
@@ -199,7 +202,7 @@ func (h *countingHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 
 func (h *countingHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
-		h.n.Add(int64(len(cmds)))
+		h.n.Add(1)
 		return next(ctx, cmds)
 	}
 }
@@ -299,10 +302,10 @@ func sumCalls(info string) int64 {
 func (s *compareServer) lockName(base string) string { return base + s.suffix }
 
 // counters are the server and client command counts at one moment.
-type counters struct{ srv, reqs int64 }
+type counters struct{ srv, rtts int64 }
 
 func (s *compareServer) counters() counters {
-	return counters{srv: s.executed(), reqs: s.hook.n.Load()}
+	return counters{srv: s.executed(), rtts: s.hook.n.Load()}
 }
 
 // reportPer reports the commands since `since` per n units. On a real
@@ -314,7 +317,7 @@ func (s *compareServer) reportPer(b *testing.B, since counters, n int, unit stri
 		srv--
 	}
 	b.ReportMetric(float64(srv)/float64(n), "srv-cmds/"+unit)
-	b.ReportMetric(float64(now.reqs-since.reqs)/float64(n), "reqs/"+unit)
+	b.ReportMetric(float64(now.rtts-since.rtts)/float64(n), "rtts/"+unit)
 }
 
 // warmUp takes and releases the lock once, so that scripts are loaded and a
@@ -368,6 +371,13 @@ type handoffRun struct {
 	lastHolder atomic.Int64 // index of the goroutine that acquired last
 	selfHand   atomic.Int64 // hand-offs back to the goroutine that released
 
+	// In turns mode a goroutine that released does not call lock again
+	// until another goroutine has acquired: turnMu guards the wait on
+	// turn, which acquirers broadcast after recording lastHolder.
+	turns  bool
+	turnMu sync.Mutex
+	turn   *sync.Cond
+
 	errOnce sync.Once
 	err     error
 }
@@ -393,7 +403,7 @@ func (r *handoffRun) loop(ctx context.Context, id int64, w worker, s *samples) {
 		if r.inside.Add(1) != 1 {
 			r.violations.Add(1)
 		}
-		previous := r.lastHolder.Swap(id)
+		previous := r.passTurn(id)
 		if released := r.releasedAt.Swap(0); released != 0 {
 			s.handoff = append(s.handoff, time.Duration(acquired-released))
 			if previous == id {
@@ -410,24 +420,72 @@ func (r *handoffRun) loop(ctx context.Context, id int64, w worker, s *samples) {
 			r.fail(fmt.Errorf("unlock: %w", err))
 			return
 		}
+		r.awaitTurn(id)
 	}
 }
 
-// BenchmarkHandoff: W goroutines share one client and take turns on one lock
-// until b.N acquisitions in total have completed.
+// passTurn records id as the last holder and returns the previous one; in
+// turns mode it also wakes the goroutine waiting for someone else to acquire.
+func (r *handoffRun) passTurn(id int64) int64 {
+	if !r.turns {
+		return r.lastHolder.Swap(id)
+	}
+	r.turnMu.Lock()
+	defer r.turnMu.Unlock()
+	previous := r.lastHolder.Swap(id)
+	r.turn.Broadcast()
+	return previous
+}
+
+// awaitTurn, in turns mode, waits until a goroutine other than id has
+// acquired, or no acquisitions are left to start. Another goroutine always
+// comes: every other one is either calling lock or, not being the last
+// holder, free to.
+func (r *handoffRun) awaitTurn(id int64) {
+	if !r.turns {
+		return
+	}
+	r.turnMu.Lock()
+	defer r.turnMu.Unlock()
+	for r.lastHolder.Load() == id && r.tickets.Load() > 0 {
+		r.turn.Wait()
+	}
+}
+
+// BenchmarkHandoff: W goroutines share one client and contend for one lock
+// until b.N acquisitions in total have completed. A goroutine that releases
+// calls lock again at once, so a lock that lets it barge in ahead of the
+// waiters hands the lock back to it (see self-handoff-%).
 func BenchmarkHandoff(b *testing.B) {
+	benchmarkWaiters(b, false)
+}
+
+// BenchmarkTurns is BenchmarkHandoff where a goroutine that released does
+// not call lock again until another goroutine has acquired: every hand-off
+// goes to a goroutine that was waiting, whatever the lock's fairness, so
+// handoff-p50/p99 and acq/s measure how fast a release reaches a waiter.
+//
+// Polling locks need a small -benchtime here: with 4 waiters redsync
+// hands off about every 100 ms.
+//
+//	go test -run '^$' -bench Turns -benchtime 300x -count 5 ./locks/redislock/
+func BenchmarkTurns(b *testing.B) {
+	benchmarkWaiters(b, true)
+}
+
+func benchmarkWaiters(b *testing.B, turns bool) {
 	for _, lib := range libraries {
 		b.Run(lib.name, func(b *testing.B) {
 			for _, waiters := range []int{4, 16, 64} {
 				b.Run(fmt.Sprintf("waiters=%d", waiters), func(b *testing.B) {
-					benchmarkHandoff(b, lib, waiters)
+					benchmarkHandoff(b, lib, waiters, turns)
 				})
 			}
 		})
 	}
 }
 
-func benchmarkHandoff(b *testing.B, lib library, waiters int) {
+func benchmarkHandoff(b *testing.B, lib library, waiters int, turns bool) {
 	s := startCompareServer(b)
 	ctx, cancel := context.WithTimeout(context.Background(), compareTimeout)
 	defer cancel()
@@ -437,7 +495,8 @@ func benchmarkHandoff(b *testing.B, lib library, waiters int) {
 	}
 	warmUp(b, ctx, ws[0])
 
-	run := &handoffRun{}
+	run := &handoffRun{turns: turns}
+	run.turn = sync.NewCond(&run.turnMu)
 	run.tickets.Store(int64(b.N))
 	run.lastHolder.Store(-1)
 	start := make(chan struct{})

@@ -7,17 +7,21 @@
 // and never deleted, so tokens keep growing across releases and expiries;
 // <prefix>{<name>}:queue is the FIFO of waiters.
 //
-// Every operation is one Lua script, so each is atomic on the server:
+// Each operation is one round trip:
 //
-//   - acquire: if the key is free, SET it with a fresh random owner (128 bits
-//     from crypto/rand, one per acquisition) and INCR the fence; otherwise
-//     return the holder's remaining PTTL, and with Lock queue the waiter.
-//   - unlock: only if the key holds our owner; then hand the lock straight to
-//     the first queued waiter that is still listening (PUBLISH on its
-//     Locker's channel returns how many receive it; a crashed waiter's
-//     Locker receives nothing and is skipped), or delete the key when nobody
-//     waits.
-//   - renew: PEXPIRE only if the key holds our owner.
+//   - acquire: SET NX PX with a fresh random owner (128 bits from
+//     crypto/rand, one per acquisition), pipelined with INCR of the fence
+//     (an attempt that loses leaves a gap in the tokens, never a repeat);
+//     Lock then queues the waiter with RPUSH, pipelined with PTTL of the
+//     holder.
+//   - unlock, a Lua script: only if the key holds our owner; then hand the
+//     lock straight to the first queued waiter that is still listening
+//     (PUBLISH on its Locker's channel returns how many receive it; a
+//     crashed waiter's Locker receives nothing and is skipped), or delete
+//     the key when nobody waits.
+//   - renew, a Lua script: PEXPIRE only if the key holds our owner.
+//   - a waiter's re-check after its timer, a Lua script: take the lock if
+//     it is free, else make sure the waiter is still queued.
 //
 // Waiting is notified: a waiting Locker holds one pub/sub subscription for
 // all its waiting goroutines; a hand-over arrives with its fencing token and

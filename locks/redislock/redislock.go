@@ -74,7 +74,7 @@ func (l *Locker) TryLock(ctx context.Context) (locks.Lease, error) {
 		return nil, l.errorf("try lock: %w", err)
 	}
 	owner := locks.NewOwner()
-	r, err := l.attempt(ctx, owner, "try")
+	r, err := l.try(ctx, owner)
 	if err != nil {
 		return nil, err
 	}
@@ -102,10 +102,80 @@ func (l *Locker) member(owner string) string {
 	return owner + " " + l.id + " " + strconv.FormatInt(l.opt.TTL.Milliseconds(), 10)
 }
 
-func (l *Locker) attempt(ctx context.Context, owner, mode string) (attemptResult, error) {
+// try is a first attempt, one round trip: SET NX PX and INCR of the fence,
+// pipelined. The INCR runs whether or not the SET won, and need not be atomic
+// with it:
+//   - a lost attempt only leaves a gap in the tokens;
+//   - while the key is ours no other grant can happen, so an INCR that
+//     follows a won SET is above every earlier grant's token;
+//   - should the key expire between the two (a server stalled for a whole
+//     TTL), the TTL counted from r.start has run out before the reply
+//     arrives, so grant turns the attempt into locks.ErrLeaseExpired and
+//     the token is never used.
+//
+// Tokens therefore increase strictly from one grant to the next.
+func (l *Locker) try(ctx context.Context, owner string) (attemptResult, error) {
+	r := attemptResult{start: l.opt.Clock.Now(), pttl: -1}
+	var set *redis.BoolCmd
+	var fence *redis.IntCmd
+	_, err := l.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		set = p.SetNX(ctx, l.keys[0], owner, l.opt.TTL)
+		fence = p.Incr(ctx, l.keys[1])
+		return nil
+	})
+	if err != nil {
+		return r, l.errorf("acquire: %w", err)
+	}
+	if !set.Val() {
+		r.status = statusWait
+		return r, nil
+	}
+	r.status, r.fence = statusTaken, locks.Token(fence.Val())
+	return r, nil
+}
+
+// enqueue puts owner at the back of the queue, one round trip: RPUSH,
+// PEXPIRE of the queue and PTTL of the lock, pipelined. Atomicity is not
+// needed: a PTTL that finds a holder runs after the RPUSH, so that holder's
+// release, later still, sees owner in the queue. Found free (its holder left
+// between the caller's last look and now), the lock is taken at once by a
+// re-check, which also takes owner out of the queue again.
+func (l *Locker) enqueue(ctx context.Context, owner string) (attemptResult, error) {
+	r := attemptResult{start: l.opt.Clock.Now(), pttl: -1}
+	queueTTL := 3 * l.opt.TTL
+	var pttl *redis.DurationCmd
+	_, err := l.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.RPush(ctx, l.keys[2], l.member(owner))
+		p.PExpire(ctx, l.keys[2], queueTTL)
+		pttl = p.PTTL(ctx, l.keys[0])
+		return nil
+	})
+	if err != nil {
+		return r, l.errorf("enqueue: %w", err)
+	}
+	// PTTL's -2 (no key) and -1 (no TTL) come back as those nanoseconds.
+	switch d := pttl.Val(); {
+	case d == -2: // free: no holder will hand it over
+		return l.recheck(ctx, owner)
+	case d >= 0 && 3*d > queueTTL:
+		// The holder's TTL is longer than this Locker's: keep the queue
+		// for three of its TTLs, as the re-check does. Should this fail,
+		// the queue may expire early; waiters then re-queue on their
+		// next re-check, which costs order, not safety.
+		_ = l.client.Do(ctx, "PEXPIRE", l.keys[2], (3 * d).Milliseconds(), "GT").Err()
+		r.pttl = d
+	case d >= 0:
+		r.pttl = d
+	}
+	r.status = statusWait
+	return r, nil
+}
+
+// recheck runs recheckScript for owner.
+func (l *Locker) recheck(ctx context.Context, owner string) (attemptResult, error) {
 	r := attemptResult{start: l.opt.Clock.Now(), pttl: -1}
 	ttl := l.opt.TTL.Milliseconds()
-	v, err := acquireScript.Run(ctx, l.client, l.keys, owner, ttl, l.member(owner), mode, 3*ttl).Int64Slice()
+	v, err := recheckScript.Run(ctx, l.client, l.keys, owner, ttl, l.member(owner), 3*ttl).Int64Slice()
 	if err != nil {
 		return r, l.errorf("acquire: %w", err)
 	}

@@ -310,7 +310,8 @@ func TestWaitBudget(t *testing.T) {
 }
 
 // TestHandoverIsNotified: the waiter gets the lock on unlock with a clock
-// that never moves, so no timer can have woken it; the token grows by one.
+// that never moves, so no timer can have woken it; the token grows (by two:
+// the waiter's first attempt, lost, also took a number).
 func TestHandoverIsNotified(t *testing.T) {
 	r := fakes.Redis(t, fakes.ManualTime(epoch))
 	a := newLocker(t, r, "res")
@@ -324,7 +325,7 @@ func TestHandoverIsNotified(t *testing.T) {
 		t.Fatal(err)
 	}
 	second := <-got
-	if got, want := token(t, second), token(t, first)+1; got != want {
+	if got, want := token(t, second), token(t, first)+2; got != want {
 		t.Fatalf("handed-over token = %v, want %v", got, want)
 	}
 	if err := second.Unlock(ctx); err != nil {
@@ -406,27 +407,6 @@ func TestTryLockHeld(t *testing.T) {
 	_ = again.Unlock(ctx)
 }
 
-// TestQueueOutlivesLongHolder: a waiter with a short TTL queued behind a
-// holder with a long one keeps its place for as long as the holder may hold.
-func TestQueueOutlivesLongHolder(t *testing.T) {
-	r := fakes.Redis(t, fakes.ManualTime(epoch))
-	holder := newLocker(t, r, "res", locks.WithTTL(time.Minute), locks.WithWatchdog(false))
-	waiter := newLocker(t, r, "res", locks.WithTTL(time.Second))
-	ctx := context.Background()
-	lease := mustLock(t, holder)
-	got := make(chan locks.Lease, 1)
-	go func() { got <- mustLock(t, waiter) }()
-	queue := holder.Key() + ":queue"
-	waitUntil(t, "waiter queued", func() bool { return r.Client().LLen(ctx, queue).Val() == 1 })
-	if ttl := r.Client().PTTL(ctx, queue).Val(); ttl < 3*time.Minute-time.Second {
-		t.Fatalf("queue TTL %v: shorter than three times the holder's remaining TTL", ttl)
-	}
-	if err := lease.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	_ = (<-got).Unlock(ctx)
-}
-
 // slowReplies advances the manual clock while a script is in flight: the
 // client "pauses" between sending the acquire and reading its answer.
 type slowReplies struct {
@@ -463,5 +443,53 @@ func TestGrantTooLateIsNotHeld(t *testing.T) {
 	}
 	if n := r.Client().Exists(ctx, l.Key()).Val(); n != 0 {
 		t.Fatal("the too-late acquisition was not released")
+	}
+}
+
+// TestEnqueueOnFreeLockTakesIt: a waiter that queues itself just after the
+// holder left finds no holder to hand it over; it must take the lock then
+// and leave the queue, not sleep until a re-check.
+func TestEnqueueOnFreeLockTakesIt(t *testing.T) {
+	r := fakes.Redis(t, fakes.ManualTime(epoch))
+	l := newLocker(t, r, "res")
+	ctx := context.Background()
+	owner := locks.NewOwner()
+	res, err := l.enqueue(ctx, owner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.status != statusTaken || res.fence == 0 {
+		t.Fatalf("enqueue on a free lock: status %d, fence %d; want taken with a token", res.status, res.fence)
+	}
+	if got := r.Client().Get(ctx, l.Key()).Val(); got != owner {
+		t.Fatalf("lock value %q, want the owner %q", got, owner)
+	}
+	if n := r.Client().LLen(ctx, l.Key()+":queue").Val(); n != 0 {
+		t.Fatalf("queue length %d after taking the lock, want 0", n)
+	}
+	if _, err := l.release(ctx, owner, ""); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestQueueOutlivesLongerHolder: a waiter with a short TTL queued behind a
+// holder with a long one keeps the queue alive for three of the holder's
+// TTLs, so its place is not lost while the holder works.
+func TestQueueOutlivesLongerHolder(t *testing.T) {
+	r := fakes.Redis(t, fakes.ManualTime(epoch))
+	holder := newLocker(t, r, "res", locks.WithTTL(time.Minute))
+	waiter := newLocker(t, r, "res", locks.WithTTL(time.Second))
+	ctx := context.Background()
+	lease := mustLock(t, holder)
+	defer lease.Unlock(ctx)
+	res, err := waiter.enqueue(ctx, locks.NewOwner())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.status != statusWait || res.pttl <= 0 {
+		t.Fatalf("enqueue behind a holder: status %d, pttl %v; want wait with the holder's TTL", res.status, res.pttl)
+	}
+	if got, min := r.Client().PTTL(ctx, waiter.Key()+":queue").Val(), 3*(time.Minute-time.Second); got < min {
+		t.Fatalf("queue TTL %v, want at least %v (three of the holder's TTLs)", got, min)
 	}
 }

@@ -5,39 +5,43 @@ import "github.com/redis/go-redis/v9"
 // The lock's keys, all under one hash tag so that they share a cluster slot:
 //
 //	KEYS[1] <prefix>{<name>}          the lock: value = owner, PX = TTL
-//	KEYS[2] <prefix>{<name>}:fence    fencing counter, INCR on every grant, never deleted
+//	KEYS[2] <prefix>{<name>}:fence    fencing counter, never deleted: INCR on every grant
+//	                                  (and on every first attempt, won or not)
 //	KEYS[3] <prefix>{<name>}:queue    FIFO of waiters, "<owner> <locker id> <ttl ms>"
 //
 // A waiter is notified on its Locker's channel, <prefix>{<name>}:w:<locker id>.
 
-// acquireScript tries to take the lock.
-// ARGV: owner, ttl ms, queue member, mode ("try", "enqueue" or "recheck"),
-// queue TTL ms. The queue lives at least that long and three times the
-// holder's remaining TTL, so that waiters whose own TTL is short do not lose
-// their places behind a holder with a long one.
+// The common paths of an acquisition are plain pipelines, not scripts (see
+// try and enqueue in redislock.go, which say why they need no atomicity): a
+// first attempt is SET NX PX + INCR of the fence, and joining the queue is
+// RPUSH + PEXPIRE + PTTL. Scripts are kept for what needs a decision on the server:
+// a waiter's re-check, the release with its hand-over, and the renewal.
+
+// recheckScript is a waiter's look at the lock after a wake-up without a
+// hand-over: its timer ran out, or its subscription was re-established.
+// It takes the lock if it is free (leaving the queue), reports a hand-over
+// that already happened, or makes sure the waiter is still queued.
+// ARGV: owner, ttl ms, queue member, queue TTL ms. The queue lives at least
+// that long and three times the holder's remaining TTL, so that waiters
+// whose own TTL is short do not lose their places behind a holder with a
+// long one.
 // Returns {1, fence} when it took the lock now, {2, fence, pttl} when the lock
 // was already handed to this owner, {0, pttl} when someone else holds it.
-var acquireScript = redis.NewScript(`
+var recheckScript = redis.NewScript(`
 local p = redis.call('PTTL', KEYS[1])
 if p == -2 then
   redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
   local f = redis.call('INCR', KEYS[2])
-  if ARGV[4] == 'recheck' then redis.call('LREM', KEYS[3], 0, ARGV[3]) end
+  redis.call('LREM', KEYS[3], 0, ARGV[3])
   return {1, f}
 end
-if ARGV[4] == 'recheck' then
-  if redis.call('GET', KEYS[1]) == ARGV[1] then
-    return {2, tonumber(redis.call('GET', KEYS[2])), p}
-  end
-  if redis.call('LPOS', KEYS[3], ARGV[3]) then
-    redis.call('PEXPIRE', KEYS[3], math.max(tonumber(ARGV[5]), 3 * p))
-    return {0, p}
-  end
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return {2, tonumber(redis.call('GET', KEYS[2])), p}
 end
-if ARGV[4] ~= 'try' then
+if not redis.call('LPOS', KEYS[3], ARGV[3]) then
   redis.call('RPUSH', KEYS[3], ARGV[3])
-  redis.call('PEXPIRE', KEYS[3], math.max(tonumber(ARGV[5]), 3 * p))
 end
+redis.call('PEXPIRE', KEYS[3], math.max(tonumber(ARGV[4]), 3 * p))
 return {0, p}
 `)
 

@@ -24,7 +24,7 @@ func (l *Locker) Lock(ctx context.Context) (locks.Lease, error) {
 	owner := locks.NewOwner()
 	began := l.opt.Clock.Now()
 	if !l.subscribed() {
-		r, err := l.attempt(ctx, owner, "try")
+		r, err := l.try(ctx, owner)
 		if err != nil || r.status != statusWait {
 			return l.result(ctx, owner, r, err)
 		}
@@ -57,7 +57,7 @@ func (l *Locker) result(ctx context.Context, owner string, r attemptResult, err 
 
 // wait queues owner and waits for a hand-over, a re-check or the end.
 func (l *Locker) wait(ctx context.Context, owner string, ch chan locks.Token, began time.Time) (locks.Lease, error) {
-	r, err := l.attempt(ctx, owner, "enqueue")
+	r, err := l.enqueue(ctx, owner)
 	for {
 		if err != nil {
 			return nil, err
@@ -68,7 +68,7 @@ func (l *Locker) wait(ctx context.Context, owner string, ch chan locks.Token, be
 				return lease, err
 			}
 			// Granted, but too late to use: it was released; queue again.
-			r, err = l.attempt(ctx, owner, "enqueue")
+			r, err = l.enqueue(ctx, owner)
 			continue
 		}
 		// r.start is the last moment the lock was known not to be ours:
@@ -84,7 +84,7 @@ func (l *Locker) wait(ctx context.Context, owner string, ch chan locks.Token, be
 				return lease, err
 			}
 		}
-		r, err = l.attempt(ctx, owner, "recheck")
+		r, err = l.recheck(ctx, owner)
 	}
 }
 
