@@ -19,9 +19,10 @@
 //     unlock to the moment the next holder's acquire returns. acq/s:
 //     acquisitions per second. srv-cmds/acq: commands miniredis executed per
 //     acquisition, counting EVALSHA, MULTI and EXEC, and every redis.call
-//     inside a script. rtts/acq: round trips the client made through
-//     go-redis per acquisition, a pipeline or transaction counting once (see
-//     countingHook for what is counted).
+//     inside a script. cmds/acq: commands the clients sent per acquisition,
+//     an EVALSHA counting one however many calls its script makes. rtts/acq:
+//     round trips the clients made per acquisition, a pipeline counting once.
+//     See countingHook for what is counted.
 //
 // Fairness columns, needed to read the others: self-handoff-% is the share
 // of hand-offs that went back to the goroutine that had just released (it
@@ -180,14 +181,14 @@ func (w *bsmWorker) unlock(ctx context.Context) error {
 }
 
 // countingHook counts the round trips a go-redis client makes through
-// Process and ProcessPipeline: one per command sent alone (an EVALSHA, a SET
-// NX, an EVAL after NOSCRIPT), one per pipeline or MULTI/EXEC transaction
-// however many commands it carries, and one for the handshake of each new
-// pooled connection. Pub/sub commands (SUBSCRIBE, UNSUBSCRIBE, PING on the
+// Process and ProcessPipeline, and the commands they carry. A command sent
+// alone (an EVALSHA, a SET NX, an EVAL after NOSCRIPT) is one of each; a
+// pipeline is one round trip and as many commands as it holds (MULTI and
+// EXEC included); the handshake of each new pooled connection counts too. Pub/sub commands (SUBSCRIBE, UNSUBSCRIBE, PING on the
 // pub/sub connection) bypass hooks and are not counted here; the server
 // counts them in srv-cmds. PUBLISH from inside a Lua script is a server-side
 // call.
-type countingHook struct{ n atomic.Int64 }
+type countingHook struct{ rtts, cmds atomic.Int64 }
 
 var _ redis.Hook = (*countingHook)(nil)
 
@@ -195,14 +196,16 @@ func (h *countingHook) DialHook(next redis.DialHook) redis.DialHook { return nex
 
 func (h *countingHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		h.n.Add(1)
+		h.rtts.Add(1)
+		h.cmds.Add(1)
 		return next(ctx, cmd)
 	}
 }
 
 func (h *countingHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
-		h.n.Add(1)
+		h.rtts.Add(1)
+		h.cmds.Add(int64(len(cmds)))
 		return next(ctx, cmds)
 	}
 }
@@ -302,10 +305,10 @@ func sumCalls(info string) int64 {
 func (s *compareServer) lockName(base string) string { return base + s.suffix }
 
 // counters are the server and client command counts at one moment.
-type counters struct{ srv, rtts int64 }
+type counters struct{ srv, rtts, cmds int64 }
 
 func (s *compareServer) counters() counters {
-	return counters{srv: s.executed(), rtts: s.hook.n.Load()}
+	return counters{srv: s.executed(), rtts: s.hook.rtts.Load(), cmds: s.hook.cmds.Load()}
 }
 
 // reportPer reports the commands since `since` per n units. On a real
@@ -318,6 +321,7 @@ func (s *compareServer) reportPer(b *testing.B, since counters, n int, unit stri
 	}
 	b.ReportMetric(float64(srv)/float64(n), "srv-cmds/"+unit)
 	b.ReportMetric(float64(now.rtts-since.rtts)/float64(n), "rtts/"+unit)
+	b.ReportMetric(float64(now.cmds-since.cmds)/float64(n), "cmds/"+unit)
 }
 
 // warmUp takes and releases the lock once, so that scripts are loaded and a

@@ -134,38 +134,20 @@ func (l *Locker) try(ctx context.Context, owner string) (attemptResult, error) {
 	return r, nil
 }
 
-// enqueue puts owner at the back of the queue, one round trip: RPUSH,
-// PEXPIRE of the queue and PTTL of the lock, pipelined. Atomicity is not
-// needed: a PTTL that finds a holder runs after the RPUSH, so that holder's
-// release, later still, sees owner in the queue. Found free (its holder left
-// between the caller's last look and now), the lock is taken at once by a
-// re-check, which also takes owner out of the queue again.
+// enqueue puts owner at the back of the queue with one RPUSH. A waiter
+// behind others needs nothing more: the lock is held, or being handed along
+// the queue, and the re-check after its timer covers the rare cases where it
+// is neither (a holder or hand-over target that crashed; its key expires).
+// The first waiter instead re-checks at once, since nobody may hold the lock
+// at all; that also sets the queue's TTL.
 func (l *Locker) enqueue(ctx context.Context, owner string) (attemptResult, error) {
 	r := attemptResult{start: l.opt.Clock.Now(), pttl: -1}
-	queueTTL := 3 * l.opt.TTL
-	var pttl *redis.DurationCmd
-	_, err := l.client.Pipelined(ctx, func(p redis.Pipeliner) error {
-		p.RPush(ctx, l.keys[2], l.member(owner))
-		p.PExpire(ctx, l.keys[2], queueTTL)
-		pttl = p.PTTL(ctx, l.keys[0])
-		return nil
-	})
+	n, err := l.client.RPush(ctx, l.keys[2], l.member(owner)).Result()
 	if err != nil {
 		return r, l.errorf("enqueue: %w", err)
 	}
-	// PTTL's -2 (no key) and -1 (no TTL) come back as those nanoseconds.
-	switch d := pttl.Val(); {
-	case d == -2: // free: no holder will hand it over
+	if n == 1 {
 		return l.recheck(ctx, owner)
-	case d >= 0 && 3*d > queueTTL:
-		// The holder's TTL is longer than this Locker's: keep the queue
-		// for three of its TTLs, as the re-check does. Should this fail,
-		// the queue may expire early; waiters then re-queue on their
-		// next re-check, which costs order, not safety.
-		_ = l.client.Do(ctx, "PEXPIRE", l.keys[2], (3 * d).Milliseconds(), "GT").Err()
-		r.pttl = d
-	case d >= 0:
-		r.pttl = d
 	}
 	r.status = statusWait
 	return r, nil

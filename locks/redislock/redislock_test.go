@@ -482,14 +482,55 @@ func TestQueueOutlivesLongerHolder(t *testing.T) {
 	ctx := context.Background()
 	lease := mustLock(t, holder)
 	defer lease.Unlock(ctx)
-	res, err := waiter.enqueue(ctx, locks.NewOwner())
+	res, err := waiter.enqueue(ctx, locks.NewOwner()) // the first waiter: re-checks
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res.status != statusWait || res.pttl <= 0 {
-		t.Fatalf("enqueue behind a holder: status %d, pttl %v; want wait with the holder's TTL", res.status, res.pttl)
+		t.Fatalf("queueing behind a holder: status %d, pttl %v; want wait with the holder's TTL", res.status, res.pttl)
 	}
 	if got, min := r.Client().PTTL(ctx, waiter.Key()+":queue").Val(), 3*(time.Minute-time.Second); got < min {
 		t.Fatalf("queue TTL %v, want at least %v (three of the holder's TTLs)", got, min)
+	}
+}
+
+// TestWaitersBehindCrashedHolder: the second waiter queues with a bare RPUSH
+// and never learns the holder's TTL; after the holder crashes, both waiters
+// still get the lock, one after the other, by their re-check timers and the
+// hand-over, and the queue is gone at the end.
+func TestWaitersBehindCrashedHolder(t *testing.T) {
+	r := fakes.Redis(t, fakes.ManualTime(epoch))
+	clock := r.Clock().(*fakes.Clock)
+	const ttl = time.Second
+	crashed := newLocker(t, r, "job", locks.WithTTL(ttl), locks.WithWatchdog(false))
+	waiters := newLocker(t, r, "job", locks.WithTTL(ttl))
+	ctx := context.Background()
+	_ = mustLock(t, crashed)
+
+	got := make(chan locks.Lease, 2)
+	go func() { got <- mustLock(t, waiters) }()
+	queue := waiters.Key() + ":queue"
+	waitUntil(t, "first waiter queued", func() bool { return r.Client().LLen(ctx, queue).Val() == 1 })
+	go func() { got <- mustLock(t, waiters) }()
+	waitUntil(t, "second waiter queued", func() bool { return r.Client().LLen(ctx, queue).Val() == 2 })
+	// The crashed lease's expiry timer and one re-check timer per waiter.
+	if err := clock.WaitTimers(ctx, 3); err != nil {
+		t.Fatal(err)
+	}
+	r.Advance(ttl + 20*time.Millisecond)
+	first := <-got
+	tok1 := token(t, first)
+	if err := first.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	second := <-got
+	if tok2 := token(t, second); tok2 <= tok1 {
+		t.Fatalf("second token %v not above first %v", tok2, tok1)
+	}
+	if err := second.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := r.Client().Exists(ctx, queue, waiters.Key()).Val(); n != 0 {
+		t.Fatalf("%d of the lock and queue keys left after both unlocked, want 0", n)
 	}
 }

@@ -14,7 +14,7 @@ import "github.com/redis/go-redis/v9"
 // The common paths of an acquisition are plain pipelines, not scripts (see
 // try and enqueue in redislock.go, which say why they need no atomicity): a
 // first attempt is SET NX PX + INCR of the fence, and joining the queue is
-// RPUSH + PEXPIRE + PTTL. Scripts are kept for what needs a decision on the server:
+// one RPUSH. Scripts are kept for what needs a decision on the server:
 // a waiter's re-check, the release with its hand-over, and the renewal.
 
 // recheckScript is a waiter's look at the lock after a wake-up without a
@@ -48,7 +48,10 @@ return {0, p}
 // releaseScript releases the lock if ARGV[1] owns it and hands it straight to
 // the first waiter in the queue that is still listening: PUBLISH returns the
 // number of receivers, so a waiter whose Locker has gone (a crashed process)
-// is skipped instead of being granted a lock it will never use.
+// is skipped instead of being granted a lock it will never use. The queue
+// then lives three of the new holder's TTLs (it disappears by itself once
+// empty); waiters that wait longer than that, behind a holder that keeps
+// renewing, put it back in their re-checks.
 // ARGV: owner, channel prefix, queue member to remove first ("" for none).
 // Returns 0 when ARGV[1] did not hold the lock, 1 when it was freed, 2 when it
 // was handed over.
@@ -66,6 +69,7 @@ while true do
     local f = redis.call('INCR', KEYS[2])
     if redis.call('PUBLISH', ARGV[2] .. id, o .. ' ' .. f) > 0 then
       redis.call('SET', KEYS[1], o, 'PX', ttl)
+      redis.call('PEXPIRE', KEYS[3], 3 * ttl)
       return 2
     end
   end

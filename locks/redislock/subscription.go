@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -15,11 +16,12 @@ import (
 // goroutines waits. Hand-over messages ("<owner> <fence>") are routed to the
 // waiting goroutine by owner.
 type subscription struct {
-	ps    *redis.PubSub
-	refs  int
-	ready chan struct{} // closed once SUBSCRIBE is confirmed or failed
-	err   error         // set before ready is closed
-	done  chan struct{} // closed when the reader goroutine exits
+	ps      *redis.PubSub
+	refs    int
+	closing atomic.Bool   // set by leave before it closes ps
+	ready   chan struct{} // closed once SUBSCRIBE is confirmed or failed
+	err     error         // set before ready is closed
+	done    chan struct{} // closed when the reader goroutine exits
 }
 
 // join registers owner as a waiter and returns the channel its hand-over
@@ -65,6 +67,7 @@ func (l *Locker) leave(owner string) {
 	l.mu.Unlock()
 	<-s.ready
 	if s.ps != nil {
+		s.closing.Store(true)
 		_ = s.ps.Close() // closing the connection ends the subscription
 	}
 	<-s.done
@@ -85,8 +88,8 @@ func (l *Locker) subscribe(s *subscription) {
 	for {
 		msg, err := s.ps.Receive(context.Background())
 		if err != nil {
-			if isClosed(err) {
-				return
+			if s.closing.Load() {
+				return // leave closed it
 			}
 			// The connection broke; go-redis reconnects and re-subscribes
 			// on the next Receive. Hand-overs published meanwhile found
@@ -109,10 +112,6 @@ func (l *Locker) pause() {
 	t := time.NewTimer(20 * time.Millisecond)
 	defer t.Stop()
 	<-t.C
-}
-
-func isClosed(err error) bool {
-	return err == redis.ErrClosed || strings.Contains(err.Error(), "closed")
 }
 
 // route delivers a hand-over to the waiter it names. A hand-over to a waiter
