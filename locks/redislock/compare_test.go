@@ -64,6 +64,7 @@ import (
 
 	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/locks"
+	"github.com/lockproof/lockproof/locks/internal/locktest"
 	"github.com/lockproof/lockproof/locks/redislock"
 )
 
@@ -539,8 +540,8 @@ func benchmarkHandoff(b *testing.B, lib library, waiters int, turns bool) {
 	}
 	slices.Sort(handoffs)
 	slices.Sort(waits)
-	b.ReportMetric(percentileMs(handoffs, 50), "handoff-p50-ms")
-	b.ReportMetric(percentileMs(handoffs, 99), "handoff-p99-ms")
+	b.ReportMetric(locktest.PercentileMs(handoffs, 50), "handoff-p50-ms")
+	b.ReportMetric(locktest.PercentileMs(handoffs, 99), "handoff-p99-ms")
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "acq/s")
 	s.reportPer(b, before, b.N, "acq")
 	// Fairness, for reading the numbers above: a lock that lets the releasing
@@ -549,17 +550,6 @@ func benchmarkHandoff(b *testing.B, lib library, waiters int, turns bool) {
 	if len(handoffs) > 0 {
 		b.ReportMetric(100*float64(run.selfHand.Load())/float64(len(handoffs)), "self-handoff-%")
 	}
-	b.ReportMetric(percentileMs(waits, 99), "wait-p99-ms")
-	b.ReportMetric(percentileMs(waits, 100), "wait-max-ms")
-}
-
-// percentileMs returns the p-th percentile (nearest rank) of sorted, in
-// milliseconds; 0 when there are no samples.
-func percentileMs(sorted []time.Duration, p int) float64 {
-	if len(sorted) == 0 {
-		return 0
-	}
-	i := (len(sorted)*p + 99) / 100 // ceil(n·p/100), a 1-based rank
-	i = min(max(i, 1), len(sorted))
-	return float64(sorted[i-1]) / float64(time.Millisecond)
+	b.ReportMetric(locktest.PercentileMs(waits, 99), "wait-p99-ms")
+	b.ReportMetric(locktest.PercentileMs(waits, 100), "wait-max-ms")
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/locks"
+	"github.com/lockproof/lockproof/locks/internal/locktest"
 )
 
 var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -24,26 +25,6 @@ func newLocker(t testing.TB, r *fakes.RedisServer, name string, opts ...locks.Op
 		t.Fatalf("New: %v", err)
 	}
 	return l
-}
-
-func mustLock(t testing.TB, l *Locker) locks.Lease {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	lease, err := l.Lock(ctx)
-	if err != nil {
-		t.Fatalf("Lock: %v", err)
-	}
-	return lease
-}
-
-func token(t testing.TB, lease locks.Lease) locks.Token {
-	t.Helper()
-	tok, ok := lease.Token()
-	if !ok {
-		t.Fatal("redislock lease has no fencing token")
-	}
-	return tok
 }
 
 // waitUntil polls cond on the wall clock; it waits for goroutines, never for
@@ -135,14 +116,14 @@ func TestCrashedHolderExpires(t *testing.T) {
 	waiter := newLocker(t, r, "job", locks.WithTTL(ttl))
 	var fence locks.Fence[string]
 
-	old := mustLock(t, crashed)
-	oldTok := token(t, old)
+	old := locktest.MustLock(t, crashed)
+	oldTok := locktest.Token(t, old)
 	if err := fence.Write(oldTok, "old"); err != nil {
 		t.Fatal(err)
 	}
 
 	got := make(chan locks.Lease, 1)
-	go func() { got <- mustLock(t, waiter) }()
+	go func() { got <- locktest.MustLock(t, waiter) }()
 	// The stale lease's expiry timer and the waiter's re-check timer.
 	if err := clock.WaitTimers(context.Background(), 2); err != nil {
 		t.Fatal(err)
@@ -151,7 +132,7 @@ func TestCrashedHolderExpires(t *testing.T) {
 
 	lease := <-got
 	defer lease.Unlock(context.Background())
-	newTok := token(t, lease)
+	newTok := locktest.Token(t, lease)
 	if newTok <= oldTok {
 		t.Fatalf("new token %v not above stale token %v", newTok, oldTok)
 	}
@@ -181,7 +162,7 @@ func TestCrashedHolderExpires(t *testing.T) {
 func TestForeignOwnerCannotTouch(t *testing.T) {
 	r := fakes.Redis(t, fakes.ManualTime(epoch))
 	l := newLocker(t, r, "res")
-	lease := mustLock(t, l)
+	lease := locktest.MustLock(t, l)
 	foreign := leaseOps{l: l, owner: locks.NewOwner()}
 	ctx := context.Background()
 	if err := foreign.Renew(ctx); !errors.Is(err, locks.ErrNotHeld) {
@@ -211,7 +192,7 @@ func TestTakenOverLease(t *testing.T) {
 	r := fakes.Redis(t, fakes.ManualTime(epoch))
 	l := newLocker(t, r, "res", locks.WithWatchdog(false))
 	ctx := context.Background()
-	old := mustLock(t, l)
+	old := locktest.MustLock(t, l)
 	// Simulate a takeover the old holder did not see (e.g. a failover).
 	if err := r.Client().Set(ctx, l.Key(), "intruder", time.Minute).Err(); err != nil {
 		t.Fatal(err)
@@ -268,7 +249,7 @@ func TestCancelledContext(t *testing.T) {
 	}
 	// Cancelled while waiting: the waiter leaves the queue, and the holder's
 	// unlock frees the lock rather than handing it to the departed waiter.
-	holder := mustLock(t, l)
+	holder := locktest.MustLock(t, l)
 	ctx, cancel = context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { _, err := l.Lock(ctx); done <- err }()
@@ -295,7 +276,7 @@ func TestWaitBudget(t *testing.T) {
 	r := fakes.Redis(t, fakes.ManualTime(epoch))
 	clock := r.Clock().(*fakes.Clock)
 	l := newLocker(t, r, "res", locks.WithWaitBudget(200*time.Millisecond))
-	holder := mustLock(t, l)
+	holder := locktest.MustLock(t, l)
 	defer holder.Unlock(context.Background())
 	done := make(chan error, 1)
 	go func() { _, err := l.Lock(context.Background()); done <- err }()
@@ -317,15 +298,15 @@ func TestHandoverIsNotified(t *testing.T) {
 	a := newLocker(t, r, "res")
 	b := newLocker(t, r, "res")
 	ctx := context.Background()
-	first := mustLock(t, a)
+	first := locktest.MustLock(t, a)
 	got := make(chan locks.Lease, 1)
-	go func() { got <- mustLock(t, b) }()
+	go func() { got <- locktest.MustLock(t, b) }()
 	waitUntil(t, "waiter queued", func() bool { return r.Client().LLen(ctx, a.Key()+":queue").Val() == 1 })
 	if err := first.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
 	second := <-got
-	if got, want := token(t, second), token(t, first)+2; got != want {
+	if got, want := locktest.Token(t, second), locktest.Token(t, first)+2; got != want {
 		t.Fatalf("handed-over token = %v, want %v", got, want)
 	}
 	if err := second.Unlock(ctx); err != nil {
@@ -339,7 +320,7 @@ func TestDeadWaiterSkipped(t *testing.T) {
 	r := fakes.Redis(t, fakes.ManualTime(epoch))
 	l := newLocker(t, r, "res")
 	ctx := context.Background()
-	lease := mustLock(t, l)
+	lease := locktest.MustLock(t, l)
 	if err := r.Client().RPush(ctx, l.Key()+":queue", "deadowner deadlocker 10000").Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -363,7 +344,7 @@ func TestWatchdogKeepsAndLoses(t *testing.T) {
 	clock := r.Clock().(*fakes.Clock)
 	const ttl = 900 * time.Millisecond
 	l := newLocker(t, r, "res", locks.WithTTL(ttl))
-	lease := mustLock(t, l)
+	lease := locktest.MustLock(t, l)
 	ctx := context.Background()
 	for i := 0; i < 6; i++ { // two whole TTLs
 		before := lease.Deadline()
@@ -395,13 +376,13 @@ func TestTryLockHeld(t *testing.T) {
 	if _, err := l.TryLock(ctx); !errors.Is(err, locks.ErrLocked) {
 		t.Fatalf("second TryLock: %v, want ErrLocked", err)
 	}
-	tok := token(t, lease)
+	tok := locktest.Token(t, lease)
 	_ = lease.Unlock(ctx)
 	again, err := l.TryLock(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if token(t, again) <= tok {
+	if locktest.Token(t, again) <= tok {
 		t.Fatal("fencing token did not grow")
 	}
 	_ = again.Unlock(ctx)
@@ -480,7 +461,7 @@ func TestQueueOutlivesLongerHolder(t *testing.T) {
 	holder := newLocker(t, r, "res", locks.WithTTL(time.Minute))
 	waiter := newLocker(t, r, "res", locks.WithTTL(time.Second))
 	ctx := context.Background()
-	lease := mustLock(t, holder)
+	lease := locktest.MustLock(t, holder)
 	defer lease.Unlock(ctx)
 	res, err := waiter.enqueue(ctx, locks.NewOwner()) // the first waiter: re-checks
 	if err != nil {
@@ -505,13 +486,13 @@ func TestWaitersBehindCrashedHolder(t *testing.T) {
 	crashed := newLocker(t, r, "job", locks.WithTTL(ttl), locks.WithWatchdog(false))
 	waiters := newLocker(t, r, "job", locks.WithTTL(ttl))
 	ctx := context.Background()
-	_ = mustLock(t, crashed)
+	_ = locktest.MustLock(t, crashed)
 
 	got := make(chan locks.Lease, 2)
-	go func() { got <- mustLock(t, waiters) }()
+	go func() { got <- locktest.MustLock(t, waiters) }()
 	queue := waiters.Key() + ":queue"
 	waitUntil(t, "first waiter queued", func() bool { return r.Client().LLen(ctx, queue).Val() == 1 })
-	go func() { got <- mustLock(t, waiters) }()
+	go func() { got <- locktest.MustLock(t, waiters) }()
 	waitUntil(t, "second waiter queued", func() bool { return r.Client().LLen(ctx, queue).Val() == 2 })
 	// The crashed lease's expiry timer and one re-check timer per waiter.
 	if err := clock.WaitTimers(ctx, 3); err != nil {
@@ -519,12 +500,12 @@ func TestWaitersBehindCrashedHolder(t *testing.T) {
 	}
 	r.Advance(ttl + 20*time.Millisecond)
 	first := <-got
-	tok1 := token(t, first)
+	tok1 := locktest.Token(t, first)
 	if err := first.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
 	second := <-got
-	if tok2 := token(t, second); tok2 <= tok1 {
+	if tok2 := locktest.Token(t, second); tok2 <= tok1 {
 		t.Fatalf("second token %v not above first %v", tok2, tok1)
 	}
 	if err := second.Unlock(ctx); err != nil {

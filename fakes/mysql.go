@@ -1,0 +1,301 @@
+package fakes
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	gms "github.com/dolthub/go-mysql-server"
+	"github.com/dolthub/go-mysql-server/memory"
+	"github.com/dolthub/go-mysql-server/server"
+	gmssql "github.com/dolthub/go-mysql-server/sql"
+	vtmysql "github.com/dolthub/vitess/go/mysql"
+	"github.com/dolthub/vitess/go/sqltypes"
+	querypb "github.com/dolthub/vitess/go/vt/proto/query"
+	"github.com/go-sql-driver/mysql"
+	"github.com/sirupsen/logrus"
+
+	"github.com/lockproof/lockproof/locks"
+)
+
+// EnvMySQLDSN names the environment variable that points MySQL at a real
+// server instead of the in-process engine: a go-sql-driver/mysql DSN without
+// a database name, for a user that may create and drop databases, e.g.
+// "root@tcp(127.0.0.1:3306)/". Each MySQL call then creates a private
+// database and drops it at cleanup.
+const EnvMySQLDSN = "LOCKPROOF_MYSQL_DSN"
+
+// MySQLServer is a MySQL-protocol server with a database of its own:
+// github.com/dolthub/go-mysql-server with an in-memory database served over
+// the wire protocol on a loopback port, or, for MySQL(t), a real server
+// named by EnvMySQLDSN.
+//
+// go-mysql-server's in-memory database is not safe for concurrent writers
+// (its README says so: concurrent statements lose each other's updates) and
+// treats BEGIN/COMMIT/ROLLBACK as no-ops. The fake therefore runs one
+// statement at a time, server-wide: every statement is atomic and isolated,
+// but a multi-statement transaction is not, and a statement that blocks
+// (GET_LOCK waiting for a lock another session holds) blocks the whole server
+// until its own timeout. Use a real server (EnvMySQLDSN) for those.
+type MySQLServer struct {
+	dsn      string // with the database name and the options the helpers set
+	database string
+	real     bool
+	db       *sql.DB
+
+	mu      sync.Mutex
+	closers []func() error // run by Close, last first
+	closed  bool
+}
+
+// quietGMS silences go-mysql-server, which logs every connection through
+// logrus's standard logger at Info. Only its errors remain, on stderr.
+var quietGMS sync.Once
+
+// MySQL starts the in-process server (StartMySQL) for one test, or, with
+// EnvMySQLDSN set, creates a private database on that real server. The
+// returned server's DB is ready to use; everything is closed, and a real
+// server's database dropped, by tb.Cleanup.
+func MySQL(tb testing.TB) *MySQLServer {
+	tb.Helper()
+	var s *MySQLServer
+	var err error
+	if dsn := os.Getenv(EnvMySQLDSN); dsn != "" {
+		s, err = startRealMySQL(tb.Name(), dsn)
+	} else {
+		s, err = StartMySQL()
+	}
+	if err != nil {
+		tb.Fatalf("fakes.MySQL: %v", err)
+	}
+	tb.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			tb.Errorf("fakes.MySQL: %v", err)
+		}
+	})
+	return s
+}
+
+// StartMySQL starts go-mysql-server on a loopback port chosen by the kernel,
+// with an empty in-memory database, for programs and examples that have no
+// testing.TB. Close stops it.
+func StartMySQL() (*MySQLServer, error) {
+	quietGMS.Do(func() { logrus.SetLevel(logrus.ErrorLevel) })
+	const database = "lockproof"
+	db := memory.NewDatabase(database)
+	db.BaseDatabase.EnablePrimaryKeyIndexes()
+	provider := memory.NewDBProvider(db)
+	engine := gms.NewDefault(provider)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("listen: %w", err)
+	}
+	srv, err := server.NewServerWithHandler(server.Config{Protocol: "tcp", Address: ln.Addr().String(), Listener: ln},
+		engine, gmssql.NewContext, memory.NewSessionBuilder(provider), nil,
+		func(h vtmysql.Handler) (vtmysql.Handler, error) { return &serialHandler{Handler: h}, nil })
+	if err != nil {
+		_ = ln.Close()
+		return nil, err
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Start() }()
+	s := &MySQLServer{
+		dsn:      withParams("root@tcp(" + ln.Addr().String() + ")/" + database),
+		database: database,
+	}
+	s.closers = append(s.closers, func() error {
+		_ = srv.Close()
+		select {
+		case <-served:
+			return nil
+		case <-time.After(5 * time.Second):
+			return errors.New("the server did not stop within 5s")
+		}
+	})
+	if s.db, err = s.OpenDB(); err != nil {
+		_ = s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// withParams adds the DSN options every helper's pool uses: parseTime, so
+// DATETIME columns scan into time.Time, and interpolateParams, so a statement
+// with arguments is one round trip instead of prepare, execute and close.
+func withParams(dsn string) string {
+	sep := "?"
+	if strings.Contains(dsn, "?") {
+		sep = "&"
+	}
+	return dsn + sep + "parseTime=true&interpolateParams=true"
+}
+
+var nonIdent = regexp.MustCompile(`[^A-Za-z0-9_]`)
+
+// startRealMySQL creates a database named after the test on the server
+// behind dsn and returns a MySQLServer whose pools use it; Close drops it.
+func startRealMySQL(test, dsn string) (*MySQLServer, error) {
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("%s=%q: %w", EnvMySQLDSN, dsn, err)
+	}
+	if cfg.DBName != "" {
+		return nil, fmt.Errorf("%s=%q names database %q; leave it out, each test creates its own",
+			EnvMySQLDSN, dsn, cfg.DBName)
+	}
+	name := strings.ToLower(nonIdent.ReplaceAllString(test, "_"))
+	if len(name) > 40 {
+		name = name[:40]
+	}
+	database := "lockproof_" + name + "_" + locks.NewOwner()[:8]
+	admin, err := sql.Open("mysql", dsn)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := admin.ExecContext(ctx, "CREATE DATABASE `"+database+"`"); err != nil {
+		_ = admin.Close()
+		return nil, fmt.Errorf("%s: create database: %w", EnvMySQLDSN, err)
+	}
+	cfg.DBName = database
+	s := &MySQLServer{dsn: withParams(cfg.FormatDSN()), database: database, real: true}
+	s.closers = append(s.closers, func() error {
+		defer admin.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if _, err := admin.ExecContext(ctx, "DROP DATABASE `"+database+"`"); err != nil {
+			return fmt.Errorf("drop database %s: %w", database, err)
+		}
+		return nil
+	})
+	if s.db, err = s.OpenDB(); err != nil {
+		_ = s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// DB returns the server's ready connection pool, on its database.
+func (s *MySQLServer) DB() *sql.DB { return s.db }
+
+// DSN returns a go-sql-driver/mysql DSN for the server's database.
+func (s *MySQLServer) DSN() string { return s.dsn }
+
+// Database returns the name of the server's database.
+func (s *MySQLServer) Database() string { return s.database }
+
+// Real reports whether the server is the real one named by EnvMySQLDSN.
+func (s *MySQLServer) Real() bool { return s.real }
+
+// OpenDB opens another connection pool on the server's database, as another
+// process would have, and checks that it answers; Close closes it.
+func (s *MySQLServer) OpenDB() (*sql.DB, error) {
+	db, err := sql.Open("mysql", s.dsn)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := db.PingContext(ctx); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("ping %s: %w", s.database, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		_ = db.Close()
+		return nil, errors.New("fakes: MySQL server closed")
+	}
+	s.closers = append(s.closers, db.Close)
+	return db, nil
+}
+
+// Close closes every pool opened on the server, then stops the in-process
+// server or drops the real server's database. Later calls do nothing.
+func (s *MySQLServer) Close() error {
+	s.mu.Lock()
+	closers := s.closers
+	s.closers, s.closed = nil, true
+	s.mu.Unlock()
+	var errs []error
+	for i := len(closers) - 1; i >= 0; i-- {
+		if err := closers[i](); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// ExpireLock makes the lease recorded for lock name in table end now, on
+// the server's clock, as if its holder had stopped renewing a whole TTL ago.
+// table must be a lock table made by mysqllock.CreateTable (columns name,
+// owner, fence, expires_at). It fails when no live lease is recorded for
+// name.
+func (s *MySQLServer) ExpireLock(ctx context.Context, table, name string) error {
+	if table == "" || nonIdent.MatchString(table) {
+		return fmt.Errorf("fakes.MySQL: invalid table name %q", table)
+	}
+	res, err := s.db.ExecContext(ctx, "UPDATE `"+table+"` SET expires_at = DATE_SUB(NOW(6), INTERVAL 1 SECOND)"+
+		" WHERE name = ? AND owner <> '' AND expires_at > NOW(6)", name)
+	if err != nil {
+		return fmt.Errorf("fakes.MySQL: expire %q: %w", name, err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		return fmt.Errorf("fakes.MySQL: expire %q: no live lease recorded (rows affected %d, %v)", name, n, err)
+	}
+	return nil
+}
+
+// serialHandler runs the statements of all connections one at a time; see
+// MySQLServer.
+type serialHandler struct {
+	vtmysql.Handler
+	mu sync.Mutex
+}
+
+func (h *serialHandler) ComQuery(ctx context.Context, c *vtmysql.Conn, query string, callback vtmysql.ResultSpoolFn) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.settle(ctx, c, h.Handler.ComQuery(ctx, c, query, callback))
+}
+
+func (h *serialHandler) ComMultiQuery(ctx context.Context, c *vtmysql.Conn, query string, callback vtmysql.ResultSpoolFn) (string, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	rest, err := h.Handler.ComMultiQuery(ctx, c, query, callback)
+	return rest, h.settle(ctx, c, err)
+}
+
+func (h *serialHandler) ComPrepare(ctx context.Context, c *vtmysql.Conn, query string, prepare *vtmysql.PrepareData) ([]*querypb.Field, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	fields, err := h.Handler.ComPrepare(ctx, c, query, prepare)
+	return fields, h.settle(ctx, c, err)
+}
+
+func (h *serialHandler) ComStmtExecute(ctx context.Context, c *vtmysql.Conn, prepare *vtmysql.PrepareData, callback func(*sqltypes.Result) error) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.settle(ctx, c, h.Handler.ComStmtExecute(ctx, c, prepare, callback))
+}
+
+// settle rolls the connection's session back after a failed statement. The
+// in-memory session keeps the table data a failed statement read, and its
+// next statement would work on (and commit) that stale copy, undoing other
+// connections' writes in between. err is returned as it is.
+func (h *serialHandler) settle(ctx context.Context, c *vtmysql.Conn, err error) error {
+	if err != nil {
+		discard := func(*sqltypes.Result, bool) error { return nil }
+		_ = h.Handler.ComQuery(ctx, c, "ROLLBACK", discard)
+	}
+	return err
+}

@@ -1,0 +1,48 @@
+// Package locktest holds the small helpers that the tests and benchmarks of
+// every lock in lockproof share.
+package locktest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/lockproof/lockproof/locks"
+)
+
+// LockTimeout bounds MustLock, so that a lock that never comes fails the
+// test instead of hanging it.
+const LockTimeout = 20 * time.Second
+
+// MustLock locks l within LockTimeout or fails the test.
+func MustLock(t testing.TB, l locks.Locker) locks.Lease {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), LockTimeout)
+	defer cancel()
+	lease, err := l.Lock(ctx)
+	if err != nil {
+		t.Fatalf("Lock: %v", err)
+	}
+	return lease
+}
+
+// Token returns lease's fencing token, failing the test if it has no safe one.
+func Token(t testing.TB, lease locks.Lease) locks.Token {
+	t.Helper()
+	tok, ok := lease.Token()
+	if !ok {
+		t.Fatalf("lease of %q has no fencing token", lease.Name())
+	}
+	return tok
+}
+
+// PercentileMs returns the p-th percentile (nearest rank) of sorted, in
+// milliseconds; 0 when there are no samples.
+func PercentileMs(sorted []time.Duration, p int) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := (len(sorted)*p + 99) / 100 // ceil(n·p/100), a 1-based rank
+	i = min(max(i, 1), len(sorted))
+	return float64(sorted[i-1]) / float64(time.Millisecond)
+}
