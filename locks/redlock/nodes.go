@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -44,22 +43,46 @@ type result[T any] struct {
 // nodeErr returns the result's error as a *NodeError.
 func (r result[T]) nodeErr() error { return &NodeError{Node: r.node.index, Err: r.err} }
 
-// fanOut sends op to every node at once, each bounded by timeout, and
-// returns every answer once the last one is in.
+// fanOut sends op to every node at once and returns their answers once
+// all are in or timeout has passed, whichever comes first. A node that has
+// not answered by then gets context.DeadlineExceeded (or the caller's ctx
+// error) as its result, whether or not its client honours ctx deadlines:
+// go-redis only does with ContextTimeoutEnabled, and without it a lost
+// reply would hold the whole request for the client's ReadTimeout. The
+// unanswered request goes on in the background until its client gives up;
+// its answer is dropped, and callers treat the node as unsure.
 func fanOut[T any](ctx context.Context, nodes []node, timeout time.Duration,
 	op func(ctx context.Context, c redis.UniversalClient) (T, error),
 ) []result[T] {
-	rs := make([]result[T], len(nodes))
-	var wg sync.WaitGroup
-	for i, n := range nodes {
-		wg.Go(func() {
-			ctx, cancel := context.WithTimeout(ctx, timeout)
-			defer cancel()
-			v, err := op(ctx, n.client)
-			rs[i] = result[T]{node: n, val: v, err: err}
-		})
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	type answer struct {
+		i int
+		r result[T]
 	}
-	wg.Wait()
+	answers := make(chan answer, len(nodes)) // buffered: stragglers never block
+	for i, n := range nodes {
+		go func() {
+			v, err := op(ctx, n.client)
+			answers <- answer{i, result[T]{node: n, val: v, err: err}}
+		}()
+	}
+	rs := make([]result[T], len(nodes))
+	in := make([]bool, len(nodes))
+	for range nodes {
+		select {
+		case a := <-answers:
+			rs[a.i], in[a.i] = a.r, true
+			continue
+		case <-ctx.Done():
+		}
+		for i, n := range nodes {
+			if !in[i] {
+				rs[i] = result[T]{node: n, err: ctx.Err()}
+			}
+		}
+		break
+	}
 	return rs
 }
 
