@@ -1,0 +1,323 @@
+// Benchmarks of this lock (queue mode and the naive herd mode) against
+// go.etcd.io/etcd/client/v3/concurrency's Mutex, in one run on one embedded
+// etcd member (fakes.Etcd: no fsync), or on the real etcd named by
+// fakes.EnvEtcdEndpoints.
+//
+// Run the comparison table (about a minute on 2 cores):
+//
+//	go test -run '^$' -bench Compare -benchtime 400x -count 5 ./locks/etcdlock/ | tee compare.txt
+//	benchstat compare.txt
+//
+// How to read it:
+//   - Take medians across the -count runs; compare libraries by ratios
+//     within one run, never across machines or days.
+//   - Compare/Uncontended/<lib>: ns/op and allocs/op of one lock+unlock by
+//     one goroutine; reqs/op counts the unary RPCs the client sent (Txn,
+//     Grant, KeepAliveOnce is a stream and is not counted).
+//   - Compare/Handoff/<lib>/waiters=W: W workers, each its own client and
+//     lock handle (W processes), take turns on one lock, holding it ~100 µs.
+//     ns/op is wall time per acquisition. handoff-p50-ms and handoff-p99-ms:
+//     from the moment a holder calls unlock to the moment the next holder's
+//     lock returns. events/handoff: watch events the etcd server delivered to
+//     all clients per hand-off (counted by a gRPC interceptor on every
+//     client's Watch streams): about one when each waiter watches only its
+//     predecessor, about the number of waiters when all watch the one key.
+//     reqs/acq: unary RPCs per acquisition.
+//
+// The library's own memory use is mixed with the embedded server's, which
+// runs in the same process; point fakes.EnvEtcdEndpoints at a real etcd to
+// see the client's alone.
+package etcdlock_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/concurrency"
+	"google.golang.org/grpc"
+
+	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/locks"
+	"github.com/lockproof/lockproof/locks/etcdlock"
+)
+
+const (
+	compareTTL     = 10 * time.Second
+	compareHold    = 100 * time.Microsecond
+	compareWaiters = 16
+	// compareTimeout bounds one benchmark run, so that a hang fails it
+	// instead of stalling the table.
+	compareTimeout = 3 * time.Minute
+)
+
+// worker is one process's handle on a lock: lock, then unlock, repeatedly.
+type worker interface {
+	lock(ctx context.Context) error
+	unlock(ctx context.Context) error
+	close()
+}
+
+// library builds a worker on lock name with its own client.
+type library struct {
+	name   string
+	worker func(c *clientv3.Client, prefix, name string) (worker, error)
+}
+
+var libraries = []library{
+	{"lockproof", lockproofWorker(etcdlock.New)},
+	{"lockproof-naive", lockproofWorker(etcdlock.NewNaive)},
+	{"concurrency", mutexWorker},
+}
+
+type ourWorker struct {
+	l     *etcdlock.Locker
+	lease locks.Lease
+}
+
+func lockproofWorker(mk func(*clientv3.Client, string, ...locks.Option) (*etcdlock.Locker, error)) func(*clientv3.Client, string, string) (worker, error) {
+	return func(c *clientv3.Client, prefix, name string) (worker, error) {
+		l, err := mk(c, name, locks.WithPrefix(prefix), locks.WithTTL(compareTTL))
+		if err != nil {
+			return nil, err
+		}
+		return &ourWorker{l: l}, nil
+	}
+}
+
+func (w *ourWorker) lock(ctx context.Context) (err error) {
+	w.lease, err = w.l.Lock(ctx)
+	return err
+}
+
+func (w *ourWorker) unlock(ctx context.Context) error {
+	err := w.lease.Unlock(ctx)
+	w.lease = nil
+	return err
+}
+
+func (w *ourWorker) close() {}
+
+// concurrency: a Mutex needs a Session of its own (its key is the session's
+// lease), as a process would have.
+type concurrencyWorker struct {
+	s *concurrency.Session
+	m *concurrency.Mutex
+}
+
+func mutexWorker(c *clientv3.Client, prefix, name string) (worker, error) {
+	s, err := concurrency.NewSession(c, concurrency.WithTTL(int(compareTTL/time.Second)))
+	if err != nil {
+		return nil, err
+	}
+	return &concurrencyWorker{s: s, m: concurrency.NewMutex(s, prefix+name)}, nil
+}
+
+func (w *concurrencyWorker) lock(ctx context.Context) error   { return w.m.Lock(ctx) }
+func (w *concurrencyWorker) unlock(ctx context.Context) error { return w.m.Unlock(ctx) }
+func (w *concurrencyWorker) close()                           { _ = w.s.Close() }
+
+// counter counts, over all the clients it is installed on, the unary RPCs
+// sent and the watch events received.
+type counter struct {
+	reqs, events atomic.Int64
+}
+
+func (c *counter) dialOptions() []grpc.DialOption {
+	return []grpc.DialOption{
+		grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any,
+			cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption,
+		) error {
+			c.reqs.Add(1)
+			return invoker(ctx, method, req, reply, cc, opts...)
+		}),
+		grpc.WithChainStreamInterceptor(func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn,
+			method string, streamer grpc.Streamer, opts ...grpc.CallOption,
+		) (grpc.ClientStream, error) {
+			s, err := streamer(ctx, desc, cc, method, opts...)
+			if err != nil {
+				return s, err
+			}
+			return &countingStream{ClientStream: s, c: c}, nil
+		}),
+	}
+}
+
+type countingStream struct {
+	grpc.ClientStream
+	c *counter
+}
+
+func (s *countingStream) RecvMsg(m any) error {
+	err := s.ClientStream.RecvMsg(m)
+	if wr, ok := m.(*pb.WatchResponse); ok && err == nil {
+		s.c.events.Add(int64(len(wr.Events)))
+	}
+	return err
+}
+
+// bench is the state shared by the sub-benchmarks: one server.
+type bench struct {
+	s   *fakes.EtcdServer
+	seq atomic.Int64
+}
+
+// workers builds n workers of lib on a fresh lock name, each with its own
+// counted client; the clients close at the server's cleanup.
+func (bn *bench) workers(b testing.TB, lib library, n int, c *counter) []worker {
+	b.Helper()
+	name := fmt.Sprintf("bench-%d", bn.seq.Add(1))
+	ws := make([]worker, n)
+	for i := range ws {
+		w, err := lib.worker(bn.s.NewClient(c.dialOptions()...), bn.s.Prefix(), name)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ws[i] = w
+	}
+	b.Cleanup(func() {
+		for _, w := range ws {
+			w.close()
+		}
+	})
+	return ws
+}
+
+// BenchmarkCompare runs the whole table on one server.
+func BenchmarkCompare(b *testing.B) {
+	bn := &bench{s: fakes.Etcd(b)}
+	b.Run("Uncontended", func(b *testing.B) {
+		for _, lib := range libraries {
+			b.Run(lib.name, func(b *testing.B) { bn.uncontended(b, lib) })
+		}
+	})
+	b.Run("Handoff", func(b *testing.B) {
+		for _, lib := range libraries {
+			b.Run(fmt.Sprintf("%s/waiters=%d", lib.name, compareWaiters), func(b *testing.B) {
+				bn.handoff(b, lib, compareWaiters)
+			})
+		}
+	})
+}
+
+func (bn *bench) uncontended(b *testing.B, lib library) {
+	ctx, cancel := context.WithTimeout(context.Background(), compareTimeout)
+	defer cancel()
+	c := &counter{}
+	w := bn.workers(b, lib, 1, c)[0]
+	if err := w.lock(ctx); err != nil { // warm up: session, connection
+		b.Fatal(err)
+	}
+	if err := w.unlock(ctx); err != nil {
+		b.Fatal(err)
+	}
+	before := c.reqs.Load()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if err := w.lock(ctx); err != nil {
+			b.Fatalf("lock: %v", err)
+		}
+		if err := w.unlock(ctx); err != nil {
+			b.Fatalf("unlock: %v", err)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(c.reqs.Load()-before)/float64(b.N), "reqs/op")
+}
+
+// handoffRun is the state the workers of one Handoff run share.
+type handoffRun struct {
+	tickets    atomic.Int64 // acquisitions left to start
+	inside     atomic.Int32 // workers in the critical section
+	violations atomic.Int64
+	releasedAt atomic.Int64 // UnixNano just before the last unlock; 0 once consumed
+
+	errOnce sync.Once
+	err     error
+}
+
+func (r *handoffRun) fail(err error) { r.errOnce.Do(func() { r.err = err }) }
+
+// loop takes tickets until none are left; it records hand-off latencies.
+func (r *handoffRun) loop(ctx context.Context, w worker, handoffs *[]time.Duration) {
+	for r.tickets.Add(-1) >= 0 {
+		if err := w.lock(ctx); err != nil {
+			r.fail(fmt.Errorf("lock: %w", err))
+			return
+		}
+		acquired := time.Now().UnixNano()
+		if r.inside.Add(1) != 1 {
+			r.violations.Add(1)
+		}
+		if released := r.releasedAt.Swap(0); released != 0 {
+			*handoffs = append(*handoffs, time.Duration(acquired-released))
+		}
+		for start := time.Now(); time.Since(start) < compareHold; {
+			// Spin: time.Sleep cannot wait as little as 100 µs.
+		}
+		r.inside.Add(-1)
+		r.releasedAt.Store(time.Now().UnixNano())
+		if err := w.unlock(ctx); err != nil {
+			r.fail(fmt.Errorf("unlock: %w", err))
+			return
+		}
+	}
+}
+
+func (bn *bench) handoff(b *testing.B, lib library, waiters int) {
+	ctx, cancel := context.WithTimeout(context.Background(), compareTimeout)
+	defer cancel()
+	c := &counter{}
+	ws := bn.workers(b, lib, waiters, c)
+	run := &handoffRun{}
+	run.tickets.Store(int64(b.N))
+	perWorker := make([][]time.Duration, waiters)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i, w := range ws {
+		wg.Go(func() {
+			<-start
+			run.loop(ctx, w, &perWorker[i])
+		})
+	}
+	events, reqs := c.events.Load(), c.reqs.Load()
+	b.ResetTimer()
+	began := time.Now()
+	close(start)
+	wg.Wait()
+	elapsed := time.Since(began)
+	b.StopTimer()
+	if run.err != nil {
+		b.Fatalf("%s: %v", lib.name, run.err)
+	}
+	if n := run.violations.Load(); n > 0 {
+		b.Fatalf("%s: %d acquisitions found another holder inside", lib.name, n)
+	}
+	handoffs := slices.Concat(perWorker...)
+	slices.Sort(handoffs)
+	b.ReportMetric(percentileMs(handoffs, 50), "handoff-p50-ms")
+	b.ReportMetric(percentileMs(handoffs, 99), "handoff-p99-ms")
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "acq/s")
+	if len(handoffs) > 0 {
+		b.ReportMetric(float64(c.events.Load()-events)/float64(len(handoffs)), "events/handoff")
+	}
+	b.ReportMetric(float64(c.reqs.Load()-reqs)/float64(b.N), "reqs/acq")
+}
+
+// percentileMs returns the p-th percentile (nearest rank) of sorted, in
+// milliseconds; 0 when there are no samples.
+func percentileMs(sorted []time.Duration, p int) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := (len(sorted)*p + 99) / 100
+	i = min(max(i, 1), len(sorted))
+	return float64(sorted[i-1]) / float64(time.Millisecond)
+}

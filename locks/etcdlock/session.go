@@ -1,0 +1,126 @@
+package etcdlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/lockproof/lockproof/locks"
+)
+
+// maxIdle bounds the sessions a Locker keeps for reuse; more are left to
+// expire on the server.
+const maxIdle = 64
+
+// session is one etcd lease, used by one contender at a time: a waiter
+// renews it while it waits, the holder's watchdog while it holds. Nothing
+// renews it while it sits idle in a Locker, so it lives one TTL from its
+// last renewal.
+type session struct {
+	id clientv3.LeaseID
+
+	mu      sync.Mutex
+	renewed time.Time // when the last successful grant or keep-alive was sent
+}
+
+func (s *session) renewedAt() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.renewed
+}
+
+func (s *session) setRenewed(t time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if t.After(s.renewed) {
+		s.renewed = t
+	}
+}
+
+// fresh reports whether s was renewed less than a third of the TTL ago, the
+// watchdog's period: a lease built on it starts with most of its TTL.
+func (l *Locker) fresh(s *session) bool {
+	return l.opt.Clock.Now().Sub(s.renewedAt()) < l.opt.TTL/3
+}
+
+// valid reports whether s may still live, by the local, conservative
+// estimate of its expiry.
+func (l *Locker) valid(s *session) bool {
+	return l.opt.Clock.Now().Before(s.renewedAt().Add(l.opt.TTL - locks.Drift(l.opt.TTL)))
+}
+
+// take returns a session for one contender: an idle one, renewed first if it
+// is not fresh, or a new lease.
+func (l *Locker) take(ctx context.Context) (*session, error) {
+	for {
+		s := l.popIdle()
+		if s == nil {
+			break
+		}
+		if l.fresh(s) {
+			return s, nil
+		}
+		err := l.keepAlive(ctx, s)
+		if err == nil {
+			return s, nil
+		}
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return nil, l.errorf("lock: %w", ctxErr)
+		}
+		// Lost or unreachable: leave it to expire and try the next.
+	}
+	start := l.opt.Clock.Now()
+	resp, err := l.client.Grant(ctx, l.ttlSec)
+	if err != nil {
+		return nil, l.errorf("grant a lease: %w", err)
+	}
+	return &session{id: resp.ID, renewed: start}, nil
+}
+
+// popIdle returns the most recently used idle session that may still live,
+// dropping those that may not.
+func (l *Locker) popIdle() *session {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for len(l.idle) > 0 {
+		s := l.idle[len(l.idle)-1]
+		l.idle[len(l.idle)-1] = nil
+		l.idle = l.idle[:len(l.idle)-1]
+		if l.valid(s) {
+			return s
+		}
+	}
+	return nil
+}
+
+// putIdle keeps s for the next contender.
+func (l *Locker) putIdle(s *session) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.idle) < maxIdle {
+		l.idle = append(l.idle, s)
+	}
+}
+
+// keepAlive renews s once, bounded by the request timeout. A lease the
+// server no longer has gives an error wrapping ErrSessionLost and
+// locks.ErrNotHeld.
+func (l *Locker) keepAlive(ctx context.Context, s *session) error {
+	ctx, cancel := context.WithTimeout(ctx, l.opt.RequestTimeout)
+	defer cancel()
+	start := l.opt.Clock.Now()
+	_, err := l.client.KeepAliveOnce(ctx, s.id)
+	switch {
+	case errors.Is(err, rpctypes.ErrLeaseNotFound):
+		return fmt.Errorf("%w (lease %x): %w", ErrSessionLost, int64(s.id), locks.ErrNotHeld)
+	case err != nil:
+		return fmt.Errorf("etcdlock: renew lease %x: %w", int64(s.id), err)
+	}
+	s.setRenewed(start)
+	return nil
+}
