@@ -1,0 +1,93 @@
+package chaos_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/lockproof/lockproof/chaos"
+	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/locks"
+	"github.com/lockproof/lockproof/locks/etcdlock"
+)
+
+// TestEtcdPartitionedHolderLosesItsLease: the holder is cut off from etcd
+// (a partition without RST) until its lease runs out on the server. Its
+// Done() fires, a waiter is granted with a higher token, and the cut-off
+// holder's fenced write is refused once it can write again.
+func TestEtcdPartitionedHolderLosesItsLease(t *testing.T) {
+	e := fakes.Etcd(t)
+	ctx := context.Background()
+	const ttl = 2 * time.Second
+	p := chaos.NewProxy(t, strings.TrimPrefix(e.Endpoint(0), "http://"), 1)
+	viaProxy, err := clientv3.New(clientv3.Config{Endpoints: []string{p.Addr()}, DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = viaProxy.Close() })
+	clock := fakes.NewClock(epoch) // A's own clock: its deadline, without waiting for it
+	a, err := etcdlock.New(viaProxy, "job", append(e.LockOptions(), locks.WithTTL(ttl), locks.WithClock(clock))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := etcdlock.New(e.NewClient(), "job", append(e.LockOptions(), locks.WithTTL(ttl))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fence locks.Fence[string]
+
+	held, err := a.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokA, _ := held.Token()
+	if err := fence.Write(tokA, "a"); err != nil {
+		t.Fatal(err)
+	}
+	leases, err := e.Leases(ctx)
+	if err != nil || len(leases) != 1 {
+		t.Fatalf("leases before the partition: %v, %v; want A's only", leases, err)
+	}
+
+	p.Partition()
+	// On the server, A's lease runs out: nothing renews it any more.
+	if err := e.RevokeLease(ctx, leases[0]); err != nil {
+		t.Fatal(err)
+	}
+	// On A's side, its renewals fail and its TTL passes.
+	clock.Advance(ttl)
+	select {
+	case <-held.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the partitioned holder's Done() did not fire after its TTL")
+	}
+
+	bctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	next, err := b.Lock(bctx)
+	if err != nil {
+		t.Fatalf("waiter after the holder's lease ran out: %v", err)
+	}
+	defer next.Unlock(ctx)
+	tokB, _ := next.Token()
+	if tokB <= tokA {
+		t.Fatalf("new token %v not above the partitioned holder's %v", tokB, tokA)
+	}
+	if err := fence.Write(tokB, "b"); err != nil {
+		t.Fatal(err)
+	}
+	p.Heal()
+	if err := fence.Write(tokA, "a again"); !errors.Is(err, locks.ErrStaleToken) {
+		t.Fatalf("partitioned holder's write after healing: %v, want ErrStaleToken", err)
+	}
+	if err := held.Unlock(ctx); err == nil {
+		t.Fatal("the partitioned holder's Unlock succeeded after losing its lease")
+	}
+	if fence.Value() != "b" {
+		t.Fatalf("register holds %q, want b", fence.Value())
+	}
+}
