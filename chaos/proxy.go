@@ -67,6 +67,7 @@ type Proxy struct {
 	target string
 
 	mu      sync.Mutex
+	mirror  *mirror // set by Replicate, nil otherwise
 	faults  [2]fault
 	refuse  bool
 	changed chan struct{} // closed and replaced on every change
@@ -113,8 +114,12 @@ func StartProxy(target string, seed uint64) (*Proxy, error) {
 // Addr is the address clients dial instead of the server's.
 func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 
-// Target is the server's address.
-func (p *Proxy) Target() string { return p.target }
+// Target is the server's address (the replica's, after Promote).
+func (p *Proxy) Target() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.target
+}
 
 // SetLatency delays every byte of direction d by latency plus a uniform
 // random extra in [0, jitter), keeping their order. Negative values are an
@@ -266,12 +271,17 @@ func (p *Proxy) accept() {
 			resetConn(client)
 			continue
 		}
-		server, err := net.DialTimeout("tcp", p.target, 5*time.Second)
+		server, err := net.DialTimeout("tcp", p.Target(), 5*time.Second)
 		if err != nil {
 			resetConn(client) // the server is down: so is the link
 			continue
 		}
 		l := &link{p: p, client: client, server: server}
+		if err := l.attachMirror(); err != nil {
+			resetConn(client)
+			resetConn(server)
+			continue
+		}
 		p.mu.Lock()
 		if p.closed {
 			p.mu.Unlock()
@@ -300,6 +310,7 @@ type link struct {
 	client, server net.Conn
 	lost           bool // guarded by p.mu: a Drop discarded some of its bytes
 	once           sync.Once
+	copyTo         *replicaConn // the replica's copy of the requests, if any
 }
 
 func (l *link) reset() {
@@ -309,6 +320,9 @@ func (l *link) reset() {
 		l.p.mu.Unlock()
 		resetConn(l.client)
 		resetConn(l.server)
+		if l.copyTo != nil {
+			l.copyTo.stop()
+		}
 	})
 }
 
@@ -332,6 +346,9 @@ func (l *link) pump(d Direction, src, dst net.Conn) {
 			n, err := src.Read(buf)
 			if n > 0 {
 				f, _, _ := l.p.state(d)
+				if d == Up && l.copyTo != nil {
+					l.copyTo.send(buf[:n])
+				}
 				chunks <- chunk{b: buf[:n], due: time.Now().Add(l.p.delay(f))}
 			}
 			if err != nil {
