@@ -235,12 +235,21 @@ func (s *MySQLServer) Close() error {
 	return errors.Join(errs...)
 }
 
-// ExpireLock makes the lease recorded for lock name in table end now, on
+// DefaultLockTable is mysqllock.DefaultTable, the table ExpireLock works on.
+const DefaultLockTable = "lockproof_locks"
+
+// ExpireLock makes the lease recorded for lock name in DefaultLockTable end
+// now; see ExpireLockIn.
+func (s *MySQLServer) ExpireLock(ctx context.Context, name string) error {
+	return s.ExpireLockIn(ctx, DefaultLockTable, name)
+}
+
+// ExpireLockIn makes the lease recorded for lock name in table end now, on
 // the server's clock, as if its holder had stopped renewing a whole TTL ago.
 // table must be a lock table made by mysqllock.CreateTable (columns name,
 // owner, fence, expires_at). It fails when no live lease is recorded for
 // name.
-func (s *MySQLServer) ExpireLock(ctx context.Context, table, name string) error {
+func (s *MySQLServer) ExpireLockIn(ctx context.Context, table, name string) error {
 	if table == "" || nonIdent.MatchString(table) {
 		return fmt.Errorf("fakes.MySQL: invalid table name %q", table)
 	}

@@ -96,7 +96,7 @@ func TestMySQLExpireLock(t *testing.T) {
 	mustExec(t, s.DB(), "CREATE TABLE locks_t (name VARBINARY(256) NOT NULL PRIMARY KEY, owner VARCHAR(64) NOT NULL DEFAULT '',"+
 		" fence BIGINT UNSIGNED NOT NULL, expires_at DATETIME(6) NOT NULL)")
 	mustExec(t, s.DB(), "INSERT INTO locks_t VALUES ('held', 'me', 1, DATE_ADD(NOW(6), INTERVAL 1 HOUR)), ('free', '', 1, NOW(6))")
-	if err := s.ExpireLock(ctx, "locks_t", "held"); err != nil {
+	if err := s.ExpireLockIn(ctx, "locks_t", "held"); err != nil {
 		t.Fatal(err)
 	}
 	var expired bool
@@ -107,8 +107,8 @@ func TestMySQLExpireLock(t *testing.T) {
 		t.Fatal("the lease did not expire")
 	}
 	for _, c := range []struct{ table, name string }{{"locks_t", "held"}, {"locks_t", "free"}, {"locks_t", "none"}, {"x;y", "held"}, {"", "held"}} {
-		if err := s.ExpireLock(ctx, c.table, c.name); err == nil {
-			t.Errorf("ExpireLock(%q, %q) succeeded; want an error", c.table, c.name)
+		if err := s.ExpireLockIn(ctx, c.table, c.name); err == nil {
+			t.Errorf("ExpireLockIn(%q, %q) succeeded; want an error", c.table, c.name)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package fakes
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"sync"
 	"testing"
@@ -381,4 +382,25 @@ func (r *RedisServer) CommandCount() int {
 		n += r.mini.CommandCount()
 	}
 	return n
+}
+
+// ExpireLock ends the current lease of lock name now: it deletes the lock's
+// key, <prefix>{<name>}, the key of redislock and redlock alike, as its
+// expiry would. The fencing counter and the waiters' queue stay. It fails
+// when no lease is held.
+func (r *RedisServer) ExpireLock(ctx context.Context, name string) error {
+	ok, err := r.expireKey(ctx, name)
+	if err != nil {
+		return fmt.Errorf("fakes: expire lock %q: %w", name, err)
+	}
+	if !ok {
+		return fmt.Errorf("fakes: expire lock %q: no lease held", name)
+	}
+	return nil
+}
+
+// expireKey deletes the key of lock name and says whether it existed.
+func (r *RedisServer) expireKey(ctx context.Context, name string) (bool, error) {
+	n, err := r.client.Del(ctx, r.prefix+"{"+name+"}").Result()
+	return n == 1, err
 }

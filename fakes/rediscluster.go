@@ -1,6 +1,8 @@
 package fakes
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -129,4 +131,41 @@ func (g *RedisNodes) Stop(i int) {
 func (g *RedisNodes) Restart(i int, keepData bool) {
 	g.t.Helper()
 	g.Node(i).Restart(keepData)
+}
+
+// JumpNode moves node i's clock forward by d, alone: the node's TTLs run
+// down by d (keys that reach zero expire) while the other nodes and the
+// shared Clock stay where they are. This is the clock jump that breaks
+// Redlock. Manual mode on miniredis, or any real server (whose key TTLs are
+// shortened by d).
+func (g *RedisNodes) JumpNode(i int, d time.Duration) {
+	g.t.Helper()
+	if d < 0 {
+		g.t.Fatalf("fakes: JumpNode(%d, %v): a jump goes forward", i, d)
+	}
+	n := g.Node(i)
+	if n.mini != nil {
+		n.mini.FastForward(d)
+		return
+	}
+	if err := n.advanceReal(d); err != nil {
+		g.t.Fatalf("fakes: JumpNode(%d, %v): %v", i, d, err)
+	}
+}
+
+// ExpireLock deletes the key of lock name (see RedisServer.ExpireLock) on
+// every node; it fails only when no node held it, or a node failed.
+func (g *RedisNodes) ExpireLock(ctx context.Context, name string) error {
+	found := false
+	for i, n := range g.nodes {
+		ok, err := n.expireKey(ctx, name)
+		if err != nil {
+			return fmt.Errorf("fakes: expire lock %q on node %d: %w", name, i, err)
+		}
+		found = found || ok
+	}
+	if !found {
+		return fmt.Errorf("fakes: expire lock %q: no node holds it", name)
+	}
+	return nil
 }

@@ -114,7 +114,7 @@ func TestCrashedHolderTakenOver(t *testing.T) {
 	}
 	got := make(chan locks.Lease, 1)
 	go func() { got <- locktest.MustLock(t, waiter) }()
-	if err := s.ExpireLock(ctx, DefaultTable, "job"); err != nil {
+	if err := s.ExpireLock(ctx, "job"); err != nil {
 		t.Fatal(err)
 	}
 	lease := <-got
@@ -340,5 +340,13 @@ func TestMissingTable(t *testing.T) {
 		if err == nil || lease != nil || errors.Is(err, locks.ErrLocked) {
 			t.Fatalf("lock on a missing table: lease %v, err %v; want a database error", lease, err)
 		}
+	}
+}
+
+// TestFakeKnowsTheTable: fakes.MySQLServer.ExpireLock works on this
+// package's default table, whose name it cannot import.
+func TestFakeKnowsTheTable(t *testing.T) {
+	if fakes.DefaultLockTable != DefaultTable {
+		t.Fatalf("fakes.DefaultLockTable = %q, DefaultTable = %q", fakes.DefaultLockTable, DefaultTable)
 	}
 }
