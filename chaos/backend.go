@@ -7,7 +7,8 @@ import (
 
 // The time and expiry faults reach a backend through these small
 // interfaces, which the fakes implement (fakes.RedisServer and RedisNodes:
-// all three; fakes.MySQLServer: Expirer; the others as their backends allow).
+// all three; fakes.MySQLServer and fakes.EtcdServer: Expirer, since their
+// servers keep their own time).
 
 // Clocked is a backend whose clock a test drives.
 type Clocked interface {

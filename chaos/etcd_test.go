@@ -91,3 +91,42 @@ func TestEtcdPartitionedHolderLosesItsLease(t *testing.T) {
 		t.Fatalf("register holds %q, want b", fence.Value())
 	}
 }
+
+var _ chaos.Expirer = (*fakes.EtcdServer)(nil)
+
+// TestEtcdExpireLock: the fake's control ends the holder's lease of an
+// etcdlock lock (the fake knows its key layout, escaped names included),
+// and the waiter takes over.
+func TestEtcdExpireLock(t *testing.T) {
+	e := fakes.Etcd(t)
+	ctx := context.Background()
+	const name = "jobs/nightly%1"
+	a, err := etcdlock.New(e.Client(), name, e.LockOptions()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := etcdlock.New(e.NewClient(), name, e.LockOptions()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, err := a.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Unlock(ctx)
+	if err := e.ExpireLock(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	bctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	next, err := b.Lock(bctx)
+	if err != nil {
+		t.Fatalf("waiter after ExpireLock: %v", err)
+	}
+	if err := next.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.ExpireLock(ctx, name); err == nil {
+		t.Fatal("ExpireLock with nobody holding succeeded")
+	}
+}

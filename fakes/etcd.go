@@ -238,6 +238,26 @@ func (s *EtcdServer) RevokeLease(ctx context.Context, id clientv3.LeaseID) error
 	return nil
 }
 
+// ExpireLock ends the current lease of etcdlock's lock name (queue mode,
+// under this fake's Prefix) now: it revokes the lease of the contender with
+// the smallest create revision, the holder, as that lease's expiry would.
+// Waiters keep their places. It fails when nobody holds the lock.
+func (s *EtcdServer) ExpireLock(ctx context.Context, name string) error {
+	ctx, cancel := context.WithTimeout(ctx, etcdTimeout)
+	defer cancel()
+	// etcdlock's layout: Prefix + name with "%" and "/" percent-encoded + "/".
+	key := s.prefix + strings.NewReplacer("%", "%25", "/", "%2F").Replace(name) + "/"
+	resp, err := s.client.Get(ctx, key, clientv3.WithPrefix(),
+		clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend), clientv3.WithLimit(1))
+	if err != nil {
+		return fmt.Errorf("fakes: expire etcd lock %q: %w", name, err)
+	}
+	if len(resp.Kvs) == 0 || resp.Kvs[0].Lease == 0 {
+		return fmt.Errorf("fakes: expire etcd lock %q: nobody holds it", name)
+	}
+	return s.RevokeLease(ctx, clientv3.LeaseID(resp.Kvs[0].Lease))
+}
+
 // Leases lists the leases the cluster holds. On a real cluster shared with
 // other tests, that includes theirs.
 func (s *EtcdServer) Leases(ctx context.Context) ([]clientv3.LeaseID, error) {
