@@ -346,9 +346,6 @@ func (l *link) pump(d Direction, src, dst net.Conn) {
 			n, err := src.Read(buf)
 			if n > 0 {
 				f, _, _ := l.p.state(d)
-				if d == Up && l.copyTo != nil {
-					l.copyTo.send(buf[:n])
-				}
 				chunks <- chunk{b: buf[:n], due: time.Now().Add(l.p.delay(f))}
 			}
 			if err != nil {
@@ -367,6 +364,9 @@ func (l *link) pump(d Direction, src, dst net.Conn) {
 		}
 		if !l.pass(d) {
 			continue
+		}
+		if d == Up && l.copyTo != nil {
+			l.copyTo.send(c.b) // the replica follows what the primary receives
 		}
 		if _, err := dst.Write(c.b); err != nil {
 			return // dst is gone; the deferred reset closes src too
