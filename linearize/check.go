@@ -1,0 +1,279 @@
+package linearize
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Verdict is the answer of a check.
+type Verdict int
+
+const (
+	// Unknown: the budget (ctx, Options.TimeLimit, Options.MaxMemory) ran out
+	// before an answer; Result.Cause says which. It is not "probably fine".
+	Unknown Verdict = iota
+	// Ok: the history is linearizable; Result.Linearization gives a witness.
+	Ok
+	// Illegal: the history is not linearizable; Result.Counterexample holds
+	// a small sub-history that is not linearizable either.
+	Illegal
+)
+
+// String returns "Ok", "Illegal" or "Unknown".
+func (v Verdict) String() string {
+	switch v {
+	case Ok:
+		return "Ok"
+	case Illegal:
+		return "Illegal"
+	default:
+		return "Unknown"
+	}
+}
+
+// Options bound and tune a check. The zero value is ready: no limits but
+// ctx, GOMAXPROCS workers, counterexamples minimized.
+type Options struct {
+	// TimeLimit bounds the whole check, minimization included; zero means
+	// only ctx bounds it. When it passes the verdict is Unknown with Cause
+	// ErrTimeLimit (or Illegal with a counterexample that may not be
+	// minimal, if the violation was already found).
+	TimeLimit time.Duration
+	// MaxMemory caps the bytes held at once by the memo tables of the
+	// searches in flight (their own arrays; memory that states point to is
+	// not counted). Reaching it ends the check with Unknown and Cause
+	// ErrMemoryLimit instead of exhausting the process. Zero: no cap.
+	MaxMemory int64
+	// Workers is how many partitions are searched at once. Zero means
+	// GOMAXPROCS.
+	Workers int
+	// NoMinimize skips shrinking an Illegal history: Counterexample is then
+	// the whole failing partition. Default false (minimize).
+	NoMinimize bool
+
+	_ struct{} // keyed literals only
+}
+
+// Partition is the result for the operations that share one partition key.
+type Partition struct {
+	// Key is the partition key ("" without Model.Partition).
+	Key string
+	// Ops are the history indices of the partition's operations, by call.
+	Ops []int
+	// Verdict for this partition alone. A partition whose search was
+	// stopped because another one failed is Unknown.
+	Verdict Verdict
+	// Linearization, when Verdict is Ok: history indices in linearized
+	// order. Every known operation appears once; an unknown operation
+	// appears iff the witness lets it take effect (absent ones never did).
+	Linearization []int
+	// States is the number of (linearized set, state) configurations the
+	// search memoized: a measure of the work done.
+	States int
+
+	blocker int // see outcome.blocker
+}
+
+// Result is the outcome of Check.
+type Result struct {
+	// Verdict is Illegal if any partition is Illegal, Ok if all are Ok, and
+	// Unknown otherwise.
+	Verdict Verdict
+	// Cause, for Unknown, is why the check stopped: context.Cause of ctx,
+	// ErrTimeLimit or ErrMemoryLimit. Nil otherwise.
+	Cause error
+	// Partitions, in key order.
+	Partitions []Partition
+	// Counterexample, for Illegal: history indices (by call time) of a
+	// non-linearizable sub-history of one failing partition; its operations
+	// keep their times, inputs and outputs. When Minimal is true it is
+	// 1-minimal for its violation: the search of the sub-history stops at
+	// the same operation as the search of the whole partition (Blocker), and
+	// removing any single operation makes the sub-history linearizable or
+	// makes its search stop at another operation. (Plain 1-minimality would
+	// often end at one refused acquire, wrong only because the grant that
+	// explained it was removed.)
+	Counterexample []int
+	// Blocker, for Illegal, is the history index of the operation at which
+	// the search got stuck: the search could linearize the most operations
+	// before it, and no order let this one take effect before its return.
+	// -1 if unknown.
+	Blocker int
+	// Minimal reports whether Counterexample was shrunk to minimality (as
+	// above) before the budget ran out.
+	Minimal bool
+	// FailingPartition is the index in Partitions of the partition the
+	// counterexample comes from; -1 unless Illegal.
+	FailingPartition int
+	// Elapsed is the wall time of the check.
+	Elapsed time.Duration
+}
+
+// Linearization returns the witness of an Ok result: for each partition,
+// the history indices in linearized order (see Partition.Linearization).
+func (r *Result) Linearization() [][]int {
+	if r.Verdict != Ok {
+		return nil
+	}
+	out := make([][]int, len(r.Partitions))
+	for i := range r.Partitions {
+		out[i] = r.Partitions[i].Linearization
+	}
+	return out
+}
+
+// Check decides whether history is linearizable with respect to model.
+//
+// It returns an error, and no verdict, for a malformed model, history or
+// options (see ErrInvalidModel, ErrInvalidHistory, ErrInvalidOptions).
+// Otherwise the Result says Ok, Illegal or Unknown; Unknown only when ctx is
+// done, Options.TimeLimit passes or Options.MaxMemory is reached.
+// Partitions are searched in parallel on at most Options.Workers goroutines,
+// all of which have ended when Check returns. When several partitions are
+// Illegal, which one the counterexample comes from depends on scheduling
+// unless Workers is 1.
+func Check[S, I, O any](ctx context.Context, model Model[S, I, O], history []Operation[I, O], opts Options) (Result, error) {
+	start := time.Now()
+	if opts.TimeLimit < 0 || opts.MaxMemory < 0 || opts.Workers < 0 {
+		return Result{}, fmt.Errorf("%w: negative limit in %+v", ErrInvalidOptions, opts)
+	}
+	m, err := fill(model)
+	if err != nil {
+		return Result{}, err
+	}
+	if err := validateHistory(history); err != nil {
+		return Result{}, err
+	}
+	if opts.TimeLimit > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, opts.TimeLimit, ErrTimeLimit)
+		defer cancel()
+	}
+	b := &budget{maxMem: opts.MaxMemory}
+	stopWatch := context.AfterFunc(ctx, func() { b.cancelled.Store(true) })
+	defer stopWatch()
+	if ctx.Err() != nil {
+		b.cancelled.Store(true)
+	}
+
+	res := Result{FailingPartition: -1, Blocker: -1}
+	res.Partitions = partition(&m, history)
+	runPartitions(&m, history, res.Partitions, b, opts.Workers)
+
+	res.Verdict = Ok
+	for i := range res.Partitions {
+		switch res.Partitions[i].Verdict {
+		case Illegal:
+			if res.Verdict != Illegal {
+				res.Verdict, res.FailingPartition = Illegal, i
+			}
+		case Unknown:
+			if res.Verdict == Ok {
+				res.Verdict = Unknown
+			}
+		}
+	}
+	switch res.Verdict {
+	case Illegal:
+		p := &res.Partitions[res.FailingPartition]
+		res.Blocker = p.blocker
+		if opts.NoMinimize {
+			res.Counterexample = slices.Clone(p.Ops)
+		} else {
+			res.Counterexample, res.Minimal = shrink(&m, history, p.Ops, p.blocker, b)
+		}
+	case Unknown:
+		res.Cause = unknownCause(ctx, b)
+	}
+	res.Elapsed = time.Since(start)
+	return res, nil
+}
+
+func unknownCause(ctx context.Context, b *budget) error {
+	if b.memHit.Load() {
+		return ErrMemoryLimit
+	}
+	if c := context.Cause(ctx); c != nil {
+		return c
+	}
+	return errors.New("linearize: search stopped")
+}
+
+// partition groups the history by Model.Partition, keys in order and each
+// partition's operations by call time.
+func partition[S, I, O any](m *filled[S, I, O], history []Operation[I, O]) []Partition {
+	byKey := map[string][]int{}
+	var keys []string
+	for i := range history {
+		k := ""
+		if m.Partition != nil {
+			k = m.Partition(history[i].Input)
+		}
+		if _, ok := byKey[k]; !ok {
+			keys = append(keys, k)
+		}
+		byKey[k] = append(byKey[k], i)
+	}
+	slices.Sort(keys)
+	parts := make([]Partition, len(keys))
+	for i, k := range keys {
+		ops := byKey[k]
+		slices.SortStableFunc(ops, func(a, b int) int {
+			return cmpInt64(history[a].Call, history[b].Call)
+		})
+		parts[i] = Partition{Key: k, Ops: ops}
+	}
+	return parts
+}
+
+func cmpInt64(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// runPartitions searches every partition, the largest first, on a bounded
+// pool of goroutines; the first Illegal one stops the others.
+func runPartitions[S, I, O any](m *filled[S, I, O], history []Operation[I, O], parts []Partition, b *budget, workers int) {
+	if workers == 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	workers = min(workers, len(parts))
+	order := make([]int, len(parts))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return len(parts[b].Ops) - len(parts[a].Ops) })
+	var (
+		nextIdx atomic.Int64
+		abort   atomic.Bool
+		wg      sync.WaitGroup
+	)
+	for range workers {
+		wg.Go(func() {
+			for {
+				i := int(nextIdx.Add(1) - 1)
+				if i >= len(order) {
+					return
+				}
+				p := &parts[order[i]]
+				out := newSearcher(m, history, p.Ops, b, &abort).run()
+				p.Verdict, p.Linearization, p.States, p.blocker = out.verdict, out.order, out.states, out.blocker
+				if out.verdict == Illegal {
+					abort.Store(true)
+				}
+			}
+		})
+	}
+	wg.Wait()
+}

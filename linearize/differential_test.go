@@ -1,0 +1,255 @@
+package linearize
+
+import (
+	"context"
+	"flag"
+	"math/rand/v2"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+)
+
+var seedFlag = flag.Uint64("seed", 0, "replay the random tests from this seed (0: a new seed)")
+
+// testSeed returns the seed of a random test and logs it for replay.
+func testSeed(t *testing.T) uint64 {
+	t.Helper()
+	seed := *seedFlag
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	t.Logf("seed %d (replay: go test -run '%s' ./linearize/ -args -seed=%d)", seed, t.Name(), seed)
+	return seed
+}
+
+func deep() bool { return os.Getenv("LOCKPROOF_DEEP") != "" }
+
+// toPorcupine gives porcupine the same model and history: inputs are
+// indices into h, the model's Step is wrapped as a nondeterministic step,
+// and an unknown outcome is porcupine's way of saying it: a return after
+// every other event, with the option of changing nothing (leaving it out).
+func toPorcupine[S, I, O any](m Model[S, I, O], h []Operation[I, O]) (porcupine.Model, []porcupine.Operation) {
+	end := int64(0)
+	for _, op := range h {
+		end = max(end, op.Call+1, op.Return+1)
+	}
+	ops := make([]porcupine.Operation, len(h))
+	for i, op := range h {
+		ret := op.Return
+		if op.Unknown {
+			ret = end
+		}
+		ops[i] = porcupine.Operation{ClientId: op.ClientID, Call: op.Call, Return: ret, Input: i}
+	}
+	nm := porcupine.NondeterministicModel{
+		Init: func() []interface{} { return []interface{}{m.Init()} },
+		Step: func(state, input, _ interface{}) []interface{} {
+			op := &h[input.(int)]
+			var out []interface{}
+			for _, s := range m.Step(nil, state.(S), op) {
+				out = append(out, s)
+			}
+			if op.Unknown {
+				out = append(out, state)
+			}
+			return out
+		},
+		Equal: func(a, b interface{}) bool { return m.Equal(a.(S), b.(S)) },
+	}
+	if m.Partition != nil {
+		nm.Partition = func(hist []porcupine.Operation) [][]porcupine.Operation {
+			byKey := map[string][]porcupine.Operation{}
+			var keys []string
+			for _, op := range hist {
+				k := m.Partition(h[op.Input.(int)].Input)
+				if _, ok := byKey[k]; !ok {
+					keys = append(keys, k)
+				}
+				byKey[k] = append(byKey[k], op)
+			}
+			var parts [][]porcupine.Operation
+			for _, k := range keys {
+				parts = append(parts, byKey[k])
+			}
+			return parts
+		}
+	}
+	return nm.ToModel(), ops
+}
+
+// randomTimes gives n operations random overlapping intervals.
+func randomTimes(rng *rand.Rand, n int) [][2]int64 {
+	t := make([][2]int64, n)
+	for i := range t {
+		c := rng.Int64N(3 * int64(n))
+		t[i] = [2]int64{c, c + rng.Int64N(6)}
+	}
+	return t
+}
+
+func genRegister(rng *rand.Rand) []Operation[RegisterInput[int], RegisterOutput[int]] {
+	n := 1 + rng.IntN(7)
+	times := randomTimes(rng, n)
+	h := make([]Operation[RegisterInput[int], RegisterOutput[int]], n)
+	for i := range h {
+		op := &h[i]
+		*op = Operation[RegisterInput[int], RegisterOutput[int]]{ID: i, ClientID: i, Call: times[i][0], Return: times[i][1]}
+		if rng.IntN(2) == 0 {
+			op.Input = RegisterInput[int]{Op: Write, Value: rng.IntN(3)}
+		} else {
+			op.Input = RegisterInput[int]{Op: Read}
+			op.Output.Value = rng.IntN(3)
+		}
+		op.Unknown = rng.IntN(5) == 0
+	}
+	return h
+}
+
+func genFenced(rng *rand.Rand) []Operation[FencedInput[int], FencedOutput[int]] {
+	n := 1 + rng.IntN(7)
+	times := randomTimes(rng, n)
+	h := make([]Operation[FencedInput[int], FencedOutput[int]], n)
+	for i := range h {
+		op := &h[i]
+		*op = Operation[FencedInput[int], FencedOutput[int]]{ID: i, ClientID: i, Call: times[i][0], Return: times[i][1]}
+		op.Input = FencedInput[int]{Op: RegisterOp(1 + rng.IntN(3)), Token: uint64(rng.IntN(4)), Value: rng.IntN(3)}
+		op.Output = FencedOutput[int]{OK: rng.IntN(4) > 0, Value: rng.IntN(3)}
+		op.Unknown = rng.IntN(5) == 0
+	}
+	return h
+}
+
+func genKV(rng *rand.Rand) []Operation[KVInput, KVOutput] {
+	n := 1 + rng.IntN(8)
+	times := randomTimes(rng, n)
+	keys := []string{"x", "y"}
+	vals := []string{"", "a", "b", "ab", "ba"}
+	h := make([]Operation[KVInput, KVOutput], n)
+	for i := range h {
+		op := &h[i]
+		*op = Operation[KVInput, KVOutput]{ID: i, ClientID: i, Call: times[i][0], Return: times[i][1]}
+		op.Input = KVInput{Op: KVOp(1 + rng.IntN(3)), Key: keys[rng.IntN(2)], Value: vals[1+rng.IntN(2)]}
+		op.Output.Value = vals[rng.IntN(len(vals))]
+		op.Unknown = rng.IntN(6) == 0
+	}
+	return h
+}
+
+func genLease(rng *rand.Rand) []Operation[LeaseInput, LeaseOutput] {
+	n := 1 + rng.IntN(7)
+	h := make([]Operation[LeaseInput, LeaseOutput], n)
+	for i := range h {
+		op := &h[i]
+		c := rng.Int64N(30)
+		*op = Operation[LeaseInput, LeaseOutput]{ID: i, ClientID: i, Call: c, Return: c + rng.Int64N(12)}
+		op.Input = LeaseInput{Lock: "L", Op: LeaseOp(1 + rng.IntN(3)), Owner: uint64(1 + rng.IntN(3))}
+		if rng.IntN(4) == 0 {
+			op.Input.Lock = "M"
+		}
+		op.Output = LeaseOutput{OK: rng.IntN(3) > 0, Token: uint64(1 + rng.IntN(4))}
+		op.Unknown = rng.IntN(5) == 0
+	}
+	return h
+}
+
+// smallLeaseModel has a TTL of 10 time units, tolerance 1, on the small
+// integer times of the random histories.
+func smallLeaseModel(tb testing.TB) Model[LeaseState, LeaseInput, LeaseOutput] {
+	tb.Helper()
+	m, err := NewLeaseModel(10, 1)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return m
+}
+
+// agree checks one history with Check, porcupine and the reference, and
+// returns Check's verdict.
+func agree[S, I, O any](t *testing.T, m Model[S, I, O], h []Operation[I, O]) Verdict {
+	t.Helper()
+	res, err := Check(context.Background(), m, h, Options{NoMinimize: true, Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pm, ph := toPorcupine(m, h)
+	pc := pcVerdict(porcupine.CheckOperations(pm, ph))
+	ref := pcVerdict(bruteCheck(m, h))
+	if res.Verdict != pc || res.Verdict != ref {
+		var b []byte
+		w := &byteWriter{&b}
+		_ = EncodeHistory(w, h)
+		t.Fatalf("lockproof %v, porcupine %v, reference %v on\n%s", res.Verdict, pc, ref, b)
+	}
+	if res.Verdict == Ok {
+		verifyLinearization(t, m, h, &res)
+	}
+	return res.Verdict
+}
+
+type byteWriter struct{ b *[]byte }
+
+func (w *byteWriter) Write(p []byte) (int, error) { *w.b = append(*w.b, p...); return len(p), nil }
+
+// verifyLinearization replays the witness of an Ok result: every known
+// operation once, real-time order kept, every step accepted by the model.
+func verifyLinearization[S, I, O any](tb testing.TB, m Model[S, I, O], h []Operation[I, O], res *Result) {
+	tb.Helper()
+	seen := map[int]bool{}
+	for p, lin := range res.Linearization() {
+		states := []S{m.Init()}
+		for pos, i := range lin {
+			if seen[i] {
+				tb.Fatalf("operation %d linearized twice", i)
+			}
+			seen[i] = true
+			for _, j := range lin[pos+1:] {
+				if !h[j].Unknown && h[j].Return < h[i].Call {
+					tb.Fatalf("partition %d: op %d placed before op %d, which returned before it was called", p, i, j)
+				}
+			}
+			var next []S
+			for _, s := range states {
+				next = m.Step(next, s, &h[i])
+			}
+			if len(next) == 0 {
+				tb.Fatalf("partition %d: the model refuses op %d at position %d", p, i, pos)
+			}
+			states = next
+		}
+	}
+	for i := range h {
+		if !h[i].Unknown && !seen[i] {
+			tb.Fatalf("known operation %d missing from the linearization", i)
+		}
+	}
+}
+
+func TestDifferentialPorcupine(t *testing.T) {
+	seed := testSeed(t)
+	rng := rand.New(rand.NewPCG(seed, 1))
+	n := 2500 // per model: 10,000 histories
+	if deep() {
+		n = 50_000
+	}
+	lease := smallLeaseModel(t)
+	count := map[string][3]int{}
+	tally := func(model string, v Verdict) {
+		c := count[model]
+		c[v]++
+		count[model] = c
+	}
+	for range n {
+		tally("register", agree(t, NewRegisterModel(0), genRegister(rng)))
+		tally("fenced", agree(t, NewFencedRegisterModel(0), genFenced(rng)))
+		tally("kv", agree(t, NewKVModel(), genKV(rng)))
+		tally("lease", agree(t, lease, genLease(rng)))
+	}
+	for model, c := range count {
+		t.Logf("%s: %d Ok, %d Illegal", model, c[Ok], c[Illegal])
+		if c[Ok] < n/20 || c[Illegal] < n/20 {
+			t.Errorf("%s: verdicts too one-sided to compare (%d Ok, %d Illegal)", model, c[Ok], c[Illegal])
+		}
+	}
+}

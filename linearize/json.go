@@ -1,0 +1,237 @@
+package linearize
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// The JSON history format, read by DecodeHistory and written by
+// EncodeHistory:
+//
+//	{
+//	  "operations": [
+//	    {"id": 1, "client": 0, "call": 100, "return": 250,
+//	     "input": {"lock": "L", "op": "acquire", "owner": 7},
+//	     "output": {"ok": true, "token": 1}},
+//	    {"id": 2, "client": 1, "call": 120, "return": 900, "unknown": true,
+//	     "input": {"lock": "L", "op": "release", "owner": 9}}
+//	  ]
+//	}
+//
+// The document is one object with the single member "operations", an array
+// (possibly empty) of operation objects, which have exactly these members:
+//
+//   - "id": integer, unique in the history (Operation.ID);
+//   - "client": integer >= 0 (Operation.ClientID);
+//   - "call", "return": integers, return >= call (Operation.Call and
+//     Operation.Return; nanoseconds by convention);
+//   - "input": the input, a JSON value decoded into I (required);
+//   - "output": the output, decoded into O: required, unless "unknown" is
+//     true, and then it must be absent or null;
+//   - "unknown": optional boolean, default false (Operation.Unknown).
+//
+// Any other member, at any level of nesting decoded by encoding/json
+// (inputs and outputs included), is an error, as is a missing member, a
+// value of the wrong type (a string for a number, 1.5 for an integer), an
+// integer out of int64's range, or anything after the document. Members of
+// inputs and outputs that are absent take Go's zero values; an input or
+// output type with a method Validate() error is checked with it after
+// decoding (the models' inputs reject an unknown or missing "op").
+
+// jsonHistory and jsonOperation are the wire form; pointers and raw
+// messages tell a missing member from a zero one.
+type jsonHistory struct {
+	Operations *[]json.RawMessage `json:"operations"`
+}
+
+type jsonOperation struct {
+	ID      *int            `json:"id"`
+	Client  *int            `json:"client"`
+	Call    *int64          `json:"call"`
+	Return  *int64          `json:"return"`
+	Input   json.RawMessage `json:"input"`
+	Output  json.RawMessage `json:"output"`
+	Unknown *bool           `json:"unknown"`
+}
+
+// validator is implemented by inputs and outputs that can check
+// themselves.
+type validator interface{ Validate() error }
+
+// DecodeHistory reads one JSON history (format above) from r. It returns
+// an error wrapping ErrDecode, naming the operation and member at fault,
+// for any deviation from the format, and never a partial history.
+func DecodeHistory[I, O any](r io.Reader) ([]Operation[I, O], error) {
+	var doc jsonHistory
+	if err := strictUnmarshal(r, &doc); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrDecode, err)
+	}
+	if doc.Operations == nil {
+		return nil, fmt.Errorf("%w: missing \"operations\"", ErrDecode)
+	}
+	h := make([]Operation[I, O], 0, len(*doc.Operations))
+	for i, raw := range *doc.Operations {
+		op, err := decodeOperation[I, O](raw)
+		if err != nil {
+			return nil, fmt.Errorf("%w: operation %d: %w", ErrDecode, i, err)
+		}
+		h = append(h, op)
+	}
+	if err := validateHistory(h); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrDecode, err)
+	}
+	return h, nil
+}
+
+func decodeOperation[I, O any](raw json.RawMessage) (Operation[I, O], error) {
+	var op Operation[I, O]
+	if bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+		return op, errors.New("null instead of an object")
+	}
+	var j jsonOperation
+	if err := strictUnmarshal(bytes.NewReader(raw), &j); err != nil {
+		return op, err
+	}
+	switch {
+	case j.ID == nil:
+		return op, errors.New(`missing "id"`)
+	case j.Client == nil:
+		return op, errors.New(`missing "client"`)
+	case j.Call == nil:
+		return op, errors.New(`missing "call"`)
+	case j.Return == nil:
+		return op, errors.New(`missing "return"`)
+	case isNull(j.Input):
+		return op, errors.New(`missing "input"`)
+	}
+	op.ID, op.ClientID, op.Call, op.Return = *j.ID, *j.Client, *j.Call, *j.Return
+	op.Unknown = j.Unknown != nil && *j.Unknown
+	if err := decodeValue(j.Input, &op.Input); err != nil {
+		return op, fmt.Errorf(`"input": %w`, err)
+	}
+	switch {
+	case op.Unknown && !isNull(j.Output):
+		return op, errors.New(`"output" given for an operation whose outcome is unknown`)
+	case !op.Unknown && isNull(j.Output):
+		return op, errors.New(`missing "output" (set "unknown": true if the outcome is unknown)`)
+	case !op.Unknown:
+		if err := decodeValue(j.Output, &op.Output); err != nil {
+			return op, fmt.Errorf(`"output": %w`, err)
+		}
+	}
+	return op, nil
+}
+
+func isNull(raw json.RawMessage) bool {
+	return len(raw) == 0 || bytes.Equal(bytes.TrimSpace(raw), []byte("null"))
+}
+
+func decodeValue[T any](raw json.RawMessage, v *T) error {
+	if err := strictUnmarshal(bytes.NewReader(raw), v); err != nil {
+		return err
+	}
+	if val, ok := any(v).(validator); ok {
+		return val.Validate()
+	}
+	if val, ok := any(*v).(validator); ok {
+		return val.Validate()
+	}
+	return nil
+}
+
+// strictUnmarshal decodes exactly one JSON value from r into v, rejecting
+// unknown members and trailing data.
+func strictUnmarshal(r io.Reader, v any) error {
+	dec := json.NewDecoder(r)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		if errors.Is(err, io.EOF) {
+			return errors.New("empty input")
+		}
+		return err
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return errors.New("data after the JSON value")
+	}
+	return nil
+}
+
+// EncodeHistory writes h in the JSON history format, one operation per
+// line. Unknown operations are written without "output".
+func EncodeHistory[I, O any](w io.Writer, h []Operation[I, O]) error {
+	if _, err := io.WriteString(w, "{\"operations\": ["); err != nil {
+		return err
+	}
+	for i := range h {
+		op := &h[i]
+		j := jsonOperation{ID: &op.ID, Client: &op.ClientID, Call: &op.Call, Return: &op.Return}
+		var err error
+		if j.Input, err = json.Marshal(op.Input); err != nil {
+			return fmt.Errorf("linearize: operation %d: input: %w", i, err)
+		}
+		if op.Unknown {
+			j.Unknown = &op.Unknown
+		} else if j.Output, err = json.Marshal(op.Output); err != nil {
+			return fmt.Errorf("linearize: operation %d: output: %w", i, err)
+		}
+		line, err := json.Marshal(jsonLine(j))
+		if err != nil {
+			return fmt.Errorf("linearize: operation %d: %w", i, err)
+		}
+		sep := ",\n  "
+		if i == 0 {
+			sep = "\n  "
+		}
+		if _, err := fmt.Fprintf(w, "%s%s", sep, line); err != nil {
+			return err
+		}
+	}
+	_, err := io.WriteString(w, "\n]}\n")
+	return err
+}
+
+// jsonLine is jsonOperation with empty members left out.
+type jsonLine struct {
+	ID      *int            `json:"id"`
+	Client  *int            `json:"client"`
+	Call    *int64          `json:"call"`
+	Return  *int64          `json:"return"`
+	Input   json.RawMessage `json:"input"`
+	Output  json.RawMessage `json:"output,omitempty"`
+	Unknown *bool           `json:"unknown,omitempty"`
+}
+
+// Validate rejects an input whose op is missing or unknown.
+func (in LeaseInput) Validate() error {
+	if in.Op < Acquire || in.Op > Renew {
+		return fmt.Errorf("invalid lease op %d", in.Op)
+	}
+	return nil
+}
+
+// Validate rejects an input whose op is missing or unknown.
+func (in KVInput) Validate() error {
+	if in.Op < Get || in.Op > Append {
+		return fmt.Errorf("invalid kv op %d", in.Op)
+	}
+	return nil
+}
+
+// Validate rejects an input whose op is missing or not Read or Write.
+func (in RegisterInput[V]) Validate() error {
+	if in.Op != Read && in.Op != Write {
+		return fmt.Errorf("invalid register op %d (want read or write)", in.Op)
+	}
+	return nil
+}
+
+// Validate rejects an input whose op is missing or unknown.
+func (in FencedInput[V]) Validate() error {
+	if in.Op < Read || in.Op > Peek {
+		return fmt.Errorf("invalid fenced register op %d", in.Op)
+	}
+	return nil
+}

@@ -1,0 +1,70 @@
+package linearize
+
+import (
+	"bytes"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestJSONRoundTrip(t *testing.T) {
+	h := []lop{
+		acquire(1, 1, 11, 0, 2, 1),
+		{ID: 2, ClientID: 2, Call: 5, Return: 9, Unknown: true, Input: LeaseInput{Lock: "L", Op: Renew, Owner: 22}},
+	}
+	var buf bytes.Buffer
+	if err := EncodeHistory(&buf, h); err != nil {
+		t.Fatal(err)
+	}
+	t.Log(buf.String())
+	got, err := DecodeHistory[LeaseInput, LeaseOutput](&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, h) {
+		t.Fatalf("round trip:\n%+v\n%+v", got, h)
+	}
+}
+
+func TestJSONRejects(t *testing.T) {
+	op := func(fields string) string { return `{"operations": [{` + fields + `}]}` }
+	base := `"id": 1, "client": 0, "call": 1, "return": 2, "input": {"lock": "L", "op": "acquire", "owner": 1}`
+	cases := []struct{ name, doc, msg string }{
+		{"empty", ``, "empty input"},
+		{"not an object", `[]`, "cannot unmarshal"},
+		{"no operations", `{}`, `missing "operations"`},
+		{"null operations", `{"operations": null}`, `missing "operations"`},
+		{"unknown top-level field", `{"operations": [], "x": 1}`, `unknown field "x"`},
+		{"trailing data", `{"operations": []} {}`, "data after"},
+		{"null operation", `{"operations": [null]}`, "null instead of an object"},
+		{"unknown field", op(base + `, "output": {"ok": true}, "colour": "red"`), `unknown field "colour"`},
+		{"unknown field in input", op(`"id": 1, "client": 0, "call": 1, "return": 2, "input": {"lock": "L", "op": "acquire", "owner": 1, "x": 2}, "output": {}`), `unknown field "x"`},
+		{"missing id", op(`"client": 0, "call": 1, "return": 2, "input": {"op": "acquire"}, "output": {}`), `missing "id"`},
+		{"missing client", op(`"id": 1, "call": 1, "return": 2, "input": {"op": "acquire"}, "output": {}`), `missing "client"`},
+		{"missing call", op(`"id": 1, "client": 0, "return": 2, "input": {"op": "acquire"}, "output": {}`), `missing "call"`},
+		{"missing return", op(`"id": 1, "client": 0, "call": 1, "input": {"op": "acquire"}, "output": {}`), `missing "return"`},
+		{"missing input", op(`"id": 1, "client": 0, "call": 1, "return": 2, "output": {}`), `missing "input"`},
+		{"missing output", op(base), `missing "output"`},
+		{"output of an unknown outcome", op(base + `, "output": {"ok": true}, "unknown": true`), "unknown"},
+		{"return before call", op(`"id": 1, "client": 0, "call": 5, "return": 2, "input": {"op": "acquire"}, "output": {}`), "before call"},
+		{"duplicate ids", `{"operations": [{` + base + `, "output": {}}, {` + base + `, "output": {}}]}`, "share id"},
+		{"string for a number", op(`"id": "1", "client": 0, "call": 1, "return": 2, "input": {"op": "acquire"}, "output": {}`), "cannot unmarshal string"},
+		{"fraction for an integer", op(`"id": 1, "client": 0, "call": 1.5, "return": 2, "input": {"op": "acquire"}, "output": {}`), "cannot unmarshal number 1.5"},
+		{"out of range", op(`"id": 1, "client": 0, "call": 1e30, "return": 2, "input": {"op": "acquire"}, "output": {}`), "cannot unmarshal"},
+		{"unknown op", op(`"id": 1, "client": 0, "call": 1, "return": 2, "input": {"op": "steal"}, "output": {}`), "unknown lease op"},
+		{"missing op", op(`"id": 1, "client": 0, "call": 1, "return": 2, "input": {"owner": 3}, "output": {}`), "invalid lease op"},
+		{"bool for a bool? no: number", op(base + `, "output": {"ok": 1}`), "cannot unmarshal number"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := DecodeHistory[LeaseInput, LeaseOutput](strings.NewReader(c.doc))
+			if !errors.Is(err, ErrDecode) {
+				t.Fatalf("error %v, want ErrDecode", err)
+			}
+			if !strings.Contains(err.Error(), c.msg) {
+				t.Fatalf("error %q does not say %q", err, c.msg)
+			}
+		})
+	}
+}

@@ -1,0 +1,261 @@
+package linearize
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// LeaseOp is the kind of a lease-lock operation.
+type LeaseOp uint8
+
+const (
+	// Acquire asks for the lock for Owner (a TryLock, or the final attempt
+	// of a Lock): granted with a fencing token, or refused because the lock
+	// is held.
+	Acquire LeaseOp = iota + 1
+	// Release gives the lock up; it succeeds only for the current holder.
+	Release
+	// Renew extends the holder's lease by a full TTL; it succeeds only for
+	// the current holder.
+	Renew
+)
+
+var leaseOpNames = [...]string{Acquire: "acquire", Release: "release", Renew: "renew"}
+
+// String returns "acquire", "release" or "renew".
+func (o LeaseOp) String() string {
+	if o >= Acquire && o <= Renew {
+		return leaseOpNames[o]
+	}
+	return fmt.Sprintf("LeaseOp(%d)", uint8(o))
+}
+
+// MarshalText encodes the op as its name.
+func (o LeaseOp) MarshalText() ([]byte, error) {
+	if o < Acquire || o > Renew {
+		return nil, fmt.Errorf("linearize: invalid lease op %d", uint8(o))
+	}
+	return []byte(leaseOpNames[o]), nil
+}
+
+// UnmarshalText decodes "acquire", "release" or "renew".
+func (o *LeaseOp) UnmarshalText(b []byte) error {
+	for i := Acquire; i <= Renew; i++ {
+		if string(b) == leaseOpNames[i] {
+			*o = i
+			return nil
+		}
+	}
+	return fmt.Errorf("linearize: unknown lease op %q (want acquire, release or renew)", b)
+}
+
+// LeaseInput is a call on a named lease lock.
+type LeaseInput struct {
+	// Lock is the lock's name: the partition key.
+	Lock string `json:"lock"`
+	// Op is what was asked.
+	Op LeaseOp `json:"op"`
+	// Owner is the acquisition's owner value (random per acquisition, as in
+	// lockproof's locks); Release and Renew name the owner they act for.
+	Owner uint64 `json:"owner"`
+}
+
+// LeaseOutput is what a lease-lock call returned.
+type LeaseOutput struct {
+	// OK: the acquire was granted, the release or renew succeeded. False:
+	// the acquire was refused because the lock was held, the release or
+	// renew failed with "not held".
+	OK bool `json:"ok"`
+	// Token is the fencing token of a granted acquire (locks.Token);
+	// ignored otherwise.
+	Token uint64 `json:"token"`
+}
+
+// LeaseState is the state of one lease lock in LeaseModel.
+type LeaseState struct {
+	// Held reports whether Holder holds the lock (its lease may still have
+	// expired since: see Expiry).
+	Held bool
+	// Holder is the owner holding the lock, when Held.
+	Holder uint64
+	// Token is the highest fencing token granted so far; zero before any.
+	Token uint64
+	// Expiry is the earliest instant at which the holder's lease may have
+	// expired: the grant's (or last renewal's) earliest possible time plus
+	// TTL minus the tolerance.
+	Expiry int64
+	// Floor is the latest expiry the linearization so far relied on: every
+	// later operation took effect at or after it.
+	Floor int64
+}
+
+// NewLeaseModel returns the model of a lease lock with the given TTL,
+// partitioned by lock name. Times in the history are read as nanoseconds.
+//
+// Semantics, per lock:
+//   - Acquire by o is granted only if the lock is free or the holder's lease
+//     may have expired, and only with a token higher than every token granted
+//     before (fencing tokens order grants); o then holds it. It is refused
+//     only while the lock is held (by anyone).
+//   - Release and Renew by the holder succeed (the release frees the lock,
+//     the renewal extends the lease). Release and Renew by anyone else must
+//     fail and change nothing: a foreign release that succeeds is Illegal.
+//     The holder's own Release or Renew may fail only once its lease may
+//     have expired, and the lock is then free.
+//   - Expiry: a lease granted or renewed by an operation called at time c
+//     started no earlier than c (or than the Floor), so it may expire from
+//     c + ttl - tolerance on. An operation that relies on the expiry (a
+//     grant to another owner, the holder's failed release or renew) must
+//     have been able to take effect at that instant: its return time (no
+//     bound for an unknown outcome) is at or after it, and so are the
+//     return times of every operation linearized after it. Until then the
+//     lease holds, so a second grant before it is a double grant, Illegal.
+//     Expiry is allowed, never forced: a lock still held after its TTL is a
+//     liveness question this model does not ask.
+//   - tolerance absorbs the clock error between the recorded times and the
+//     server's TTL clock (rate drift over one TTL plus any offset between the
+//     clocks that stamped the history). With one monotonic clock for the
+//     whole history and a server that never expires early, zero is exact.
+//
+// Unknown outcomes: an unknown Acquire, if it took effect, granted the lock
+// to its owner with a token the history never saw; the model assumes the
+// lowest possible one (previous + 1), which constrains later grants the
+// least. An unknown Release may have freed the lock. An unknown Renew is
+// ignored: extending a lease only forbids things, so leaving it out is
+// always at least as permissive.
+//
+// It returns ErrInvalidModel unless ttl > 0 and 0 <= tolerance < ttl.
+func NewLeaseModel(ttl, tolerance time.Duration) (Model[LeaseState, LeaseInput, LeaseOutput], error) {
+	if ttl <= 0 || tolerance < 0 || tolerance >= ttl {
+		return Model[LeaseState, LeaseInput, LeaseOutput]{}, fmt.Errorf(
+			"%w: lease model needs ttl > 0 and 0 <= tolerance < ttl, got ttl %v, tolerance %v",
+			ErrInvalidModel, ttl, tolerance)
+	}
+	life := int64(ttl - tolerance)
+	return Model[LeaseState, LeaseInput, LeaseOutput]{
+		Init: func() LeaseState { return LeaseState{} },
+		Step: func(dst []LeaseState, s LeaseState, op *Operation[LeaseInput, LeaseOutput]) []LeaseState {
+			return leaseStep(dst, s, op, life)
+		},
+		Partition: func(in LeaseInput) string { return in.Lock },
+		// A refused acquire leaves a held lock as it is, and cannot
+		// happen on a free one.
+		ReadOnly: func(op *Operation[LeaseInput, LeaseOutput]) bool {
+			return op.Input.Op == Acquire && !op.Output.OK && !op.Unknown
+		},
+		Equal: func(a, b LeaseState) bool { return a == b },
+		Hash: func(s LeaseState) uint64 {
+			h := s.Holder*0x9e3779b97f4a7c15 ^ s.Token*0xc2b2ae3d27d4eb4f ^
+				uint64(s.Expiry)*0x165667b19e3779f9 ^ uint64(s.Floor)*0x27d4eb2f165667c5
+			if s.Held {
+				h = ^h
+			}
+			return h
+		},
+		DescribeOperation: describeLease,
+		DescribeState: func(s LeaseState) string {
+			if !s.Held {
+				return fmt.Sprintf("free (last token %d)", s.Token)
+			}
+			return fmt.Sprintf("held by %d token %d (may expire from %d)", s.Holder, s.Token, s.Expiry)
+		},
+	}, nil
+}
+
+func leaseStep(dst []LeaseState, s LeaseState, op *Operation[LeaseInput, LeaseOutput], life int64) []LeaseState {
+	end := op.End()
+	if s.Floor > end {
+		return dst // an earlier step relied on an expiry after this operation's window
+	}
+	in, out := op.Input, op.Output
+	// expired is s once the holder's lease ran out, when that can fall in
+	// this operation's window.
+	expirable := s.Held && s.Expiry <= end
+	expired := s
+	if expirable {
+		expired.Held, expired.Holder, expired.Floor = false, 0, max(s.Floor, s.Expiry)
+	}
+	grant := func(from LeaseState, token uint64) LeaseState {
+		return LeaseState{
+			Held: true, Holder: in.Owner, Token: token,
+			Expiry: satAdd(max(from.Floor, op.Call), life), Floor: from.Floor,
+		}
+	}
+	switch in.Op {
+	case Acquire:
+		token := out.Token
+		if op.Unknown {
+			token = s.Token + 1
+		} else if !out.OK {
+			if s.Held {
+				return append(dst, s)
+			}
+			return dst
+		}
+		if token <= s.Token {
+			return dst // fencing tokens must increase across grants
+		}
+		switch {
+		case !s.Held:
+			return append(dst, grant(s, token))
+		case expirable:
+			return append(dst, grant(expired, token))
+		}
+		return dst
+	case Release, Renew:
+		mine := s.Held && s.Holder == in.Owner
+		if op.Unknown {
+			if in.Op == Release && mine {
+				s.Held, s.Holder = false, 0
+				return append(dst, s)
+			}
+			return dst
+		}
+		if out.OK {
+			if !mine {
+				return dst
+			}
+			if in.Op == Release {
+				s.Held, s.Holder = false, 0
+			} else {
+				s.Expiry = max(s.Expiry, satAdd(max(s.Floor, op.Call), life))
+			}
+			return append(dst, s)
+		}
+		if !mine {
+			return append(dst, s) // not held by this owner: a refusal changes nothing
+		}
+		if expirable {
+			return append(dst, expired)
+		}
+		return dst
+	}
+	return dst
+}
+
+func satAdd(a, b int64) int64 {
+	if b > 0 && a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	if b < 0 && a < math.MinInt64-b {
+		return math.MinInt64
+	}
+	return a + b
+}
+
+func describeLease(op *Operation[LeaseInput, LeaseOutput]) string {
+	in, out := op.Input, op.Output
+	call := fmt.Sprintf("%s(%s, owner %d)", in.Op, in.Lock, in.Owner)
+	switch {
+	case op.Unknown:
+		return call + " -> ?"
+	case in.Op == Acquire && out.OK:
+		return fmt.Sprintf("%s -> granted, token %d", call, out.Token)
+	case in.Op == Acquire:
+		return call + " -> locked"
+	case out.OK:
+		return call + " -> ok"
+	}
+	return call + " -> not held"
+}

@@ -1,0 +1,223 @@
+package linearize
+
+import (
+	"math/bits"
+	"unsafe"
+)
+
+// The search works on state ids, not states: every distinct state reached is
+// stored once (interned), the result of each Step is cached per (state id,
+// operation), and the memo of explored configurations holds a bitset and a
+// state id. Comparing two configurations is then integer work; a model's
+// Step, Hash and Equal run once per distinct transition or state; and the
+// memory held grows with the configurations, not with the states' size.
+
+// table is an open-addressing hash set of entry indices (index + 1; 0 is an
+// empty slot), kept at most half full.
+type table struct {
+	slots []uint32
+}
+
+// newTable returns a table sized for about n entries.
+func newTable(n int) table {
+	size := 16
+	for size < 2*n {
+		size *= 2
+	}
+	return table{slots: make([]uint32, size)}
+}
+
+func (t *table) mask() uint64 { return uint64(len(t.slots) - 1) }
+
+// rehash doubles the slots; hashOf returns the hash of entry e.
+func (t *table) rehash(n int, hashOf func(e int) uint64) {
+	slots := make([]uint32, 2*len(t.slots))
+	mask := uint64(len(slots) - 1)
+	for e := range n {
+		i := hashOf(e) & mask
+		for slots[i] != 0 {
+			i = (i + 1) & mask
+		}
+		slots[i] = uint32(e + 1)
+	}
+	t.slots = slots
+}
+
+// interner stores each distinct state once and names it by its index.
+type interner[S any] struct {
+	t      table
+	states chunked[S]
+	hashes chunked[uint64]
+	hash   func(S) uint64
+	equal  func(a, b S) bool
+}
+
+// chunked is an append-only array stored in chunks of doubling size (32,
+// 64, 128, ...): growing it never copies, and it allocates at most twice
+// what it holds, where a slice grown by append allocates several times.
+type chunked[T any] struct {
+	chunks [][]T
+	n      int
+}
+
+// chunkOf returns the chunk and offset of element i.
+func chunkOf(i int) (int, int) {
+	j := uint(i) + 32
+	c := bits.Len(j) - 6
+	return c, int(j - 32<<c)
+}
+
+func (c *chunked[T]) at(i int) *T {
+	k, off := chunkOf(i)
+	return &c.chunks[k][off]
+}
+
+func (c *chunked[T]) push(v T) {
+	k, off := chunkOf(c.n)
+	if k == len(c.chunks) {
+		c.chunks = append(c.chunks, make([]T, 32<<k))
+	}
+	c.chunks[k][off] = v
+	c.n++
+}
+
+// capacity is the number of elements allocated.
+func (c *chunked[T]) capacity() int { return 32<<len(c.chunks) - 32 }
+
+// id returns the id of s, adding it if new.
+func (in *interner[S]) id(s S) uint32 {
+	h := mix(in.hash(s))
+	i := h & in.t.mask()
+	for {
+		e := in.t.slots[i]
+		if e == 0 {
+			break
+		}
+		if *in.hashes.at(int(e - 1)) == h && in.equal(*in.states.at(int(e - 1)), s) {
+			return e - 1
+		}
+		i = (i + 1) & in.t.mask()
+	}
+	in.states.push(s)
+	in.hashes.push(h)
+	n := in.states.n
+	in.t.slots[i] = uint32(n)
+	if 2*n > len(in.t.slots) {
+		in.t.rehash(n, func(e int) uint64 { return *in.hashes.at(e) })
+	}
+	return uint32(n - 1)
+}
+
+// state returns the state of an id.
+func (in *interner[S]) state(id uint32) S { return *in.states.at(int(id)) }
+
+func (in *interner[S]) footprint() int64 {
+	var zero S
+	return int64(in.states.capacity())*(int64(unsafe.Sizeof(zero))+8) + int64(len(in.t.slots))*4
+}
+
+// transitions caches the state ids each (state id, operation) steps to.
+type transitions struct {
+	t    table
+	keys []uint64 // state id << 32 | local operation
+	span []uint32 // entry e's ids are ids[span[2e]:span[2e+1]]
+	ids  []uint32
+}
+
+func transKey(state uint32, op int32) uint64 { return uint64(state)<<32 | uint64(uint32(op)) }
+
+// get returns the cached ids, if any.
+func (tr *transitions) get(key uint64) ([]uint32, bool) {
+	h := mix(key)
+	i := h & tr.t.mask()
+	for {
+		e := tr.t.slots[i]
+		if e == 0 {
+			return nil, false
+		}
+		if tr.keys[e-1] == key {
+			return tr.ids[tr.span[2*(e-1)]:tr.span[2*(e-1)+1]], true
+		}
+		i = (i + 1) & tr.t.mask()
+	}
+}
+
+// put caches ids under key (absent) and returns the stored copy.
+func (tr *transitions) put(key uint64, ids []uint32) []uint32 {
+	h := mix(key)
+	i := h & tr.t.mask()
+	for tr.t.slots[i] != 0 {
+		i = (i + 1) & tr.t.mask()
+	}
+	lo := uint32(len(tr.ids))
+	tr.ids = append(tr.ids, ids...)
+	tr.keys = append(tr.keys, key)
+	tr.span = append(tr.span, lo, uint32(len(tr.ids)))
+	tr.t.slots[i] = uint32(len(tr.keys))
+	if 2*len(tr.keys) > len(tr.t.slots) {
+		tr.t.rehash(len(tr.keys), func(e int) uint64 { return mix(tr.keys[e]) })
+	}
+	return tr.ids[lo:]
+}
+
+func (tr *transitions) footprint() int64 {
+	return int64(cap(tr.keys))*8 + int64(cap(tr.span))*4 + int64(cap(tr.ids))*4 + int64(len(tr.t.slots))*4
+}
+
+// memo is the set of explored configurations (linearized set, state id).
+// An entry is stride words: its key, its state id, its bitset.
+type memo struct {
+	t      table
+	words  int
+	chunks [][]uint64 // chunk c holds 32<<c entries
+	n      int
+}
+
+func (m *memo) stride() int { return 2 + m.words }
+
+func (m *memo) entry(e int) []uint64 {
+	k, off := chunkOf(e)
+	st := m.stride()
+	return m.chunks[k][off*st : (off+1)*st]
+}
+
+// insert adds (bits, state) under key and reports whether it was new.
+func (m *memo) insert(key uint64, set []uint64, state uint32) bool {
+	i := key & m.t.mask()
+	for {
+		e := m.t.slots[i]
+		if e == 0 {
+			break
+		}
+		if rec := m.entry(int(e - 1)); rec[0] == key && rec[1] == uint64(state) && sameWords(rec[2:], set) {
+			return false
+		}
+		i = (i + 1) & m.t.mask()
+	}
+	k, _ := chunkOf(m.n)
+	if k == len(m.chunks) {
+		m.chunks = append(m.chunks, make([]uint64, (32<<k)*m.stride()))
+	}
+	rec := m.entry(m.n)
+	rec[0], rec[1] = key, uint64(state)
+	copy(rec[2:], set)
+	m.n++
+	m.t.slots[i] = uint32(m.n)
+	if 2*m.n > len(m.t.slots) {
+		m.t.rehash(m.n, func(e int) uint64 { return m.entry(e)[0] })
+	}
+	return true
+}
+
+func sameWords(a, b []uint64) bool {
+	for i, w := range b {
+		if a[i] != w {
+			return false
+		}
+	}
+	return true
+}
+
+func (m *memo) footprint() int64 {
+	return int64(32<<len(m.chunks)-32)*int64(m.stride())*8 + int64(len(m.t.slots))*4
+}

@@ -1,0 +1,120 @@
+package linearize
+
+import (
+	"fmt"
+	"reflect"
+)
+
+// Model is the sequential specification a history is checked against: a
+// state machine over states S, operation inputs I and outputs O. Models must
+// be pure: Step must not modify the state it is given (states are shared
+// between branches of the search), nor the operation.
+//
+// Only Init and Step are required. Equal is required when S is not a
+// comparable type; otherwise == is used.
+type Model[S, I, O any] struct {
+	// Init returns the initial state.
+	Init func() S
+	// Step appends to dst every state the model may be in after op is
+	// applied in state, and returns the extended slice (the way
+	// strconv.AppendInt does, so that a step allocates nothing). Appending
+	// nothing means op cannot take effect in state with the output it
+	// recorded: that order is not a linearization. Appending several states
+	// expresses nondeterminism (a lease that may or may not have expired).
+	//
+	// When op.Unknown is set, op.Output is meaningless: Step must append the
+	// states reachable for every output the operation could have returned.
+	// Leaving the operation out is always possible and needs no state: the
+	// checker also drops appended states equal to state, since such a step
+	// is the same as skipping. Time-aware models read op.Call and op.End().
+	Step func(dst []S, state S, op *Operation[I, O]) []S
+	// Partition, if set, maps an input to the key of its partition. The
+	// history is then checked one partition at a time (in parallel): that is
+	// sound when the model is the product of independent per-key models, as
+	// for a key-value store or a set of named locks (linearizability is
+	// local: a history is linearizable iff every per-key sub-history is).
+	// Init and Step then describe one partition. Default: one partition.
+	Partition func(in I) string
+	// ReadOnly, if set, reports that op never changes the state: for every
+	// state s, Step(s, op) appends nothing or exactly s. The search then
+	// linearizes such an operation as soon as it can, without trying other
+	// orders at that point: moving a read-only operation earlier, while it
+	// is a candidate and succeeds, never rules out a linearization. Reads
+	// that must match the state (a key-value get) are the typical case; a
+	// wrong answer here makes the checker unsound. Default: none is.
+	ReadOnly func(op *Operation[I, O]) bool
+	// Equal reports whether two states are the same. Default == (only for a
+	// comparable S; Check returns ErrInvalidModel otherwise).
+	Equal func(a, b S) bool
+	// Hash returns a hash of a state; Equal states must have equal hashes.
+	// It spreads the memo table: without it every state of one linearized
+	// set falls into one bucket and is told apart by Equal alone.
+	Hash func(s S) uint64
+	// DescribeOperation renders an operation for pictures, e.g.
+	// "acquire(7) -> granted #3". Default: fmt's %v of input and output.
+	DescribeOperation func(op *Operation[I, O]) string
+	// DescribeState renders a state for pictures. Default: fmt's %v.
+	DescribeState func(s S) string
+
+	_ struct{} // keyed literals only
+}
+
+// filled is a model with its defaults in place, ready for the search.
+type filled[S, I, O any] struct {
+	Model[S, I, O]
+}
+
+// fill validates m and fills in the defaults.
+func fill[S, I, O any](m Model[S, I, O]) (filled[S, I, O], error) {
+	if m.Init == nil {
+		return filled[S, I, O]{}, fmt.Errorf("%w: Init is nil", ErrInvalidModel)
+	}
+	if m.Step == nil {
+		return filled[S, I, O]{}, fmt.Errorf("%w: Step is nil", ErrInvalidModel)
+	}
+	if m.Equal == nil {
+		t := reflect.TypeFor[S]()
+		if !strictlyComparable(t) {
+			return filled[S, I, O]{}, fmt.Errorf(
+				"%w: state type %v needs an Equal function", ErrInvalidModel, t)
+		}
+		m.Equal = func(a, b S) bool { return any(a) == any(b) }
+	}
+	if m.Hash == nil {
+		m.Hash = func(S) uint64 { return 0 }
+	}
+	if m.DescribeOperation == nil {
+		m.DescribeOperation = describeOperation[I, O]
+	}
+	if m.DescribeState == nil {
+		m.DescribeState = func(s S) string { return fmt.Sprintf("%v", s) }
+	}
+	return filled[S, I, O]{m}, nil
+}
+
+func describeOperation[I, O any](op *Operation[I, O]) string {
+	if op.Unknown {
+		return fmt.Sprintf("%v -> ?", op.Input)
+	}
+	return fmt.Sprintf("%v -> %v", op.Input, op.Output)
+}
+
+// strictlyComparable reports whether == on values of t can never panic: t is
+// comparable and holds no interface, whose dynamic value might not be.
+func strictlyComparable(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Interface:
+		return false
+	case reflect.Array:
+		return strictlyComparable(t.Elem())
+	case reflect.Struct:
+		for i := range t.NumField() {
+			if !strictlyComparable(t.Field(i).Type) {
+				return false
+			}
+		}
+		return true
+	default:
+		return t.Comparable()
+	}
+}

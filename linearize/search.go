@@ -1,0 +1,372 @@
+package linearize
+
+import (
+	"slices"
+	"sync/atomic"
+)
+
+// budget is what all searches of one Check share: the stop signals and the
+// memory used by the memo tables in flight.
+type budget struct {
+	cancelled atomic.Bool // ctx done or time limit passed
+	memHit    atomic.Bool // MaxMemory exceeded
+	memUsed   atomic.Int64
+	maxMem    int64 // 0: no cap
+}
+
+// charge adds n bytes (possibly negative) and reports whether the cap holds.
+func (b *budget) charge(n int64) bool {
+	used := b.memUsed.Add(n)
+	if b.maxMem > 0 && used > b.maxMem {
+		b.memHit.Store(true)
+		return false
+	}
+	return true
+}
+
+// outcome of one search.
+type outcome struct {
+	verdict Verdict
+	order   []int // Ok: history indices in linearization order
+	states  int   // memo entries created
+	// blocker, for Illegal: the history index of the operation whose
+	// return stopped the search when it had linearized the most known
+	// operations (the first time it got that far); -1 if none.
+	blocker int
+}
+
+// frame is one linearized operation on the search stack.
+type frame struct {
+	op      int32  // local index
+	prev    uint32 // state id before the operation
+	alts    []uint32
+	altNext int32 // alts[altNext:] are the next states still to try
+	// greedy: a read-only operation taken without trying the others; if
+	// it fails, the configuration before it fails too.
+	greedy bool
+}
+
+// searcher is the Wing & Gong / Lowe search over one partition.
+//
+// Events sit in a doubly linked list in time order: a call and a return
+// for each operation with a known outcome, a call only for an unknown one.
+// The candidates to linearize next are the calls before the first return
+// still in the list. Linearizing an operation lifts its events out of the
+// list (dancing links), so undoing it is O(1).
+//
+// An unknown operation is decided when the scan reaches it, like any
+// candidate: first without its effect (the state stays: it never took
+// effect, or took effect as a no-op), then with it (each state Step
+// allows); either way it leaves the list. Left pending, it stays a
+// candidate, which covers an effect at any later instant. Deciding early
+// keeps the search from retrying every old unknown operation at every dead
+// end, which on histories with many timeouts is where the time would go. The search
+// succeeds as soon as every known operation is linearized.
+type searcher[S, I, O any] struct {
+	m     *filled[S, I, O]
+	hist  []Operation[I, O]
+	ops   []int // local index -> history index
+	next  []int32
+	prev  []int32
+	zob   []uint64
+	bits  []uint64
+	known int // operations with a known outcome
+	b     *budget
+	abort *atomic.Bool // another partition already failed; may be nil
+
+	states  interner[S]
+	trans   transitions
+	memo    memo
+	buf     []S
+	ids     []uint32
+	charged int64
+	// The step cache starts once the search is big enough to repay it,
+	// and is dropped again when it misses more than it hits.
+	cacheOn, cacheOff bool
+	hits, misses      int
+	// deepest is the most known operations linearized at a dead end so
+	// far, blocker the operation whose return stopped the search there.
+	deepest int
+	blocker int
+}
+
+const none = int32(-1)
+
+// cacheAfter is the number of memoized configurations after which the step
+// cache starts: below it, a search is over before the cache pays for its
+// tables.
+const cacheAfter = 4096
+
+// newSearcher links the events of ops (history indices) in time order.
+// Node 2k is the call of local operation k, node 2k+1 its return; node 2n
+// is the head.
+func newSearcher[S, I, O any](m *filled[S, I, O], hist []Operation[I, O], ops []int, b *budget, abort *atomic.Bool) *searcher[S, I, O] {
+	n := len(ops)
+	s := &searcher[S, I, O]{
+		m: m, hist: hist, ops: ops, b: b, abort: abort,
+		next:    make([]int32, 2*n+1),
+		prev:    make([]int32, 2*n+1),
+		zob:     make([]uint64, n),
+		bits:    make([]uint64, (n+63)/64),
+		states:  interner[S]{t: newTable(n), hash: m.Hash, equal: m.Equal},
+		memo:    memo{t: newTable(n), words: (n + 63) / 64},
+		blocker: -1,
+	}
+	type event struct {
+		t    int64
+		node int32
+	}
+	events := make([]event, 0, 2*n)
+	for k, hi := range ops {
+		op := &hist[hi]
+		s.zob[k] = zobrist(uint64(k))
+		events = append(events, event{op.Call, int32(2 * k)})
+		if !op.Unknown {
+			events = append(events, event{op.Return, int32(2*k + 1)})
+			s.known++
+		}
+	}
+	// Calls before returns at equal times: intervals are closed.
+	slices.SortFunc(events, func(a, b event) int {
+		if a.t != b.t {
+			return cmpInt64(a.t, b.t)
+		}
+		if ra, rb := a.node&1, b.node&1; ra != rb {
+			return int(ra - rb)
+		}
+		return int(a.node - b.node)
+	})
+	last := int32(2 * n) // head
+	s.prev[last] = none
+	for _, e := range events {
+		s.next[last] = e.node
+		s.prev[e.node] = last
+		last = e.node
+	}
+	s.next[last] = none
+	return s
+}
+
+func (s *searcher[S, I, O]) head() int32 { return int32(2 * len(s.ops)) }
+
+func (s *searcher[S, I, O]) unlink(x int32) {
+	p, n := s.prev[x], s.next[x]
+	s.next[p] = n
+	if n != none {
+		s.prev[n] = p
+	}
+}
+
+func (s *searcher[S, I, O]) relink(x int32) {
+	p, n := s.prev[x], s.next[x]
+	s.next[p] = x
+	if n != none {
+		s.prev[n] = x
+	}
+}
+
+func (s *searcher[S, I, O]) lift(k int32, known bool) {
+	s.unlink(2 * k)
+	if known {
+		s.unlink(2*k + 1)
+	}
+}
+
+func (s *searcher[S, I, O]) unlift(k int32, known bool) {
+	if known {
+		s.relink(2*k + 1)
+	}
+	s.relink(2 * k)
+}
+
+// firstReturn is the history index of the operation of the first return
+// in the list, or -1.
+func (s *searcher[S, I, O]) firstReturn() int {
+	x := s.next[s.head()]
+	for x != none && x&1 == 0 {
+		x = s.next[x]
+	}
+	if x == none {
+		return -1
+	}
+	return s.ops[x>>1]
+}
+
+// stopped reports whether the search must give up.
+func (s *searcher[S, I, O]) stopped() bool {
+	return s.b.cancelled.Load() || s.b.memHit.Load() || (s.abort != nil && s.abort.Load())
+}
+
+// footprint is the bytes held by the search's tables.
+func (s *searcher[S, I, O]) footprint() int64 {
+	return s.states.footprint() + s.trans.footprint() + s.memo.footprint()
+}
+
+// account charges the growth of the tables to the budget and reports
+// whether the memory cap still holds.
+func (s *searcher[S, I, O]) account() bool {
+	now := s.footprint()
+	grew := now - s.charged
+	s.charged = now
+	return s.b.charge(grew)
+}
+
+// step returns the ids of the states op k leads to from state id: for an
+// unknown operation id itself first (no effect), then those Step allows.
+func (s *searcher[S, I, O]) step(id uint32, k int32) []uint32 {
+	key := transKey(id, k)
+	if !s.cacheOn && !s.cacheOff && s.memo.n > cacheAfter {
+		s.cacheOn, s.trans = true, transitions{t: newTable(cacheAfter)}
+	}
+	if s.cacheOn {
+		if ids, ok := s.trans.get(key); ok {
+			s.hits++
+			return ids
+		}
+		if s.misses++; s.misses&8191 == 0 && s.hits < s.misses {
+			// Most steps are new: the cache costs more than it saves.
+			s.cacheOn, s.cacheOff, s.trans = false, true, transitions{}
+		}
+	}
+	op := &s.hist[s.ops[k]]
+	s.buf = s.m.Step(s.buf[:0], s.states.state(id), op)
+	s.ids = s.ids[:0]
+	if op.Unknown {
+		s.ids = append(s.ids, id) // no effect, tried first
+	}
+	for i := range s.buf {
+		nid := s.states.id(s.buf[i])
+		if op.Unknown && nid == id {
+			continue // the same as no effect
+		}
+		if !slices.Contains(s.ids, nid) {
+			s.ids = append(s.ids, nid)
+		}
+	}
+	clear(s.buf) // drop references held by the scratch space
+	if !s.cacheOn {
+		return slices.Clone(s.ids)
+	}
+	return s.trans.put(key, s.ids)
+}
+
+// run searches for a linearization.
+func (s *searcher[S, I, O]) run() outcome {
+	defer func() { s.b.charge(-s.charged) }()
+	var (
+		state = s.states.id(s.m.Init())
+		h     uint64
+		left  = s.known
+		stack = make([]frame, 0, len(s.ops))
+		cur   = s.next[s.head()]
+		tick  uint32
+	)
+	for {
+		if left == 0 {
+			order := make([]int, 0, len(stack))
+			for _, f := range stack {
+				if f.alts[f.altNext-1] != f.prev || !s.hist[s.ops[f.op]].Unknown {
+					order = append(order, s.ops[f.op])
+				}
+			}
+			return outcome{verdict: Ok, order: order, states: s.memo.n, blocker: -1}
+		}
+		if tick++; tick&1023 == 0 && (s.stopped() || !s.account()) {
+			return outcome{verdict: Unknown, states: s.memo.n, blocker: -1}
+		}
+		if cur != none && cur&1 == 0 {
+			k := cur >> 1
+			if s.try(k, &state, &h, &stack) {
+				known := !s.hist[s.ops[k]].Unknown
+				s.lift(k, known)
+				if known {
+					left--
+				}
+				cur = s.next[s.head()]
+			} else {
+				cur = s.next[cur]
+			}
+			continue
+		}
+		// A return (or the end of the list) comes before any call still to
+		// try: try the last step's next state, or undo it.
+		if done := s.known - left; done > s.deepest || s.blocker < 0 {
+			s.deepest, s.blocker = done, s.firstReturn()
+		}
+	backtrack:
+		if len(stack) == 0 {
+			return outcome{verdict: Illegal, states: s.memo.n, blocker: s.blocker}
+		}
+		f := &stack[len(stack)-1]
+		advanced := false
+		for int(f.altNext) < len(f.alts) {
+			id := f.alts[f.altNext]
+			f.altNext++
+			if s.memo.insert(h^mix(uint64(id)+1), s.bits, id) {
+				state, advanced = id, true
+				break
+			}
+		}
+		if advanced {
+			cur = s.next[s.head()]
+			continue
+		}
+		k := f.op
+		known := !s.hist[s.ops[k]].Unknown
+		state = f.prev
+		greedy := f.greedy
+		stack = stack[:len(stack)-1]
+		s.unlift(k, known)
+		s.bits[k>>6] &^= 1 << (k & 63)
+		h ^= s.zob[k]
+		if known {
+			left++
+		}
+		if greedy {
+			goto backtrack
+		}
+		cur = s.next[2*k]
+	}
+}
+
+// try linearizes candidate k in the current configuration if that reaches
+// a configuration not explored yet, pushing a frame; it reports whether it
+// did. The caller lifts k's events.
+func (s *searcher[S, I, O]) try(k int32, state *uint32, h *uint64, stack *[]frame) bool {
+	next := s.step(*state, k)
+	if len(next) == 0 {
+		return false
+	}
+	nh := *h ^ s.zob[k]
+	s.bits[k>>6] |= 1 << (k & 63)
+	for i, id := range next {
+		if s.memo.insert(nh^mix(uint64(id)+1), s.bits, id) {
+			greedy := s.m.ReadOnly != nil && len(next) == 1 && next[0] == *state &&
+				!s.hist[s.ops[k]].Unknown && s.m.ReadOnly(&s.hist[s.ops[k]])
+			*stack = append(*stack, frame{op: k, prev: *state, alts: next, altNext: int32(i + 1), greedy: greedy})
+			*state, *h = id, nh
+			return true
+		}
+	}
+	s.bits[k>>6] &^= 1 << (k & 63)
+	return false
+}
+
+// zobrist is the random word of operation k in the incremental hash of the
+// linearized set (splitmix64 of k: fixed, so runs repeat exactly).
+func zobrist(k uint64) uint64 {
+	z := k*0x9e3779b97f4a7c15 + 0x9e3779b97f4a7c15
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
+}
+
+// mix spreads a model's state hash (which may be small or zero) over 64 bits.
+func mix(h uint64) uint64 {
+	h ^= h >> 33
+	h *= 0xff51afd7ed558ccd
+	h ^= h >> 33
+	h *= 0xc4ceb9fe1a85ec53
+	h ^= h >> 33
+	return h
+}
