@@ -1,0 +1,177 @@
+// Command lockproof proves locks right or wrong.
+//
+//	lockproof history [flags] <file>   check a recorded JSON history
+//
+// history reads a history in linearize's JSON format (see
+// linearize.DecodeHistory), checks it against a model and prints the
+// verdict with a text timeline; -html writes the self-contained HTML
+// timeline too. Models: lease (a lease lock; -ttl and -tolerance), fenced
+// (a register whose writes carry fencing tokens), register, kv.
+//
+// Exit status: 0 linearizable, 1 not linearizable, 2 bad usage or a
+// malformed history, 3 unknown (the -timeout ran out).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/lockproof/lockproof/linearize"
+)
+
+// Exit statuses.
+const (
+	exitOK      = 0
+	exitIllegal = 1
+	exitUsage   = 2
+	exitUnknown = 3
+)
+
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stderr)
+		return exitUsage
+	}
+	switch args[0] {
+	case "history":
+		return history(args[1:], stdout, stderr)
+	case "-h", "-help", "--help", "help":
+		usage(stdout)
+		return exitOK
+	}
+	fmt.Fprintf(stderr, "lockproof: unknown command %q\n", args[0])
+	usage(stderr)
+	return exitUsage
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `usage: lockproof <command> [flags]
+
+commands:
+  history [flags] <file>   check a recorded JSON history (-h for its flags)
+`)
+}
+
+// historyFlags are history's options.
+type historyFlags struct {
+	model     string
+	ttl       time.Duration
+	tolerance time.Duration
+	timeout   time.Duration
+	html      string
+	all       bool
+}
+
+func history(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("lockproof history", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var f historyFlags
+	fs.StringVar(&f.model, "model", "lease", "lease, fenced, register or kv")
+	fs.DurationVar(&f.ttl, "ttl", 10*time.Second, "lease model: the locks' TTL")
+	fs.DurationVar(&f.tolerance, "tolerance", 10*time.Millisecond, "lease model: clock error allowed between the history and the server")
+	fs.DurationVar(&f.timeout, "timeout", time.Minute, "give up (verdict unknown) after this long")
+	fs.StringVar(&f.html, "html", "", "also write the HTML timeline to this file")
+	fs.BoolVar(&f.all, "all", false, "draw every operation, not only the counterexample")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: lockproof history [flags] <file>   (- reads standard input)")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return exitUsage
+	}
+	in, closeIn, err := open(fs.Arg(0))
+	if err != nil {
+		fmt.Fprintf(stderr, "lockproof history: %v\n", err)
+		return exitUsage
+	}
+	defer closeIn()
+	ctx, cancel := context.WithTimeout(context.Background(), f.timeout)
+	defer cancel()
+	switch f.model {
+	case "lease":
+		m, err := linearize.NewLeaseModel(f.ttl, f.tolerance)
+		if err != nil {
+			fmt.Fprintf(stderr, "lockproof history: %v\n", err)
+			return exitUsage
+		}
+		return checkFile(ctx, m, in, f, stdout, stderr)
+	case "fenced":
+		return checkFile(ctx, linearize.NewFencedRegisterModel(""), in, f, stdout, stderr)
+	case "register":
+		return checkFile(ctx, linearize.NewRegisterModel(""), in, f, stdout, stderr)
+	case "kv":
+		return checkFile(ctx, linearize.NewKVModel(), in, f, stdout, stderr)
+	}
+	fmt.Fprintf(stderr, "lockproof history: unknown model %q (lease, fenced, register, kv)\n", f.model)
+	return exitUsage
+}
+
+func open(path string) (io.Reader, func(), error) {
+	if path == "-" {
+		return os.Stdin, func() {}, nil
+	}
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	return fh, func() { _ = fh.Close() }, nil
+}
+
+// checkFile decodes, checks and renders one history.
+func checkFile[S, I, O any](ctx context.Context, m linearize.Model[S, I, O], in io.Reader, f historyFlags, stdout, stderr io.Writer) int {
+	h, err := linearize.DecodeHistory[I, O](in)
+	if err != nil {
+		fmt.Fprintf(stderr, "lockproof history: %v\n", err)
+		return exitUsage
+	}
+	res, err := linearize.Check(ctx, m, h, linearize.Options{})
+	if err != nil {
+		fmt.Fprintf(stderr, "lockproof history: %v\n", err)
+		return exitUsage
+	}
+	pic := linearize.Picture{All: f.all}
+	if err := linearize.WriteText(stdout, m, h, &res, pic); err != nil {
+		fmt.Fprintf(stderr, "lockproof history: %v\n", err)
+		return exitUsage
+	}
+	if f.html != "" {
+		if err := writeHTML(f.html, m, h, &res, pic); err != nil {
+			fmt.Fprintf(stderr, "lockproof history: %v\n", err)
+			return exitUsage
+		}
+		fmt.Fprintf(stdout, "timeline: %s\n", f.html)
+	}
+	switch res.Verdict {
+	case linearize.Ok:
+		return exitOK
+	case linearize.Illegal:
+		return exitIllegal
+	}
+	return exitUnknown
+}
+
+func writeHTML[S, I, O any](path string, m linearize.Model[S, I, O], h []linearize.Operation[I, O], res *linearize.Result, pic linearize.Picture) error {
+	fh, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := linearize.WriteHTML(fh, m, h, res, pic); err != nil {
+		_ = fh.Close()
+		return err
+	}
+	return fh.Close()
+}
