@@ -7,8 +7,9 @@ import (
 
 // The time and expiry faults reach a backend through these small
 // interfaces, which the fakes implement (fakes.RedisServer and RedisNodes:
-// all three; fakes.MySQLServer and fakes.EtcdServer: Expirer, since their
-// servers keep their own time).
+// all three; fakes.MySQLServer, EtcdServer and ConsulServer: Expirer, since
+// their servers keep their own time; ConsulServer also advances miniconsul's
+// manual clock).
 
 // Clocked is a backend whose clock a test drives.
 type Clocked interface {

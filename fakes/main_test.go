@@ -24,7 +24,8 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	if code == 0 {
 		awaitHTTPConns(etcdPeerGrace)
-		if err := goleak.Find(); err != nil {
+		// consulLeakIgnores (consul_test.go): sdk/testutil's port allocator.
+		if err := goleak.Find(consulLeakIgnores...); err != nil {
 			fmt.Fprintf(os.Stderr, "goleak: Errors on successful test run: %v\n", err)
 			code = 1
 		}

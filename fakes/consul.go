@@ -1,0 +1,344 @@
+package fakes
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/consul/api"
+
+	"github.com/lockproof/lockproof/fakes/miniconsul"
+	"github.com/lockproof/lockproof/locks"
+)
+
+// EnvConsulBin names the environment variable that gives the path of a
+// consul binary (as built by tools/consul). With it, or with a consul on
+// PATH, Consul starts a real agent; otherwise miniconsul.
+const EnvConsulBin = "LOCKPROOF_CONSUL_BIN"
+
+// ConsulOption configures Consul.
+type ConsulOption func(*consulConfig)
+
+type consulConfig struct {
+	manual     bool
+	start      time.Time
+	forceMini  bool
+	forceAgent bool
+	ttlMin     time.Duration
+}
+
+// ConsulSessionTTLMin sets the shortest session TTL the server accepts (its
+// session_ttl_min; default Consul's 10s), on miniconsul and on a real agent
+// alike. Tests that watch sessions expire on a real agent lower it to keep
+// the wait short.
+func ConsulSessionTTLMin(d time.Duration) ConsulOption {
+	return func(c *consulConfig) { c.ttlMin = d }
+}
+
+// ConsulManualTime runs miniconsul on a manual *Clock reading start: session
+// TTLs, lock-delays and blocking-query waits stand still until Advance.
+// Default: real time. A real agent cannot stop its clock: with it the option
+// only makes Advance sleep (see Advance).
+func ConsulManualTime(start time.Time) ConsulOption {
+	return func(c *consulConfig) { c.manual, c.start = true, start }
+}
+
+// ForceMiniconsul uses miniconsul even when a consul binary is available.
+// Default: a real agent when one is available. Use it for tests that need
+// exact manual time or miniconsul's controls.
+func ForceMiniconsul() ConsulOption { return func(c *consulConfig) { c.forceMini = true } }
+
+// ForceConsulAgent uses a real agent, and skips the test when no consul
+// binary is available. Default: a real agent when one is available.
+func ForceConsulAgent() ConsulOption { return func(c *consulConfig) { c.forceAgent = true } }
+
+// ConsulServer is one Consul server for a test: miniconsul on a loopback
+// port, or a real agent started through github.com/hashicorp/consul/sdk/testutil
+// (single server, loopback ports chosen by the kernel, logs kept in memory
+// and printed only if the test fails). Everything it started is stopped at
+// the test's cleanup, and every client it handed out is closed first.
+type ConsulServer struct {
+	t       testing.TB
+	prefix  string
+	clock   *Clock // nil: real time
+	mini    *miniconsul.Server
+	agent   *consulAgent
+	addr    string
+	startup time.Duration
+	ttlMin  time.Duration
+	client  *api.Client
+
+	mu         sync.Mutex
+	transports []*http.Transport
+}
+
+// Consul starts a Consul server for t: a real agent when a consul binary is
+// found (EnvConsulBin, then PATH), else miniconsul; ForceMiniconsul and
+// ForceConsulAgent decide instead. It fails the test if the server cannot
+// start.
+func Consul(t testing.TB, opts ...ConsulOption) *ConsulServer {
+	t.Helper()
+	var cfg consulConfig
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&cfg)
+		}
+	}
+	if cfg.ttlMin == 0 {
+		cfg.ttlMin = miniconsul.DefaultSessionTTLMin
+	}
+	if cfg.forceMini && cfg.forceAgent {
+		t.Fatalf("fakes: ForceMiniconsul and ForceConsulAgent exclude each other")
+	}
+	c := &ConsulServer{t: t, prefix: "lockproof-test-" + locks.NewOwner()[:8] + "/", ttlMin: cfg.ttlMin}
+	t.Cleanup(c.closeClients) // registered first: runs after the server stopped
+	bin := ""
+	if !cfg.forceMini {
+		bin = ConsulBinary()
+		if bin == "" && cfg.forceAgent {
+			t.Skipf("fakes: no consul binary: set %s or put consul on PATH (build one with tools/consul)", EnvConsulBin)
+		}
+	}
+	began := time.Now()
+	if bin != "" {
+		c.agent = startAgent(t, bin, cfg.ttlMin)
+		c.agent.advanceSleeps = cfg.manual
+		c.addr = c.agent.addr
+	} else {
+		c.startMini(cfg)
+	}
+	c.startup = time.Since(began)
+	c.client = c.NewClient()
+	return c
+}
+
+func (c *ConsulServer) startMini(cfg consulConfig) {
+	c.t.Helper()
+	var clock locks.Clock = locks.SystemClock{}
+	if cfg.manual {
+		c.clock = NewClock(cfg.start)
+		clock = c.clock
+	}
+	s, err := miniconsul.Start(miniconsul.WithClock(clock), miniconsul.WithSessionTTLMin(cfg.ttlMin))
+	if err != nil {
+		c.t.Fatalf("fakes: cannot start miniconsul: %v", err)
+	}
+	c.mini, c.addr = s, s.Addr()
+	c.t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			c.t.Errorf("fakes: closing miniconsul: %v", err)
+		}
+	})
+}
+
+// ConsulBinary returns the consul binary Consul would run: the path in
+// EnvConsulBin, else consul on PATH, else "".
+func ConsulBinary() string {
+	if p := os.Getenv(EnvConsulBin); p != "" {
+		return p
+	}
+	if p, err := exec.LookPath("consul"); err == nil {
+		return p
+	}
+	return ""
+}
+
+// NewClient returns another api client with its own connections, closed at
+// cleanup: a second process talking to the same server.
+func (c *ConsulServer) NewClient() *api.Client {
+	c.t.Helper()
+	tr := &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second}
+	client, err := api.NewClient(&api.Config{Address: c.addr, Scheme: "http", HttpClient: &http.Client{Transport: tr}})
+	if err != nil {
+		c.t.Fatalf("fakes: consul client for %s: %v", c.addr, err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.transports = append(c.transports, tr)
+	return client
+}
+
+func (c *ConsulServer) closeClients() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, tr := range c.transports {
+		tr.CloseIdleConnections()
+	}
+}
+
+// Client returns the fake's own client.
+func (c *ConsulServer) Client() *api.Client { return c.client }
+
+// Addr returns the server's HTTP host:port.
+func (c *ConsulServer) Addr() string { return c.addr }
+
+// Prefix returns a KV prefix unique to this fake ("lockproof-test-<8 hex>/").
+// LockOptions passes it to locks.
+func (c *ConsulServer) Prefix() string { return c.prefix }
+
+// Clock returns the clock the server's time follows: the manual *Clock
+// with ConsulManualTime on miniconsul, else locks.SystemClock.
+func (c *ConsulServer) Clock() locks.Clock { return clockOf(c.clock) }
+
+// LockOptions returns the options a test passes to a lock constructor so
+// that the lock uses this fake's Prefix and Clock.
+func (c *ConsulServer) LockOptions() []locks.Option { return lockOptions(c.prefix, c.clock) }
+
+// Real reports whether the server is a real agent.
+func (c *ConsulServer) Real() bool { return c.agent != nil }
+
+// Miniconsul returns the miniconsul server, or nil on a real agent.
+func (c *ConsulServer) Miniconsul() *miniconsul.Server { return c.mini }
+
+// Startup returns how long the server took to start and be ready for
+// sessions (for a real agent: leader elected, node registered).
+func (c *ConsulServer) Startup() time.Duration { return c.startup }
+
+// SessionTTLMin returns the shortest session TTL the server accepts.
+func (c *ConsulServer) SessionTTLMin() time.Duration { return c.ttlMin }
+
+// Advance moves time forward by d. On miniconsul with ConsulManualTime it
+// moves the manual clock (and with it session TTLs, lock-delays and
+// blocking waits). A real agent's clock cannot be moved: with
+// ConsulManualTime, Advance sleeps d so that the same test runs on both,
+// slower. Without ConsulManualTime it fails the test.
+func (c *ConsulServer) Advance(d time.Duration) {
+	c.t.Helper()
+	if d < 0 {
+		c.t.Fatalf("fakes: Advance(%v): time cannot move backwards", d)
+	}
+	switch {
+	case c.clock != nil:
+		c.clock.Advance(d)
+	case c.agent != nil && c.agent.advanceSleeps:
+		time.Sleep(d)
+	default:
+		c.t.Fatalf("fakes: Advance needs manual time: start the fake with fakes.ConsulManualTime(start)")
+	}
+}
+
+// RequireMiniconsul skips the test on a real agent, saying why.
+func (c *ConsulServer) RequireMiniconsul(why string) {
+	c.t.Helper()
+	if c.mini == nil {
+		c.t.Skipf("fakes: needs miniconsul (%s); use fakes.ForceMiniconsul to run it", why)
+	}
+}
+
+// ExpireSession invalidates session id now, as a TTL expiry would: its
+// locks are released and lock-delay starts on them. On miniconsul it is
+// InvalidateSession; on a real agent an explicit destroy, which Consul
+// handles by the same invalidation.
+func (c *ConsulServer) ExpireSession(id string) {
+	c.t.Helper()
+	if c.mini != nil {
+		c.mini.InvalidateSession(id)
+		return
+	}
+	if _, err := c.client.Session().Destroy(id, nil); err != nil {
+		c.t.Fatalf("fakes: destroying session %s: %v", id, err)
+	}
+}
+
+// ExpireLock ends the current lease of consullock's lock name (its key is
+// Prefix + name) now: it expires the session that holds the key, as
+// ExpireSession does. It fails when nobody holds the lock.
+func (c *ConsulServer) ExpireLock(ctx context.Context, name string) error {
+	kv, _, err := c.client.KV().Get(c.prefix+name, (&api.QueryOptions{RequireConsistent: true}).WithContext(ctx))
+	if err != nil {
+		return fmt.Errorf("fakes: expire consul lock %q: %w", name, err)
+	}
+	if kv == nil || kv.Session == "" {
+		return fmt.Errorf("fakes: expire consul lock %q: nobody holds it", name)
+	}
+	c.ExpireSession(kv.Session)
+	return nil
+}
+
+// WaitBlocked waits (at most 10 s of wall time) until n blocking queries are
+// parked on miniconsul: call it before Advance so that a client's wait has
+// started. A real agent does not expose its parked queries: there it
+// returns at once, and Advance sleeps.
+func (c *ConsulServer) WaitBlocked(n int) {
+	c.t.Helper()
+	if c.mini == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.mini.WaitBlocked(ctx, n); err != nil {
+		c.t.Fatalf("fakes: %v (now %d)", err, c.mini.Blocked())
+	}
+}
+
+// consulLogs collects a real agent's output; it is printed only if the
+// test fails.
+type consulLogs struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+// Write appends p to the buffer.
+func (l *consulLogs) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.buf = append(l.buf, p...)
+	return len(p), nil
+}
+
+// String returns everything written so far.
+func (l *consulLogs) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return string(l.buf)
+}
+
+// pathOnce makes `consul` on PATH resolve to EnvConsulBin (sdk/testutil runs
+// "consul" from PATH and has no other way to be told which binary to run).
+var (
+	pathOnce sync.Once
+	pathErr  error
+)
+
+func useConsulBinary(bin string) error {
+	pathOnce.Do(func() {
+		abs, err := filepath.Abs(bin)
+		if err != nil {
+			pathErr = err
+			return
+		}
+		if filepath.Base(abs) != "consul" {
+			pathErr = fmt.Errorf("%s=%s: the file must be called consul (sdk/testutil runs consul from PATH)",
+				EnvConsulBin, bin)
+			return
+		}
+		if _, err := os.Stat(abs); err != nil {
+			pathErr = fmt.Errorf("%s: %w", EnvConsulBin, err)
+			return
+		}
+		pathErr = os.Setenv("PATH", filepath.Dir(abs)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	})
+	return pathErr
+}
+
+// WaitParked waits (at most 10 s of wall time) until n blocking queries on
+// key are parked on miniconsul with an index of at least index: clients
+// that have seen the key at index and wait for its next change. On a real
+// agent it returns at once (see WaitBlocked).
+func (c *ConsulServer) WaitParked(key string, index uint64, n int) {
+	c.t.Helper()
+	if c.mini == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.mini.WaitParked(ctx, key, index, n); err != nil {
+		c.t.Fatalf("fakes: %v", err)
+	}
+}

@@ -1,0 +1,55 @@
+// Package miniconsul is an in-memory Consul HTTP API: enough of it for the
+// official client (github.com/hashicorp/consul/api) to use KV, sessions,
+// locks and blocking queries against a server that starts in well under a
+// millisecond and whose time is an input.
+//
+// Start a Server with Start (127.0.0.1, a port chosen by the kernel) and
+// point api.Config.Address at Addr. In tests, fakes.Consul does that and
+// cleans up.
+//
+// What it serves, with Consul's semantics and messages (checked against a
+// real agent by the differential test of package fakes):
+//
+//   - /v1/kv/<key>: GET of one key, ?recurse, ?keys with ?separator, ?raw;
+//     PUT with ?flags, ?cas, ?acquire, ?release; DELETE with ?recurse,
+//     ?cas. Entries carry CreateIndex, ModifyIndex, LockIndex, Flags and
+//     Session. A write equal to the existing entry changes nothing (not even
+//     ModifyIndex); a plain PUT keeps the entry's session but, as on Consul,
+//     resets its LockIndex to 0.
+//   - /v1/session/create, destroy, renew, info, list and node: TTL, Behavior
+//     (release or delete), LockDelay, Name, checks (stored, not run).
+//   - /v1/status/leader and peers.
+//   - X-Consul-Index on every read, with the index Consul gives (a key's
+//     ModifyIndex, or the KV table's index for a missing key), and the
+//     leader headers the client parses.
+//   - Blocking queries (?index, ?wait; default wait 5 min, at most 10): woken
+//     by the change itself through channels, never by polling, or ended by
+//     the wait on the server's clock. A missing key is reported only when it
+//     appears or the wait ends, as on Consul. No jitter is added to the wait.
+//   - Errors: 400 for malformed arguments (bad wait or index, conflicting
+//     flags, missing key or session), 404 for renewing an unknown session,
+//     405 for a wrong method, 500 with Consul's text for what its server
+//     refuses (TTL outside [session TTL minimum, 24h], unknown behaviour,
+//     acquire with an unknown or missing session).
+//
+// Time: session TTLs, lock-delays and blocking waits follow the Clock given
+// with WithClock (a manual fakes.Clock in tests). Consul only promises that
+// a session is not invalidated before its TTL; its server invalidates it
+// TTL × 2 after the last renewal (SessionTTLMultiplier). miniconsul does the
+// same by default, exactly at TTL × 2; WithSessionTTLMultiplier(1) makes it
+// exactly TTL, the strictest server a client may meet. Expiry is checked
+// before every request as well as by timers, so right after a manual clock
+// moves, the next request sees every session that ran out as gone. A
+// session's lock-delay starts on each key it held when it is invalidated
+// (expiry or destroy, not a release) and is capped at MaxLockDelay; an
+// acquire during it answers false.
+//
+// Controls for tests: InvalidateSession (expire or destroy a session now),
+// Sessions, LockDelay, Blocked and WaitBlocked (wait until clients are
+// parked in blocking queries), Index. The clock is advanced by its owner.
+//
+// Not modelled: ACLs, namespaces and partitions, datacenters, transactions
+// (/v1/txn), health checks (a session's checks never fail), consistency
+// modes (every read is consistent: there is one server), the catalog and
+// the agent endpoints.
+package miniconsul

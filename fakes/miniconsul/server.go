@@ -1,0 +1,241 @@
+package miniconsul
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/lockproof/lockproof/locks"
+)
+
+// Defaults of a Server, as on a Consul agent with its default configuration.
+const (
+	// DefaultSessionTTLMin is the shortest session TTL accepted (Consul's
+	// session_ttl_min default).
+	DefaultSessionTTLMin = 10 * time.Second
+	// SessionTTLMax is the longest session TTL accepted (Consul's fixed
+	// maximum).
+	SessionTTLMax = 24 * time.Hour
+	// DefaultSessionTTLMultiplier is how many TTLs after its last renewal a
+	// session is invalidated: Consul arms its session timers with TTL × 2.
+	DefaultSessionTTLMultiplier = 2
+	// MaxLockDelay caps a session's lock-delay when it is applied, as Consul
+	// does (it accepts longer values at create and clamps them silently).
+	MaxLockDelay = 60 * time.Second
+	// DefaultLockDelay is the lock-delay of a session created without one.
+	DefaultLockDelay = 15 * time.Second
+	// DefaultQueryWait is the wait of a blocking query that gives an index
+	// but no wait.
+	DefaultQueryWait = 5 * time.Minute
+	// MaxQueryWait caps the wait of a blocking query.
+	MaxQueryWait = 10 * time.Minute
+	// DefaultNodeName is the node every session is created on.
+	DefaultNodeName = "miniconsul"
+	// MaxValueSize is the largest KV value accepted (Consul's
+	// kv_max_value_size default).
+	MaxValueSize = 512 * 1024
+)
+
+// Option configures a Server.
+type Option func(*config)
+
+type config struct {
+	clock      locks.Clock
+	ttlMin     time.Duration
+	multiplier int
+	node       string
+}
+
+// WithClock sets the clock that session TTLs, lock-delays and blocking-query
+// waits follow (default locks.SystemClock). Pass a manual clock
+// (fakes.Clock) to make time an input of a test.
+func WithClock(c locks.Clock) Option { return func(o *config) { o.clock = c } }
+
+// WithSessionTTLMin sets the shortest session TTL accepted (default
+// DefaultSessionTTLMin, 10s), as Consul's session_ttl_min does.
+func WithSessionTTLMin(d time.Duration) Option { return func(o *config) { o.ttlMin = d } }
+
+// WithSessionTTLMultiplier sets after how many TTLs without renewal a session
+// is invalidated (default DefaultSessionTTLMultiplier, 2, as Consul). 1
+// invalidates it exactly at its TTL: the earliest moment Consul's contract
+// allows, useful to test a client against the strictest server.
+func WithSessionTTLMultiplier(n int) Option { return func(o *config) { o.multiplier = n } }
+
+// WithNodeName sets the node name sessions are created on (default
+// DefaultNodeName).
+func WithNodeName(name string) Option { return func(o *config) { o.node = name } }
+
+// Server is an in-memory Consul HTTP API on a loopback port chosen by the
+// kernel. Start it with Start; Close stops it. Safe for concurrent use.
+type Server struct {
+	cfg    config
+	ln     net.Listener
+	srv    *http.Server
+	url    string
+	st     *store
+	closed chan struct{}
+	once   sync.Once
+	wg     sync.WaitGroup // requests being served
+}
+
+// Start starts a server on 127.0.0.1 with a port chosen by the kernel.
+func Start(opts ...Option) (*Server, error) {
+	cfg := config{clock: locks.SystemClock{}, ttlMin: DefaultSessionTTLMin,
+		multiplier: DefaultSessionTTLMultiplier, node: DefaultNodeName}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&cfg)
+		}
+	}
+	switch {
+	case cfg.clock == nil:
+		return nil, errors.New("miniconsul: nil clock")
+	case cfg.ttlMin <= 0 || cfg.ttlMin > SessionTTLMax:
+		return nil, fmt.Errorf("miniconsul: session TTL minimum %v out of (0, %v]", cfg.ttlMin, SessionTTLMax)
+	case cfg.multiplier < 1:
+		return nil, fmt.Errorf("miniconsul: session TTL multiplier %d below 1", cfg.multiplier)
+	case cfg.node == "":
+		return nil, errors.New("miniconsul: empty node name")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("miniconsul: listen on loopback: %w", err)
+	}
+	s := &Server{cfg: cfg, ln: ln, url: "http://" + ln.Addr().String(), closed: make(chan struct{})}
+	s.st = newStore(cfg)
+	s.srv = &http.Server{
+		Handler:           s.routes(),
+		ErrorLog:          log.New(io.Discard, "", 0),
+		ReadHeaderTimeout: 10 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return context.Background() },
+	}
+	go func() { _ = s.srv.Serve(ln) }() // returns ErrServerClosed at Close
+	return s, nil
+}
+
+// Close stops the server: blocking queries in flight return at once,
+// connections are closed and session timers stopped. It returns once every
+// request handler has returned. Closing twice does nothing.
+func (s *Server) Close() error {
+	var err error
+	s.once.Do(func() {
+		close(s.closed)
+		err = s.srv.Close()
+		s.wg.Wait()
+		s.st.stop()
+	})
+	return err
+}
+
+// Addr returns the server's host:port, for api.Config.Address.
+func (s *Server) Addr() string { return s.ln.Addr().String() }
+
+// URL returns the server's base URL, "http://host:port".
+func (s *Server) URL() string { return s.url }
+
+// Clock returns the clock the server's time follows.
+func (s *Server) Clock() locks.Clock { return s.cfg.clock }
+
+// NodeName returns the node sessions are created on.
+func (s *Server) NodeName() string { return s.cfg.node }
+
+// SessionTTLMin returns the shortest session TTL the server accepts.
+func (s *Server) SessionTTLMin() time.Duration { return s.cfg.ttlMin }
+
+// Index returns the server's current raft-like index: the index of its last
+// write.
+func (s *Server) Index() uint64 {
+	s.st.mu.Lock()
+	defer s.st.mu.Unlock()
+	return s.st.index
+}
+
+// InvalidateSession invalidates session id now, exactly as a TTL expiry
+// does on Consul: its locks are released (or its keys deleted, for
+// Behavior "delete") and its lock-delay starts on each of them. It reports
+// whether the session existed. An explicit destroy through the API has the
+// same effect.
+func (s *Server) InvalidateSession(id string) bool {
+	s.st.mu.Lock()
+	defer s.st.mu.Unlock()
+	return s.st.invalidateLocked(id)
+}
+
+// Sessions returns the IDs of the live sessions, sorted.
+func (s *Server) Sessions() []string {
+	s.st.mu.Lock()
+	defer s.st.mu.Unlock()
+	s.st.expireDueLocked()
+	return s.st.sessionIDsLocked()
+}
+
+// LockDelay returns until when key is under a lock-delay (an acquire is
+// refused while the server's clock is before it), or the zero time.
+func (s *Server) LockDelay(key string) time.Time {
+	s.st.mu.Lock()
+	defer s.st.mu.Unlock()
+	return s.st.delays[key]
+}
+
+// Blocked returns the number of blocking queries parked on the server,
+// waiting for a change or for their wait to end.
+func (s *Server) Blocked() int {
+	s.st.mu.Lock()
+	defer s.st.mu.Unlock()
+	return s.st.blocked
+}
+
+// WaitBlocked waits until at least n blocking queries are parked on the
+// server, or ctx ends. Tests call it before changing state or advancing the
+// clock, to be sure a client has started waiting.
+func (s *Server) WaitBlocked(ctx context.Context, n int) error {
+	for {
+		s.st.mu.Lock()
+		if s.st.blocked >= n {
+			s.st.mu.Unlock()
+			return nil
+		}
+		ch := s.st.blockedCh
+		s.st.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("miniconsul: waiting for %d blocked queries: %w", n, ctx.Err())
+		}
+	}
+}
+
+// WaitParked waits until at least n blocking queries on key (a single-key
+// KV read) are parked with an index of at least index, or ctx ends. A test
+// learns that way that a client has seen the key at index and is waiting
+// for the next change: the state a client reaches after a wake-up, which a
+// count of all parked queries cannot tell apart from the one before.
+func (s *Server) WaitParked(ctx context.Context, key string, index uint64, n int) error {
+	for {
+		s.st.mu.Lock()
+		got := 0
+		for p := range s.st.parked {
+			if p.key == key && p.minIndex >= index {
+				got++
+			}
+		}
+		if got >= n {
+			s.st.mu.Unlock()
+			return nil
+		}
+		ch := s.st.blockedCh
+		s.st.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("miniconsul: waiting for %d queries parked on %q at index %d or above (%d are): %w",
+				n, key, index, got, ctx.Err())
+		}
+	}
+}

@@ -1,0 +1,388 @@
+// Benchmarks of this lock against api.Lock from github.com/hashicorp/consul/api,
+// in the same run, each sub-benchmark on its own fresh server: miniconsul, and
+// a real agent when a consul binary is found (fakes.EnvConsulBin or PATH;
+// skipped otherwise).
+//
+// Run the comparison table:
+//
+//	go test -run '^$' -bench 'Uncontended|Handoff' -benchtime 300x -count 5 ./locks/consullock/ | tee compare.txt
+//	benchstat compare.txt
+//
+// and the start-up times:
+//
+//	go test -run '^$' -bench Startup -benchtime 5x ./locks/consullock/
+//
+// How to read it:
+//   - Take the median of each metric across the -count runs; compare the two
+//     libraries by ratios within one run, on the same server kind.
+//   - Uncontended/<server>/<lib>: ns/op and allocs/op of one lock+unlock, one
+//     goroutine. On miniconsul allocs include the server's (same process).
+//   - Handoff/<server>/<lib>/waiters=16: 16 goroutines take turns on one lock,
+//     holding it ~100 µs each. handoff-p50-ms and handoff-p99-ms: from the
+//     moment a holder calls unlock to the moment the next holder's acquire
+//     returns; acq/s: acquisitions per second; reqs/acq: HTTP requests the
+//     clients sent per acquisition (blocking queries included).
+//
+// Both libraries create one session per acquisition and destroy it after,
+// both wait with blocking queries and both monitor a held key; lockproof adds
+// the consistent read of its fencing token, and api.Lock reads the key before
+// every acquire. The handoff differs: with "lockproof" the 16 goroutines
+// share one Locker, whose Lock calls queue locally so that one contends on
+// the server at a time; with "lockproof-apart" each goroutine has its own
+// Locker, as 16 processes would, and every release wakes all 15 waiters,
+// one of which wins the key while the others block on it again. Each
+// api.Lock (one per goroutine: it holds its state) contends on its own too,
+// but a loser of that race that reads the key back free sleeps
+// api.DefaultLockRetryTime (5 s) before looking again.
+package consullock_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/consul/api"
+
+	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/miniconsul"
+	"github.com/lockproof/lockproof/locks"
+	"github.com/lockproof/lockproof/locks/consullock"
+)
+
+const (
+	compareTTL     = 10 * time.Second
+	compareHold    = 100 * time.Microsecond
+	compareTimeout = 3 * time.Minute
+)
+
+// worker is one goroutine's handle on a lock.
+type worker interface {
+	lock(ctx context.Context) error
+	unlock(ctx context.Context) error
+}
+
+type library struct {
+	name    string
+	workers func(client *api.Client, key string, n int) ([]worker, error)
+}
+
+var libraries = []library{
+	{"lockproof", lockproofWorkers},
+	{"lockproof-apart", lockproofApartWorkers},
+	{"api.Lock", apiLockWorkers},
+}
+
+// lockproof: one Locker shared by every goroutine.
+type lockproofWorker struct {
+	l     *consullock.Locker
+	lease locks.Lease
+}
+
+func lockproofWorkers(client *api.Client, key string, n int) ([]worker, error) {
+	l, err := consullock.New(client, key, locks.WithTTL(compareTTL), locks.WithPrefix(""))
+	if err != nil {
+		return nil, err
+	}
+	ws := make([]worker, n)
+	for i := range ws {
+		ws[i] = &lockproofWorker{l: l}
+	}
+	return ws, nil
+}
+
+// lockproof-apart: a Locker per goroutine, as separate processes would
+// have (on one client): no local queue, every waiter contends on the server.
+func lockproofApartWorkers(client *api.Client, key string, n int) ([]worker, error) {
+	ws := make([]worker, n)
+	for i := range ws {
+		l, err := consullock.New(client, key, locks.WithTTL(compareTTL), locks.WithPrefix(""))
+		if err != nil {
+			return nil, err
+		}
+		ws[i] = &lockproofWorker{l: l}
+	}
+	return ws, nil
+}
+
+func (w *lockproofWorker) lock(ctx context.Context) (err error) {
+	w.lease, err = w.l.Lock(ctx)
+	return err
+}
+
+func (w *lockproofWorker) unlock(ctx context.Context) error {
+	err := w.lease.Unlock(ctx)
+	w.lease = nil
+	return err
+}
+
+// api.Lock holds its state, so each goroutine has its own, on one client.
+type apiLockWorker struct{ l *api.Lock }
+
+func apiLockWorkers(client *api.Client, key string, n int) ([]worker, error) {
+	ws := make([]worker, n)
+	for i := range ws {
+		l, err := client.LockOpts(&api.LockOptions{Key: key, SessionTTL: compareTTL.String()})
+		if err != nil {
+			return nil, err
+		}
+		ws[i] = &apiLockWorker{l: l}
+	}
+	return ws, nil
+}
+
+func (w *apiLockWorker) lock(ctx context.Context) error {
+	ch, err := w.l.Lock(ctx.Done())
+	if err == nil && ch == nil {
+		err = fmt.Errorf("api.Lock: gave up: %w", ctx.Err())
+	}
+	return err
+}
+
+func (w *apiLockWorker) unlock(context.Context) error { return w.l.Unlock() }
+
+// countingTransport counts the HTTP requests of a client.
+type countingTransport struct {
+	next http.RoundTripper
+	n    atomic.Int64
+}
+
+func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.n.Add(1)
+	return c.next.RoundTrip(r)
+}
+
+// compareServer is one server and a counting client on it.
+type compareServer struct {
+	c      *fakes.ConsulServer
+	client *api.Client
+	count  *countingTransport
+}
+
+type serverKind struct {
+	name string
+	opt  fakes.ConsulOption
+}
+
+var serverKinds = []serverKind{
+	{"miniconsul", fakes.ForceMiniconsul()},
+	{"agent", fakes.ForceConsulAgent()},
+}
+
+func startCompareServer(b *testing.B, kind serverKind) *compareServer {
+	b.Helper()
+	c := fakes.Consul(b, kind.opt)
+	tr := &http.Transport{MaxIdleConnsPerHost: 64}
+	b.Cleanup(tr.CloseIdleConnections)
+	count := &countingTransport{next: tr}
+	client, err := api.NewClient(&api.Config{Address: c.Addr(), HttpClient: &http.Client{Transport: count}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return &compareServer{c: c, client: client, count: count}
+}
+
+func warmUp(b *testing.B, ctx context.Context, w worker) {
+	b.Helper()
+	if err := w.lock(ctx); err != nil {
+		b.Fatalf("warm-up lock: %v", err)
+	}
+	if err := w.unlock(ctx); err != nil {
+		b.Fatalf("warm-up unlock: %v", err)
+	}
+}
+
+// BenchmarkUncontended: one goroutine locks and unlocks one lock b.N times.
+func BenchmarkUncontended(b *testing.B) {
+	for _, kind := range serverKinds {
+		b.Run(kind.name, func(b *testing.B) {
+			for _, lib := range libraries {
+				b.Run(lib.name, func(b *testing.B) {
+					s := startCompareServer(b, kind)
+					ctx, cancel := context.WithTimeout(context.Background(), compareTimeout)
+					defer cancel()
+					ws, err := lib.workers(s.client, s.c.Prefix()+"bench-uncontended", 1)
+					if err != nil {
+						b.Fatal(err)
+					}
+					w := ws[0]
+					warmUp(b, ctx, w)
+					before := s.count.n.Load()
+					b.ReportAllocs()
+					b.ResetTimer()
+					for range b.N {
+						if err := w.lock(ctx); err != nil {
+							b.Fatalf("lock: %v", err)
+						}
+						if err := w.unlock(ctx); err != nil {
+							b.Fatalf("unlock: %v", err)
+						}
+					}
+					b.StopTimer()
+					b.ReportMetric(float64(s.count.n.Load()-before)/float64(b.N), "reqs/op")
+				})
+			}
+		})
+	}
+}
+
+// BenchmarkHandoff: 16 goroutines contend for one lock until b.N
+// acquisitions in total have completed.
+func BenchmarkHandoff(b *testing.B) {
+	for _, kind := range serverKinds {
+		b.Run(kind.name, func(b *testing.B) {
+			for _, lib := range libraries {
+				b.Run(lib.name+"/waiters=16", func(b *testing.B) {
+					benchmarkHandoff(b, kind, lib, 16)
+				})
+			}
+		})
+	}
+}
+
+// handoffRun is the state the goroutines of one Handoff run share.
+type handoffRun struct {
+	tickets    atomic.Int64
+	inside     atomic.Int32
+	violations atomic.Int64
+	releasedAt atomic.Int64 // UnixNano just before the last unlock; 0 once consumed
+	errOnce    sync.Once
+	err        error
+}
+
+func (r *handoffRun) fail(err error) { r.errOnce.Do(func() { r.err = err }) }
+
+func (r *handoffRun) loop(ctx context.Context, w worker, handoffs *[]time.Duration) {
+	for r.tickets.Add(-1) >= 0 {
+		if err := w.lock(ctx); err != nil {
+			r.fail(fmt.Errorf("lock: %w", err))
+			return
+		}
+		acquired := time.Now().UnixNano()
+		if r.inside.Add(1) != 1 {
+			r.violations.Add(1)
+		}
+		if released := r.releasedAt.Swap(0); released != 0 {
+			*handoffs = append(*handoffs, time.Duration(acquired-released))
+		}
+		for start := time.Now(); time.Since(start) < compareHold; {
+			// Spin: time.Sleep cannot wait as little as 100 µs.
+		}
+		r.inside.Add(-1)
+		r.releasedAt.Store(time.Now().UnixNano())
+		if err := w.unlock(ctx); err != nil {
+			r.fail(fmt.Errorf("unlock: %w", err))
+			return
+		}
+	}
+}
+
+func benchmarkHandoff(b *testing.B, kind serverKind, lib library, waiters int) {
+	s := startCompareServer(b, kind)
+	ctx, cancel := context.WithTimeout(context.Background(), compareTimeout)
+	defer cancel()
+	ws, err := lib.workers(s.client, s.c.Prefix()+"bench-handoff", waiters)
+	if err != nil {
+		b.Fatal(err)
+	}
+	warmUp(b, ctx, ws[0])
+	run := &handoffRun{}
+	run.tickets.Store(int64(b.N))
+	per := make([][]time.Duration, waiters)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i, w := range ws {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			run.loop(ctx, w, &per[i])
+		}()
+	}
+	before := s.count.n.Load()
+	b.ResetTimer()
+	began := time.Now()
+	close(start)
+	wg.Wait()
+	elapsed := time.Since(began)
+	b.StopTimer()
+	if run.err != nil {
+		b.Fatalf("%s: %v", lib.name, run.err)
+	}
+	if n := run.violations.Load(); n > 0 {
+		b.Fatalf("%s: %d acquisitions found another holder inside", lib.name, n)
+	}
+	var handoffs []time.Duration
+	for _, p := range per {
+		handoffs = append(handoffs, p...)
+	}
+	slices.Sort(handoffs)
+	b.ReportMetric(percentileMs(handoffs, 50), "handoff-p50-ms")
+	b.ReportMetric(percentileMs(handoffs, 99), "handoff-p99-ms")
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "acq/s")
+	b.ReportMetric(float64(s.count.n.Load()-before)/float64(b.N), "reqs/acq")
+}
+
+// percentileMs returns the p-th percentile (nearest rank) of sorted, in
+// milliseconds; 0 when there are no samples.
+func percentileMs(sorted []time.Duration, p int) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := (len(sorted)*p + 99) / 100
+	i = min(max(i, 1), len(sorted))
+	return float64(sorted[i-1]) / float64(time.Millisecond)
+}
+
+// cleanupTB runs the cleanups registered during one benchmark iteration at
+// its end, so that each iteration starts and stops its own server.
+type cleanupTB struct {
+	testing.TB
+	fns []func()
+}
+
+func (c *cleanupTB) Cleanup(f func()) { c.fns = append(c.fns, f) }
+
+func (c *cleanupTB) run() {
+	for i := len(c.fns) - 1; i >= 0; i-- {
+		c.fns[i]()
+	}
+	c.fns = nil
+}
+
+// BenchmarkStartup: start a server until it serves sessions, and stop it.
+// ms/start is the start alone, without the stop.
+func BenchmarkStartup(b *testing.B) {
+	b.Run("miniconsul", func(b *testing.B) {
+		var total time.Duration
+		for range b.N {
+			began := time.Now()
+			s, err := miniconsul.Start()
+			total += time.Since(began)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := s.Close(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(total)/float64(b.N)/float64(time.Millisecond), "ms/start")
+	})
+	b.Run("agent", func(b *testing.B) {
+		if fakes.ConsulBinary() == "" {
+			b.Skipf("no consul binary: set %s or put consul on PATH", fakes.EnvConsulBin)
+		}
+		var total time.Duration
+		for range b.N {
+			tb := &cleanupTB{TB: b}
+			c := fakes.Consul(tb, fakes.ForceConsulAgent())
+			total += c.Startup()
+			tb.run()
+		}
+		b.ReportMetric(float64(total)/float64(b.N)/float64(time.Millisecond), "ms/start")
+	})
+}

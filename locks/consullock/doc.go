@@ -1,0 +1,77 @@
+// Package consullock is a fenced lock on Consul, built on the official
+// client github.com/hashicorp/consul/api: a session with a TTL and KV
+// acquire.
+//
+// One acquisition, step by step:
+//
+//   - create a session (PUT /v1/session/create): TTL the lease TTL,
+//     Behavior "release", the Locker's lock-delay. Every Lock or TryLock
+//     call has a session of its own: the session is the owner, so two
+//     goroutines sharing a Locker never share ownership.
+//   - acquire: PUT /v1/kv/<prefix><name>?acquire=<session>.
+//   - read the key back (a consistent read) for the fencing token.
+//   - while held: the lease (locks.ManagedLease) renews the session every
+//     TTL/3 (PUT /v1/session/renew) and a monitor goroutine watches the key
+//     with blocking queries. Done closes as soon as the monitor sees the key
+//     leave the session (session invalidated on the server, key released or
+//     deleted by someone else), or a renewal finds the session gone (404),
+//     or the lease's local deadline passes without a successful renewal
+//     (server unreachable): always within the TTL. hashicorp/consul#18271
+//     reports api.Lock missing such losses.
+//   - unlock: PUT ?release=<session>, then destroy the session. Releasing
+//     first matters: destroying a session that still holds the key starts
+//     the lock-delay for everybody.
+//
+// After a loss, the same Locker acquires again with a new session
+// (hashicorp/consul#4902: api.Lock could not).
+//
+// Renewal through ManagedLease rather than api.Session.RenewPeriodic (TTL/2):
+// one watchdog for every lock of lockproof, renewing at TTL/3 with retries
+// while time is left, and a local deadline of (last renewal sent) + TTL −
+// Drift(TTL). Consul invalidates a session no earlier than its TTL after the
+// last renewal (in practice TTL × 2), so the local deadline always ends
+// first. A session waiting in Lock is renewed every TTL/2.
+//
+// The fencing token is the key's ModifyIndex as read, with a consistent
+// read, right after the acquire and while the key still shows our session;
+// otherwise the attempt counts as lost and starts over. ModifyIndex is a
+// Raft index: one counter for every write of the cluster, never reused. The
+// read happens after our acquire (index a) and before anything ends our hold
+// (index r, a release, an invalidation or a deletion, since the read still
+// saw our session), so the token t satisfies a ≤ t < r. The next acquisition
+// is a write after r, and its token is at least its own index: tokens
+// strictly increase. LockIndex, which Consul increments on every acquire,
+// is not used: it belongs to the key, so it restarts at 1 when the key is
+// deleted and recreated (and a plain PUT on the key sets it to 0). A
+// snapshot restore that rolls the Raft index back breaks the ModifyIndex
+// argument too; restoring a snapshot under live locks breaks any lock.
+//
+// Lock calls sharing a Locker queue locally (in arrival order) and only the
+// first contends on the server, so a release wakes one waiter per Locker,
+// not every waiting goroutine. Waiting is a blocking query on the lock key
+// (GET ?index=&wait=), never a poll. The first read is immediate; each later one waits for the index to
+// move past the last seen, for no longer than the wait budget left
+// (recomputed after every wake-up and enforced on the Locker's clock, since
+// Consul adds up to 1/16 of jitter to a wait), half the session TTL (the
+// waiting session is then renewed) and five minutes. An index that goes
+// backwards restarts from 0. A waiter attempts the acquire only when a read
+// shows the key free.
+//
+// Lock-delay: after a session holding the lock is invalidated, Consul
+// refuses the key to every acquire for the session's lock-delay, and does
+// not say until when. A waiter whose acquire fails on a key that reads free
+// assumes the holder used the same lock-delay as its own Locker: it waits
+// by a blocking query (woken early if the key changes) until that long
+// after it first saw the key free, then retries, backing off (1/8 of the
+// lock-delay, doubling, at most the TTL) should the delay prove longer.
+// The default lock-delay is the TTL (capped at Consul's maximum, 60s):
+// a holder whose session is destroyed under it has a local deadline at most
+// one TTL away, so nobody else gets the lock before that deadline. Give
+// every Locker of one name the same lock-delay.
+//
+// Validation: TTL within Consul's session range, [10s, 24h] by default
+// (locks.ErrInvalidTTL); a server configured with a lower session_ttl_min is
+// declared with Session.TTLMin. Lock-delay 0 or within [1ms, 60s]
+// (locks.ErrInvalidOption). Names must make a clean KV path
+// (locks.ErrInvalidName).
+package consullock

@@ -1,0 +1,90 @@
+package consullock
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/consul/api"
+
+	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/locks"
+)
+
+var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// server starts the Consul of a test on manual time: miniconsul, or a real
+// agent when a consul binary is found (Advance then sleeps).
+func server(t testing.TB, opts ...fakes.ConsulOption) *fakes.ConsulServer {
+	t.Helper()
+	return fakes.Consul(t, append([]fakes.ConsulOption{fakes.ConsulManualTime(epoch)}, opts...)...)
+}
+
+func newLocker(t testing.TB, c *fakes.ConsulServer, client *api.Client, name string, s Session, opts ...locks.Option) *Locker {
+	t.Helper()
+	if client == nil {
+		client = c.Client()
+	}
+	l, err := NewWithSession(client, name, s, append(c.LockOptions(), opts...)...)
+	if err != nil {
+		t.Fatalf("NewWithSession: %v", err)
+	}
+	return l
+}
+
+func mustLock(t testing.TB, l *Locker) locks.Lease {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	lease, err := l.Lock(ctx)
+	if err != nil {
+		t.Errorf("Lock: %v", err)
+		return nil
+	}
+	return lease
+}
+
+func token(t testing.TB, lease locks.Lease) locks.Token {
+	t.Helper()
+	tok, ok := lease.Token()
+	if !ok {
+		t.Fatal("consullock lease has no fencing token")
+	}
+	return tok
+}
+
+// holder returns the session holding l's key and the key's ModifyIndex.
+func holder(t testing.TB, c *fakes.ConsulServer, l *Locker) (string, uint64) {
+	t.Helper()
+	p, _, err := c.Client().KV().Get(l.Key(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p == nil {
+		return "", 0
+	}
+	return p.Session, p.ModifyIndex
+}
+
+// waitDone waits (wall clock, bounded) for a lease's Done.
+func waitDone(t testing.TB, lease locks.Lease, what string) {
+	t.Helper()
+	select {
+	case <-lease.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatalf("timed out waiting for %s", what)
+	}
+}
+
+// waitUntil polls cond on the wall clock; it waits for goroutines, never
+// for a TTL.
+func waitUntil(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

@@ -1,0 +1,109 @@
+package consullock
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/consul/api"
+
+	"github.com/lockproof/lockproof/locks"
+)
+
+// leaseOps are the owner-checked operations on one acquisition: the owner
+// is the session.
+type leaseOps struct {
+	l       *Locker
+	session string
+	lost    atomic.Bool // the monitor saw the key leave the session
+}
+
+var _ locks.LeaseOps = (*leaseOps)(nil)
+
+// Renew renews the session. It returns locks.ErrNotHeld when the session is
+// gone (Consul answers 404) or the monitor saw the key leave it.
+func (o *leaseOps) Renew(ctx context.Context) error {
+	if o.lost.Load() {
+		return fmt.Errorf("consullock: the key no longer holds session %s: %w", o.session, locks.ErrNotHeld)
+	}
+	rctx, cancel := o.l.request(ctx)
+	defer cancel()
+	e, _, err := o.l.client.Session().Renew(o.session, writeOpts(rctx))
+	if err != nil {
+		return fmt.Errorf("consullock: renew session: %w", err)
+	}
+	if e == nil {
+		return fmt.Errorf("consullock: session %s invalidated: %w", o.session, locks.ErrNotHeld)
+	}
+	return nil
+}
+
+// Release releases the key and destroys the session.
+func (o *leaseOps) Release(ctx context.Context) error {
+	rctx, cancel := o.l.request(ctx)
+	defer cancel()
+	return o.l.releaseAndDestroy(rctx, o.session)
+}
+
+// monitor watches the key with blocking queries for as long as the lease
+// lives, and ends it as soon as the key no longer shows the session: a
+// session invalidated on the server (TTL, destroy, failed node check), a
+// key deleted or released by someone else. The watchdog's renewals alone
+// would notice only at the next renewal, up to TTL/3 later, and api.Lock's
+// own monitor only when the session's key changes while it happens to
+// watch (hashicorp/consul#18271). It stops when Done closes.
+func (o *leaseOps) monitor(lease *locks.ManagedLease, index uint64) {
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		<-lease.Done()
+		cancel()
+	}()
+	go func() {
+		defer cancel()
+		for {
+			q := (&api.QueryOptions{WaitIndex: index, WaitTime: maxBlock}).WithContext(ctx)
+			pair, meta, err := o.l.client.KV().Get(o.l.key, q)
+			switch {
+			case ctx.Err() != nil:
+				return
+			case err != nil:
+				// The watchdog's renewals decide whether the lease survives
+				// an unreachable server; look again a little later.
+				if !o.l.pause(ctx, o.l.opt.TTL/10) {
+					return
+				}
+				continue
+			case pair == nil || pair.Session != o.session:
+				o.lost.Store(true)
+				_ = lease.Renew(ctx) // fails with ErrNotHeld, which ends the lease
+				return
+			}
+			index = nextIndex(index, meta.LastIndex)
+		}
+	}()
+}
+
+// pause waits d on the Locker's clock; false if ctx ended first.
+func (l *Locker) pause(ctx context.Context, d time.Duration) bool {
+	t := l.opt.Clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C():
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// nextIndex returns the index for the next blocking query, after one sent
+// with prev answered got: got, except that an index going backwards (a
+// restored snapshot, another server) restarts from 0, an immediate read,
+// and that an index is never 0 after a read (Consul's guidance: a 0 would
+// make every following query return at once).
+func nextIndex(prev, got uint64) uint64 {
+	if got < prev {
+		return 0
+	}
+	return max(got, 1)
+}

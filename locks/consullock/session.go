@@ -1,0 +1,170 @@
+package consullock
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/consul/api"
+
+	"github.com/lockproof/lockproof/locks"
+)
+
+// attempt is one Lock or TryLock call: the session it acquires with.
+type attempt struct {
+	l       *Locker
+	session string
+	renewed time.Time // when the request that created or last renewed the session was sent
+}
+
+// newAttempt creates the attempt's session: TTL the lease TTL, Behavior
+// release, the Locker's lock-delay. The body is sent as is (not through
+// api.Session.Create, which drops a zero lock-delay, leaving Consul's 15s
+// default).
+func (l *Locker) newAttempt(ctx context.Context) (*attempt, error) {
+	body := map[string]any{
+		"Name":      "lockproof " + l.name,
+		"TTL":       l.opt.TTL.String(),
+		"Behavior":  api.SessionBehaviorRelease,
+		"LockDelay": l.lockDelay.String(),
+	}
+	rctx, cancel := l.request(ctx)
+	defer cancel()
+	start := l.opt.Clock.Now()
+	var out struct{ ID string }
+	if _, err := l.client.Raw().Write("/v1/session/create", body, &out, writeOpts(rctx)); err != nil {
+		return nil, l.errorf("create session: %w", l.cause(ctx, err))
+	}
+	if out.ID == "" {
+		return nil, l.errorf("create session: the server returned no session ID")
+	}
+	return &attempt{l: l, session: out.ID, renewed: start}, nil
+}
+
+// cause returns ctx's error when ctx ended (so callers can test for
+// cancellation with errors.Is), else err.
+func (l *Locker) cause(ctx context.Context, err error) error {
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return ctxErr
+	}
+	return err
+}
+
+// renew renews the attempt's session; errSessionGone when it no longer
+// exists.
+func (a *attempt) renew(ctx context.Context) error {
+	rctx, cancel := a.l.request(ctx)
+	defer cancel()
+	start := a.l.opt.Clock.Now()
+	e, _, err := a.l.client.Session().Renew(a.session, writeOpts(rctx))
+	if err != nil {
+		return a.l.errorf("renew session: %w", a.l.cause(ctx, err))
+	}
+	if e == nil {
+		return errSessionGone
+	}
+	a.renewed = start
+	return nil
+}
+
+// keepAlive renews the session once half its TTL has passed since the last
+// renewal, so that a waiting session never comes close to expiring.
+func (a *attempt) keepAlive(ctx context.Context) error {
+	if a.l.opt.Clock.Now().Sub(a.renewed) < a.l.opt.TTL/2 {
+		return nil
+	}
+	return a.renew(ctx)
+}
+
+// renewDue is when keepAlive will next renew.
+func (a *attempt) renewDue() time.Time { return a.renewed.Add(a.l.opt.TTL / 2) }
+
+// try acquires once: a nil lease and nil error mean the key is held (or
+// under lock-delay). errSessionGone and errLost say to retry with a new
+// session.
+func (a *attempt) try(ctx context.Context) (locks.Lease, error) {
+	l := a.l
+	rctx, cancel := l.request(ctx)
+	ok, _, err := l.client.KV().Acquire(&api.KVPair{Key: l.key, Session: a.session}, writeOpts(rctx))
+	cancel()
+	switch {
+	case invalidSession(err):
+		return nil, errSessionGone
+	case err != nil:
+		return nil, l.errorf("acquire: %w", l.cause(ctx, err))
+	case !ok:
+		return nil, nil
+	}
+	return a.grant(ctx)
+}
+
+// invalidSession reports Consul's refusal of an acquire with a session it
+// does not know.
+func invalidSession(err error) bool {
+	var se api.StatusError
+	return errors.As(err, &se) && se.Code == http.StatusInternalServerError &&
+		strings.Contains(se.Body, "invalid session")
+}
+
+// grant reads the token back and wraps the acquisition in a managed lease.
+//
+// The token is the key's ModifyIndex, read with a consistent read right
+// after the acquire while the key still shows our session (see the package
+// documentation for why it strictly increases). The lease's validity
+// counts from the last session renewal, not from the acquire: Consul runs
+// the session's TTL from there.
+func (a *attempt) grant(ctx context.Context) (locks.Lease, error) {
+	l := a.l
+	rctx, cancel := l.request(ctx)
+	q := (&api.QueryOptions{RequireConsistent: true}).WithContext(rctx)
+	pair, meta, err := l.client.KV().Get(l.key, q)
+	cancel()
+	if err != nil {
+		return nil, l.errorf("read token: %w", l.cause(ctx, err))
+	}
+	if pair == nil || pair.Session != a.session {
+		return nil, errLost
+	}
+	tok := locks.Token(pair.ModifyIndex)
+	ops := &leaseOps{l: l, session: a.session}
+	lease := locks.NewLease(locks.LeaseSpec{Name: l.name, Token: tok, Fenced: true, Start: a.renewed}, ops, l.opt)
+	if err := lease.Err(); err != nil {
+		_ = lease.Unlock(context.WithoutCancel(ctx)) // releases the key and destroys the session
+		return nil, l.errorf("acquired too late: %w", err)
+	}
+	ops.monitor(lease, meta.LastIndex)
+	locks.Observe(ctx, l.opt.Observer, locks.Event{Point: locks.PointAcquired, Name: l.name, Token: tok, Fenced: true})
+	return lease, nil
+}
+
+// abandon releases the key (in case an acquire went through unseen) and
+// destroys the session, on a context of its own bounded by the request
+// timeout. The release comes first: destroying a session that holds the
+// key would start the lock-delay for everybody.
+func (a *attempt) abandon() {
+	ctx, cancel := context.WithTimeout(context.Background(), a.l.opt.RequestTimeout)
+	defer cancel()
+	if err := a.l.releaseAndDestroy(ctx, a.session); err != nil && !errors.Is(err, locks.ErrNotHeld) {
+		a.l.opt.Logger.Warn("lockproof: could not clean up a session; it will expire by its TTL",
+			"lock", a.l.name, "session", a.session, "err", err)
+	}
+}
+
+// releaseAndDestroy releases the key if session holds it, then destroys
+// the session whatever the release said. It returns locks.ErrNotHeld
+// (wrapped) when session did not hold the key.
+func (l *Locker) releaseAndDestroy(ctx context.Context, session string) error {
+	ok, _, relErr := l.client.KV().Release(&api.KVPair{Key: l.key, Session: session}, writeOpts(ctx))
+	_, desErr := l.client.Session().Destroy(session, writeOpts(ctx))
+	switch {
+	case relErr != nil:
+		return l.errorf("release: %w", relErr)
+	case desErr != nil:
+		return l.errorf("destroy session: %w", desErr)
+	case !ok:
+		return l.errorf("release: %w", locks.ErrNotHeld)
+	}
+	return nil
+}

@@ -1,0 +1,216 @@
+package consullock
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/hashicorp/consul/api"
+
+	"github.com/lockproof/lockproof/locks"
+)
+
+// Lock waits until the lock is held, ctx ends (an error wrapping ctx.Err())
+// or the wait budget runs out (locks.ErrWaitBudget).
+//
+// Lock calls of one Locker take turns (see Locker). The one whose turn it
+// is waits by a blocking query on the lock key, never a poll: it
+// tries to acquire only when a read shows the key free. The first read is
+// immediate (index 0); each following one waits for the key's index to move
+// past the last seen, for at most the budget left (recomputed after every
+// wake-up), half the session TTL (the waiting session is renewed then) and
+// five minutes. An index that goes backwards restarts from 0. A failed
+// acquire on a key that reads free means a lock-delay after an invalidated
+// session: the waiter then blocks on the key until the lock-delay should
+// be over (see the package documentation), woken early only if the key
+// changes, and tries again.
+func (l *Locker) Lock(ctx context.Context) (locks.Lease, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, l.errorf("lock: %w", err)
+	}
+	w := waiter{l: l, began: l.opt.Clock.Now()}
+	leave, err := l.enter(ctx, w.began)
+	if err != nil {
+		return nil, err
+	}
+	defer leave()
+	a, err := l.newAttempt(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		lease, err := a.try(ctx)
+		if err == nil && lease == nil {
+			err = w.await(ctx, a)
+		}
+		switch {
+		case err == nil && lease != nil:
+			return lease, nil
+		case err == nil:
+			continue
+		case errors.Is(err, errSessionGone), errors.Is(err, errLost), errors.Is(err, locks.ErrLeaseExpired):
+			// Start over with a new session, the old one gone or useless.
+			a.abandon()
+			if a, err = l.newAttempt(ctx); err != nil {
+				return nil, err
+			}
+		default:
+			a.abandon()
+			return nil, err
+		}
+	}
+}
+
+// waiter is the state of one Lock call's wait.
+type waiter struct {
+	l         *Locker
+	began     time.Time
+	index     uint64    // for the next blocking query; 0: read at once
+	free      bool      // the last read showed the key free
+	freeSince time.Time // when reads started showing it free
+	retries   int       // failed attempts on a key that read free
+}
+
+// await blocks until the lock is worth another attempt, after an attempt
+// failed: the key seen free, or a lock-delay believed over.
+//
+// A refused acquire on a key that read free at index i, which still reads
+// free at i, can only be a lock-delay: any acquire by someone else would
+// have moved the index (a refused acquire writes nothing). So the waiter
+// blocks at i until the lock-delay should be over; a key that moves in the
+// meantime (taken, or taken and already released by a faster waiter) ends
+// that wait at once.
+func (w *waiter) await(ctx context.Context, a *attempt) error {
+	l := w.l
+	var delayEnd time.Time
+	if w.free {
+		delayEnd = w.delayEnd()
+	}
+	for {
+		if err := a.keepAlive(ctx); err != nil {
+			return err
+		}
+		now := l.opt.Clock.Now()
+		if !delayEnd.IsZero() && !now.Before(delayEnd) {
+			return nil
+		}
+		wait, deadline, err := w.bound(now, a, delayEnd)
+		if err != nil {
+			return err
+		}
+		pair, meta, err := w.read(ctx, wait, deadline)
+		if err != nil {
+			return err
+		}
+		free := pair == nil || pair.Session == ""
+		prev := w.index
+		w.index = nextIndex(prev, meta.LastIndex)
+		moved := meta.LastIndex != prev
+		if free && (!w.free || moved) {
+			w.freeSince = l.opt.Clock.Now()
+		}
+		w.free = free
+		switch {
+		case !free:
+			delayEnd, w.retries = time.Time{}, 0
+		case delayEnd.IsZero(), moved:
+			return nil
+		}
+		// Free and unchanged: the lock-delay wait timed out; the loop's
+		// top decides whether it is over.
+	}
+}
+
+// delayEnd is when to try again after an attempt failed on a key that read
+// free. The lock-delay of the invalidated session started before the key
+// read free, so it is over by freeSince + the Locker's lock-delay, when the
+// holder used the same lock-delay. Should the attempt then fail again (a
+// holder with a longer lock-delay, clocks that disagree) the next tries
+// back off: 1/8 of the lock-delay (at least 1ms), doubling, capped at the
+// TTL. Never a busy loop.
+func (w *waiter) delayEnd() time.Time {
+	l := w.l
+	end := w.freeSince.Add(l.lockDelay)
+	if now := l.opt.Clock.Now(); !now.Before(end) {
+		step := max(l.lockDelay/8, time.Millisecond) << min(w.retries, 16)
+		end = now.Add(min(step, l.opt.TTL))
+	}
+	w.retries++
+	return end
+}
+
+// bound computes the next blocking query's wait, and the wait budget's
+// deadline (zero when there is no budget). It returns ErrWaitBudget once
+// the budget is spent.
+func (w *waiter) bound(now time.Time, a *attempt, delayEnd time.Time) (time.Duration, time.Time, error) {
+	l := w.l
+	wait := min(maxBlock, max(a.renewDue().Sub(now), time.Millisecond))
+	if !delayEnd.IsZero() {
+		wait = min(wait, delayEnd.Sub(now))
+	}
+	var deadline time.Time
+	if l.opt.WaitBudget > 0 {
+		deadline = w.began.Add(l.opt.WaitBudget)
+		left := deadline.Sub(now)
+		if left <= 0 {
+			return 0, deadline, l.errorf("lock: %w after %v", locks.ErrWaitBudget, l.opt.WaitBudget)
+		}
+		wait = min(wait, left)
+	}
+	return wait, deadline, nil
+}
+
+// read is one (blocking, unless w.index is 0) read of the key. A deadline
+// cancels it on the Locker's clock, whatever the server's wait: Consul adds
+// up to wait/16 of jitter.
+func (w *waiter) read(ctx context.Context, wait time.Duration, deadline time.Time) (*api.KVPair, *api.QueryMeta, error) {
+	l := w.l
+	qctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if !deadline.IsZero() {
+		t := l.opt.Clock.AfterFunc(deadline.Sub(l.opt.Clock.Now()), cancel)
+		defer t.Stop()
+	}
+	if w.index == 0 {
+		rctx, rcancel := l.request(qctx)
+		defer rcancel()
+		qctx = rctx
+	}
+	q := (&api.QueryOptions{WaitIndex: w.index, WaitTime: wait}).WithContext(qctx)
+	pair, meta, err := l.client.KV().Get(l.key, q)
+	switch {
+	case err == nil:
+		return pair, meta, nil
+	case ctx.Err() != nil:
+		return nil, nil, l.errorf("lock: %w", ctx.Err())
+	case !deadline.IsZero() && !l.opt.Clock.Now().Before(deadline):
+		return nil, nil, l.errorf("lock: %w after %v", locks.ErrWaitBudget, l.opt.WaitBudget)
+	}
+	return nil, nil, l.errorf("lock: read: %w", err)
+}
+
+// enter waits for this Lock call's turn to contend on the server, behind
+// the earlier Lock calls of the same Locker, within ctx and the wait
+// budget. The returned function ends the turn.
+func (l *Locker) enter(ctx context.Context, began time.Time) (func(), error) {
+	leave := func() { <-l.gate }
+	select {
+	case l.gate <- struct{}{}:
+		return leave, nil
+	default:
+	}
+	var budget <-chan time.Time
+	if l.opt.WaitBudget > 0 {
+		t := l.opt.Clock.NewTimer(began.Add(l.opt.WaitBudget).Sub(l.opt.Clock.Now()))
+		defer t.Stop()
+		budget = t.C()
+	}
+	select {
+	case l.gate <- struct{}{}:
+		return leave, nil
+	case <-ctx.Done():
+		return nil, l.errorf("lock: %w", ctx.Err())
+	case <-budget:
+		return nil, l.errorf("lock: %w after %v", locks.ErrWaitBudget, l.opt.WaitBudget)
+	}
+}
