@@ -1,6 +1,7 @@
 // Command lockproof proves locks right or wrong.
 //
 //	lockproof history [flags] <file>   check a recorded JSON history
+//	lockproof bench [flags]            measure locks against their peers
 //
 // history reads a history in linearize's JSON format (see
 // linearize.DecodeHistory), checks it against a model and prints the
@@ -8,8 +9,18 @@
 // timeline too. Models: lease (a lease lock; -ttl and -tolerance), fenced
 // (a register whose writes carry fencing tokens), register, kv.
 //
-// Exit status: 0 linearizable, 1 not linearizable, 2 bad usage or a
-// malformed history, 3 unknown (the -timeout ran out).
+// bench measures, on embedded miniredis or a real Redis (-redis), lockproof's
+// Redis lock against go-redsync/redsync and bsm/redislock in one run:
+// uncontended lock+unlock latency, and with 4, 16 and 64 contenders the
+// hand-off latency (every hand-off to a waiter), acquisitions per second,
+// commands sent per acquisition and allocations per acquisition. It prints
+// medians over -runs with each peer's ratio to lockproof, warns when the runs
+// spread, and writes -json and -html (an SVG chart).
+//
+// Exit status of history: 0 linearizable, 1 not linearizable, 2 bad usage
+// or a malformed history, 3 unknown (the -timeout ran out). bench: 0, or 1
+// if a measurement failed (a lock that let two holders in fails it), 2 on
+// bad usage.
 package main
 
 import (
@@ -42,6 +53,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "history":
 		return history(args[1:], stdout, stderr)
+	case "bench":
+		return bench(args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		usage(stdout)
 		return exitOK
@@ -56,6 +69,7 @@ func usage(w io.Writer) {
 
 commands:
   history [flags] <file>   check a recorded JSON history (-h for its flags)
+  bench [flags]            measure the Redis locks against redsync and bsm
 `)
 }
 

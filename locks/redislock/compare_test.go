@@ -45,26 +45,22 @@ package redislock_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
-	bsmlock "github.com/bsm/redislock"
-	"github.com/go-redsync/redsync/v4"
-	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/locks/internal/locktest"
+	"github.com/lockproof/lockproof/locks/lockbench"
+	"github.com/lockproof/lockproof/locks/lockbench/peers"
 	"github.com/lockproof/lockproof/locks/redislock"
 )
 
@@ -76,109 +72,34 @@ const (
 	compareTimeout = 3 * time.Minute
 )
 
-// worker is one goroutine's handle on a lock: lock, then unlock, repeatedly.
-// It keeps the current acquisition itself, so driving it allocates nothing
-// beyond what the library allocates.
-type worker interface {
-	lock(ctx context.Context) error
-	unlock(ctx context.Context) error
-}
-
 // library builds n workers on one lock name, sharing whatever the library
 // means to be shared between goroutines of one process.
 type library struct {
 	name    string
-	workers func(client redis.UniversalClient, name string, n int) ([]worker, error)
+	workers func(client redis.UniversalClient, name string, n int) ([]lockbench.Worker, error)
 }
 
 var libraries = []library{
 	{"lockproof", lockproofWorkers},
-	{"redsync", redsyncWorkers},
-	{"bsm", bsmWorkers},
+	{"redsync", func(c redis.UniversalClient, name string, n int) ([]lockbench.Worker, error) {
+		return peers.Redsync(c, name, compareTTL, n), nil
+	}},
+	{"bsm", func(c redis.UniversalClient, name string, n int) ([]lockbench.Worker, error) {
+		return peers.BSM(c, name, compareTTL, n), nil
+	}},
 }
 
 // lockproof: one Locker shared by every goroutine; each Lock gets its own lease.
-type lockproofWorker struct {
-	l     *redislock.Locker
-	lease locks.Lease
-}
-
-func lockproofWorkers(client redis.UniversalClient, name string, n int) ([]worker, error) {
+func lockproofWorkers(client redis.UniversalClient, name string, n int) ([]lockbench.Worker, error) {
 	l, err := redislock.New(client, name, locks.WithTTL(compareTTL))
 	if err != nil {
 		return nil, err
 	}
-	ws := make([]worker, n)
+	ws := make([]lockbench.Worker, n)
 	for i := range ws {
-		ws[i] = &lockproofWorker{l: l}
+		ws[i] = lockbench.FromLocker(l)
 	}
 	return ws, nil
-}
-
-func (w *lockproofWorker) lock(ctx context.Context) (err error) {
-	w.lease, err = w.l.Lock(ctx)
-	return err
-}
-
-func (w *lockproofWorker) unlock(ctx context.Context) error {
-	err := w.lease.Unlock(ctx)
-	w.lease = nil
-	return err
-}
-
-// redsync: a Mutex holds its current value, so each goroutine needs its own;
-// all come from one Redsync. Tries are raised so that waiters never give up;
-// the retry delay keeps its default.
-type redsyncWorker struct{ m *redsync.Mutex }
-
-func redsyncWorkers(client redis.UniversalClient, name string, n int) ([]worker, error) {
-	rs := redsync.New(goredis.NewPool(client))
-	ws := make([]worker, n)
-	for i := range ws {
-		ws[i] = &redsyncWorker{rs.NewMutex(name, redsync.WithExpiry(compareTTL), redsync.WithTries(1<<20))}
-	}
-	return ws, nil
-}
-
-func (w *redsyncWorker) lock(ctx context.Context) error { return w.m.LockContext(ctx) }
-
-func (w *redsyncWorker) unlock(ctx context.Context) error {
-	ok, err := w.m.UnlockContext(ctx)
-	if err == nil && !ok {
-		err = errors.New("redsync: unlock reported the lock not held")
-	}
-	return err
-}
-
-// bsm: one Client shared by every goroutine. Obtain only retries until the
-// context's deadline, or for one TTL when the context has none; the
-// benchmarks always pass a context with a deadline of compareTimeout.
-type bsmWorker struct {
-	c    *bsmlock.Client
-	name string
-	opt  *bsmlock.Options
-	held *bsmlock.Lock
-}
-
-func bsmWorkers(client redis.UniversalClient, name string, n int) ([]worker, error) {
-	c := bsmlock.New(client)
-	opt := &bsmlock.Options{RetryStrategy: bsmlock.LinearBackoff(100 * time.Millisecond)}
-	ws := make([]worker, n)
-	for i := range ws {
-		ws[i] = &bsmWorker{c: c, name: name, opt: opt}
-	}
-	return ws, nil
-}
-
-func (w *bsmWorker) lock(ctx context.Context) (err error) {
-	w.held, err = w.c.Obtain(ctx, w.name, compareTTL, w.opt)
-	return err
-}
-
-func (w *bsmWorker) unlock(ctx context.Context) error {
-	err := w.held.Release(ctx)
-	w.held = nil
-	return err
 }
 
 // countingHook counts the round trips a go-redis client makes through
@@ -327,12 +248,12 @@ func (s *compareServer) reportPer(b *testing.B, since counters, n int, unit stri
 
 // warmUp takes and releases the lock once, so that scripts are loaded and a
 // pooled connection exists before anything is counted or timed.
-func warmUp(b *testing.B, ctx context.Context, w worker) {
+func warmUp(b *testing.B, ctx context.Context, w lockbench.Worker) {
 	b.Helper()
-	if err := w.lock(ctx); err != nil {
+	if err := w.Lock(ctx); err != nil {
 		b.Fatalf("warm-up lock: %v", err)
 	}
-	if err := w.unlock(ctx); err != nil {
+	if err := w.Unlock(ctx); err != nil {
 		b.Fatalf("warm-up unlock: %v", err)
 	}
 }
@@ -354,106 +275,16 @@ func BenchmarkUncontended(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for range b.N {
-				if err := w.lock(ctx); err != nil {
+				if err := w.Lock(ctx); err != nil {
 					b.Fatalf("lock: %v", err)
 				}
-				if err := w.unlock(ctx); err != nil {
+				if err := w.Unlock(ctx); err != nil {
 					b.Fatalf("unlock: %v", err)
 				}
 			}
 			b.StopTimer()
 			s.reportPer(b, before, b.N, "op")
 		})
-	}
-}
-
-// handoffRun is the state the goroutines of one Handoff run share.
-type handoffRun struct {
-	tickets    atomic.Int64 // acquisitions left to start
-	inside     atomic.Int32 // goroutines in the critical section
-	violations atomic.Int64 // times inside exceeded 1
-	releasedAt atomic.Int64 // UnixNano just before the last unlock; 0 once consumed
-	lastHolder atomic.Int64 // index of the goroutine that acquired last
-	selfHand   atomic.Int64 // hand-offs back to the goroutine that released
-
-	// In turns mode a goroutine that released does not call lock again
-	// until another goroutine has acquired: turnMu guards the wait on
-	// turn, which acquirers broadcast after recording lastHolder.
-	turns  bool
-	turnMu sync.Mutex
-	turn   *sync.Cond
-
-	errOnce sync.Once
-	err     error
-}
-
-func (r *handoffRun) fail(err error) { r.errOnce.Do(func() { r.err = err }) }
-
-// samples are one goroutine's observations.
-type samples struct {
-	handoff []time.Duration // release → next acquire returns
-	wait    []time.Duration // acquire called → acquire returns
-}
-
-// loop takes tickets until none are left; each ticket is one acquisition,
-// held for compareHold. id identifies the goroutine.
-func (r *handoffRun) loop(ctx context.Context, id int64, w worker, s *samples) {
-	for r.tickets.Add(-1) >= 0 {
-		called := time.Now().UnixNano()
-		if err := w.lock(ctx); err != nil {
-			r.fail(fmt.Errorf("lock: %w", err))
-			return
-		}
-		acquired := time.Now().UnixNano()
-		if r.inside.Add(1) != 1 {
-			r.violations.Add(1)
-		}
-		previous := r.passTurn(id)
-		if released := r.releasedAt.Swap(0); released != 0 {
-			s.handoff = append(s.handoff, time.Duration(acquired-released))
-			if previous == id {
-				r.selfHand.Add(1)
-			}
-		}
-		s.wait = append(s.wait, time.Duration(acquired-called))
-		for start := time.Now(); time.Since(start) < compareHold; {
-			// Spin: time.Sleep cannot wait as little as 100 µs.
-		}
-		r.inside.Add(-1)
-		r.releasedAt.Store(time.Now().UnixNano())
-		if err := w.unlock(ctx); err != nil {
-			r.fail(fmt.Errorf("unlock: %w", err))
-			return
-		}
-		r.awaitTurn(id)
-	}
-}
-
-// passTurn records id as the last holder and returns the previous one; in
-// turns mode it also wakes the goroutine waiting for someone else to acquire.
-func (r *handoffRun) passTurn(id int64) int64 {
-	if !r.turns {
-		return r.lastHolder.Swap(id)
-	}
-	r.turnMu.Lock()
-	defer r.turnMu.Unlock()
-	previous := r.lastHolder.Swap(id)
-	r.turn.Broadcast()
-	return previous
-}
-
-// awaitTurn, in turns mode, waits until a goroutine other than id has
-// acquired, or no acquisitions are left to start. Another goroutine always
-// comes: every other one is either calling lock or, not being the last
-// holder, free to.
-func (r *handoffRun) awaitTurn(id int64) {
-	if !r.turns {
-		return
-	}
-	r.turnMu.Lock()
-	defer r.turnMu.Unlock()
-	for r.lastHolder.Load() == id && r.tickets.Load() > 0 {
-		r.turn.Wait()
 	}
 }
 
@@ -500,56 +331,23 @@ func benchmarkHandoff(b *testing.B, lib library, waiters int, turns bool) {
 	}
 	warmUp(b, ctx, ws[0])
 
-	run := &handoffRun{turns: turns}
-	run.turn = sync.NewCond(&run.turnMu)
-	run.tickets.Store(int64(b.N))
-	run.lastHolder.Store(-1)
-	start := make(chan struct{})
-	perWorker := make([]samples, waiters)
-	for i := range perWorker {
-		perWorker[i].handoff = make([]time.Duration, 0, b.N/waiters+1)
-		perWorker[i].wait = make([]time.Duration, 0, b.N/waiters+1)
-	}
-	var wg sync.WaitGroup
-	for i, w := range ws {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			run.loop(ctx, int64(i), w, &perWorker[i])
-		}()
-	}
 	before := s.counters()
 	b.ResetTimer()
-	began := time.Now()
-	close(start)
-	wg.Wait()
-	elapsed := time.Since(began)
+	res, err := lockbench.Contend(ctx, ws, lockbench.Contention{Acquisitions: b.N, Hold: compareHold, Turns: turns})
 	b.StopTimer()
-
-	if run.err != nil {
-		b.Fatalf("%s, %d waiters: %v", lib.name, waiters, run.err)
+	if err != nil {
+		b.Fatalf("%s, %d waiters: %v", lib.name, waiters, err)
 	}
-	if n := run.violations.Load(); n > 0 {
-		b.Fatalf("%s, %d waiters: %d acquisitions found another holder inside", lib.name, waiters, n)
-	}
-	var handoffs, waits []time.Duration
-	for _, p := range perWorker {
-		handoffs = append(handoffs, p.handoff...)
-		waits = append(waits, p.wait...)
-	}
-	slices.Sort(handoffs)
-	slices.Sort(waits)
-	b.ReportMetric(locktest.PercentileMs(handoffs, 50), "handoff-p50-ms")
-	b.ReportMetric(locktest.PercentileMs(handoffs, 99), "handoff-p99-ms")
-	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "acq/s")
+	b.ReportMetric(locktest.PercentileMs(res.Handoffs, 50), "handoff-p50-ms")
+	b.ReportMetric(locktest.PercentileMs(res.Handoffs, 99), "handoff-p99-ms")
+	b.ReportMetric(res.AcqPerSec(), "acq/s")
 	s.reportPer(b, before, b.N, "acq")
 	// Fairness, for reading the numbers above: a lock that lets the releasing
 	// goroutine take it straight back hands off fast and often, while the
 	// other goroutines wait out their retry delays.
-	if len(handoffs) > 0 {
-		b.ReportMetric(100*float64(run.selfHand.Load())/float64(len(handoffs)), "self-handoff-%")
+	if len(res.Handoffs) > 0 {
+		b.ReportMetric(res.SelfHandoffPercent(), "self-handoff-%")
 	}
-	b.ReportMetric(locktest.PercentileMs(waits, 99), "wait-p99-ms")
-	b.ReportMetric(locktest.PercentileMs(waits, 100), "wait-max-ms")
+	b.ReportMetric(locktest.PercentileMs(res.Waits, 99), "wait-p99-ms")
+	b.ReportMetric(locktest.PercentileMs(res.Waits, 100), "wait-max-ms")
 }

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestBenchSmall runs the whole table at a tiny size: every library is
+// measured, the peers get ratios, and the JSON and HTML files are written.
+func TestBenchSmall(t *testing.T) {
+	dir := t.TempDir()
+	jsonPath, htmlPath := filepath.Join(dir, "b.json"), filepath.Join(dir, "b.html")
+	var out, errOut bytes.Buffer
+	code := run([]string{"bench", "-runs", "1", "-n", "8", "-uncontended", "20", "-waiters", "2",
+		"-json", jsonPath, "-html", htmlPath}, &out, &errOut)
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, out.String(), errOut.String())
+	}
+	for _, want := range []string{"uncontended p50 ms", "W=2 acq/s", "redsync", "bsm", "×)"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, out.String())
+		}
+	}
+	var rep BenchReport
+	raw, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Measurements) != 3*2 { // 3 libraries × (uncontended + W=2)
+		t.Fatalf("%d measurements in the JSON, want 6", len(rep.Measurements))
+	}
+	for _, m := range rep.Measurements {
+		if m.P50Ms <= 0 || (m.Waiters > 0 && m.AcqPerSec <= 0) {
+			t.Errorf("empty measurement %+v", m)
+		}
+	}
+	page, err := os.ReadFile(htmlPath)
+	if err != nil || !strings.Contains(string(page), "<svg") {
+		t.Fatalf("HTML chart not written (%v)", err)
+	}
+}
+
+func TestBenchBadFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"bench", "-waiters", "1"},
+		{"bench", "-waiters", "x"},
+		{"bench", "-runs", "0"},
+		{"bench", "-n", "0"},
+		{"bench", "-nope"},
+	} {
+		var out, errOut bytes.Buffer
+		if code := run(args, &out, &errOut); code != exitUsage {
+			t.Errorf("%v: exit %d, want %d", args, code, exitUsage)
+		}
+	}
+}
+
+func TestNoiseWarnings(t *testing.T) {
+	rep := BenchReport{Runs: 3, Measurements: []Measurement{
+		{Lib: "lockproof", Run: 1, P50Ms: 1, AcqPerSec: 100},
+		{Lib: "lockproof", Run: 2, P50Ms: 1.1, AcqPerSec: 100},
+		{Lib: "lockproof", Run: 3, P50Ms: 2, AcqPerSec: 101},
+	}}
+	warn := noiseWarnings(rep, 0.25)
+	if len(warn) != 1 || !strings.Contains(warn[0], "lockproof p50 at uncontended") {
+		t.Fatalf("warnings %q, want one on lockproof's p50", warn)
+	}
+	if got := median([]float64{3, 1, 2, 10}); got != 2.5 {
+		t.Fatalf("median = %v", got)
+	}
+}
