@@ -53,11 +53,7 @@ var benchLibs = []benchLib{
 		if err != nil {
 			return nil, err
 		}
-		ws := make([]lockbench.Worker, n)
-		for i := range ws {
-			ws[i] = lockbench.FromLocker(l)
-		}
-		return ws, nil
+		return lockbench.Shared(l, n), nil
 	}},
 	{"redsync", func(c redis.UniversalClient, name string, n int) ([]lockbench.Worker, error) {
 		return peers.Redsync(c, name, benchTTL, n), nil

@@ -29,6 +29,16 @@ type lockerWorker struct {
 // they may share l.
 func FromLocker(l locks.Locker) Worker { return &lockerWorker{l: l} }
 
+// Shared returns n workers over one Locker, as the goroutines of one
+// process share it.
+func Shared(l locks.Locker, n int) []Worker {
+	ws := make([]Worker, n)
+	for i := range ws {
+		ws[i] = FromLocker(l)
+	}
+	return ws
+}
+
 func (w *lockerWorker) Lock(ctx context.Context) (err error) {
 	w.lease, err = w.l.Lock(ctx)
 	return err

@@ -95,11 +95,7 @@ func lockproofWorkers(client redis.UniversalClient, name string, n int) ([]lockb
 	if err != nil {
 		return nil, err
 	}
-	ws := make([]lockbench.Worker, n)
-	for i := range ws {
-		ws[i] = lockbench.FromLocker(l)
-	}
-	return ws, nil
+	return lockbench.Shared(l, n), nil
 }
 
 // countingHook counts the round trips a go-redis client makes through
