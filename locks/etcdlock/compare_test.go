@@ -32,8 +32,6 @@ package etcdlock_test
 import (
 	"context"
 	"fmt"
-	"slices"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -46,6 +44,8 @@ import (
 	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/locks/etcdlock"
+	"github.com/lockproof/lockproof/locks/internal/locktest"
+	"github.com/lockproof/lockproof/locks/lockbench"
 )
 
 const (
@@ -57,10 +57,9 @@ const (
 	compareTimeout = 3 * time.Minute
 )
 
-// worker is one process's handle on a lock: lock, then unlock, repeatedly.
+// worker is one process's handle on a lock, which it closes at the end.
 type worker interface {
-	lock(ctx context.Context) error
-	unlock(ctx context.Context) error
+	lockbench.Worker
 	close()
 }
 
@@ -91,12 +90,12 @@ func lockproofWorker(mk func(*clientv3.Client, string, ...locks.Option) (*etcdlo
 	}
 }
 
-func (w *ourWorker) lock(ctx context.Context) (err error) {
+func (w *ourWorker) Lock(ctx context.Context) (err error) {
 	w.lease, err = w.l.Lock(ctx)
 	return err
 }
 
-func (w *ourWorker) unlock(ctx context.Context) error {
+func (w *ourWorker) Unlock(ctx context.Context) error {
 	err := w.lease.Unlock(ctx)
 	w.lease = nil
 	return err
@@ -119,8 +118,8 @@ func mutexWorker(c *clientv3.Client, prefix, name string) (worker, error) {
 	return &concurrencyWorker{s: s, m: concurrency.NewMutex(s, prefix+name)}, nil
 }
 
-func (w *concurrencyWorker) lock(ctx context.Context) error   { return w.m.Lock(ctx) }
-func (w *concurrencyWorker) unlock(ctx context.Context) error { return w.m.Unlock(ctx) }
+func (w *concurrencyWorker) Lock(ctx context.Context) error   { return w.m.Lock(ctx) }
+func (w *concurrencyWorker) Unlock(ctx context.Context) error { return w.m.Unlock(ctx) }
 func (w *concurrencyWorker) close()                           { _ = w.s.Close() }
 
 // counter counts, over all the clients it is installed on, the unary RPCs
@@ -211,20 +210,20 @@ func (bn *bench) uncontended(b *testing.B, lib library) {
 	defer cancel()
 	c := &counter{}
 	w := bn.workers(b, lib, 1, c)[0]
-	if err := w.lock(ctx); err != nil { // warm up: session, connection
+	if err := w.Lock(ctx); err != nil { // warm up: session, connection
 		b.Fatal(err)
 	}
-	if err := w.unlock(ctx); err != nil {
+	if err := w.Unlock(ctx); err != nil {
 		b.Fatal(err)
 	}
 	before := c.reqs.Load()
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
-		if err := w.lock(ctx); err != nil {
+		if err := w.Lock(ctx); err != nil {
 			b.Fatalf("lock: %v", err)
 		}
-		if err := w.unlock(ctx); err != nil {
+		if err := w.Unlock(ctx); err != nil {
 			b.Fatalf("unlock: %v", err)
 		}
 	}
@@ -232,92 +231,28 @@ func (bn *bench) uncontended(b *testing.B, lib library) {
 	b.ReportMetric(float64(c.reqs.Load()-before)/float64(b.N), "reqs/op")
 }
 
-// handoffRun is the state the workers of one Handoff run share.
-type handoffRun struct {
-	tickets    atomic.Int64 // acquisitions left to start
-	inside     atomic.Int32 // workers in the critical section
-	violations atomic.Int64
-	releasedAt atomic.Int64 // UnixNano just before the last unlock; 0 once consumed
-
-	errOnce sync.Once
-	err     error
-}
-
-func (r *handoffRun) fail(err error) { r.errOnce.Do(func() { r.err = err }) }
-
-// loop takes tickets until none are left; it records hand-off latencies.
-func (r *handoffRun) loop(ctx context.Context, w worker, handoffs *[]time.Duration) {
-	for r.tickets.Add(-1) >= 0 {
-		if err := w.lock(ctx); err != nil {
-			r.fail(fmt.Errorf("lock: %w", err))
-			return
-		}
-		acquired := time.Now().UnixNano()
-		if r.inside.Add(1) != 1 {
-			r.violations.Add(1)
-		}
-		if released := r.releasedAt.Swap(0); released != 0 {
-			*handoffs = append(*handoffs, time.Duration(acquired-released))
-		}
-		for start := time.Now(); time.Since(start) < compareHold; {
-			// Spin: time.Sleep cannot wait as little as 100 µs.
-		}
-		r.inside.Add(-1)
-		r.releasedAt.Store(time.Now().UnixNano())
-		if err := w.unlock(ctx); err != nil {
-			r.fail(fmt.Errorf("unlock: %w", err))
-			return
-		}
-	}
-}
-
 func (bn *bench) handoff(b *testing.B, lib library, waiters int) {
 	ctx, cancel := context.WithTimeout(context.Background(), compareTimeout)
 	defer cancel()
 	c := &counter{}
 	ws := bn.workers(b, lib, waiters, c)
-	run := &handoffRun{}
-	run.tickets.Store(int64(b.N))
-	perWorker := make([][]time.Duration, waiters)
-	start := make(chan struct{})
-	var wg sync.WaitGroup
+	lws := make([]lockbench.Worker, len(ws))
 	for i, w := range ws {
-		wg.Go(func() {
-			<-start
-			run.loop(ctx, w, &perWorker[i])
-		})
+		lws[i] = w
 	}
 	events, reqs := c.events.Load(), c.reqs.Load()
 	b.ResetTimer()
-	began := time.Now()
-	close(start)
-	wg.Wait()
-	elapsed := time.Since(began)
+	res, err := lockbench.Contend(ctx, lws, lockbench.Contention{Acquisitions: b.N, Hold: compareHold})
 	b.StopTimer()
-	if run.err != nil {
-		b.Fatalf("%s: %v", lib.name, run.err)
+	if err != nil {
+		b.Fatalf("%s: %v", lib.name, err)
 	}
-	if n := run.violations.Load(); n > 0 {
-		b.Fatalf("%s: %d acquisitions found another holder inside", lib.name, n)
-	}
-	handoffs := slices.Concat(perWorker...)
-	slices.Sort(handoffs)
-	b.ReportMetric(percentileMs(handoffs, 50), "handoff-p50-ms")
-	b.ReportMetric(percentileMs(handoffs, 99), "handoff-p99-ms")
-	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "acq/s")
+	handoffs := res.Handoffs
+	b.ReportMetric(locktest.PercentileMs(handoffs, 50), "handoff-p50-ms")
+	b.ReportMetric(locktest.PercentileMs(handoffs, 99), "handoff-p99-ms")
+	b.ReportMetric(res.AcqPerSec(), "acq/s")
 	if len(handoffs) > 0 {
 		b.ReportMetric(float64(c.events.Load()-events)/float64(len(handoffs)), "events/handoff")
 	}
 	b.ReportMetric(float64(c.reqs.Load()-reqs)/float64(b.N), "reqs/acq")
-}
-
-// percentileMs returns the p-th percentile (nearest rank) of sorted, in
-// milliseconds; 0 when there are no samples.
-func percentileMs(sorted []time.Duration, p int) float64 {
-	if len(sorted) == 0 {
-		return 0
-	}
-	i := (len(sorted)*p + 99) / 100
-	i = min(max(i, 1), len(sorted))
-	return float64(sorted[i-1]) / float64(time.Millisecond)
 }

@@ -36,11 +36,11 @@ func TestWatchEventsPerHandoff(t *testing.T) {
 			for _, w := range ws {
 				wg.Go(func() {
 					for range perWorker {
-						if err := w.lock(ctx); err != nil {
+						if err := w.Lock(ctx); err != nil {
 							errs <- err
 							return
 						}
-						if err := w.unlock(ctx); err != nil {
+						if err := w.Unlock(ctx); err != nil {
 							errs <- err
 							return
 						}
