@@ -40,8 +40,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"slices"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -52,6 +50,8 @@ import (
 	"github.com/lockproof/lockproof/fakes/miniconsul"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/locks/consullock"
+	"github.com/lockproof/lockproof/locks/internal/locktest"
+	"github.com/lockproof/lockproof/locks/lockbench"
 )
 
 const (
@@ -61,10 +61,7 @@ const (
 )
 
 // worker is one goroutine's handle on a lock.
-type worker interface {
-	lock(ctx context.Context) error
-	unlock(ctx context.Context) error
-}
+type worker = lockbench.Worker
 
 type library struct {
 	name    string
@@ -109,12 +106,12 @@ func lockproofApartWorkers(client *api.Client, key string, n int) ([]worker, err
 	return ws, nil
 }
 
-func (w *lockproofWorker) lock(ctx context.Context) (err error) {
+func (w *lockproofWorker) Lock(ctx context.Context) (err error) {
 	w.lease, err = w.l.Lock(ctx)
 	return err
 }
 
-func (w *lockproofWorker) unlock(ctx context.Context) error {
+func (w *lockproofWorker) Unlock(ctx context.Context) error {
 	err := w.lease.Unlock(ctx)
 	w.lease = nil
 	return err
@@ -135,7 +132,7 @@ func apiLockWorkers(client *api.Client, key string, n int) ([]worker, error) {
 	return ws, nil
 }
 
-func (w *apiLockWorker) lock(ctx context.Context) error {
+func (w *apiLockWorker) Lock(ctx context.Context) error {
 	ch, err := w.l.Lock(ctx.Done())
 	if err == nil && ch == nil {
 		err = fmt.Errorf("api.Lock: gave up: %w", ctx.Err())
@@ -143,7 +140,7 @@ func (w *apiLockWorker) lock(ctx context.Context) error {
 	return err
 }
 
-func (w *apiLockWorker) unlock(context.Context) error { return w.l.Unlock() }
+func (w *apiLockWorker) Unlock(context.Context) error { return w.l.Unlock() }
 
 // countingTransport counts the HTTP requests of a client.
 type countingTransport struct {
@@ -188,10 +185,10 @@ func startCompareServer(b *testing.B, kind serverKind) *compareServer {
 
 func warmUp(b *testing.B, ctx context.Context, w worker) {
 	b.Helper()
-	if err := w.lock(ctx); err != nil {
+	if err := w.Lock(ctx); err != nil {
 		b.Fatalf("warm-up lock: %v", err)
 	}
-	if err := w.unlock(ctx); err != nil {
+	if err := w.Unlock(ctx); err != nil {
 		b.Fatalf("warm-up unlock: %v", err)
 	}
 }
@@ -215,10 +212,10 @@ func BenchmarkUncontended(b *testing.B) {
 					b.ReportAllocs()
 					b.ResetTimer()
 					for range b.N {
-						if err := w.lock(ctx); err != nil {
+						if err := w.Lock(ctx); err != nil {
 							b.Fatalf("lock: %v", err)
 						}
-						if err := w.unlock(ctx); err != nil {
+						if err := w.Unlock(ctx); err != nil {
 							b.Fatalf("unlock: %v", err)
 						}
 					}
@@ -244,43 +241,6 @@ func BenchmarkHandoff(b *testing.B) {
 	}
 }
 
-// handoffRun is the state the goroutines of one Handoff run share.
-type handoffRun struct {
-	tickets    atomic.Int64
-	inside     atomic.Int32
-	violations atomic.Int64
-	releasedAt atomic.Int64 // UnixNano just before the last unlock; 0 once consumed
-	errOnce    sync.Once
-	err        error
-}
-
-func (r *handoffRun) fail(err error) { r.errOnce.Do(func() { r.err = err }) }
-
-func (r *handoffRun) loop(ctx context.Context, w worker, handoffs *[]time.Duration) {
-	for r.tickets.Add(-1) >= 0 {
-		if err := w.lock(ctx); err != nil {
-			r.fail(fmt.Errorf("lock: %w", err))
-			return
-		}
-		acquired := time.Now().UnixNano()
-		if r.inside.Add(1) != 1 {
-			r.violations.Add(1)
-		}
-		if released := r.releasedAt.Swap(0); released != 0 {
-			*handoffs = append(*handoffs, time.Duration(acquired-released))
-		}
-		for start := time.Now(); time.Since(start) < compareHold; {
-			// Spin: time.Sleep cannot wait as little as 100 µs.
-		}
-		r.inside.Add(-1)
-		r.releasedAt.Store(time.Now().UnixNano())
-		if err := w.unlock(ctx); err != nil {
-			r.fail(fmt.Errorf("unlock: %w", err))
-			return
-		}
-	}
-}
-
 func benchmarkHandoff(b *testing.B, kind serverKind, lib library, waiters int) {
 	s := startCompareServer(b, kind)
 	ctx, cancel := context.WithTimeout(context.Background(), compareTimeout)
@@ -290,52 +250,18 @@ func benchmarkHandoff(b *testing.B, kind serverKind, lib library, waiters int) {
 		b.Fatal(err)
 	}
 	warmUp(b, ctx, ws[0])
-	run := &handoffRun{}
-	run.tickets.Store(int64(b.N))
-	per := make([][]time.Duration, waiters)
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i, w := range ws {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			run.loop(ctx, w, &per[i])
-		}()
-	}
 	before := s.count.n.Load()
 	b.ResetTimer()
-	began := time.Now()
-	close(start)
-	wg.Wait()
-	elapsed := time.Since(began)
+	res, err := lockbench.Contend(ctx, ws, lockbench.Contention{Acquisitions: b.N, Hold: compareHold})
 	b.StopTimer()
-	if run.err != nil {
-		b.Fatalf("%s: %v", lib.name, run.err)
+	if err != nil {
+		b.Fatalf("%s: %v", lib.name, err)
 	}
-	if n := run.violations.Load(); n > 0 {
-		b.Fatalf("%s: %d acquisitions found another holder inside", lib.name, n)
-	}
-	var handoffs []time.Duration
-	for _, p := range per {
-		handoffs = append(handoffs, p...)
-	}
-	slices.Sort(handoffs)
-	b.ReportMetric(percentileMs(handoffs, 50), "handoff-p50-ms")
-	b.ReportMetric(percentileMs(handoffs, 99), "handoff-p99-ms")
-	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "acq/s")
+	handoffs := res.Handoffs
+	b.ReportMetric(locktest.PercentileMs(handoffs, 50), "handoff-p50-ms")
+	b.ReportMetric(locktest.PercentileMs(handoffs, 99), "handoff-p99-ms")
+	b.ReportMetric(res.AcqPerSec(), "acq/s")
 	b.ReportMetric(float64(s.count.n.Load()-before)/float64(b.N), "reqs/acq")
-}
-
-// percentileMs returns the p-th percentile (nearest rank) of sorted, in
-// milliseconds; 0 when there are no samples.
-func percentileMs(sorted []time.Duration, p int) float64 {
-	if len(sorted) == 0 {
-		return 0
-	}
-	i := (len(sorted)*p + 99) / 100
-	i = min(max(i, 1), len(sorted))
-	return float64(sorted[i-1]) / float64(time.Millisecond)
 }
 
 // cleanupTB runs the cleanups registered during one benchmark iteration at
