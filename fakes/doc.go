@@ -14,12 +14,27 @@
 //   - RedisCluster (rediscluster.go): RedisNodes, n independent servers for
 //     Redlock with one Prefix and one Clock; real servers come from
 //     LOCKPROOF_REDIS_ADDRS.
+//   - Etcd and EtcdCluster (etcd.go, etcdembed.go): etcd's embed server,
+//     one member or n on loopback, or the real cluster of
+//     LOCKPROOF_ETCD_ENDPOINTS. Controls: RevokeLease, ExpireLock, Stop and
+//     Restart of one member.
+//   - Consul (consul.go, consulagent.go): miniconsul (package
+//     fakes/miniconsul, an in-memory Consul HTTP API with a manual clock),
+//     or the real agent through sdk/testutil when a consul binary is found
+//     (LOCKPROOF_CONSUL_BIN or PATH). Controls: Advance, ExpireSession,
+//     ExpireLock.
+//   - MySQL and StartMySQL (mysql.go): go-mysql-server with an in-memory
+//     database on loopback, one statement at a time, or a private database
+//     on the real server of LOCKPROOF_MYSQL_DSN. Control: ExpireLock.
 //   - MemLock (memlock.go): an in-memory locks.Locker with fencing tokens,
 //     TTLs on the injected clock, and fault injection (ExpireNow, FailNext),
 //     for unit tests of code that uses a lock.
 //
 // Every helper that takes a testing.TB cleans up with t.Cleanup and fails
 // the test with a message that says what to do. Nothing prints unless a test
-// fails. No test needs to sleep out a TTL: start the fake with ManualTime,
-// pass LockOptions to the lock, and Advance.
+// fails. No test needs to sleep out a TTL: start the fake with manual time
+// (ManualTime, ConsulManualTime), pass LockOptions to the lock, and
+// Advance; where the server keeps its own time (etcd, MySQL), expire the
+// lease with the fake's control instead. The fakes implement chaos's
+// Clocked, Expirer and NodeClocks where they can.
 package fakes
