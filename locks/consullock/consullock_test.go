@@ -3,7 +3,6 @@ package consullock
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/locks"
+	"github.com/lockproof/lockproof/locks/internal/locktest"
 )
 
 // TestExclusionThroughFence: 16 goroutines in 4 "processes" (each its own
@@ -33,7 +33,7 @@ func TestExclusionThroughFence(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				errs <- increment(l, &fence, &inside, rounds)
+				errs <- locktest.FencedIncrements(l, &fence, &inside, rounds, time.Minute)
 			}()
 		}
 	}
@@ -55,33 +55,6 @@ func TestExclusionThroughFence(t *testing.T) {
 			t.Fatalf("%d sessions left after every unlock", len(left))
 		}
 	}
-}
-
-func increment(l *Locker, fence *locks.Fence[int], inside *atomic.Int32, rounds int) error {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	for i := 0; i < rounds; i++ {
-		lease, err := l.Lock(ctx)
-		if err != nil {
-			return err
-		}
-		if n := inside.Add(1); n != 1 {
-			return fmt.Errorf("%d holders at once", n)
-		}
-		tok, _ := lease.Token()
-		v, err := fence.Read(tok)
-		if err == nil {
-			err = fence.Write(tok, v+1)
-		}
-		inside.Add(-1)
-		if err != nil {
-			return err
-		}
-		if err := lease.Unlock(ctx); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // TestSessionDestroyedUnderHolder: the holder's session is invalidated on

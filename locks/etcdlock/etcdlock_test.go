@@ -3,7 +3,6 @@ package etcdlock
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/locks"
+	"github.com/lockproof/lockproof/locks/internal/locktest"
 )
 
 // TestExclusionThroughFence: 32 goroutines in 4 "processes" (each its own
@@ -40,7 +40,7 @@ func TestExclusionThroughFence(t *testing.T) {
 					t.Fatal(err)
 				}
 				for range perProc {
-					wg.Go(func() { errs <- increment(l, &fence, &inside, mode.rounds) })
+					wg.Go(func() { errs <- locktest.FencedIncrements(l, &fence, &inside, mode.rounds, 2*time.Minute) })
 				}
 			}
 			wg.Wait()
@@ -58,33 +58,6 @@ func TestExclusionThroughFence(t *testing.T) {
 			}
 		})
 	}
-}
-
-func increment(l *Locker, fence *locks.Fence[int], inside *atomic.Int32, rounds int) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	for range rounds {
-		lease, err := l.Lock(ctx)
-		if err != nil {
-			return err
-		}
-		if n := inside.Add(1); n != 1 {
-			return fmt.Errorf("%d holders at once", n)
-		}
-		tok, _ := lease.Token()
-		v, err := fence.Read(tok)
-		if err == nil {
-			err = fence.Write(tok, v+1)
-		}
-		inside.Add(-1)
-		if err != nil {
-			return err
-		}
-		if err := lease.Unlock(ctx); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // TestHolderLeaseRevoked: the holder "crashes" (its lease is revoked on the

@@ -3,7 +3,6 @@ package redislock
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -59,7 +58,7 @@ func TestExclusionThroughFence(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				errs <- increment(l, &fence, &inside, rounds)
+				errs <- locktest.FencedIncrements(l, &fence, &inside, rounds, 60*time.Second)
 			}()
 		}
 	}
@@ -76,33 +75,6 @@ func TestExclusionThroughFence(t *testing.T) {
 	if s := fence.Stats(); s.Rejected != 0 {
 		t.Fatalf("fence rejected %d stale accesses", s.Rejected)
 	}
-}
-
-func increment(l *Locker, fence *locks.Fence[int], inside *atomic.Int32, rounds int) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	for i := 0; i < rounds; i++ {
-		lease, err := l.Lock(ctx)
-		if err != nil {
-			return err
-		}
-		if n := inside.Add(1); n != 1 {
-			return fmt.Errorf("%d holders at once", n)
-		}
-		tok, _ := lease.Token()
-		v, err := fence.Read(tok)
-		if err == nil {
-			err = fence.Write(tok, v+1)
-		}
-		inside.Add(-1)
-		if err != nil {
-			return err
-		}
-		if err := lease.Unlock(ctx); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // TestCrashedHolderExpires: a holder that stops renewing and never unlocks

@@ -4,6 +4,8 @@ package locktest
 
 import (
 	"context"
+	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -45,4 +47,36 @@ func PercentileMs(sorted []time.Duration, p int) float64 {
 	i := (len(sorted)*p + 99) / 100 // ceil(n·p/100), a 1-based rank
 	i = min(max(i, 1), len(sorted))
 	return float64(sorted[i-1]) / float64(time.Millisecond)
+}
+
+// FencedIncrements locks l rounds times and, each time, increments fence's
+// value through the lease's token before unlocking: the read-modify-write
+// a lock must protect. inside counts holders across every caller sharing it;
+// two at once is an error, as is a fenced access refused, a lock or unlock
+// error, or timeout running out.
+func FencedIncrements(l locks.Locker, fence *locks.Fence[int], inside *atomic.Int32, rounds int, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	for range rounds {
+		lease, err := l.Lock(ctx)
+		if err != nil {
+			return err
+		}
+		if n := inside.Add(1); n != 1 {
+			return fmt.Errorf("%d holders at once", n)
+		}
+		tok, _ := lease.Token()
+		v, err := fence.Read(tok)
+		if err == nil {
+			err = fence.Write(tok, v+1)
+		}
+		inside.Add(-1)
+		if err != nil {
+			return err
+		}
+		if err := lease.Unlock(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
 }
