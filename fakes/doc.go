@@ -26,6 +26,8 @@
 //   - MySQL and StartMySQL (mysql.go): go-mysql-server with an in-memory
 //     database on loopback, one statement at a time, or a private database
 //     on the real server of LOCKPROOF_MYSQL_DSN. Control: ExpireLock.
+//   - VerifyNoLeaks (leaks.go): goleak for TestMain, with the grace that
+//     embedded etcd members' HTTP connections need.
 //   - MemLock (memlock.go): an in-memory locks.Locker with fencing tokens,
 //     TTLs on the injected clock, and fault injection (ExpireNow, FailNext),
 //     for unit tests of code that uses a lock.

@@ -1,0 +1,60 @@
+package fakes
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+// EtcdPeerGrace is how long VerifyNoLeaks waits for HTTP connection
+// goroutines to end: rafthttp's read timeout (5 s) and a margin.
+const EtcdPeerGrace = 7 * time.Second
+
+// VerifyNoLeaks is goleak.VerifyTestMain for packages whose tests run the
+// fakes: call it from TestMain. It runs the tests and, if they passed,
+// fails the package when a goroutine is left behind.
+//
+// One allowance, for etcd: the members of an embedded multi-member cluster
+// talk over HTTP connections (etcd's rafthttp) that outlive the members by
+// up to five seconds, until their read timeout closes them; embed.Etcd gives
+// no way to close them sooner. So it first waits for HTTP connection
+// goroutines to end, at most EtcdPeerGrace. It ignores nothing beyond opts.
+func VerifyNoLeaks(m *testing.M, opts ...goleak.Option) {
+	code := m.Run()
+	if code == 0 {
+		awaitHTTPConns(EtcdPeerGrace)
+		if err := goleak.Find(opts...); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: Errors on successful test run: %v\n", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// awaitHTTPConns returns once no goroutine serves or reads an HTTP
+// connection, or after grace.
+func awaitHTTPConns(grace time.Duration) {
+	deadline := time.Now().Add(grace)
+	for httpConnsOpen() && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// httpConnsOpen reports whether a goroutine serves or reads an HTTP
+// connection.
+func httpConnsOpen() bool {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			s := string(buf[:n])
+			return strings.Contains(s, "net/http.(*persistConn).readLoop") || strings.Contains(s, "net/http.(*conn).serve")
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+}
