@@ -1,0 +1,77 @@
+package propertytest
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/lockproof/lockproof/locks"
+)
+
+// Factory builds a fresh Backend for one run of the state machine. It is
+// called once per rapid test case (and again while rapid shrinks) with a
+// testing.TB that is the test's, except that what it registers with
+// Cleanup (as fakes.Redis does) runs at the end of the run. A failure of
+// the factory's helpers fails the test itself.
+type Factory func(t testing.TB) (*Backend, error)
+
+// Backend is one lock backend for one run, with the controls the suite
+// drives. NewLocker, Clock and Advance are required.
+type Backend struct {
+	// NewLocker returns the Locker of one client, on a connection of its
+	// own, for the lock called name. It must pass opts (TTL, watchdog off)
+	// to the lock's constructor after the backend's own options (prefix,
+	// clock), so that the suite's settings win.
+	NewLocker func(name string, opts ...locks.Option) (locks.Locker, error)
+	// Clock is the manual clock the lockers and the backend follow; the
+	// suite stamps every operation with it.
+	Clock locks.Clock
+	// Advance moves the backend's time and Clock forward by d.
+	Advance func(d time.Duration)
+	// Nodes is the number of backend nodes; 1 when zero. Availability is
+	// checked when it is at least 3 and StopNode is set.
+	Nodes int
+	// StopNode and StartNode stop node i and start it again with its data,
+	// for the availability check. Optional.
+	StopNode, StartNode func(i int)
+	// Faults are the backend faults the state machine may inject.
+	Faults []Fault
+	// Close, if set, releases the backend at the end of the run.
+	Close func()
+
+	_ struct{} // keyed literals only
+}
+
+// Fault is one backend fault the state machine can inject, and heal.
+type Fault struct {
+	// Name identifies the fault in logs ("partition node 0").
+	Name string
+	// Kind classifies it for Options.Claims.
+	Kind FaultKind
+	// Inject applies the fault.
+	Inject func() error
+	// Heal undoes it; nil for a fault that cannot be undone (a failover).
+	Heal func() error
+
+	_ struct{} // keyed literals only
+}
+
+// validate reports what is missing from b.
+func (b *Backend) validate() error {
+	switch {
+	case b == nil:
+		return fmt.Errorf("propertytest: factory returned a nil backend")
+	case b.NewLocker == nil:
+		return fmt.Errorf("propertytest: backend has no NewLocker")
+	case b.Clock == nil:
+		return fmt.Errorf("propertytest: backend has no Clock")
+	case b.Advance == nil:
+		return fmt.Errorf("propertytest: backend has no Advance")
+	}
+	for i, f := range b.Faults {
+		if f.Inject == nil || f.Name == "" || f.Kind == "" {
+			return fmt.Errorf("propertytest: fault %d (%q) needs a Name, a Kind and Inject", i, f.Name)
+		}
+	}
+	return nil
+}

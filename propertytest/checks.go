@@ -1,0 +1,375 @@
+package propertytest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/lockproof/lockproof/linearize"
+	"github.com/lockproof/lockproof/locks"
+	"pgregory.net/rapid"
+)
+
+// Property names what a lock promises.
+type Property string
+
+// The properties the suite checks.
+const (
+	// Exclusivity: no second grant while the previous lease could not yet
+	// have expired (the lock history is linearizable for
+	// linearize.NewLeaseModel), fencing tokens grow from grant to grant,
+	// and no update of the shared register is lost.
+	Exclusivity Property = "exclusivity"
+	// Symmetry: an Unlock or Renew by anyone but the holder never changes
+	// the lock.
+	Symmetry Property = "symmetry"
+	// DeadlockFreedom: after every holder crashed, another client acquires
+	// the lock once TTL + Options.Slack has passed; and a free lock is
+	// never refused.
+	DeadlockFreedom Property = "deadlock freedom"
+	// Availability: with a minority of the backend's nodes down, TryLock,
+	// Renew and Unlock still succeed.
+	Availability Property = "availability"
+)
+
+// Violation is one property found broken in one run.
+type Violation struct {
+	// Property is the property broken.
+	Property Property
+	// Expected is true when the run injected faults the lock does not
+	// claim to survive (Unclaimed), or paused a holder of a lock that does
+	// not claim FaultPause: the lock was never meant to hold there.
+	Expected bool
+	// Unclaimed lists the unclaimed faults the run injected.
+	Unclaimed []string
+	// Detail says what happened.
+	Detail string
+	// History is the minimal failing history (for a linearizability
+	// failure) or the end of the run's history, as text.
+	History string
+	// Timeline is the HTML timeline file written for it, if any.
+	Timeline string
+}
+
+// Status is "VIOLATED" or "expected violation".
+func (v Violation) Status() string {
+	if v.Expected {
+		return "expected violation"
+	}
+	return "VIOLATED"
+}
+
+func (v Violation) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %s: %s", v.Property, v.Status(), v.Detail)
+	if len(v.Unclaimed) > 0 {
+		fmt.Fprintf(&b, "\nunder unclaimed faults: %s", strings.Join(v.Unclaimed, ", "))
+	}
+	if v.History != "" {
+		fmt.Fprintf(&b, "\nhistory:\n%s", v.History)
+	}
+	if v.Timeline != "" {
+		fmt.Fprintf(&b, "\ntimeline: %s", v.Timeline)
+	}
+	return b.String()
+}
+
+// violate records a violation found by a named check.
+func (m *machine) violate(p Property, expected bool, detail string) {
+	lockH, _, _ := m.rec.histories()
+	m.found = append(m.found, Violation{
+		Property: p, Expected: expected || len(m.unclaimed) > 0, Unclaimed: m.unclaimedList(),
+		Detail: detail, History: describeLockOps(lockH, 24),
+	})
+}
+
+func (m *machine) unclaimedList() []string {
+	var out []string
+	for k := range m.unclaimed {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// foreign makes a client call Unlock (or Renew) through a lease of its own
+// that ran out, while another client holds the lock; then checks symmetry.
+func (m *machine) foreign(t *rapid.T, pick func(*rapid.T, func(*client) bool) *client, unlock bool) {
+	holder := m.holder()
+	if holder == nil {
+		t.Skip("nobody holds the lock")
+	}
+	c := pick(t, func(c *client) bool { return c != holder && len(c.stale) > 0 })
+	h := c.stale[rapid.IntRange(0, len(c.stale)-1).Draw(t, "stale lease")]
+	var err error
+	what := "Renew"
+	if unlock {
+		what = "Unlock"
+		err = m.unlock(c, h)
+	} else {
+		err = m.renew(c, h)
+	}
+	m.logf("client %d: foreign %s with stale token %d -> %v", c.id, what, h.token, err)
+	m.checkSymmetry(fmt.Sprintf("client %d's %s through its stale lease (token %d, owner %d)", c.id, what, h.token, h.owner), holder)
+}
+
+// holder returns the client whose lease is valid, if any.
+func (m *machine) holder() *client {
+	for _, c := range m.cl {
+		if m.valid(c.cur) {
+			return c
+		}
+	}
+	return nil
+}
+
+// checkSymmetry probes, after a foreign call, that the holder still holds
+// the lock: a probe TryLock must be refused while the holder's lease is
+// within its local deadline (which ends before the backend's TTL). It is
+// skipped after backend faults, which may lose the lock by themselves.
+func (m *machine) checkSymmetry(what string, holder *client) {
+	if m.faulted || !m.valid(holder.cur) {
+		return
+	}
+	m.ran[Symmetry] = true
+	h, err := m.tryLock(m.probe)
+	if h == nil {
+		if err != nil && !errors.Is(err, locks.ErrLocked) {
+			m.logf("symmetry probe: %v", err)
+		}
+		return
+	}
+	m.violate(Symmetry, false, fmt.Sprintf("after %s, a probe TryLock was granted (token %d) while client %d's lease (token %d) was valid until t=%v",
+		what, h.token, holder.id, holder.cur.token, holder.cur.lease.Deadline().Sub(m.rec.start)))
+	_ = m.unlock(m.probe, h) // recorded; its result is part of the history
+}
+
+// finish ends the run: heals the faults, resolves pending Locks, then
+// checks deadlock freedom and availability.
+func (m *machine) finish() error {
+	for i := range m.active {
+		if err := m.toggleFault(i); err != nil {
+			return err
+		}
+	}
+	for _, c := range m.cl {
+		m.crash(c)
+	}
+	m.checkDeadlockFreedom()
+	m.checkAvailability()
+	return nil
+}
+
+// checkDeadlockFreedom: every client has crashed; once TTL + Slack has
+// passed, a new client's TryLock must be granted. After network faults, a
+// request held by a healed partition may still land (in wall time) after
+// the crash and take the lock for one more TTL: the probe is then retried,
+// TTL + Slack later each time, up to three times in all.
+func (m *machine) checkDeadlockFreedom() {
+	m.ran[DeadlockFreedom] = true
+	crashed := m.rec.now()
+	attempts := 1
+	if m.faulted {
+		attempts = 3
+	}
+	var h *held
+	var err error
+	for range attempts {
+		step := m.o.TTL / 4
+		for passed := time.Duration(0); passed < m.o.TTL+m.o.Slack; passed += step {
+			m.be.Advance(min(step, m.o.TTL+m.o.Slack-passed))
+		}
+		if h, err = m.tryLock(m.probe); h != nil {
+			break
+		}
+	}
+	if h == nil {
+		m.violate(DeadlockFreedom, false, fmt.Sprintf(
+			"every holder crashed at t=%v; at t=%v (%d × (TTL %v + slack %v) later) TryLock still failed: %v",
+			time.Duration(crashed), time.Duration(m.rec.now()), attempts, m.o.TTL, m.o.Slack, err))
+		return
+	}
+	if err := m.unlock(m.probe, h); err != nil {
+		m.logf("deadlock-freedom probe: unlock: %v", err)
+	}
+}
+
+// checkAvailability stops a minority of the backend's nodes and requires
+// TryLock, Renew and Unlock to succeed.
+func (m *machine) checkAvailability() {
+	if m.be.Nodes < 3 || m.be.StopNode == nil || m.be.StartNode == nil {
+		return
+	}
+	m.ran[Availability] = true
+	down := (m.be.Nodes - 1) / 2
+	for i := range down {
+		m.be.StopNode(i)
+	}
+	defer func() {
+		for i := range down {
+			m.be.StartNode(i)
+		}
+	}()
+	fail := func(what string, err error) {
+		m.violate(Availability, false, fmt.Sprintf("with %d of %d nodes down (nodes 0..%d), %s failed: %v",
+			down, m.be.Nodes, down-1, what, err))
+	}
+	h, err := m.tryLock(m.probe)
+	if h == nil {
+		fail("TryLock on the free lock", err)
+		return
+	}
+	if err := m.renew(m.probe, h); err != nil {
+		fail("Renew", err)
+	}
+	if err := m.unlock(m.probe, h); err != nil {
+		fail("Unlock", err)
+	}
+}
+
+// verdict runs the history checks after finish and returns every
+// violation of the run, with the timelines written by out.
+func (m *machine) verdict(ctx context.Context, out *outputs) ([]Violation, int, error) {
+	lockH, regH, unfenced := m.rec.histories()
+	m.ran[Exclusivity] = true
+	undecided := 0
+	model, err := linearize.NewLeaseModel(m.o.TTL, locks.Drift(m.o.TTL))
+	if err != nil {
+		return nil, 0, err
+	}
+	lres, err := linearize.Check(ctx, model, lockH, linearize.Options{TimeLimit: m.o.CheckTimeLimit, Workers: 1})
+	if err != nil {
+		return nil, 0, fmt.Errorf("propertytest: checking the lock history: %w", err)
+	}
+	// The whole lock history, for the named checks' findings.
+	lockPicture := func(p Property) string {
+		return out.write(p, func(w writer) error {
+			return linearize.WriteHTML(w, model, lockH, &lres, linearize.Picture{All: true})
+		})
+	}
+	switch lres.Verdict {
+	case linearize.Illegal:
+		v := m.lockIllegal(lockH, &lres)
+		v.Timeline = out.write(v.Property, func(w writer) error {
+			return linearize.WriteHTML(w, model, lockH, &lres, linearize.Picture{})
+		})
+		m.found = append(m.found, v) // after the named checks' findings, which came first in time
+	case linearize.Unknown:
+		undecided++
+	}
+	if v, ok, err := m.checkRegister(ctx, regH, unfenced, out); err != nil {
+		return nil, 0, err
+	} else if ok {
+		m.found = append(m.found, v)
+	} else if v.Detail == "undecided" {
+		undecided++
+	}
+	m.checkLostUpdates()
+	for i := range m.found {
+		if m.found[i].Timeline == "" {
+			m.found[i].Timeline = lockPicture(m.found[i].Property)
+		}
+	}
+	return m.found, undecided, nil
+}
+
+// lockIllegal names the property a non-linearizable lock history breaks,
+// from the operation the search got stuck at.
+func (m *machine) lockIllegal(h []lockOp, res *linearize.Result) Violation {
+	p, what := Exclusivity, "a grant while the lease of another owner could not yet have expired, or a fencing token that did not grow"
+	if b := res.Blocker; b >= 0 && b < len(h) {
+		op := h[b]
+		switch {
+		case op.Input.Op != linearize.Acquire && op.Output.OK && !op.Unknown:
+			p, what = Symmetry, "an Unlock or Renew succeeded for an owner that did not hold the lock"
+		case op.Input.Op != linearize.Acquire && !op.Unknown:
+			what = "the holder's lease was lost before it could have expired"
+		case op.Input.Op == linearize.Acquire && !op.Output.OK && !op.Unknown:
+			p, what = DeadlockFreedom, "an acquire was refused while the lock was free"
+		}
+		what += fmt.Sprintf(" (stuck at: client %d %s)", op.ClientID, describeLockOp(&op))
+	}
+	var b strings.Builder
+	for _, i := range res.Counterexample {
+		op := h[i]
+		fmt.Fprintf(&b, "  client %d [%v, %v] %s\n", op.ClientID, time.Duration(op.Call),
+			time.Duration(op.Return), describeLockOp(&op))
+	}
+	minimal := "minimal"
+	if !res.Minimal {
+		minimal = "not minimized"
+	}
+	return Violation{
+		Property: p, Expected: len(m.unclaimed) > 0, Unclaimed: m.unclaimedList(),
+		Detail:  fmt.Sprintf("lock history is not linearizable (lease model, TTL %v): %s; counterexample of %d operations (%s)", m.o.TTL, what, len(res.Counterexample), minimal),
+		History: b.String(),
+	}
+}
+
+// checkRegister checks the register history: fenced (every lease had a
+// token) against NewFencedRegisterModel, unfenced against NewRegisterModel.
+// It guards the recording itself; lost updates are checkLostUpdates' job.
+func (m *machine) checkRegister(ctx context.Context, h []regOp, unfenced int, out *outputs) (Violation, bool, error) {
+	opts := linearize.Options{TimeLimit: m.o.CheckTimeLimit, Workers: 1}
+	var res linearize.Result
+	var err error
+	var picture func(w writer) error
+	switch unfenced {
+	case 0:
+		model := linearize.NewFencedRegisterModel(0)
+		res, err = linearize.Check(ctx, model, h, opts)
+		picture = func(w writer) error { return linearize.WriteHTML(w, model, h, &res, linearize.Picture{}) }
+	case len(h):
+		plain := make([]linearize.Operation[linearize.RegisterInput[int], linearize.RegisterOutput[int]], len(h))
+		for i, op := range h {
+			plain[i] = linearize.Operation[linearize.RegisterInput[int], linearize.RegisterOutput[int]]{
+				ID: op.ID, ClientID: op.ClientID, Call: op.Call, Return: op.Return,
+				Input:  linearize.RegisterInput[int]{Op: op.Input.Op, Value: op.Input.Value},
+				Output: linearize.RegisterOutput[int]{Value: op.Output.Value},
+			}
+		}
+		model := linearize.NewRegisterModel(0)
+		res, err = linearize.Check(ctx, model, plain, opts)
+		picture = func(w writer) error { return linearize.WriteHTML(w, model, plain, &res, linearize.Picture{}) }
+	default:
+		return Violation{}, false, fmt.Errorf("propertytest: the lock gave %d of %d leases no fencing token: a lock must be fenced always or never", unfenced, len(h))
+	}
+	if err != nil {
+		return Violation{}, false, fmt.Errorf("propertytest: checking the register history: %w", err)
+	}
+	switch res.Verdict {
+	case linearize.Unknown:
+		return Violation{Detail: "undecided"}, false, nil
+	case linearize.Ok:
+		return Violation{}, false, nil
+	}
+	return Violation{
+		Property: Exclusivity, Expected: len(m.unclaimed) > 0, Unclaimed: m.unclaimedList(),
+		Detail:   fmt.Sprintf("the shared register's history is not linearizable (%d operations in the counterexample)", len(res.Counterexample)),
+		Timeline: out.write(Exclusivity, picture),
+	}, true, nil
+}
+
+// checkLostUpdates reports the register's lost updates: two holders'
+// read-modify-writes interleaved. A lost update caused by a write after the
+// writer's lease deadline is expected unless the lock claims FaultPause.
+func (m *machine) checkLostUpdates() {
+	lost := m.reg.lostUpdates()
+	if len(lost) == 0 {
+		return
+	}
+	paused := false
+	lines := make([]string, len(lost))
+	for i, l := range lost {
+		paused = paused || l.late
+		lines[i] = l.String()
+	}
+	expected := paused && !m.o.claims(FaultPause)
+	if expected {
+		m.unclaimed["a holder paused past its lease (pause)"] = true
+	}
+	m.violate(Exclusivity, expected, "lost update on the shared register: "+strings.Join(lines, "; "))
+}

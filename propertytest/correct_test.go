@@ -1,0 +1,25 @@
+package propertytest
+
+import (
+	"testing"
+)
+
+// The correct locks pass: no property they claim is violated.
+
+func TestRedisLockKeepsItsProperties(t *testing.T) {
+	rep := Run(t, RedisLock(), Options{})
+	if rep.Runs == 0 || rep.Checked[Exclusivity] != rep.Runs || rep.Checked[DeadlockFreedom] != rep.Runs {
+		t.Fatalf("checks ran %v in %d runs", rep.Checked, rep.Runs)
+	}
+	t.Logf("named checks ran (runs): %v", rep.Checked)
+	if len(rep.Expected) > 0 {
+		t.Errorf("redislock with fencing had expected violations without unclaimed faults: %v\n%v", rep.Expected, rep.ExpectedExample)
+	}
+}
+
+func TestMemLockKeepsItsProperties(t *testing.T) {
+	rep := Run(t, MemLock(), Options{})
+	if len(rep.Expected) > 0 {
+		t.Errorf("memlock had expected violations without unclaimed faults: %v", rep.Expected)
+	}
+}

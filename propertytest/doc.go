@@ -1,0 +1,90 @@
+// Package propertytest is lockproof's conformance suite: one call tells a
+// lock author whether a lock keeps exclusivity, symmetry, deadlock freedom
+// and availability under the faults it claims to survive, and if not, gives
+// the seed and the smallest history that shows it.
+//
+//	func TestMyLock(t *testing.T) {
+//		propertytest.Run(t, myFactory, propertytest.Options{})
+//	}
+//
+// The index:
+//
+//   - Run(t, factory, Options): rapid state machines over the lock; fails t
+//     on a violated claim. Check: the same, returning a Report instead of
+//     failing (to assert that a broken lock is caught).
+//   - Factory, Backend, Fault: what a lock author supplies: lockers of one
+//     lock on one backend for N clients, the backend's manual clock and
+//     Advance, its node controls and faults.
+//   - Options: clients, TTL, slack, the claimed fault model (Claims,
+//     FaultKind), budgets. Every field has a stated default.
+//   - Property, Violation, Report: what was found.
+//   - RedisLock, RedisLockWithFailover, Redlock, MemLock: factories of the
+//     built-in locks on their fakes.
+//
+// # One run
+//
+// A run builds a fresh backend, then rapid draws actions (-rapid.steps of
+// them on average): Lock (blocking, on its own goroutine, given Settle of
+// wall time to return after every move of time), TryLock, Unlock, Renew,
+// a foreign Unlock or Renew (a client using a lease of its own that ran
+// out, while another client holds the lock), FinishWork and BeginWork,
+// Crash (stop without unlocking), Advance (TTL/10, TTL/3 or TTL+Slack of
+// the manual clock) and Fault (inject or heal one of the Backend's
+// faults). Every grant starts the holder's read-modify-write of a shared
+// register (read now, write value+1 at a later FinishWork, with the lease's
+// fencing token; a lease without a token writes unguarded): time passing
+// between the two is a GC pause.
+//
+// Every lock operation is recorded with its call and return time on the
+// manual clock; an outcome the client cannot know (a timeout, a lost
+// reply, a cancelled wait, Unlock of a lease that ran out) is recorded as
+// unknown. At the end the run heals its faults, crashes every client and
+// runs the checks below.
+//
+// # Properties
+//
+//   - Exclusivity: the lock history must be linearizable for
+//     linearize.NewLeaseModel(TTL, locks.Drift(TTL)): a second grant is
+//     legal only after the previous lease could have expired, that is TTL
+//     minus the drift allowance after the call that granted or last renewed
+//     it (one manual clock stamps the whole history, so that bound is exact
+//     and never raises a false alarm on a lock that expires leases no
+//     earlier than their TTL); fencing tokens must grow. The register must
+//     lose no update: an admitted write of v+1 when the value is no longer
+//     v is a lost update. The register history is also checked with
+//     linearize (NewFencedRegisterModel, or NewRegisterModel without
+//     fencing), which guards the recording itself.
+//   - Symmetry: after a foreign Unlock or Renew, while another client's
+//     lease is within its local deadline (which ends before the backend's
+//     TTL), a probe TryLock must be refused. Skipped once a backend fault
+//     was injected (a failover loses the lock by itself). A foreign Unlock
+//     or Renew that reports success is also illegal in the lease model.
+//   - Deadlock freedom: once every client crashed, after TTL + Slack a new
+//     client's TryLock must be granted. The lease model also refuses a
+//     refusal of a lock known to be free.
+//   - Availability: for a Backend with at least 3 Nodes, StopNode and
+//     StartNode, with a minority of nodes stopped, TryLock, Renew and
+//     Unlock must succeed.
+//
+// # Fault model and verdicts
+//
+// Options.Claims lists the fault kinds the lock claims to survive (default
+// FaultCrash and FaultPause). A violation in a run that injected a fault
+// the lock does not claim, or a lost update caused by a holder writing after
+// its lease's deadline when FaultPause is not claimed, is an "expected
+// violation": logged and counted in Report.Expected, never a failure. Any
+// other violation is "VIOLATED": Run fails the test with the property, the
+// detail, the minimal history (the counterexample linearize shrank, or the
+// end of the run's history for the named checks) and the path of an HTML
+// timeline (-propertytest.out, LOCKPROOF_PROPERTYTEST_OUT, else the test's
+// temporary directory); rapid shrinks the run and prints -rapid.seed to
+// replay it.
+//
+// # Limits
+//
+// Replays are exact up to the wall-time Settle given to blocked Locks:
+// whether a Lock returned within it can vary under load, which rapid may
+// then report as a flaky failure (still a failure, with its seed). Leases
+// without fencing tokens (Redlock) get tokens numbered in the order the
+// grants returned, so that the lease model can order them.
+package propertytest

@@ -1,0 +1,162 @@
+package propertytest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/lockproof/lockproof/chaos"
+	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/locks"
+	"github.com/lockproof/lockproof/locks/redislock"
+	"github.com/lockproof/lockproof/locks/redlock"
+	"github.com/redis/go-redis/v9"
+)
+
+// epoch is where the manual clocks of the built-in factories start.
+var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// RedisLock is the Factory of redislock on a single miniredis (fakes.Redis
+// in manual time). It offers no backend fault.
+func RedisLock() Factory {
+	return func(t testing.TB) (*Backend, error) {
+		r := fakes.Redis(t, fakes.ManualTime(epoch), fakes.ForceMiniredis())
+		return &Backend{
+			NewLocker: func(name string, opts ...locks.Option) (locks.Locker, error) {
+				return redislock.New(r.NewClient(), name, append(r.LockOptions(), opts...)...)
+			},
+			Clock:   r.Clock(),
+			Advance: r.Advance,
+		}, nil
+	}
+}
+
+// RedisLockWithFailover is the Factory of redislock on a single Redis
+// primary behind a chaos.Proxy that replicates asynchronously (lag, in wall
+// time) to a replica, with one fault: FaultFailover, the promotion of the
+// replica. redislock does not claim to survive it: with the default
+// Options.Claims the suite reports what it breaks as an expected violation.
+func RedisLockWithFailover(lag time.Duration) Factory {
+	return func(t testing.TB) (*Backend, error) {
+		g := fakes.RedisCluster(t, 2, fakes.ManualTime(epoch), fakes.ForceMiniredis())
+		p, err := chaos.StartProxy(g.Node(0).Addr(), 1)
+		if err != nil {
+			return nil, err
+		}
+		t.Cleanup(func() { _ = p.Close() })
+		if err := p.Replicate(g.Node(1).Addr(), lag); err != nil {
+			return nil, err
+		}
+		return &Backend{
+			NewLocker: func(name string, opts ...locks.Option) (locks.Locker, error) {
+				c := redis.NewClient(&redis.Options{Addr: p.Addr()})
+				t.Cleanup(func() { _ = c.Close() })
+				return redislock.New(c, name, append(g.LockOptions(), opts...)...)
+			},
+			Clock:   g.Clock(),
+			Advance: g.Advance,
+			Faults: []Fault{{
+				Name: "promote the replica", Kind: FaultFailover,
+				Inject: func() error { _, err := p.Promote(); return err },
+			}},
+		}, nil
+	}
+}
+
+// Redlock is the Factory of redlock on n independent miniredis nodes
+// (fakes.RedisCluster in manual time), with a FaultNodeDown per node for
+// the first (n-1)/2 nodes (a minority: stopped, then restarted with their
+// data) and the availability check. Redlock gives no fencing token: run it
+// with Claims of FaultCrash and FaultNodeDown.
+func Redlock(n int) Factory {
+	return func(t testing.TB) (*Backend, error) {
+		g := fakes.RedisCluster(t, n, fakes.ManualTime(epoch), fakes.ForceMiniredis())
+		be := &Backend{
+			NewLocker: func(name string, opts ...locks.Option) (locks.Locker, error) {
+				return redlock.New(g.NewClients(), name, append(g.LockOptions(), opts...)...)
+			},
+			Clock:     g.Clock(),
+			Advance:   g.Advance,
+			Nodes:     n,
+			StopNode:  g.Stop,
+			StartNode: func(i int) { g.Restart(i, true) },
+		}
+		for i := range (n - 1) / 2 {
+			be.Faults = append(be.Faults, Fault{
+				Name: "node " + string(rune('0'+i)) + " down", Kind: FaultNodeDown,
+				Inject: func() error { g.Stop(i); return nil },
+				Heal:   func() error { g.Restart(i, true); return nil },
+			})
+		}
+		return be, nil
+	}
+}
+
+// MemLock is the Factory of fakes.MemLock: every client shares one
+// in-memory lock on a fakes.Clock.
+func MemLock() Factory {
+	return func(t testing.TB) (*Backend, error) {
+		clock := fakes.NewClock(epoch)
+		var shared *fakes.MemLock
+		return &Backend{
+			NewLocker: func(name string, opts ...locks.Option) (locks.Locker, error) {
+				if shared == nil {
+					l, err := fakes.NewMemLock(name, append([]locks.Option{locks.WithClock(clock)}, opts...)...)
+					if err != nil {
+						return nil, err
+					}
+					shared = l
+				}
+				return shared, nil
+			},
+			Clock:   clock,
+			Advance: clock.Advance,
+		}, nil
+	}
+}
+
+// RedisLockWithNetworkFaults is the Factory of redislock on a single
+// miniredis, each client behind a chaos.Proxy of its own, with two
+// FaultPartition faults: client 0 partitioned (its bytes held and
+// delivered late when the partition heals) and client 1's replies dropped
+// (its requests take effect, it never hears so). Run it with a short
+// Options.OpTimeout: every operation of a cut-off client waits that long.
+func RedisLockWithNetworkFaults() Factory {
+	return func(t testing.TB) (*Backend, error) {
+		r := fakes.Redis(t, fakes.ManualTime(epoch), fakes.ForceMiniredis())
+		var proxies []*chaos.Proxy
+		proxy := func(i int) *chaos.Proxy {
+			for len(proxies) <= i {
+				p, err := chaos.StartProxy(r.Addr(), uint64(len(proxies))+1)
+				if err != nil {
+					t.Fatalf("propertytest: start proxy: %v", err)
+				}
+				t.Cleanup(func() { _ = p.Close() })
+				proxies = append(proxies, p)
+			}
+			return proxies[i]
+		}
+		clients := 0
+		return &Backend{
+			NewLocker: func(name string, opts ...locks.Option) (locks.Locker, error) {
+				p := proxy(clients)
+				clients++
+				// Deadlines from ctx, not go-redis's 3 s read timeout, so a
+				// cut-off client gives up at Options.OpTimeout.
+				c := redis.NewClient(&redis.Options{Addr: p.Addr(), ContextTimeoutEnabled: true,
+					ReadTimeout: time.Second, WriteTimeout: time.Second, DialTimeout: time.Second})
+				t.Cleanup(func() { _ = c.Close() })
+				return redislock.New(c, name, append(r.LockOptions(), opts...)...)
+			},
+			Clock:   r.Clock(),
+			Advance: r.Advance,
+			Faults: []Fault{
+				{Name: "partition client 0", Kind: FaultPartition,
+					Inject: func() error { proxy(0).Partition(); return nil },
+					Heal:   func() error { proxy(0).Heal(); return nil }},
+				{Name: "drop the replies to client 1", Kind: FaultPartition,
+					Inject: func() error { proxy(1).DropReplies(); return nil },
+					Heal:   func() error { proxy(1).Heal(); return nil }},
+			},
+		}, nil
+	}
+}

@@ -1,0 +1,237 @@
+package propertytest
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/lockproof/lockproof/linearize"
+	"github.com/lockproof/lockproof/locks"
+)
+
+type (
+	lockOp = linearize.Operation[linearize.LeaseInput, linearize.LeaseOutput]
+	regOp  = linearize.Operation[linearize.FencedInput[int], linearize.FencedOutput[int]]
+)
+
+// recorder keeps the lock and register histories of one run, stamped with
+// the backend's clock as nanoseconds since the run began. Safe for
+// concurrent use: blocked Locks return on their own goroutines.
+type recorder struct {
+	clock locks.Clock
+	start time.Time
+
+	mu       sync.Mutex
+	lock     []lockOp
+	reg      []regOp
+	unfenced int // register operations made without a fencing token
+	grants   uint64
+}
+
+func newRecorder(c locks.Clock) *recorder { return &recorder{clock: c, start: c.Now()} }
+
+// now is the clock reading as history time.
+func (r *recorder) now() int64 { return int64(r.clock.Now().Sub(r.start)) }
+
+// call records the call of a lock operation and returns its index.
+func (r *recorder) call(client int, op linearize.LeaseOp, lockName string, owner uint64) int {
+	t := r.now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.lock = append(r.lock, lockOp{
+		ID: len(r.lock), ClientID: client, Call: t, Return: t,
+		Input: linearize.LeaseInput{Lock: lockName, Op: op, Owner: owner},
+	})
+	return len(r.lock) - 1
+}
+
+// ret records the return of lock operation i.
+func (r *recorder) ret(i int, out linearize.LeaseOutput, unknown bool) {
+	t := r.now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	op := &r.lock[i]
+	op.Return, op.Output, op.Unknown = max(t, op.Call), out, unknown
+}
+
+// syntheticToken numbers a grant of a lock without fencing tokens, in the
+// order the grants returned, so that the lease model can order them.
+func (r *recorder) syntheticToken() uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.grants++
+	return r.grants
+}
+
+// register records one register operation, which the register itself has
+// already applied at the current time.
+func (r *recorder) register(client int, in linearize.FencedInput[int], out linearize.FencedOutput[int], fenced bool) {
+	t := r.now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !fenced {
+		r.unfenced++
+	}
+	r.reg = append(r.reg, regOp{ID: len(r.reg), ClientID: client, Call: t, Return: t, Input: in, Output: out})
+}
+
+// histories returns copies of both histories.
+func (r *recorder) histories() ([]lockOp, []regOp, int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]lockOp(nil), r.lock...), append([]regOp(nil), r.reg...), r.unfenced
+}
+
+// acquireOutcome turns what TryLock or Lock returned into the lease
+// model's output. Only a grant and a refusal (ErrLocked) are known
+// outcomes: any other error (a timeout, a lost reply, a cancelled wait, a
+// grant that expired before it was handed over) may hide a grant.
+func acquireOutcome(lease locks.Lease, err error, synth func() uint64) (linearize.LeaseOutput, bool) {
+	switch {
+	case err == nil && lease != nil:
+		tok, fenced := lease.Token()
+		if !fenced {
+			return linearize.LeaseOutput{OK: true, Token: synth()}, false
+		}
+		return linearize.LeaseOutput{OK: true, Token: uint64(tok)}, false
+	case errors.Is(err, locks.ErrLocked):
+		return linearize.LeaseOutput{}, false
+	}
+	return linearize.LeaseOutput{}, true
+}
+
+// releaseOutcome turns what Unlock or Renew returned into the model's
+// output: nil succeeded, ErrNotHeld is a refusal by the backend, anything
+// else unknown (ErrLeaseExpired from Unlock hides the backend's answer to
+// the release it still sends; ErrReleased and a locally expired Renew
+// never reached the backend, and an unknown release or renew of an owner
+// that no longer holds the lock changes nothing in the model).
+func releaseOutcome(err error) (linearize.LeaseOutput, bool) {
+	switch {
+	case err == nil:
+		return linearize.LeaseOutput{OK: true}, false
+	case errors.Is(err, locks.ErrNotHeld) && !errors.Is(err, locks.ErrLeaseExpired):
+		return linearize.LeaseOutput{}, false
+	}
+	return linearize.LeaseOutput{}, true
+}
+
+// register is the shared resource every holder updates with a
+// read-modify-write: a counter guarded by fencing tokens as locks.Fence
+// (leases without a token bypass the guard). It notes every lost update: an
+// admitted write of v+1 when the value is no longer v.
+type register struct {
+	mu      sync.Mutex
+	value   int
+	highest uint64
+	seen    bool
+	late    []bool // per admitted write: made after its lease's deadline
+	lost    []lostUpdate
+}
+
+// lostUpdate is one admitted write that overwrote an update it never read.
+type lostUpdate struct {
+	client     int
+	token      uint64
+	fenced     bool
+	read, over int   // the value it read, the value it overwrote
+	at         int64 // history time of the write
+	late       bool  // this write, or one it overwrote, came after its lease's deadline
+}
+
+func (l lostUpdate) String() string {
+	tok := "no fencing token"
+	if l.fenced {
+		tok = fmt.Sprintf("token %d", l.token)
+	}
+	late := ""
+	if l.late {
+		late = ", a holder having written after its lease's deadline (paused)"
+	}
+	return fmt.Sprintf("client %d (%s) read %d and wrote %d over %d at t=%v%s: %d update(s) lost",
+		l.client, tok, l.read, l.read+1, l.over, time.Duration(l.at), late, l.over-l.read)
+}
+
+// admitLocked applies the fencing rule of locks.Fence.
+func (g *register) admitLocked(tok uint64, fenced bool) bool {
+	if !fenced {
+		return true
+	}
+	if g.seen && tok < g.highest {
+		return false
+	}
+	g.highest, g.seen = tok, true
+	return true
+}
+
+// read returns the value and the number of writes admitted so far.
+func (g *register) read(tok uint64, fenced bool) (v, writes int, ok bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.admitLocked(tok, fenced) {
+		return 0, 0, false
+	}
+	return g.value, len(g.late), true
+}
+
+// write stores read+1 if admitted, noting a lost update when the value is
+// no longer read; writes is what read returned with it. lu.late says
+// whether this write is late; the update is blamed on a pause if it, or
+// any write it overwrote, is late.
+func (g *register) write(tok uint64, fenced bool, read, writes int, lu lostUpdate) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.admitLocked(tok, fenced) {
+		return false
+	}
+	own := lu.late
+	if g.value != read {
+		for _, l := range g.late[writes:] {
+			lu.late = lu.late || l
+		}
+		lu.read, lu.over = read, g.value
+		g.lost = append(g.lost, lu)
+	}
+	g.late = append(g.late, own)
+	g.value = read + 1
+	return true
+}
+
+func (g *register) lostUpdates() []lostUpdate {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return append([]lostUpdate(nil), g.lost...)
+}
+
+// describeLockOps renders the last n operations of a lock history, one a
+// line, for failures that linearize does not explain.
+func describeLockOps(h []lockOp, n int) string {
+	var b strings.Builder
+	from := max(0, len(h)-n)
+	if from > 0 {
+		fmt.Fprintf(&b, "  ... %d earlier operations\n", from)
+	}
+	for _, op := range h[from:] {
+		fmt.Fprintf(&b, "  client %d [%v, %v] %s\n", op.ClientID, time.Duration(op.Call),
+			time.Duration(op.Return), describeLockOp(&op))
+	}
+	return b.String()
+}
+
+func describeLockOp(op *lockOp) string {
+	in, out := op.Input, op.Output
+	s := fmt.Sprintf("%s(owner %d)", in.Op, in.Owner)
+	switch {
+	case op.Unknown:
+		return s + " -> ?"
+	case in.Op == linearize.Acquire && out.OK:
+		return fmt.Sprintf("%s -> granted, token %d", s, out.Token)
+	case in.Op == linearize.Acquire:
+		return s + " -> locked"
+	case out.OK:
+		return s + " -> ok"
+	}
+	return s + " -> not held"
+}

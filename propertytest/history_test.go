@@ -1,0 +1,141 @@
+package propertytest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/linearize"
+	"github.com/lockproof/lockproof/locks"
+)
+
+func TestOutcomeClassification(t *testing.T) {
+	cases := []struct {
+		err     error
+		ok      bool
+		unknown bool
+	}{
+		{nil, true, false},
+		{fmt.Errorf("x: %w", locks.ErrNotHeld), false, false},
+		{fmt.Errorf("x: %w", locks.ErrLeaseExpired), false, true},
+		{fmt.Errorf("x: %w", locks.ErrReleased), false, true},
+		{context.DeadlineExceeded, false, true},
+		{errors.New("connection reset"), false, true},
+	}
+	for _, c := range cases {
+		out, unknown := releaseOutcome(c.err)
+		if out.OK != c.ok || unknown != c.unknown {
+			t.Errorf("releaseOutcome(%v) = %v, unknown %v; want ok %v unknown %v", c.err, out.OK, unknown, c.ok, c.unknown)
+		}
+	}
+	if out, unknown := acquireOutcome(nil, fmt.Errorf("x: %w", locks.ErrLocked), nil); out.OK || unknown {
+		t.Errorf("ErrLocked: %v unknown %v, want a known refusal", out, unknown)
+	}
+	if _, unknown := acquireOutcome(nil, fmt.Errorf("x: %w", locks.ErrLeaseExpired), nil); !unknown {
+		t.Error("a grant that expired before hand-over must be unknown: the backend granted it")
+	}
+	l, err := fakes.NewMemLock("x", locks.WithClock(fakes.NewClock(epoch)), locks.WithWatchdog(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lease, err := l.TryLock(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, unknown := acquireOutcome(lease, nil, nil); !out.OK || unknown || out.Token != 1 {
+		t.Errorf("grant: %+v unknown %v, want ok with token 1", out, unknown)
+	}
+	if out, _ := acquireOutcome(unfencedLease{lease}, nil, func() uint64 { return 42 }); out.Token != 42 {
+		t.Errorf("unfenced grant got token %d, want the synthetic 42", out.Token)
+	}
+	if err := lease.Unlock(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRegisterLostUpdates(t *testing.T) {
+	var g register
+	// Fenced: the stale write of a paused holder is refused, nothing lost.
+	v1, w1, _ := g.read(1, true)
+	v2, w2, _ := g.read(2, true)
+	if !g.write(2, true, v2, w2, lostUpdate{}) {
+		t.Fatal("the current holder's write was refused")
+	}
+	if g.write(1, true, v1, w1, lostUpdate{late: true}) {
+		t.Fatal("a stale token's write was admitted")
+	}
+	if n := len(g.lostUpdates()); n != 0 {
+		t.Fatalf("%d lost updates with fencing", n)
+	}
+	// Unfenced: A reads, B reads and writes, A (late) writes: B's update is
+	// lost, blamed on A's pause. Then C reads and writes over nothing.
+	a, wa, _ := g.read(0, false)
+	b, wb, _ := g.read(0, false)
+	g.write(0, false, b, wb, lostUpdate{client: 2})
+	g.write(0, false, a, wa, lostUpdate{client: 1, late: true})
+	lost := g.lostUpdates()
+	if len(lost) != 1 || lost[0].client != 1 || !lost[0].late || lost[0].read != 1 || lost[0].over != 2 {
+		t.Fatalf("lost updates %+v, want client 1 (late) writing over 2 after reading 1", lost)
+	}
+	// A timely writer that overwrites a late write: still blamed on the pause.
+	var h register
+	x, wx, _ := h.read(0, false)
+	y, wy, _ := h.read(0, false)
+	h.write(0, false, y, wy, lostUpdate{client: 1, late: true})
+	h.write(0, false, x, wx, lostUpdate{client: 2})
+	if lost := h.lostUpdates(); len(lost) != 1 || !lost[0].late {
+		t.Fatalf("lost updates %+v, want one blamed on the late write it overwrote", lost)
+	}
+}
+
+// The lease model's tolerance is exactly the locks' drift allowance: a
+// grant to another owner at the holder's local deadline is legal, one
+// just before it is a double grant.
+func TestLeaseModelBoundary(t *testing.T) {
+	ttl := time.Second
+	model, err := linearize.NewLeaseModel(ttl, locks.Drift(ttl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := int64(ttl - locks.Drift(ttl))
+	for _, c := range []struct {
+		at   int64
+		want linearize.Verdict
+	}{{deadline, linearize.Ok}, {deadline - 1, linearize.Illegal}} {
+		h := []lockOp{
+			{ID: 0, ClientID: 0, Call: 0, Return: 0, Input: linearize.LeaseInput{Lock: "l", Op: linearize.Acquire, Owner: 1},
+				Output: linearize.LeaseOutput{OK: true, Token: 1}},
+			{ID: 1, ClientID: 1, Call: c.at, Return: c.at, Input: linearize.LeaseInput{Lock: "l", Op: linearize.Acquire, Owner: 2},
+				Output: linearize.LeaseOutput{OK: true, Token: 2}},
+		}
+		res, err := linearize.Check(context.Background(), model, h, linearize.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Verdict != c.want {
+			t.Errorf("second grant at %v: %v, want %v", time.Duration(c.at), res.Verdict, c.want)
+		}
+	}
+}
+
+func TestOptionsValidation(t *testing.T) {
+	if _, err := (Options{Clients: 1}).withDefaults(); err == nil {
+		t.Error("one client accepted")
+	}
+	if _, err := (Options{TTL: time.Millisecond}).withDefaults(); err == nil {
+		t.Error("a TTL below locks.MinTTL accepted")
+	}
+	o, err := (Options{}).withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Clients != 3 || o.TTL != time.Second || o.Slack != o.TTL/4 || !o.claims(FaultPause) || o.claims(FaultFailover) {
+		t.Errorf("defaults %+v", o)
+	}
+	if err := (&Backend{}).validate(); err == nil {
+		t.Error("an empty backend accepted")
+	}
+}

@@ -1,0 +1,112 @@
+package propertytest
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/lockproof/lockproof/locks"
+)
+
+// FaultKind names a class of fault. A lock claims to survive some kinds
+// (Options.Claims); a violation in a run that injected a kind it does not
+// claim is reported as an expected violation, not a failure.
+type FaultKind string
+
+// The fault kinds. FaultCrash and FaultPause are produced by the suite
+// itself for every lock; the others come from the Backend's Faults.
+const (
+	// FaultCrash: a client stops without unlocking (its lease is left to
+	// expire) and comes back as a fresh process.
+	FaultCrash FaultKind = "crash"
+	// FaultPause: a holder stalls between checking its lease and writing
+	// (a GC pause), past its lease's deadline. Only fencing makes a lock
+	// safe against it.
+	FaultPause FaultKind = "pause"
+	// FaultPartition: the network between clients and a backend node loses
+	// or holds messages.
+	FaultPartition FaultKind = "partition"
+	// FaultNodeDown: a backend node stops (and later restarts with its data).
+	FaultNodeDown FaultKind = "node-down"
+	// FaultFailover: a primary is replaced by an asynchronously fed replica
+	// that may have missed the last writes.
+	FaultFailover FaultKind = "failover"
+	// FaultClockJump: one backend node's clock jumps forward.
+	FaultClockJump FaultKind = "clock-jump"
+)
+
+// Options configure Run and Check. The zero value is ready: every field has
+// the default stated in its comment.
+type Options struct {
+	// Clients is the number of clients contending for the lock. Default 3.
+	Clients int
+	// TTL is the lease TTL given to every Locker (locks.WithTTL), on the
+	// backend's manual clock. Default 1s.
+	TTL time.Duration
+	// Slack is what deadlock freedom allows beyond the TTL: after every
+	// holder crashed, a new client must acquire the lock once TTL + Slack
+	// has passed. Default TTL/4.
+	Slack time.Duration
+	// Claims are the fault kinds the lock claims to stay safe under.
+	// Default: FaultCrash and FaultPause. A lock without fencing tokens
+	// (Redlock) should claim only FaultCrash (and what its backend
+	// survives, such as FaultNodeDown for a minority of Redlock nodes).
+	Claims []FaultKind
+	// Settle is the wall time the suite gives a blocked Lock to return
+	// after it was called or after time moved. Default 20ms.
+	Settle time.Duration
+	// OpTimeout bounds each lock operation in wall time; an operation that
+	// runs out has an unknown outcome. Default 2s.
+	OpTimeout time.Duration
+	// CheckTimeLimit bounds each linearizability check; a check that runs
+	// out is undecided (logged, never a pass or a failure). Default 10s.
+	CheckTimeLimit time.Duration
+	// Name is the lock's name. Default "propertytest".
+	Name string
+	// OutDir is where failure timelines (HTML) are written. Default: the
+	// -propertytest.out flag, then the LOCKPROOF_PROPERTYTEST_OUT
+	// environment variable, then t.TempDir() (removed after the test).
+	OutDir string
+
+	_ struct{} // keyed literals only
+}
+
+// withDefaults fills in the defaults and validates o.
+func (o Options) withDefaults() (Options, error) {
+	if o.Clients == 0 {
+		o.Clients = 3
+	}
+	if o.TTL == 0 {
+		o.TTL = time.Second
+	}
+	if o.Slack == 0 {
+		o.Slack = o.TTL / 4
+	}
+	if o.Claims == nil {
+		o.Claims = []FaultKind{FaultCrash, FaultPause}
+	}
+	if o.Settle == 0 {
+		o.Settle = 20 * time.Millisecond
+	}
+	if o.OpTimeout == 0 {
+		o.OpTimeout = 2 * time.Second
+	}
+	if o.CheckTimeLimit == 0 {
+		o.CheckTimeLimit = 10 * time.Second
+	}
+	if o.Name == "" {
+		o.Name = "propertytest"
+	}
+	switch {
+	case o.Clients < 2:
+		return o, fmt.Errorf("propertytest: %d clients: at least 2 are needed to contend", o.Clients)
+	case o.TTL < locks.MinTTL:
+		return o, fmt.Errorf("propertytest: TTL %v is below locks.MinTTL %v", o.TTL, locks.MinTTL)
+	case o.Slack < 0 || o.Settle < 0 || o.OpTimeout < 0 || o.CheckTimeLimit < 0:
+		return o, fmt.Errorf("propertytest: negative duration in options")
+	}
+	return o, nil
+}
+
+// claims reports whether the lock claims to survive k.
+func (o Options) claims(k FaultKind) bool { return slices.Contains(o.Claims, k) }

@@ -1,0 +1,338 @@
+package propertytest
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+
+	"pgregory.net/rapid"
+)
+
+// outFlag is -propertytest.out: where failure timelines are written.
+var outFlag = flag.String("propertytest.out", "", "propertytest: directory for the HTML timelines of failures (default: the test's temporary directory)")
+
+// EnvOut names the environment variable read when -propertytest.out is not
+// given.
+const EnvOut = "LOCKPROOF_PROPERTYTEST_OUT"
+
+// Report is what a Run or Check found.
+type Report struct {
+	// Runs is the number of state-machine runs executed (rapid's test
+	// cases, shrinking included).
+	Runs int
+	// Failed reports whether a property the lock claims was violated
+	// (rapid then shrank the run and reported the seed).
+	Failed bool
+	// FirstFailure is the number of the run (1-based) that first violated
+	// a claimed property; 0 if none did.
+	FirstFailure int
+	// Violations are those of the last violating run: after shrinking, the
+	// minimal one rapid reports.
+	Violations []Violation
+	// Expected counts, per property, the runs with an expected violation
+	// (under faults the lock does not claim to survive).
+	Expected map[Property]int
+	// ExpectedExample is the last expected violation seen.
+	ExpectedExample *Violation
+	// Checked counts, per property, the runs in which its check ran (the
+	// symmetry probe needs a foreign call while another client holds the
+	// lock; availability needs a Backend with nodes to stop).
+	Checked map[Property]int
+	// Undecided counts history checks that ran out of their time budget.
+	Undecided int
+	// Output is what rapid reported for a failure in Check (seed, steps).
+	Output string
+}
+
+// Broken returns the violated properties of the last violating run that
+// were not expected, in order.
+func (r *Report) Broken() []Property {
+	var ps []Property
+	for _, v := range r.Violations {
+		if !v.Expected {
+			ps = append(ps, v.Property)
+		}
+	}
+	return ps
+}
+
+// Run checks the lock built by factory with rapid state machines and fails
+// t when a property it claims is violated. The failure names the property,
+// shows the minimal history and the timeline file, and rapid prints the
+// seed that replays it (-rapid.seed); -rapid.checks and -rapid.steps set
+// the number of runs and their length. Violations under faults the lock
+// does not claim (see Options.Claims) are logged as expected violations.
+// Run must be called from the test's goroutine.
+func Run(t *testing.T, factory Factory, o Options) *Report {
+	t.Helper()
+	s, err := newSuite(t, factory, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rapid.Check(t, s.prop)
+	s.logExpected(t)
+	return s.report
+}
+
+// Check runs the same suite as Run but never fails t: it returns what it
+// found. Tests of the suite itself use it to assert that a broken lock is
+// caught, with the right property named.
+func Check(t *testing.T, factory Factory, o Options) *Report {
+	t.Helper()
+	s, err := newSuite(t, factory, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb := &quietTB{t: t}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		rapid.Check(tb, s.prop)
+	}()
+	<-done
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.report.Failed, s.report.Output = tb.failed, strings.Join(tb.msgs, "\n")
+	s.logExpected(t)
+	return s.report
+}
+
+// suite is the state shared by the runs of one Run or Check.
+type suite struct {
+	t       *testing.T
+	factory Factory
+	o       Options
+	out     *outputs
+
+	mu     sync.Mutex
+	report *Report
+}
+
+func newSuite(t *testing.T, factory Factory, o Options) (*suite, error) {
+	if factory == nil {
+		return nil, fmt.Errorf("propertytest: nil factory")
+	}
+	o, err := o.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	return &suite{t: t, factory: factory, o: o, out: &outputs{t: t, dir: o.OutDir},
+		report: &Report{Expected: map[Property]int{}, Checked: map[Property]int{}}}, nil
+}
+
+// prop is one run: build the backend, run the actions, finish, check.
+func (s *suite) prop(rt *rapid.T) {
+	scope := &runTB{TB: s.t}
+	defer scope.cleanup()
+	be, err := s.factory(scope)
+	if err == nil {
+		err = be.validate()
+	}
+	if err != nil {
+		rt.Fatalf("propertytest: factory: %v", err)
+	}
+	if be.Close != nil {
+		defer be.Close()
+	}
+	m, err := newMachine(s.o, be)
+	if err != nil {
+		rt.Fatalf("%v", err)
+	}
+	defer func() {
+		for _, c := range append(m.cl, m.probe) {
+			if c.wait != nil {
+				c.wait.cancel()
+				<-c.wait.done
+			}
+		}
+	}()
+	rt.Repeat(m.actions())
+	if err := m.finish(); err != nil {
+		rt.Fatalf("%v", err)
+	}
+	found, undecided, err := m.verdict(context.Background(), s.out)
+	if err != nil {
+		rt.Fatalf("%v", err)
+	}
+	s.record(found, undecided, m.ran)
+	var failures []string
+	for _, v := range found {
+		if v.Expected {
+			rt.Logf("%s", v)
+			continue
+		}
+		failures = append(failures, v.String())
+	}
+	if len(failures) > 0 {
+		rt.Logf("run log:\n  %s", strings.Join(m.log, "\n  "))
+		rt.Fatalf("propertytest: %d propert(y/ies) violated:\n%s", len(failures), strings.Join(failures, "\n\n"))
+	}
+}
+
+func (s *suite) record(found []Violation, undecided int, ran map[Property]bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.report.Runs++
+	for p := range ran {
+		s.report.Checked[p]++
+	}
+	s.report.Undecided += undecided
+	seen := map[Property]bool{}
+	broken := false
+	for i, v := range found {
+		if v.Expected && !seen[v.Property] {
+			seen[v.Property] = true
+			s.report.Expected[v.Property]++
+			s.report.ExpectedExample = &found[i]
+		}
+		broken = broken || !v.Expected
+	}
+	if broken {
+		if s.report.FirstFailure == 0 {
+			s.report.FirstFailure = s.report.Runs
+		}
+		s.report.Violations = found
+	}
+}
+
+func (s *suite) logExpected(t *testing.T) {
+	t.Helper()
+	for p, n := range s.report.Expected {
+		t.Logf("propertytest: %s: expected violation in %d of %d runs (faults the lock does not claim)", p, n, s.report.Runs)
+	}
+	if s.report.Undecided > 0 {
+		t.Logf("propertytest: %d history checks undecided (time limit)", s.report.Undecided)
+	}
+}
+
+// writer is where a timeline is rendered.
+type writer = io.Writer
+
+// outputs writes failure timelines, one file per test and property,
+// overwritten by later runs: rapid's last run of a failure is its minimal
+// one.
+type outputs struct {
+	t   *testing.T
+	dir string
+
+	mu sync.Mutex
+}
+
+var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+
+// write renders a timeline to a file and returns its path, or a note of
+// why it could not.
+func (o *outputs) write(p Property, render func(w writer) error) string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.dir == "" {
+		switch {
+		case *outFlag != "":
+			o.dir = *outFlag
+		case os.Getenv(EnvOut) != "":
+			o.dir = os.Getenv(EnvOut)
+		default:
+			o.dir = o.t.TempDir()
+		}
+	}
+	if err := os.MkdirAll(o.dir, 0o755); err != nil {
+		return "(timeline not written: " + err.Error() + ")"
+	}
+	name := unsafeName.ReplaceAllString(o.t.Name()+"-"+string(p), "_") + ".html"
+	path := filepath.Join(o.dir, name)
+	f, err := os.Create(path)
+	if err != nil {
+		return "(timeline not written: " + err.Error() + ")"
+	}
+	err = render(f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return "(timeline not written: " + err.Error() + ")"
+	}
+	return path
+}
+
+// quietTB is the rapid.TB of Check: it records failures and logs instead
+// of failing the test (Report.Output).
+type quietTB struct {
+	t *testing.T
+
+	mu     sync.Mutex
+	failed bool
+	msgs   []string
+}
+
+var _ rapid.TB = (*quietTB)(nil)
+
+func (q *quietTB) note(fail bool, s string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.failed = q.failed || fail
+	if s != "" {
+		q.msgs = append(q.msgs, s)
+	}
+}
+
+func (q *quietTB) Helper()                         {}
+func (q *quietTB) Name() string                    { return q.t.Name() }
+func (q *quietTB) Logf(format string, args ...any) { q.note(false, fmt.Sprintf(format, args...)) }
+func (q *quietTB) Log(args ...any)                 { q.note(false, fmt.Sprint(args...)) }
+func (q *quietTB) Skipf(format string, args ...any) {
+	q.note(false, fmt.Sprintf(format, args...))
+	runtime.Goexit()
+}
+func (q *quietTB) Skip(args ...any)                  { q.note(false, fmt.Sprint(args...)); runtime.Goexit() }
+func (q *quietTB) SkipNow()                          { runtime.Goexit() }
+func (q *quietTB) Errorf(format string, args ...any) { q.note(true, fmt.Sprintf(format, args...)) }
+func (q *quietTB) Error(args ...any)                 { q.note(true, fmt.Sprint(args...)) }
+func (q *quietTB) Fatalf(format string, args ...any) {
+	q.note(true, fmt.Sprintf(format, args...))
+	runtime.Goexit()
+}
+func (q *quietTB) Fatal(args ...any) { q.note(true, fmt.Sprint(args...)); runtime.Goexit() }
+func (q *quietTB) FailNow()          { q.note(true, ""); runtime.Goexit() }
+func (q *quietTB) Fail()             { q.note(true, "") }
+func (q *quietTB) Failed() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.failed
+}
+
+// runTB is the testing.TB a Factory gets: the test's, except that clean-ups
+// registered with Cleanup run at the end of the run rather than of the
+// test, so that the backends of finished runs (servers, connections,
+// proxies) do not pile up while rapid runs and shrinks.
+type runTB struct {
+	testing.TB
+
+	mu       sync.Mutex
+	cleanups []func()
+}
+
+// Cleanup registers f to run at the end of the run.
+func (r *runTB) Cleanup(f func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.cleanups = append(r.cleanups, f)
+}
+
+// cleanup runs the registered clean-ups, last registered first.
+func (r *runTB) cleanup() {
+	r.mu.Lock()
+	fs := r.cleanups
+	r.cleanups = nil
+	r.mu.Unlock()
+	for i := len(fs) - 1; i >= 0; i-- {
+		fs[i]()
+	}
+}
