@@ -115,6 +115,16 @@ func TestWatchdogRenewsAtThirdOfTTL(t *testing.T) {
 		<-ops.renewed
 		want := epoch.Add(time.Duration(i)*time.Second + 3*time.Second - locks.Drift(3*time.Second))
 		waitFor(t, func() bool { return l.Deadline().Equal(want) })
+		// Advance only once the watchdog has re-armed (its timer and the
+		// expiry timer pending): it reads the clock, then arms a timer
+		// relative to what it read, and an Advance in between would move
+		// time past the moment it aims at.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := clock.WaitTimers(ctx, 2)
+		cancel()
+		if err != nil {
+			t.Fatalf("watchdog did not re-arm after renewal %d: %v", i, err)
+		}
 	}
 	if err := l.Unlock(context.Background()); err != nil {
 		t.Fatal(err)

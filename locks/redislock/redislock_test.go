@@ -330,6 +330,13 @@ func TestWatchdogKeepsAndLoses(t *testing.T) {
 		t.Fatal("key expired although renewed")
 	}
 	r.Client().Del(ctx, l.Key())
+	// Advance once the watchdog has re-armed (its timer and the expiry
+	// timer pending), so that its next renewal falls inside this step.
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := clock.WaitTimers(wctx, 2); err != nil {
+		t.Fatal(err)
+	}
 	clock.Advance(ttl / 3)
 	<-lease.Done()
 	if !errors.Is(lease.Err(), locks.ErrNotHeld) {
