@@ -243,15 +243,7 @@ func TestDoubleUnlockAndRenewAfterUnlock(t *testing.T) {
 	if err := lease.Renew(ctx); err != nil {
 		t.Fatalf("Renew: %v", err)
 	}
-	if err := lease.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := lease.Unlock(ctx); !errors.Is(err, locks.ErrReleased) {
-		t.Fatalf("double unlock: %v, want ErrReleased", err)
-	}
-	if err := lease.Renew(ctx); !errors.Is(err, locks.ErrReleased) {
-		t.Fatalf("renew after unlock: %v, want ErrReleased", err)
-	}
+	locktest.UnlockOnce(t, lease)
 	if !errors.Is(lease.Err(), locks.ErrReleased) {
 		t.Fatalf("Err after unlock = %v", lease.Err())
 	}

@@ -227,15 +227,9 @@ func TestLeaseLifecycleErrors(t *testing.T) {
 	const ttl = time.Second
 	l := newLocker(t, s.DB(), "res", locks.WithTTL(ttl), locks.WithWatchdog(false), locks.WithClock(clock))
 
-	lease := locktest.MustLock(t, l)
-	if err := lease.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := lease.Unlock(ctx); !errors.Is(err, locks.ErrReleased) {
-		t.Fatalf("double Unlock: %v, want ErrReleased", err)
-	}
+	locktest.UnlockOnce(t, locktest.MustLock(t, l))
 
-	lease = locktest.MustLock(t, l)
+	lease := locktest.MustLock(t, l)
 	clock.Advance(ttl)
 	<-lease.Done()
 	if err := lease.Renew(ctx); !errors.Is(err, locks.ErrLeaseExpired) {

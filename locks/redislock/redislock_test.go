@@ -146,15 +146,7 @@ func TestForeignOwnerCannotTouch(t *testing.T) {
 	if _, err := l.TryLock(ctx); !errors.Is(err, locks.ErrLocked) {
 		t.Fatalf("TryLock after foreign release: %v, want ErrLocked", err)
 	}
-	if err := lease.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := lease.Unlock(ctx); !errors.Is(err, locks.ErrReleased) {
-		t.Fatalf("double unlock: %v, want ErrReleased", err)
-	}
-	if err := lease.Renew(ctx); !errors.Is(err, locks.ErrReleased) {
-		t.Fatalf("renew after unlock: %v, want ErrReleased", err)
-	}
+	locktest.UnlockOnce(t, lease)
 }
 
 // TestTakenOverLease: once the key belongs to someone else, the old lease's

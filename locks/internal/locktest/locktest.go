@@ -4,6 +4,7 @@ package locktest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"testing"
@@ -79,4 +80,20 @@ func FencedIncrements(l locks.Locker, fence *locks.Fence[int], inside *atomic.In
 		}
 	}
 	return nil
+}
+
+// UnlockOnce unlocks lease and checks that it cannot be used again: a
+// second Unlock and a Renew both return locks.ErrReleased.
+func UnlockOnce(t testing.TB, lease locks.Lease) {
+	t.Helper()
+	ctx := context.Background()
+	if err := lease.Unlock(ctx); err != nil {
+		t.Fatalf("Unlock: %v", err)
+	}
+	if err := lease.Unlock(ctx); !errors.Is(err, locks.ErrReleased) {
+		t.Fatalf("double unlock: %v, want ErrReleased", err)
+	}
+	if err := lease.Renew(ctx); !errors.Is(err, locks.ErrReleased) {
+		t.Fatalf("renew after unlock: %v, want ErrReleased", err)
+	}
 }
