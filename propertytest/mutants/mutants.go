@@ -1,0 +1,71 @@
+// Package mutants holds deliberately broken locks: each has one bug of a
+// kind seen in real lock code, and the propertytest suite must catch it,
+// naming the property it breaks. They exist to prove checkers (the suite,
+// lockproof check, a user's own harness) able to fail; never use them to
+// lock anything.
+package mutants
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/lockproof/lockproof/propertytest"
+)
+
+// Mutant is one deliberately broken lock.
+type Mutant struct {
+	// Name identifies the mutant ("unlock-without-owner-check").
+	Name string
+	// Bug says in one sentence what is wrong with it.
+	Bug string
+	// Breaks is the property the suite must report violated.
+	Breaks propertytest.Property
+	// Factory builds the broken lock on its backend.
+	Factory propertytest.Factory
+	// Options are the suite options to run it with (the claims of the lock
+	// it imitates).
+	Options propertytest.Options
+
+	_ struct{} // keyed literals only
+}
+
+// registry holds every mutant, filled by the init functions of the files
+// that define them.
+var registry []Mutant
+
+// register adds mutants to the registry; a duplicate name is a programming
+// error caught at start-up.
+func register(ms ...Mutant) {
+	for _, m := range ms {
+		if m.Name == "" || m.Breaks == "" || m.Factory == nil {
+			panic(fmt.Sprintf("mutants: incomplete mutant %+v", m))
+		}
+		if slices.ContainsFunc(registry, func(o Mutant) bool { return o.Name == m.Name }) {
+			panic("mutants: duplicate mutant " + m.Name)
+		}
+		registry = append(registry, m)
+	}
+}
+
+// All returns every mutant, sorted by name.
+func All() []Mutant {
+	out := slices.Clone(registry)
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Lookup returns the mutant called name, or an error that lists the names.
+func Lookup(name string) (Mutant, error) {
+	for _, m := range registry {
+		if m.Name == name {
+			return m, nil
+		}
+	}
+	names := make([]string, 0, len(registry))
+	for _, m := range All() {
+		names = append(names, m.Name)
+	}
+	return Mutant{}, fmt.Errorf("mutants: no mutant %q (known: %s)", name, strings.Join(names, ", "))
+}
