@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -48,8 +47,13 @@ type Report struct {
 	Checked map[Property]int
 	// Undecided counts history checks that ran out of their time budget.
 	Undecided int
-	// Output is what rapid reported for a failure in Check (seed, steps).
+	// Output is what rapid reported for a failure in Check or
+	// RunStandalone (seed, steps).
 	Output string
+	// Seed replays the failure: the -rapid.seed rapid printed for it
+	// (Standalone.Seed in RunStandalone). 0 when nothing failed or rapid
+	// printed no seed.
+	Seed uint64
 }
 
 // Broken returns the violated properties of the last violating run that
@@ -91,7 +95,7 @@ func Check(t *testing.T, factory Factory, o Options) *Report {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tb := &quietTB{t: t}
+	tb := newQuietTB(t.Name(), nil)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -101,13 +105,14 @@ func Check(t *testing.T, factory Factory, o Options) *Report {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.report.Failed, s.report.Output = tb.failed, strings.Join(tb.msgs, "\n")
+	s.report.Seed = seedIn(s.report.Output)
 	s.logExpected(t)
 	return s.report
 }
 
 // suite is the state shared by the runs of one Run or Check.
 type suite struct {
-	t       *testing.T
+	t       testing.TB
 	factory Factory
 	o       Options
 	out     *outputs
@@ -116,7 +121,7 @@ type suite struct {
 	report *Report
 }
 
-func newSuite(t *testing.T, factory Factory, o Options) (*suite, error) {
+func newSuite(t testing.TB, factory Factory, o Options) (*suite, error) {
 	if factory == nil {
 		return nil, fmt.Errorf("propertytest: nil factory")
 	}
@@ -203,8 +208,7 @@ func (s *suite) record(found []Violation, undecided int, ran map[Property]bool) 
 	}
 }
 
-func (s *suite) logExpected(t *testing.T) {
-	t.Helper()
+func (s *suite) logExpected(t interface{ Logf(string, ...any) }) {
 	for p, n := range s.report.Expected {
 		t.Logf("propertytest: %s: expected violation in %d of %d runs (faults the lock does not claim)", p, n, s.report.Runs)
 	}
@@ -220,7 +224,7 @@ type writer = io.Writer
 // overwritten by later runs: rapid's last run of a failure is its minimal
 // one.
 type outputs struct {
-	t   *testing.T
+	t   testing.TB
 	dir string
 
 	mu sync.Mutex
@@ -260,52 +264,6 @@ func (o *outputs) write(p Property, render func(w writer) error) string {
 		return "(timeline not written: " + err.Error() + ")"
 	}
 	return path
-}
-
-// quietTB is the rapid.TB of Check: it records failures and logs instead
-// of failing the test (Report.Output).
-type quietTB struct {
-	t *testing.T
-
-	mu     sync.Mutex
-	failed bool
-	msgs   []string
-}
-
-var _ rapid.TB = (*quietTB)(nil)
-
-func (q *quietTB) note(fail bool, s string) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.failed = q.failed || fail
-	if s != "" {
-		q.msgs = append(q.msgs, s)
-	}
-}
-
-func (q *quietTB) Helper()                         {}
-func (q *quietTB) Name() string                    { return q.t.Name() }
-func (q *quietTB) Logf(format string, args ...any) { q.note(false, fmt.Sprintf(format, args...)) }
-func (q *quietTB) Log(args ...any)                 { q.note(false, fmt.Sprint(args...)) }
-func (q *quietTB) Skipf(format string, args ...any) {
-	q.note(false, fmt.Sprintf(format, args...))
-	runtime.Goexit()
-}
-func (q *quietTB) Skip(args ...any)                  { q.note(false, fmt.Sprint(args...)); runtime.Goexit() }
-func (q *quietTB) SkipNow()                          { runtime.Goexit() }
-func (q *quietTB) Errorf(format string, args ...any) { q.note(true, fmt.Sprintf(format, args...)) }
-func (q *quietTB) Error(args ...any)                 { q.note(true, fmt.Sprint(args...)) }
-func (q *quietTB) Fatalf(format string, args ...any) {
-	q.note(true, fmt.Sprintf(format, args...))
-	runtime.Goexit()
-}
-func (q *quietTB) Fatal(args ...any) { q.note(true, fmt.Sprint(args...)); runtime.Goexit() }
-func (q *quietTB) FailNow()          { q.note(true, ""); runtime.Goexit() }
-func (q *quietTB) Fail()             { q.note(true, "") }
-func (q *quietTB) Failed() bool {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.failed
 }
 
 // runTB is the testing.TB a Factory gets: the test's, except that clean-ups

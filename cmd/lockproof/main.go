@@ -55,6 +55,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return history(args[1:], stdout, stderr)
 	case "bench":
 		return bench(args[1:], stdout, stderr)
+	case "check":
+		return checkCmd(args[1:], stdout, stderr)
+	case "replay":
+		return replayCmd(args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		usage(stdout)
 		return exitOK
@@ -68,6 +72,8 @@ func usage(w io.Writer) {
 	fmt.Fprint(w, `usage: lockproof <command> [flags]
 
 commands:
+  check [flags]            run every lock through the fault matrix (-h for its flags)
+  replay [flags] <seed>    re-run the failure a seed printed by check names
   history [flags] <file>   check a recorded JSON history (-h for its flags)
   bench [flags]            measure the Redis locks against redsync and bsm
 `)

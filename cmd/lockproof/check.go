@@ -1,0 +1,461 @@
+package main
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/lockproof/lockproof/propertytest"
+)
+
+// Exit status of check and replay beyond those of history: the matrix could
+// not be run (a backend did not start, a run broke down without a verdict).
+const exitNoVerdict = 3
+
+// properties are the table's columns, in order.
+var properties = []propertytest.Property{
+	propertytest.Exclusivity, propertytest.Symmetry, propertytest.DeadlockFreedom, propertytest.Availability,
+}
+
+// checkConfig is what one check run needs beyond its cells.
+type checkConfig struct {
+	seed   uint64        // the matrix seed: the low 40 bits of every cell's seeds
+	budget time.Duration // wall time for the whole matrix, split evenly by cell
+	runs   int           // exact runs per cell; 0: the budget decides
+	chunk  int           // runs per rapid call in budget mode
+	steps  int           // actions per run on average
+	outDir string        // where cells write their timelines
+	shrink time.Duration // bound on minimizing one failure
+}
+
+// Cell statuses of a property.
+const (
+	statusPass       = "pass"
+	statusViolated   = "VIOLATED"
+	statusExpected   = "expected"
+	statusNotChecked = "not checked"
+)
+
+// propResult is one property of one cell.
+type propResult struct {
+	Property string `json:"property"`
+	// Status is pass, VIOLATED, expected (violated, but only under faults
+	// the lock does not claim) or "not checked" (no run could check it).
+	Status string `json:"status"`
+	// Checked counts the runs that checked it; Expected those that found
+	// an expected violation.
+	Checked  int `json:"checked_runs"`
+	Expected int `json:"expected_runs"`
+}
+
+// violationOut is one violation, as reported.
+type violationOut struct {
+	Property  string   `json:"property"`
+	Status    string   `json:"status"`
+	Detail    string   `json:"detail"`
+	Unclaimed []string `json:"unclaimed_faults,omitempty"`
+	History   string   `json:"history,omitempty"`
+	Timeline  string   `json:"timeline,omitempty"`
+}
+
+// cellResult is one row of the table.
+type cellResult struct {
+	Lock    string       `json:"lock"`
+	Faults  string       `json:"faults"`
+	About   string       `json:"about"`
+	Claims  string       `json:"claims"`
+	Runs    int          `json:"runs"`
+	Seconds float64      `json:"seconds"`
+	Props   []propResult `json:"properties"`
+	// Violated is true when a property the lock claims was violated; Seed
+	// and Replay then replay the minimal failing run.
+	Violated bool   `json:"violated"`
+	Seed     uint64 `json:"seed,omitempty"`
+	Replay   string `json:"replay,omitempty"`
+	// Undecided counts history checks that ran out of time.
+	Undecided  int            `json:"undecided_checks,omitempty"`
+	Violations []violationOut `json:"violations,omitempty"`
+	// Error says why the cell has no verdict.
+	Error string `json:"error,omitempty"`
+	// Mutant names the property a deliberately broken lock must break.
+	Mutant string `json:"mutant_breaks,omitempty"`
+}
+
+// checkResult is the whole matrix.
+type checkResult struct {
+	Seed    uint64       `json:"seed"`
+	Budget  string       `json:"budget,omitempty"`
+	Runs    int          `json:"runs_per_cell,omitempty"`
+	Started time.Time    `json:"started"`
+	Seconds float64      `json:"seconds"`
+	Cells   []cellResult `json:"cells"`
+	// Verdict is "pass", "VIOLATED" or "no verdict"; Exit the exit status.
+	Verdict string `json:"verdict"`
+	Exit    int    `json:"exit"`
+}
+
+// checkFlags are check's options.
+type checkFlags struct {
+	locks, faults string
+	seed          uint64
+	budget        time.Duration
+	runs          int
+	steps         int
+	json          bool
+	html          string
+	outDir        string
+	ep            endpoints
+}
+
+func checkCmd(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("lockproof check", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var f checkFlags
+	fs.StringVar(&f.locks, "locks", "", "comma-separated locks to check (default: every built-in lock; mutant/<name> or mutants adds deliberately broken ones)")
+	fs.StringVar(&f.faults, "faults", "", "comma-separated fault scenarios (default: all)")
+	fs.Uint64Var(&f.seed, "seed", 0, "matrix seed (default: random, printed)")
+	fs.DurationVar(&f.budget, "budget", 60*time.Second, "wall time for the whole matrix, split evenly between cells")
+	fs.IntVar(&f.runs, "runs", 0, "exact runs per cell instead of the budget (with -seed: an exact replay of the matrix)")
+	fs.IntVar(&f.steps, "steps", 30, "average actions per run")
+	fs.BoolVar(&f.json, "json", false, "print the results as JSON on stdout instead of the table")
+	fs.StringVar(&f.html, "html", "lockproof-report.html", "write the HTML report here (empty: none)")
+	fs.StringVar(&f.outDir, "out", "", "directory for the violations' timelines (default: a temporary one)")
+	fs.StringVar(&f.ep.redis, "redis", "", "check redislock on this real Redis (host:port) instead of miniredis, in real time")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: lockproof check [flags]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if fs.NArg() != 0 {
+		fmt.Fprintf(stderr, "lockproof check: unexpected argument %q\n", fs.Arg(0))
+		return exitUsage
+	}
+	if f.budget <= 0 && f.runs <= 0 || f.runs < 0 || f.steps <= 0 {
+		fmt.Fprintln(stderr, "lockproof check: -budget and -steps must be positive, -runs not negative")
+		return exitUsage
+	}
+	cells, err := selectCells(f.ep, f.locks, f.faults)
+	if err != nil {
+		fmt.Fprintf(stderr, "lockproof check: %v\n", err)
+		return exitUsage
+	}
+	if f.seed == 0 {
+		f.seed = randomSeed()
+	}
+	cfg := checkConfig{seed: f.seed, budget: f.budget, runs: f.runs, chunk: 5, steps: f.steps, outDir: f.outDir, shrink: 5 * time.Second}
+	if cfg.outDir == "" {
+		dir, err := os.MkdirTemp("", "lockproof-check-")
+		if err != nil {
+			fmt.Fprintf(stderr, "lockproof check: %v\n", err)
+			return exitNoVerdict
+		}
+		defer func() { _ = os.RemoveAll(dir) }()
+		cfg.outDir = dir
+	}
+	res := runMatrix(cells, cfg, newProgress(stderr, cells, cfg))
+	if f.json {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(res); err != nil {
+			fmt.Fprintf(stderr, "lockproof check: %v\n", err)
+			return exitNoVerdict
+		}
+	} else {
+		printTable(stdout, res)
+	}
+	if f.html != "" {
+		if err := writeReport(f.html, res); err != nil {
+			fmt.Fprintf(stderr, "lockproof check: %v\n", err)
+			return exitNoVerdict
+		}
+		fmt.Fprintf(stderr, "report: %s\n", f.html)
+	}
+	return res.Exit
+}
+
+// randomSeed is a fresh matrix seed (40 bits, never 0).
+func randomSeed() uint64 {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return binary.LittleEndian.Uint64(b[:])%(1<<40-1) + 1
+}
+
+// cellSeed is the seed of chunk k of cell c: the cell's id in the top 16
+// bits, then the matrix seed, then k, with room below for rapid's own
+// increments (it adds the run number to the seed of every run).
+func cellSeed(c *cell, matrix uint64, k int) uint64 {
+	low := (matrix%(1<<40) + uint64(k)<<24) % (1 << 48)
+	return uint64(c.id())<<48 | low
+}
+
+// runMatrix runs every cell in turn.
+func runMatrix(cells []cell, cfg checkConfig, p *progress) checkResult {
+	res := checkResult{Seed: cfg.seed, Started: time.Now(), Verdict: statusPass, Exit: exitOK}
+	if cfg.runs > 0 {
+		res.Runs = cfg.runs
+	} else {
+		res.Budget = cfg.budget.String()
+	}
+	p.begin()
+	for i := range cells {
+		share := cfg.budget / time.Duration(len(cells))
+		if cfg.runs == 0 {
+			// What earlier cells left unspent goes to the rest.
+			left := cfg.budget - time.Since(res.Started)
+			share = max(left/time.Duration(len(cells)-i), 0)
+		}
+		p.startCell(i, share)
+		cr := runCell(&cells[i], cfg, share, p)
+		res.Cells = append(res.Cells, cr)
+		p.endCell(&cr)
+		switch {
+		case cr.Violated:
+			res.Verdict, res.Exit = statusViolated, exitIllegal
+		case cr.Error != "" && res.Exit == exitOK:
+			res.Verdict, res.Exit = "no verdict", exitNoVerdict
+		}
+	}
+	p.end()
+	res.Seconds = time.Since(res.Started).Seconds()
+	return res
+}
+
+var unsafeFile = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+
+// runCell runs one cell: in budget mode, chunks of cfg.chunk runs until
+// its share of the budget is spent (at least one chunk); with cfg.runs, one
+// call of exactly that many runs. It stops at the first violation of a
+// claimed property: rapid has then minimized it.
+func runCell(c *cell, cfg checkConfig, share time.Duration, p *progress) cellResult {
+	start := time.Now()
+	cr := cellResult{Lock: c.lock, Faults: c.faults, About: c.about, Claims: claimsOf(c.opts), Mutant: string(c.breaks)}
+	opts := c.opts
+	opts.OutDir = filepath.Join(cfg.outDir, unsafeFile.ReplaceAllString(c.name(), "_"))
+	checked := map[propertytest.Property]int{}
+	expected := map[propertytest.Property]int{}
+	var lastExpected *propertytest.Violation
+	var failed *propertytest.Report
+	for k := 0; ; k++ {
+		checks := cfg.chunk
+		if cfg.runs > 0 {
+			checks = cfg.runs
+		}
+		rep, err := propertytest.RunStandalone(c.factory, opts, propertytest.Standalone{
+			Name: unsafeFile.ReplaceAllString(c.name(), "-"), Checks: checks, Seed: cellSeed(c, cfg.seed, k),
+			Steps: cfg.steps, ShrinkTime: cfg.shrink,
+		})
+		if rep != nil {
+			cr.Runs += rep.Runs
+			cr.Undecided += rep.Undecided
+			for prop, n := range rep.Checked {
+				checked[prop] += n
+			}
+			for prop, n := range rep.Expected {
+				expected[prop] += n
+			}
+			if rep.ExpectedExample != nil {
+				lastExpected = rep.ExpectedExample
+			}
+			p.runs(cr.Runs)
+		}
+		if err != nil {
+			cr.Error = err.Error()
+			break
+		}
+		if rep.Failed {
+			failed = rep
+			break
+		}
+		spent := time.Since(start)
+		if cfg.runs > 0 || spent+spent/time.Duration(k+1) > share {
+			break
+		}
+	}
+	cr.Seconds = time.Since(start).Seconds()
+	broken := map[propertytest.Property]bool{}
+	if failed != nil {
+		cr.Violated, cr.Seed = true, failed.Seed
+		cr.Replay = fmt.Sprintf("lockproof replay %d", failed.Seed)
+		for _, v := range failed.Violations {
+			broken[v.Property] = broken[v.Property] || !v.Expected
+			cr.Violations = append(cr.Violations, violationOf(&v))
+		}
+	}
+	if lastExpected != nil && failed == nil {
+		cr.Violations = append(cr.Violations, violationOf(lastExpected))
+	}
+	for _, prop := range properties {
+		pr := propResult{Property: string(prop), Checked: checked[prop], Expected: expected[prop]}
+		switch {
+		case broken[prop]:
+			pr.Status = statusViolated
+		case expected[prop] > 0:
+			pr.Status = statusExpected
+		case checked[prop] > 0:
+			pr.Status = statusPass
+		default:
+			pr.Status = statusNotChecked
+		}
+		cr.Props = append(cr.Props, pr)
+	}
+	return cr
+}
+
+func violationOf(v *propertytest.Violation) violationOut {
+	out := violationOut{Property: string(v.Property), Status: v.Status(), Detail: v.Detail,
+		Unclaimed: v.Unclaimed, History: v.History}
+	if _, err := os.Stat(v.Timeline); err == nil {
+		out.Timeline = v.Timeline
+	}
+	return out
+}
+
+// printTable writes the lock × property table and what to do next.
+func printTable(w io.Writer, res checkResult) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprint(tw, "LOCK\tFAULTS\tRUNS")
+	for _, p := range properties {
+		fmt.Fprintf(tw, "\t%s", strings.ToUpper(string(p)))
+	}
+	fmt.Fprintln(tw)
+	for _, c := range res.Cells {
+		fmt.Fprintf(tw, "%s\t%s\t%d", c.Lock, c.Faults, c.Runs)
+		for _, p := range c.Props {
+			fmt.Fprintf(tw, "\t%s", cellText(c, p))
+		}
+		if c.Error != "" {
+			fmt.Fprintf(tw, "\tNO VERDICT: %s", c.Error)
+		}
+		fmt.Fprintln(tw)
+	}
+	_ = tw.Flush()
+	fmt.Fprintf(w, "\nseed %d; %d cells in %.1fs. expected = violated only under faults the lock does not claim.\n",
+		res.Seed, len(res.Cells), res.Seconds)
+	for _, c := range res.Cells {
+		if c.Violated {
+			fmt.Fprintf(w, "\n%s/%s: VIOLATED (claims: %s). Replay: %s\n", c.Lock, c.Faults, c.Claims, c.Replay)
+			for _, v := range c.Violations {
+				if v.Status != statusViolated {
+					continue
+				}
+				fmt.Fprintf(w, "  %s: %s\n", v.Property, v.Detail)
+				if v.History != "" {
+					fmt.Fprintf(w, "%s\n", indent(v.History, "    "))
+				}
+			}
+		}
+	}
+	switch res.Exit {
+	case exitOK:
+		fmt.Fprintln(w, "\nverdict: pass: no lock violated a property it claims")
+	case exitIllegal:
+		fmt.Fprintln(w, "\nverdict: VIOLATED: a lock broke a property it claims")
+	default:
+		fmt.Fprintln(w, "\nverdict: NO VERDICT: some cells could not be checked")
+	}
+}
+
+func cellText(c cellResult, p propResult) string {
+	switch p.Status {
+	case statusViolated:
+		return fmt.Sprintf("VIOLATED (seed %d)", c.Seed)
+	case statusExpected:
+		return fmt.Sprintf("expected (%d/%d runs)", p.Expected, c.Runs)
+	case statusNotChecked:
+		return "-"
+	}
+	return p.Status
+}
+
+func indent(s, pre string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	for i, l := range lines {
+		lines[i] = pre + strings.TrimLeft(l, " ")
+	}
+	return strings.Join(lines, "\n")
+}
+
+// replayCmd re-runs the one run a seed printed by check names.
+func replayCmd(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("lockproof replay", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var ep endpoints
+	out := fs.String("out", "", "directory for the HTML timelines (default: a new temporary one, kept)")
+	steps := fs.Int("steps", 30, "average actions per run (as given to check)")
+	fs.StringVar(&ep.redis, "redis", "", "the -redis check ran with")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: lockproof replay [flags] <seed>")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return exitUsage
+	}
+	seed, err := strconv.ParseUint(fs.Arg(0), 0, 64)
+	if err != nil || seed == 0 {
+		fmt.Fprintf(stderr, "lockproof replay: %q is not a seed printed by lockproof check\n", fs.Arg(0))
+		return exitUsage
+	}
+	var c *cell
+	cells := allCells(ep)
+	for i := range cells {
+		if uint64(cells[i].id()) == seed>>48 {
+			c = &cells[i]
+		}
+	}
+	if c == nil {
+		fmt.Fprintf(stderr, "lockproof replay: seed %d names no cell of this lockproof (cell id %#04x); was it run with -redis?\n", seed, seed>>48)
+		return exitUsage
+	}
+	dir := *out
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "lockproof-replay-"); err != nil {
+			fmt.Fprintf(stderr, "lockproof replay: %v\n", err)
+			return exitNoVerdict
+		}
+	}
+	opts := c.opts
+	opts.OutDir = dir
+	fmt.Fprintf(stdout, "replaying %s (%s) from seed %d\n", c.name(), c.about, seed)
+	rep, err := propertytest.RunStandalone(c.factory, opts, propertytest.Standalone{
+		Name: unsafeFile.ReplaceAllString(c.name(), "-"), Checks: 1, Seed: seed, Steps: *steps, ShrinkTime: 10 * time.Second,
+	})
+	if err != nil {
+		fmt.Fprintf(stderr, "lockproof replay: %v\n", err)
+		return exitNoVerdict
+	}
+	if !rep.Failed {
+		for _, v := range rep.Violations {
+			fmt.Fprintf(stdout, "%s\n", v)
+		}
+		fmt.Fprintln(stdout, "did not reproduce: the run kept every claimed property (a failure that depends on wall-time settling may not replay under other load)")
+		return exitOK
+	}
+	for _, v := range rep.Violations {
+		fmt.Fprintf(stdout, "\n%s\n", v)
+	}
+	fmt.Fprintln(stdout, "\nreproduced: VIOLATED")
+	return exitIllegal
+}

@@ -1,0 +1,186 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/locks"
+	"github.com/lockproof/lockproof/propertytest"
+)
+
+// splitBrain gives every client a lock of its own, as a process-local mutex
+// does across processes: two clients hold "the" lock at once.
+func splitBrain() cell {
+	epoch := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	return cell{lock: "split-brain", faults: "crash", about: "every client has its own in-memory lock",
+		factory: func(testing.TB) (*propertytest.Backend, error) {
+			clock := fakes.NewClock(epoch)
+			return &propertytest.Backend{
+				NewLocker: func(name string, opts ...locks.Option) (locks.Locker, error) {
+					return fakes.NewMemLock(name, append([]locks.Option{locks.WithClock(clock)}, opts...)...)
+				},
+				Clock: clock, Advance: clock.Advance,
+			}, nil
+		}}
+}
+
+func quickConfig(t *testing.T) checkConfig {
+	return checkConfig{seed: 99, runs: 3, chunk: 5, steps: 30, outDir: t.TempDir(), shrink: 2 * time.Second}
+}
+
+func TestCheckPassesRedisLock(t *testing.T) {
+	var out, errOut bytes.Buffer
+	html := filepath.Join(t.TempDir(), "report.html")
+	code := run([]string{"check", "-locks", "redislock", "-faults", "crash,failover", "-runs", "4", "-seed", "5", "-json", "-html", html}, &out, &errOut)
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errOut.String())
+	}
+	var res checkResult
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		t.Fatalf("--json output: %v\n%s", err, out.String())
+	}
+	if res.Seed != 5 || res.Verdict != statusPass || len(res.Cells) != 2 {
+		t.Fatalf("seed %d verdict %s cells %d", res.Seed, res.Verdict, len(res.Cells))
+	}
+	for _, c := range res.Cells {
+		if c.Runs != 4 || c.Violated || c.Error != "" {
+			t.Errorf("%s/%s: runs %d violated %v error %q", c.Lock, c.Faults, c.Runs, c.Violated, c.Error)
+		}
+		if c.Props[0].Property != string(propertytest.Exclusivity) || c.Props[0].Status == statusNotChecked {
+			t.Errorf("%s/%s: exclusivity %+v", c.Lock, c.Faults, c.Props[0])
+		}
+	}
+	if !strings.Contains(errOut.String(), "[2/2] redislock/failover") {
+		t.Errorf("no progress lines on stderr:\n%s", errOut.String())
+	}
+	if b, err := os.ReadFile(html); err != nil || !bytes.Contains(b, []byte("lockproof check: pass")) {
+		t.Errorf("report %s: %v", html, err)
+	}
+}
+
+func TestCheckCatchesABrokenLock(t *testing.T) {
+	cfg := quickConfig(t)
+	cells := []cell{splitBrain()}
+	var progressOut bytes.Buffer
+	res := runMatrix(cells, cfg, newProgress(&progressOut, cells, cfg))
+	if res.Exit != exitIllegal || res.Verdict != statusViolated {
+		t.Fatalf("a split-brain lock passed: exit %d verdict %s", res.Exit, res.Verdict)
+	}
+	c := res.Cells[0]
+	if !c.Violated || c.Props[0].Status != statusViolated || c.Seed>>48 != uint64(cells[0].id()) {
+		t.Fatalf("cell %+v: want exclusivity VIOLATED with a seed naming the cell %#x", c, cells[0].id())
+	}
+	if c.Replay != "lockproof replay "+strconv.FormatUint(c.Seed, 10) || len(c.Violations) == 0 || c.Violations[0].Timeline == "" {
+		t.Fatalf("no replay command or timeline: %+v", c)
+	}
+	var table bytes.Buffer
+	printTable(&table, res)
+	for _, want := range []string{"VIOLATED (seed " + strconv.FormatUint(c.Seed, 10) + ")", "verdict: VIOLATED", c.Replay} {
+		if !strings.Contains(table.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, table.String())
+		}
+	}
+	path := filepath.Join(t.TempDir(), "report.html")
+	if err := writeReport(path, res); err != nil {
+		t.Fatal(err)
+	}
+	checkInBrowser(t, path, 1)
+}
+
+// checkInBrowser opens the report in headless Chromium and asks the page
+// what it drew: the timelines' operation bars, and no script error.
+func checkInBrowser(t *testing.T, path string, wantTimelines int) {
+	t.Helper()
+	bin := os.Getenv("LOCKPROOF_CHROMIUM")
+	if bin == "" {
+		for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+			if p, err := exec.LookPath(name); err == nil {
+				bin = p
+				break
+			}
+		}
+	}
+	if bin == "" {
+		t.Skip("no Chromium found (install Debian's chromium, or set LOCKPROOF_CHROMIUM): the report was not checked in a browser")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+		"--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
+		"--user-data-dir="+t.TempDir(), "--virtual-time-budget=5000", "--dump-dom", "file://"+abs)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	dom, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", bin, err, stderr.String())
+	}
+	body := regexp.MustCompile(`<body[^>]*>`).Find(dom)
+	attr := func(name string) int {
+		m := regexp.MustCompile(name + `="(\d+)"`).FindSubmatch(body)
+		if m == nil {
+			t.Fatalf("the page did not set %s: its script did not run (body: %s)", name, body)
+		}
+		n, _ := strconv.Atoi(string(m[1]))
+		return n
+	}
+	if n := attr("data-script-errors"); n != 0 {
+		t.Errorf("%d script errors in the report", n)
+	}
+	frames, drawn := attr("data-timelines"), attr("data-timelines-drawn")
+	if frames < wantTimelines || drawn != frames {
+		t.Errorf("%d timelines, %d drawn; want at least %d, all drawn", frames, drawn, wantTimelines)
+	}
+	t.Logf("Chromium drew %d of %d timelines, no script errors", drawn, frames)
+}
+
+func TestCheckBadUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{"check", "-locks", "nosuchlock"},
+		{"check", "-faults", "meteor"},
+		{"check", "-budget", "0"},
+		{"check", "-runs", "-1"},
+		{"check", "stray"},
+		{"replay"},
+		{"replay", "banana"},
+		{"replay", "1"}, // names no cell
+	} {
+		var out, errOut bytes.Buffer
+		if code := run(args, &out, &errOut); code != exitUsage || errOut.Len() == 0 {
+			t.Errorf("%v: exit %d, stderr %q", args, code, errOut.String())
+		}
+	}
+}
+
+// A cell's seeds carry its id, whatever the matrix seed and chunk.
+func TestCellSeedNamesTheCell(t *testing.T) {
+	cells := allCells(endpoints{})
+	ids := map[uint16]string{}
+	for i := range cells {
+		c := &cells[i]
+		if other, dup := ids[c.id()]; dup {
+			t.Fatalf("cells %s and %s share id %#x", other, c.name(), c.id())
+		}
+		ids[c.id()] = c.name()
+		for _, matrix := range []uint64{1, 1<<40 - 1, 1 << 63} {
+			for _, k := range []int{0, 1, 1000} {
+				if s := cellSeed(c, matrix, k); s>>48 != uint64(c.id()) || s == 0 {
+					t.Errorf("cellSeed(%s, %d, %d) = %#x", c.name(), matrix, k, s)
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,172 @@
+package main
+
+import (
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/lockproof/lockproof/propertytest"
+	"github.com/lockproof/lockproof/propertytest/mutants"
+)
+
+// cell is one lock under one fault scenario: a row of check's table.
+type cell struct {
+	lock   string // "redislock", or "mutant/<name>"
+	faults string // the scenario: "crash", "network", "failover", …
+	about  string // what the scenario injects, for the report
+	// factory builds the lock on its backend; opts carry the lock's claims
+	// (a violation under an unclaimed fault is expected, not a failure).
+	factory propertytest.Factory
+	opts    propertytest.Options
+	// breaks is, for a mutant, the property it is built to break.
+	breaks propertytest.Property
+}
+
+func (c *cell) name() string { return c.lock + "/" + c.faults }
+
+// id is the cell's 16-bit number, the top bits of every seed check uses
+// in it, so that a seed alone names the cell it replays in. It is a hash
+// of the name: stable as cells come and go.
+func (c *cell) id() uint16 {
+	h := fnv.New32a()
+	h.Write([]byte(c.name()))
+	s := h.Sum32()
+	return uint16(s>>16) ^ uint16(s)
+}
+
+// claimsOf lists a cell's claimed fault kinds for display.
+func claimsOf(o propertytest.Options) string {
+	if len(o.Claims) == 0 {
+		return "crash, pause"
+	}
+	var s []string
+	for _, k := range o.Claims {
+		s = append(s, string(k))
+	}
+	return strings.Join(s, ", ")
+}
+
+// Lock names of the built-in matrix.
+const (
+	lockRedis   = "redislock"
+	lockRedlock = "redlock"
+	mutantLock  = "mutant/"
+)
+
+// endpoints are real servers to run the matrix against instead of the
+// embedded backends.
+type endpoints struct {
+	redis string
+}
+
+// realTTL is the lease TTL on real servers, where runs take real time.
+const realTTL = 200 * time.Millisecond
+
+// builtinCells is the matrix of the built-in locks on embedded backends, or
+// on the real servers of ep where given.
+func builtinCells(ep endpoints) []cell {
+	crashPause := []propertytest.FaultKind{propertytest.FaultCrash, propertytest.FaultPause}
+	var cells []cell
+	if ep.redis != "" {
+		cells = append(cells, cell{lock: lockRedis, faults: "crash", about: "client crashes and pauses, real Redis at " + ep.redis + ", real time",
+			factory: propertytest.RedisLockOn(ep.redis), opts: propertytest.Options{TTL: realTTL}})
+	} else {
+		cells = append(cells,
+			cell{lock: lockRedis, faults: "crash", about: "client crashes and pauses",
+				factory: propertytest.RedisLock()},
+			cell{lock: lockRedis, faults: "network", about: "a client partitioned, another's replies dropped",
+				factory: propertytest.RedisLockWithNetworkFaults(),
+				opts: propertytest.Options{TTL: 100 * time.Millisecond, OpTimeout: 30 * time.Millisecond, Settle: 5 * time.Millisecond,
+					Claims: append(slices.Clone(crashPause), propertytest.FaultPartition)}},
+			cell{lock: lockRedis, faults: "failover", about: "the primary replaced by a replica 1s behind (not claimed)",
+				factory: propertytest.RedisLockWithFailover(time.Second)},
+		)
+	}
+	cells = append(cells,
+		cell{lock: lockRedlock, faults: "node-down", about: "a minority of 5 nodes stopped and restarted; pauses (not claimed: no fencing)",
+			factory: propertytest.Redlock(5),
+			opts:    propertytest.Options{Claims: []propertytest.FaultKind{propertytest.FaultCrash, propertytest.FaultNodeDown}}},
+	)
+	return cells
+}
+
+// mutantCells are the deliberately broken locks, each under the faults its
+// mutant is run with.
+func mutantCells() []cell {
+	var cells []cell
+	for _, m := range mutants.All() {
+		cells = append(cells, cell{lock: mutantLock + m.Name, faults: "mutant", about: m.Bug,
+			factory: m.Factory, opts: m.Options, breaks: m.Breaks})
+	}
+	return cells
+}
+
+// allCells is every cell check knows, for replay.
+func allCells(ep endpoints) []cell { return append(builtinCells(ep), mutantCells()...) }
+
+// selectCells picks the cells of the named locks and scenarios. Empty lists
+// select every built-in lock (mutants only by name: "mutant/<name>" or
+// "mutants" for all) and every scenario.
+func selectCells(ep endpoints, lockList, faultList string) ([]cell, error) {
+	wantLocks, wantFaults := splitList(lockList), splitList(faultList)
+	pool := builtinCells(ep)
+	known := map[string]bool{}
+	for _, c := range pool {
+		known[c.lock] = true
+	}
+	for _, c := range mutantCells() {
+		if slices.Contains(wantLocks, c.lock) || slices.Contains(wantLocks, "mutants") {
+			pool = append(pool, c)
+		}
+		known[c.lock] = true
+	}
+	known["mutants"] = true
+	for _, l := range wantLocks {
+		if !known[l] {
+			return nil, fmt.Errorf("unknown lock %q (known: %s)", l, strings.Join(sortedKeys(known), ", "))
+		}
+	}
+	faultsKnown := map[string]bool{}
+	for _, c := range pool {
+		faultsKnown[c.faults] = true
+	}
+	for _, f := range wantFaults {
+		if !faultsKnown[f] {
+			return nil, fmt.Errorf("unknown fault scenario %q (known: %s)", f, strings.Join(sortedKeys(faultsKnown), ", "))
+		}
+	}
+	var out []cell
+	for _, c := range pool {
+		lockOK := len(wantLocks) == 0 && c.breaks == "" || slices.Contains(wantLocks, c.lock) ||
+			c.breaks != "" && slices.Contains(wantLocks, "mutants")
+		faultOK := len(wantFaults) == 0 || slices.Contains(wantFaults, c.faults)
+		if lockOK && faultOK {
+			out = append(out, c)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no cell matches -locks %q -faults %q", lockList, faultList)
+	}
+	return out, nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func sortedKeys(m map[string]bool) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

@@ -1,0 +1,113 @@
+package propertytest
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/locks"
+)
+
+// processLocal gives every client a MemLock of its own: a process-local
+// mutex in a system of several processes, so two clients hold "the" lock
+// at once.
+func processLocal() Factory {
+	return func(t testing.TB) (*Backend, error) {
+		clock := fakes.NewClock(epoch)
+		return &Backend{
+			NewLocker: func(name string, opts ...locks.Option) (locks.Locker, error) {
+				return fakes.NewMemLock(name, append([]locks.Option{locks.WithClock(clock)}, opts...)...)
+			},
+			Clock:   clock,
+			Advance: clock.Advance,
+		}, nil
+	}
+}
+
+func TestRunStandalonePassesACorrectLock(t *testing.T) {
+	before := flag.Lookup("rapid.checks").Value.String()
+	var log bytes.Buffer
+	rep, err := RunStandalone(MemLock(), Options{}, Standalone{Name: "memlock", Checks: 5, Seed: 42, Log: &log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Failed || rep.Runs != 5 || rep.Checked[Exclusivity] != 5 {
+		t.Fatalf("failed=%v runs=%d checked=%v\n%s", rep.Failed, rep.Runs, rep.Checked, rep.Output)
+	}
+	if !strings.Contains(log.String(), "[rapid] OK, passed 5 tests") {
+		t.Errorf("the log did not receive rapid's verdict:\n%s", log.String())
+	}
+	if after := flag.Lookup("rapid.checks").Value.String(); after != before {
+		t.Errorf("rapid.checks left at %s, was %s", after, before)
+	}
+}
+
+func TestRunStandaloneCatchesAndReplays(t *testing.T) {
+	dir := t.TempDir()
+	rep, err := RunStandalone(processLocal(), Options{OutDir: dir}, Standalone{Name: "process-local", Checks: 50, Seed: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Failed || rep.Seed == 0 {
+		t.Fatalf("a process-local lock passed, or no seed (failed=%v seed=%d)\n%s", rep.Failed, rep.Seed, rep.Output)
+	}
+	if b := rep.Broken(); len(b) == 0 || b[0] != Exclusivity {
+		t.Fatalf("broken %v, want exclusivity first", b)
+	}
+	if tl := rep.Violations[0].Timeline; !strings.HasPrefix(tl, dir) {
+		t.Errorf("timeline %q not written under OutDir %s", tl, dir)
+	}
+	again, err := RunStandalone(processLocal(), Options{OutDir: dir}, Standalone{Name: "replay", Checks: 1, Seed: rep.Seed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !again.Failed || again.FirstFailure != 1 || again.Seed != rep.Seed {
+		t.Fatalf("seed %d did not replay the failure in its first run (failed=%v first=%d seed=%d)", rep.Seed, again.Failed, again.FirstFailure, again.Seed)
+	}
+	t.Logf("caught at run %d, replayed from seed %d: %s", rep.FirstFailure, rep.Seed, rep.Violations[0].Detail)
+}
+
+func TestRunStandaloneWithoutVerdict(t *testing.T) {
+	broken := func(testing.TB) (*Backend, error) { return nil, errors.New("no backend today") }
+	_, err := RunStandalone(broken, Options{}, Standalone{Name: "broken", Checks: 3, ShrinkTime: 1})
+	if !errors.Is(err, ErrNoVerdict) || !strings.Contains(err.Error(), "no backend today") {
+		t.Errorf("factory error: got %v", err)
+	}
+	skipping := func(t testing.TB) (*Backend, error) { t.Skip("server not installed"); return nil, nil }
+	_, err = RunStandalone(skipping, Options{}, Standalone{Name: "skipping", Checks: 3})
+	if !errors.Is(err, ErrNoVerdict) || !strings.Contains(err.Error(), "server not installed") {
+		t.Errorf("skipped factory: got %v", err)
+	}
+	fatal := func(t testing.TB) (*Backend, error) { t.Fatalf("cannot start"); return nil, nil }
+	_, err = RunStandalone(fatal, Options{}, Standalone{Name: "fatal", Checks: 3, ShrinkTime: 1})
+	if !errors.Is(err, ErrNoVerdict) {
+		t.Errorf("factory calling Fatalf: got %v", err)
+	}
+	for _, s := range []Standalone{{}, {Name: "x", Checks: -1}} {
+		if _, err := RunStandalone(MemLock(), Options{}, s); err == nil || errors.Is(err, ErrNoVerdict) {
+			t.Errorf("%+v: got %v, want a bad-input error", s, err)
+		}
+	}
+	if _, err := RunStandalone(nil, Options{}, Standalone{Name: "nil"}); err == nil {
+		t.Error("nil factory accepted")
+	}
+}
+
+// On a real Redis (LOCKPROOF_REDIS_ADDR, as CI's real-server step sets),
+// the suite runs in real time and finds nothing wrong with redislock.
+func TestRedisLockOnRealServer(t *testing.T) {
+	addr := os.Getenv(fakes.EnvRedisAddr)
+	if addr == "" {
+		t.Skipf("no real Redis: set %s to run this test", fakes.EnvRedisAddr)
+	}
+	setChecks(t, 3)
+	rep := Run(t, RedisLockOn(addr), Options{TTL: 200 * time.Millisecond})
+	if rep.Runs == 0 || rep.Checked[DeadlockFreedom] != rep.Runs {
+		t.Fatalf("checks ran %v in %d runs", rep.Checked, rep.Runs)
+	}
+}
