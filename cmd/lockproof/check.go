@@ -345,7 +345,7 @@ func printTable(w io.Writer, res checkResult) {
 		fmt.Fprintln(tw)
 	}
 	_ = tw.Flush()
-	fmt.Fprintf(w, "\nseed %d; %d cells in %.1fs. expected = violated only under faults the lock does not claim.\n",
+	fmt.Fprintf(w, "\nseed %d, cells %d, %.1fs. expected: violated only under faults the lock does not claim; -: not checked.\n",
 		res.Seed, len(res.Cells), res.Seconds)
 	for _, c := range res.Cells {
 		if c.Violated {

@@ -92,6 +92,7 @@ func (p *progress) endCell(cr *cellResult) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.doneRuns += cr.Runs
+	p.cellRuns = 0
 	p.finished++
 	verdict := "pass"
 	switch {
