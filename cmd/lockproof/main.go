@@ -1,7 +1,27 @@
 // Command lockproof proves locks right or wrong.
 //
+//	lockproof check [flags]            run every lock through the fault matrix
+//	lockproof replay [flags] <seed>    re-run the failure a seed names
 //	lockproof history [flags] <file>   check a recorded JSON history
 //	lockproof bench [flags]            measure locks against their peers
+//
+// check runs the propertytest suite (propertytest.RunStandalone) on every
+// cell of a matrix: each built-in lock under each fault scenario it is
+// offered (crashes and pauses always; partitions, lost replies, failover,
+// node stops where the backend has them), on embedded backends, or on the
+// real servers given by flags. Each cell gets an even share of -budget (or
+// exactly -runs runs). It shows its progress on stderr (a status line on a
+// terminal, plain lines otherwise), prints a lock × property table (pass,
+// VIOLATED with the seed that replays it, expected: broken only under a
+// fault the lock does not claim, or - when no run could check it), writes
+// a self-contained HTML report (-html) with the timeline of every
+// violation, and with -json prints the results as JSON instead of the
+// table. -locks mutants (or mutant/<name>) adds the deliberately broken
+// locks of package propertytest/mutants, to see the gate fail.
+//
+// Every seed check prints carries its cell in its top 16 bits: replay
+// needs only the seed (and -redis if check had it) to re-run that one run,
+// minimize it again and print its history and timeline.
 //
 // history reads a history in linearize's JSON format (see
 // linearize.DecodeHistory), checks it against a model and prints the
@@ -17,7 +37,11 @@
 // medians over -runs with each peer's ratio to lockproof, warns when the runs
 // spread, and writes -json and -html (an SVG chart).
 //
-// Exit status of history: 0 linearizable, 1 not linearizable, 2 bad usage
+// Exit status of check: 0 when no lock violated a property it claims, 1
+// when one did, 2 on bad usage, 3 when a cell could not be checked (a
+// backend did not start): a gate never passes what it could not check.
+// replay: 1 when the violation reproduced, 0 when it did not, 2 and 3 as
+// check. history: 0 linearizable, 1 not linearizable, 2 bad usage
 // or a malformed history, 3 unknown (the -timeout ran out). bench: 0, or 1
 // if a measurement failed (a lock that let two holders in fails it), 2 on
 // bad usage.
