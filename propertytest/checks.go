@@ -104,6 +104,9 @@ func (m *machine) foreign(t *rapid.T, pick func(*rapid.T, func(*client) bool) *c
 	}
 	c := pick(t, func(c *client) bool { return c != holder && len(c.stale) > 0 })
 	h := c.stale[rapid.IntRange(0, len(c.stale)-1).Draw(t, "stale lease")]
+	if !m.probeRefused(holder) {
+		return // the lock was not exclusive before the foreign call: nothing to blame on it
+	}
 	var err error
 	what := "Renew"
 	if unlock {
@@ -124,6 +127,28 @@ func (m *machine) holder() *client {
 		}
 	}
 	return nil
+}
+
+// probeRefused probes, before a foreign call, that the holder holds the
+// lock. A lock that grants the probe then is not exclusive, whatever the
+// foreign call would do: that is reported as an exclusivity violation, and
+// probeRefused returns false so that the grant is not blamed on the foreign
+// call as well. Like checkSymmetry it reports nothing after backend faults.
+func (m *machine) probeRefused(holder *client) bool {
+	if m.faulted || !m.valid(holder.cur) {
+		return true
+	}
+	h, err := m.tryLock(m.probe)
+	if h == nil {
+		if err != nil && !errors.Is(err, locks.ErrLocked) {
+			m.logf("exclusivity probe: %v", err)
+		}
+		return true
+	}
+	m.violate(Exclusivity, false, fmt.Sprintf("a probe TryLock was granted (token %d) while client %d's lease (token %d) was valid until t=%v",
+		h.token, holder.id, holder.cur.token, holder.cur.lease.Deadline().Sub(m.rec.start)))
+	_ = m.unlock(m.probe, h) // recorded; its result is part of the history
+	return false
 }
 
 // checkSymmetry probes, after a foreign call, that the holder still holds

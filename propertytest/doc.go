@@ -56,7 +56,9 @@
 //     fencing), which guards the recording itself.
 //   - Symmetry: after a foreign Unlock or Renew, while another client's
 //     lease is within its local deadline (which ends before the backend's
-//     TTL), a probe TryLock must be refused. Skipped once a backend fault
+//     TTL), a probe TryLock must be refused. A probe just before the foreign
+//     call must be refused too; if it is granted, the violation is reported
+//     as exclusivity, not blamed on the foreign call. Skipped once a backend fault
 //     was injected (a failover loses the lock by itself). A foreign Unlock
 //     or Renew that reports success is also illegal in the lease model.
 //   - Deadlock freedom: once every client crashed, after TTL + Slack a new
