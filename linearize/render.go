@@ -6,7 +6,9 @@ import (
 	"html/template"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // Picture selects what the renderers draw.
@@ -17,30 +19,45 @@ type Picture struct {
 	All bool
 	// Width is the number of columns of the time axis in text; default 60.
 	Width int
+	// Unit, when set, is the duration of one unit of the history's times,
+	// and times are shown as durations (with time.Nanosecond, 2500000000
+	// reads 2.5s). By default they are shown as the plain numbers they are.
+	Unit time.Duration
 
 	_ struct{} // keyed literals only
 }
 
 // picOp is one operation as the renderers see it.
 type picOp struct {
-	Index       int // history index
-	ID, Client  int
-	Call, Ret   int64
-	Unknown     bool
-	Cex         bool // in the counterexample
-	Blocker     bool // the operation the search got stuck at
-	Rank        int  // position in the linearization (1-based), 0 if none
-	Description string
+	Index      int // history index
+	ID, Client int
+	Call, Ret  int64
+	// CallText, RetText: Call and Ret as Picture.Unit shows them.
+	CallText, RetText string
+	Unknown           bool
+	Cex               bool // in the counterexample
+	Blocker           bool // the operation the search got stuck at
+	Rank              int  // position in the linearization (1-based), 0 if none
+	Description       string
 	// Left, Width: the bar, in percent of the time axis (HTML).
 	Left, Width float64
 }
 
 type picture struct {
-	Verdict  string
-	Summary  string
-	Lanes    []picLane
-	From, To int64
-	Ops      []picOp
+	Verdict          string
+	Summary          string
+	Lanes            []picLane
+	From, To         int64
+	FromText, ToText string // From and To as Picture.Unit shows them
+	Ops              []picOp
+}
+
+// timeText shows a time of the history in the picture's unit.
+func (p Picture) timeText(v int64) string {
+	if p.Unit <= 0 {
+		return strconv.FormatInt(v, 10)
+	}
+	return (time.Duration(v) * p.Unit).String()
 }
 
 type picLane struct {
@@ -91,10 +108,12 @@ func layout[S, I, O any](model Model[S, I, O], history []Operation[I, O], res *R
 		}
 		pic.Ops = append(pic.Ops, picOp{
 			Index: i, ID: op.ID, Client: op.ClientID, Call: op.Call, Ret: op.Return,
+			CallText: p.timeText(op.Call), RetText: p.timeText(op.Return),
 			Unknown: op.Unknown, Cex: in[i], Blocker: res.Verdict == Illegal && i == res.Blocker,
 			Rank: rank[i], Description: m.DescribeOperation(op),
 		})
 	}
+	pic.FromText, pic.ToText = p.timeText(pic.From), p.timeText(pic.To)
 	span := float64(pic.To - pic.From)
 	if span <= 0 {
 		span = 1
@@ -150,7 +169,7 @@ func WriteText[S, I, O any](w io.Writer, model Model[S, I, O], history []Operati
 		width = 60
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s — %s\ntime %d .. %d", pic.Verdict, pic.Summary, pic.From, pic.To)
+	fmt.Fprintf(&b, "%s — %s\ntime %s .. %s", pic.Verdict, pic.Summary, pic.FromText, pic.ToText)
 	if res.Verdict == Illegal {
 		b.WriteString("; * counterexample, ! where the search got stuck")
 	}

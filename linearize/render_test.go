@@ -112,3 +112,31 @@ func TestRenderLargeHistory(t *testing.T) {
 		t.Fatalf("%d bars for %d operations", n, len(h))
 	}
 }
+
+// Picture.Unit shows times as durations in both renderers; without it they
+// are the history's plain numbers.
+func TestPictureUnit(t *testing.T) {
+	m := leaseModel(t)
+	h := []lop{acquire(1, 1, 11, 0, 2, 1), acquire(2, 2, 22, 2500, 2600, 2)}
+	res := check(t, m, h)
+	for _, tc := range []struct {
+		unit       time.Duration
+		want, lack string
+	}{
+		{time.Nanosecond, "2.6s", "2600000000"},
+		{0, "2600000000", "2.6s"},
+	} {
+		var page, text bytes.Buffer
+		if err := WriteHTML(&page, m, h, &res, Picture{Unit: tc.unit}); err != nil {
+			t.Fatal(err)
+		}
+		if err := WriteText(&text, m, h, &res, Picture{Unit: tc.unit}); err != nil {
+			t.Fatal(err)
+		}
+		for name, out := range map[string]string{"html": page.String(), "text": text.String()} {
+			if !strings.Contains(out, tc.want) || strings.Contains(out, tc.lack) {
+				t.Errorf("unit %v, %s: want %q and no %q in\n%s", tc.unit, name, tc.want, tc.lack, out)
+			}
+		}
+	}
+}

@@ -272,14 +272,14 @@ func (m *machine) verdict(ctx context.Context, out *outputs) ([]Violation, int, 
 	// The whole lock history, for the named checks' findings.
 	lockPicture := func(p Property) string {
 		return out.write(p, func(w writer) error {
-			return linearize.WriteHTML(w, model, lockH, &lres, linearize.Picture{All: true})
+			return linearize.WriteHTML(w, model, lockH, &lres, linearize.Picture{All: true, Unit: time.Nanosecond})
 		})
 	}
 	switch lres.Verdict {
 	case linearize.Illegal:
 		v := m.lockIllegal(lockH, &lres)
 		v.Timeline = out.write(v.Property, func(w writer) error {
-			return linearize.WriteHTML(w, model, lockH, &lres, linearize.Picture{})
+			return linearize.WriteHTML(w, model, lockH, &lres, linearize.Picture{Unit: time.Nanosecond})
 		})
 		m.found = append(m.found, v) // after the named checks' findings, which came first in time
 	case linearize.Unknown:
@@ -346,7 +346,9 @@ func (m *machine) checkRegister(ctx context.Context, h []regOp, unfenced int, ou
 	case 0:
 		model := linearize.NewFencedRegisterModel(0)
 		res, err = linearize.Check(ctx, model, h, opts)
-		picture = func(w writer) error { return linearize.WriteHTML(w, model, h, &res, linearize.Picture{}) }
+		picture = func(w writer) error {
+			return linearize.WriteHTML(w, model, h, &res, linearize.Picture{Unit: time.Nanosecond})
+		}
 	case len(h):
 		plain := make([]linearize.Operation[linearize.RegisterInput[int], linearize.RegisterOutput[int]], len(h))
 		for i, op := range h {
@@ -358,7 +360,9 @@ func (m *machine) checkRegister(ctx context.Context, h []regOp, unfenced int, ou
 		}
 		model := linearize.NewRegisterModel(0)
 		res, err = linearize.Check(ctx, model, plain, opts)
-		picture = func(w writer) error { return linearize.WriteHTML(w, model, plain, &res, linearize.Picture{}) }
+		picture = func(w writer) error {
+			return linearize.WriteHTML(w, model, plain, &res, linearize.Picture{Unit: time.Nanosecond})
+		}
 	default:
 		return Violation{}, false, fmt.Errorf("propertytest: the lock gave %d of %d leases no fencing token: a lock must be fenced always or never", unfenced, len(h))
 	}
