@@ -2,12 +2,14 @@ package propertytest
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/locks/redislock"
+	"github.com/lockproof/lockproof/locks/redlock"
 )
 
 // RedisLockOn is the Factory of redislock on the real Redis server at addr,
@@ -31,6 +33,31 @@ func RedisLockOn(addr string) Factory {
 		return &Backend{
 			NewLocker: func(name string, opts ...locks.Option) (locks.Locker, error) {
 				return redislock.New(r.NewClient(), name, append(r.LockOptions(), opts...)...)
+			},
+			Clock:   locks.SystemClock{},
+			Advance: time.Sleep,
+		}, nil
+	}
+}
+
+// RedlockOn is the Factory of redlock on the real, independent Redis
+// servers at addrs (at least 3), in real time as RedisLockOn is. The suite
+// cannot stop a real server, so no node-down fault is offered and the
+// availability check is off: run it with Claims of FaultCrash only (redlock
+// gives no fencing token, so it does not claim FaultPause).
+func RedlockOn(addrs []string) Factory {
+	return func(t testing.TB) (*Backend, error) {
+		if len(addrs) < 3 {
+			return nil, fmt.Errorf("propertytest: RedlockOn needs at least 3 independent servers, got %d", len(addrs))
+		}
+		t.Setenv(fakes.EnvRedisAddrs, strings.Join(addrs, ","))
+		g := fakes.RedisCluster(t, len(addrs))
+		if !g.Node(0).Real() {
+			return nil, fmt.Errorf("propertytest: %s did not select the real servers", fakes.EnvRedisAddrs)
+		}
+		return &Backend{
+			NewLocker: func(name string, opts ...locks.Option) (locks.Locker, error) {
+				return redlock.New(g.NewClients(), name, append(g.LockOptions(), opts...)...)
 			},
 			Clock:   locks.SystemClock{},
 			Advance: time.Sleep,

@@ -111,3 +111,16 @@ func TestRedisLockOnRealServer(t *testing.T) {
 		t.Fatalf("checks ran %v in %d runs", rep.Checked, rep.Runs)
 	}
 }
+
+func TestRedlockOnRealServer(t *testing.T) {
+	env := os.Getenv(fakes.EnvRedisAddrs)
+	if env == "" {
+		t.Skipf("no real Redis servers: set %s to run this test", fakes.EnvRedisAddrs)
+	}
+	setChecks(t, 3)
+	rep := Run(t, RedlockOn(strings.Split(env, ",")), Options{TTL: 200 * time.Millisecond,
+		Claims: []FaultKind{FaultCrash}})
+	if rep.Runs == 0 || rep.Checked[DeadlockFreedom] != rep.Runs {
+		t.Fatalf("checks ran %v in %d runs", rep.Checked, rep.Runs)
+	}
+}

@@ -131,7 +131,7 @@ func checkCmd(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&f.json, "json", false, "print the results as JSON on stdout instead of the table")
 	fs.StringVar(&f.html, "html", "lockproof-report.html", "write the HTML report here (empty: none)")
 	fs.StringVar(&f.outDir, "out", "", "directory for the violations' timelines (default: a temporary one)")
-	fs.StringVar(&f.ep.redis, "redis", "", "check redislock on this real Redis (host:port) instead of miniredis, in real time")
+	f.ep.flags(fs, "check %s on %s instead of %s, in real time")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: lockproof check [flags]")
 		fs.PrintDefaults()
@@ -398,7 +398,7 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	var ep endpoints
 	out := fs.String("out", "", "directory for the HTML timelines (default: a new temporary one, kept)")
 	steps := fs.Int("steps", 30, "average actions per run (as given to check)")
-	fs.StringVar(&ep.redis, "redis", "", "the -redis check ran with")
+	ep.flags(fs, "the servers check ran %[1]s on (%[2]s), if any")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: lockproof replay [flags] <seed>")
 		fs.PrintDefaults()
@@ -426,7 +426,7 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if c == nil {
-		fmt.Fprintf(stderr, "lockproof replay: seed %d names no cell of this lockproof (cell id %#04x); was it run with -redis?\n", seed, seed>>48)
+		fmt.Fprintf(stderr, "lockproof replay: seed %d names no cell of this lockproof (cell id %#04x); was check run on real servers (-redis, -redis-nodes)?\n", seed, seed>>48)
 		return exitUsage
 	}
 	dir := *out

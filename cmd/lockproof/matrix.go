@@ -1,6 +1,7 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"hash/fnv"
 	"slices"
@@ -58,7 +59,23 @@ const (
 // endpoints are real servers to run the matrix against instead of the
 // embedded backends.
 type endpoints struct {
-	redis string
+	redis      string   // one Redis server, for redislock
+	redisNodes []string // independent Redis servers, for redlock
+}
+
+// flags registers a flag per kind of endpoint on fs; usage is a format
+// with the lock (%[1]s), the server (%[2]s) and the embedded backend it
+// replaces (%[3]s).
+func (ep *endpoints) flags(fs *flag.FlagSet, usage string) {
+	fs.StringVar(&ep.redis, "redis", "", fmt.Sprintf(usage, lockRedis, "this real Redis (host:port)", "miniredis"))
+	fs.Func("redis-nodes", fmt.Sprintf(usage, lockRedlock, "these independent real Redis servers (host:port,host:port,…; at least 3)", "miniredis nodes"),
+		func(s string) error {
+			ep.redisNodes = splitList(s)
+			if len(ep.redisNodes) < 3 {
+				return fmt.Errorf("redlock needs at least 3 servers, got %d", len(ep.redisNodes))
+			}
+			return nil
+		})
 }
 
 // realTTL is the lease TTL on real servers, where runs take real time.
@@ -84,11 +101,18 @@ func builtinCells(ep endpoints) []cell {
 				factory: propertytest.RedisLockWithFailover(time.Second)},
 		)
 	}
-	cells = append(cells,
-		cell{lock: lockRedlock, faults: "node-down", about: "a minority of 5 nodes stopped and restarted; pauses (not claimed: no fencing)",
-			factory: propertytest.Redlock(5),
-			opts:    propertytest.Options{Claims: []propertytest.FaultKind{propertytest.FaultCrash, propertytest.FaultNodeDown}}},
-	)
+	if len(ep.redisNodes) > 0 {
+		cells = append(cells, cell{lock: lockRedlock, faults: "crash",
+			about:   fmt.Sprintf("client crashes; pauses (not claimed: no fencing); %d real Redis servers, real time", len(ep.redisNodes)),
+			factory: propertytest.RedlockOn(ep.redisNodes),
+			opts:    propertytest.Options{TTL: realTTL, Claims: []propertytest.FaultKind{propertytest.FaultCrash}}})
+	} else {
+		cells = append(cells,
+			cell{lock: lockRedlock, faults: "node-down", about: "a minority of 5 nodes stopped and restarted; pauses (not claimed: no fencing)",
+				factory: propertytest.Redlock(5),
+				opts:    propertytest.Options{Claims: []propertytest.FaultKind{propertytest.FaultCrash, propertytest.FaultNodeDown}}},
+		)
+	}
 	return cells
 }
 
