@@ -1,8 +1,3 @@
-// Package mutants holds deliberately broken locks: each has one bug of a
-// kind seen in real lock code, and the propertytest suite must catch it,
-// naming the property it breaks. They exist to prove checkers (the suite,
-// lockproof check, a user's own harness) able to fail; never use them to
-// lock anything.
 package mutants
 
 import (
@@ -27,6 +22,10 @@ type Mutant struct {
 	// Options are the suite options to run it with (the claims of the lock
 	// it imitates).
 	Options propertytest.Options
+	// Fixed, if set, builds the same lock on the same backend without the
+	// bug. Run with the same Options it must pass: that shows the mutant is
+	// caught for its bug, not for something in the harness or the backend.
+	Fixed propertytest.Factory
 
 	_ struct{} // keyed literals only
 }
