@@ -18,7 +18,7 @@ const redlockNodes = 5
 
 func init() {
 	register(Mutant{Name: "redlock-accepts-minority", Breaks: propertytest.Exclusivity,
-		Bug: "Redlock's quorum is computed as n/2 instead of n/2+1, so two nodes of five count as held: a client takes the nodes a holder missed while they were down",
+		Bug:     "Redlock's quorum is computed as n/2 instead of n/2+1, so two nodes of five count as held: a client takes the nodes a holder missed while they were down",
 		Factory: redlockFactory(redlockNodes / 2), Fixed: redlockFactory(redlockNodes/2 + 1),
 		Options: propertytest.Options{Claims: []propertytest.FaultKind{propertytest.FaultCrash, propertytest.FaultNodeDown}}})
 }
@@ -51,7 +51,7 @@ func redlockFactory(quorum int) propertytest.Factory {
 			},
 			Clock: g.Clock(), Advance: g.Advance, Nodes: redlockNodes,
 			StopNode: g.Stop, StartNode: func(i int) { g.Restart(i, true) },
-			Faults:   []propertytest.Fault{down(0), down(1), down(0, 1)},
+			Faults: []propertytest.Fault{down(0), down(1), down(0, 1)},
 		}, nil
 	}
 }

@@ -14,11 +14,11 @@ import (
 func init() {
 	register(
 		Mutant{Name: "redis-without-fencing-under-pause", Breaks: propertytest.Exclusivity,
-			Bug: "a Redis lock that claims to be safe under pauses but gives its leases no fencing token, so a holder paused past its lease writes after the next holder began",
+			Bug:     "a Redis lock that claims to be safe under pauses but gives its leases no fencing token, so a holder paused past its lease writes after the next holder began",
 			Factory: redislockWith(func(l locks.Lease, _ locks.Options) locks.Lease { return unfencedLease{l} }),
 			Fixed:   propertytest.RedisLock()},
 		Mutant{Name: "no-renewal-while-work-outlasts-ttl", Breaks: propertytest.Exclusivity,
-			Bug: "the lease counts itself valid as if a watchdog renewed it every TTL/3, but no watchdog runs and no fencing token guards the work, so work that outlasts the TTL goes on after the key expired and the next holder began",
+			Bug:     "the lease counts itself valid as if a watchdog renewed it every TTL/3, but no watchdog runs and no fencing token guards the work, so work that outlasts the TTL goes on after the key expired and the next holder began",
 			Factory: redislockWith(newTrustingLease),
 			Fixed:   redislockWith(func(l locks.Lease, _ locks.Options) locks.Lease { return unfencedLease{l} }),
 			// It does not claim pauses (nothing unfenced can); the holder's
