@@ -12,7 +12,7 @@ import (
 )
 
 // TestMain keeps the default run short: unless given on the command line,
-// rapid shrinks a failure for at most 1 s and writes no fail files (the
+// rapid shrinks a failure for at most 0.5 s and writes no fail files (the
 // seed every test prints replays it). It then fails the package if a test
 // leaves a goroutine behind.
 func TestMain(m *testing.M) {
@@ -20,7 +20,7 @@ func TestMain(m *testing.M) {
 	given := map[string]bool{}
 	flag.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	seedGiven, checksGiven = given["rapid.seed"], given["rapid.checks"]
-	for name, v := range map[string]string{"rapid.shrinktime": "1s", "rapid.nofailfile": "true"} {
+	for name, v := range map[string]string{"rapid.shrinktime": "500ms", "rapid.nofailfile": "true"} {
 		if !given[name] {
 			if err := flag.Set(name, v); err != nil {
 				panic(err)

@@ -41,7 +41,8 @@ func init() {
 
 // memMutant is a mutant of the in-memory server with bug b.
 func memMutant(name string, b serverBug, breaks propertytest.Property, bug string) Mutant {
-	return Mutant{Name: name, Bug: bug, Breaks: breaks, Factory: memFactory(b), Fixed: memFactory(noServerBug)}
+	return Mutant{Name: name, Bug: bug, Breaks: breaks, Factory: memFactory(b), Fixed: memFactory(noServerBug),
+		Options: claiming()}
 }
 
 // memFactory is the Factory of a memServer with bug b on a manual clock.

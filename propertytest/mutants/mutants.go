@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/lockproof/lockproof/propertytest"
 )
@@ -28,6 +29,17 @@ type Mutant struct {
 	Fixed propertytest.Factory
 
 	_ struct{} // keyed literals only
+}
+
+// settle is the Options.Settle of the mutants here: their backends are
+// in-process fakes that answer a woken Lock within a millisecond, so the
+// suite need not give it the default 20 ms of wall time after every move.
+const settle = 5 * time.Millisecond
+
+// claiming returns the Options of a lock that claims to survive kinds
+// (none: the suite's default, crash and pause).
+func claiming(kinds ...propertytest.FaultKind) propertytest.Options {
+	return propertytest.Options{Claims: kinds, Settle: settle}
 }
 
 // registry holds every mutant, filled by the init functions of the files

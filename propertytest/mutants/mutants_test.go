@@ -64,7 +64,7 @@ func assertCaught(t *testing.T, m Mutant) {
 
 // controlChecks is the number of runs the bug-free twin of each mutant
 // must pass by default.
-const controlChecks = 10
+const controlChecks = 8
 
 // The same locks on the same backends without their bug pass, with the
 // mutants' own Options: a mutant is caught for its bug, not for the

@@ -27,10 +27,10 @@ func init() {
 	register(
 		Mutant{Name: "setnx-then-expire", Breaks: propertytest.DeadlockFreedom,
 			Bug:     "the key is taken with SETNX and given its TTL by a second command, so a client that dies between the two leaves a key that never expires",
-			Factory: setnxFactory(expireAfterSetNX), Fixed: setnxFactory(noRedisBug)},
+			Factory: setnxFactory(expireAfterSetNX), Fixed: setnxFactory(noRedisBug), Options: claiming()},
 		Mutant{Name: "fence-does-not-grow", Breaks: propertytest.Exclusivity,
 			Bug:     "the fencing counter is given the lock's TTL (to keep Redis tidy), so once the lock sits free for a TTL the tokens start again at 1",
-			Factory: setnxFactory(fenceExpires), Fixed: setnxFactory(noRedisBug)},
+			Factory: setnxFactory(fenceExpires), Fixed: setnxFactory(noRedisBug), Options: claiming()},
 	)
 }
 

@@ -14,7 +14,7 @@ func init() {
 		Bug:     "a lock sold as running on three nodes keeps its key on node 0 alone, so losing that one node (a minority) takes the lock down",
 		Factory: singleNodeAsThree(), Fixed: propertytest.Redlock(3),
 		// It claims what a three-node lock claims: a minority of nodes down.
-		Options: propertytest.Options{Claims: []propertytest.FaultKind{propertytest.FaultCrash, propertytest.FaultNodeDown}}})
+		Options: claiming(propertytest.FaultCrash, propertytest.FaultNodeDown)})
 }
 
 // singleNodeAsThree is the Factory of redislock on node 0 of three

@@ -16,14 +16,14 @@ func init() {
 		Mutant{Name: "redis-without-fencing-under-pause", Breaks: propertytest.Exclusivity,
 			Bug:     "a Redis lock that claims to be safe under pauses but gives its leases no fencing token, so a holder paused past its lease writes after the next holder began",
 			Factory: redislockWith(func(l locks.Lease, _ locks.Options) locks.Lease { return unfencedLease{l} }),
-			Fixed:   propertytest.RedisLock()},
+			Fixed:   propertytest.RedisLock(), Options: claiming()},
 		Mutant{Name: "no-renewal-while-work-outlasts-ttl", Breaks: propertytest.Exclusivity,
 			Bug:     "the lease counts itself valid as if a watchdog renewed it every TTL/3, but no watchdog runs and no fencing token guards the work, so work that outlasts the TTL goes on after the key expired and the next holder began",
 			Factory: redislockWith(newTrustingLease),
 			Fixed:   redislockWith(func(l locks.Lease, _ locks.Options) locks.Lease { return unfencedLease{l} }),
 			// It does not claim pauses (nothing unfenced can); the holder's
 			// work runs past the TTL while its lease says it is valid.
-			Options: propertytest.Options{Claims: []propertytest.FaultKind{propertytest.FaultCrash}}},
+			Options: claiming(propertytest.FaultCrash)},
 	)
 }
 
