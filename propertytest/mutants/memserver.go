@@ -217,5 +217,8 @@ type memLeaseOps struct {
 	ttl   time.Duration
 }
 
-func (o memLeaseOps) Renew(context.Context) error   { return o.s.renew(o.owner, o.ttl) }
+// Renew extends the grant by the TTL.
+func (o memLeaseOps) Renew(context.Context) error { return o.s.renew(o.owner, o.ttl) }
+
+// Release frees the lock.
 func (o memLeaseOps) Release(context.Context) error { return o.s.release(o.owner) }

@@ -182,14 +182,17 @@ type ownerOps struct {
 	ttl    time.Duration
 }
 
+// Renew resets the key's TTL if the owner still holds it.
 func (o ownerOps) Renew(ctx context.Context) error {
 	return o.run(ctx, renewScript, "renew", o.owner, o.ttl.Milliseconds())
 }
 
+// Release deletes the key if the owner still holds it.
 func (o ownerOps) Release(ctx context.Context) error {
 	return o.run(ctx, releaseScript, "release", o.owner)
 }
 
+// run runs an owner-checked script: ErrNotHeld when it did nothing.
 func (o ownerOps) run(ctx context.Context, s *redis.Script, what string, args ...any) error {
 	n, err := s.Run(ctx, o.client, []string{o.key}, args...).Int64()
 	switch {

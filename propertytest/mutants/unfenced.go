@@ -59,6 +59,7 @@ type wrappedLocker struct {
 	wrap func(locks.Lease) locks.Lease
 }
 
+// TryLock is the Locker's, with the lease wrapped.
 func (w wrappedLocker) TryLock(ctx context.Context) (locks.Lease, error) {
 	l, err := w.Locker.TryLock(ctx)
 	if l == nil {
@@ -67,6 +68,7 @@ func (w wrappedLocker) TryLock(ctx context.Context) (locks.Lease, error) {
 	return w.wrap(l), err
 }
 
+// Lock is the Locker's, with the lease wrapped.
 func (w wrappedLocker) Lock(ctx context.Context) (locks.Lease, error) {
 	l, err := w.Locker.Lock(ctx)
 	if l == nil {
@@ -78,6 +80,7 @@ func (w wrappedLocker) Lock(ctx context.Context) (locks.Lease, error) {
 // unfencedLease hides its lease's fencing token: Token reports it unsafe.
 type unfencedLease struct{ locks.Lease }
 
+// Token returns the hidden lease's token, marked unsafe.
 func (u unfencedLease) Token() (locks.Token, bool) { tok, _ := u.Lease.Token(); return tok, false }
 
 // trustingLease is an unfenced lease that believes a watchdog keeps it
