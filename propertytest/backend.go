@@ -19,9 +19,10 @@ type Factory func(t testing.TB) (*Backend, error)
 // drives. NewLocker, Clock and Advance are required.
 type Backend struct {
 	// NewLocker returns the Locker of one client, on a connection of its
-	// own, for the lock called name. It must pass opts (TTL, watchdog off)
-	// to the lock's constructor after the backend's own options (prefix,
-	// clock), so that the suite's settings win.
+	// own, for the lock called name. It must pass opts (TTL, watchdog off,
+	// the suite's Observer, which CrashInTryLock needs) to the lock's
+	// constructor after the backend's own options (prefix, clock), so that
+	// the suite's settings win.
 	NewLocker func(name string, opts ...locks.Option) (locks.Locker, error)
 	// Clock is the manual clock the lockers and the backend follow; the
 	// suite stamps every operation with it.

@@ -28,12 +28,17 @@
 // wall time to return after every move of time), TryLock, Unlock, Renew,
 // a foreign Unlock or Renew (a client using a lease of its own that ran
 // out, while another client holds the lock), FinishWork and BeginWork,
-// Crash (stop without unlocking), Advance (TTL/10, TTL/3 or TTL+Slack of
-// the manual clock) and Fault (inject or heal one of the Backend's
-// faults). Every grant starts the holder's read-modify-write of a shared
-// register (read now, write value+1 at a later FinishWork, with the lease's
-// fencing token; a lease without a token writes unguarded): time passing
-// between the two is a GC pause.
+// Crash (stop without unlocking), CrashInTryLock (a client dies inside
+// TryLock at locks.PointAcquired, after the backend granted and before
+// TryLock returned: the suite's Observer ends that goroutine, so a lock
+// that still had work to do there, such as setting the key's TTL, never
+// does it; a lock that reports no PointAcquired just makes a TryLock),
+// Advance (TTL/10, TTL/3 or TTL+Slack of the manual clock) and Fault
+// (inject or heal one of the Backend's faults). Every grant starts the
+// holder's read-modify-write of a shared register (read now, write
+// value+1 at a later FinishWork, with the lease's fencing token; a lease
+// without a token writes unguarded): time passing between the two is a GC
+// pause.
 //
 // Every lock operation is recorded with its call and return time on the
 // manual clock; an outcome the client cannot know (a timeout, a lost
@@ -88,5 +93,7 @@
 // whether a Lock returned within it can vary under load, which rapid may
 // then report as a flaky failure (still a failure, with its seed). Leases
 // without fencing tokens (Redlock) get tokens numbered in the order the
-// grants returned, so that the lease model can order them.
+// grants returned, so that the lease model can order them, in steps of
+// 65536 that leave room for the unknown acquires (a client that died in
+// TryLock) the model may place between two grants.
 package propertytest

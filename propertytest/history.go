@@ -56,13 +56,20 @@ func (r *recorder) ret(i int, out linearize.LeaseOutput, unknown bool) {
 	op.Return, op.Output, op.Unknown = max(t, op.Call), out, unknown
 }
 
+// syntheticGap spaces the synthetic tokens. The lease model gives an
+// unknown acquire that took effect the previous token + 1; the gap leaves
+// room for that many of them between two grants that returned, in
+// whatever order the unknown ones were recorded.
+const syntheticGap = 1 << 16
+
 // syntheticToken numbers a grant of a lock without fencing tokens, in the
-// order the grants returned, so that the lease model can order them.
+// order the grants returned, so that the lease model can order them: the
+// n-th is n × syntheticGap.
 func (r *recorder) syntheticToken() uint64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.grants++
-	return r.grants
+	return r.grants * syntheticGap
 }
 
 // register records one register operation, which the register itself has

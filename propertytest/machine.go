@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"time"
 
 	"github.com/lockproof/lockproof/linearize"
@@ -69,7 +70,7 @@ func newMachine(o Options, be *Backend) (*machine, error) {
 	m := &machine{o: o, be: be, rec: newRecorder(be.Clock),
 		active: map[int]bool{}, used: map[int]bool{}, ran: map[Property]bool{}, unclaimed: map[string]bool{}}
 	for i := 0; i <= o.Clients; i++ {
-		l, err := be.NewLocker(o.Name, locks.WithTTL(o.TTL), locks.WithWatchdog(false))
+		l, err := be.NewLocker(o.Name, locks.WithTTL(o.TTL), locks.WithWatchdog(false), locks.WithObserver(crashObserver{}))
 		if err != nil {
 			return nil, fmt.Errorf("propertytest: new locker for client %d: %w", i, err)
 		}
@@ -117,6 +118,60 @@ func (m *machine) tryLock(c *client) (*held, error) {
 		return m.held(lease, owner, out), nil
 	}
 	return nil, err
+}
+
+// crashKey marks the context of a TryLock that CrashInTryLock stops.
+type crashKey struct{}
+
+// crashObserver is the Observer the suite gives every Locker. At
+// locks.PointAcquired, within a TryLock whose context carries crashKey, it
+// ends the goroutine (runtime.Goexit): the client dies there, after the
+// backend granted and before TryLock returned, and nothing the lock would
+// do after that point happens. Everywhere else it does nothing.
+type crashObserver struct{}
+
+func (crashObserver) Observe(ctx context.Context, e locks.Event) {
+	if e.Point == locks.PointAcquired && ctx.Value(crashKey{}) != nil {
+		runtime.Goexit()
+	}
+}
+
+// crashInTryLock makes c call TryLock and die at locks.PointAcquired if
+// the lock reaches it (see crashObserver). The call runs on a goroutine of
+// its own, the one that dies. A crashed acquisition has an unknown
+// outcome and leaves c as crash leaves it; a TryLock that returned (it was
+// refused, or the lock reports no PointAcquired) is taken as a TryLock.
+func (m *machine) crashInTryLock(c *client) {
+	owner := m.newOwner()
+	i := m.rec.call(c.id, linearize.Acquire, m.o.Name, owner)
+	ctx, cancel := m.opCtx()
+	defer cancel()
+	ctx = context.WithValue(ctx, crashKey{}, true)
+	var lease locks.Lease
+	var err error
+	returned := false
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		lease, err = c.locker.TryLock(ctx)
+		returned = true
+	}()
+	<-done
+	if !returned {
+		m.rec.ret(i, linearize.LeaseOutput{}, true)
+		m.logf("client %d: crashed inside TryLock at %v", c.id, locks.PointAcquired)
+		m.crash(c)
+		return
+	}
+	out, unknown := acquireOutcome(lease, err, m.rec.syntheticToken)
+	m.rec.ret(i, out, unknown)
+	if out.OK && !unknown {
+		c.cur = m.held(lease, owner, out)
+		m.logf("client %d: TryLock (no crash point reached) -> granted, token %d", c.id, out.Token)
+		m.beginWork(c)
+		return
+	}
+	m.logf("client %d: TryLock (no crash point reached) -> %v", c.id, err)
 }
 
 // startLock calls Lock for c on its own goroutine.
@@ -342,6 +397,9 @@ func (m *machine) actions() map[string]func(*rapid.T) {
 			c := pick(t, func(c *client) bool { return c.cur != nil || c.wait != nil })
 			m.logf("client %d: crash", c.id)
 			m.crash(c)
+		},
+		"CrashInTryLock": func(t *rapid.T) {
+			m.crashInTryLock(pick(t, free))
 		},
 		"Advance": func(t *rapid.T) {
 			d := rapid.SampledFrom([]time.Duration{m.o.TTL / 10, m.o.TTL / 3, m.o.TTL + m.o.Slack}).Draw(t, "by")

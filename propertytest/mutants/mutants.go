@@ -1,8 +1,3 @@
-// Package mutants holds deliberately broken locks: each has one bug of a
-// kind seen in real lock code, and the propertytest suite must catch it,
-// naming the property it breaks. They exist to prove checkers (the suite,
-// lockproof check, a user's own harness) able to fail; never use them to
-// lock anything.
 package mutants
 
 import (
@@ -10,6 +5,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/lockproof/lockproof/propertytest"
 )
@@ -27,8 +23,30 @@ type Mutant struct {
 	// Options are the suite options to run it with (the claims of the lock
 	// it imitates).
 	Options propertytest.Options
+	// Fixed, if set, builds the same lock on the same backend without the
+	// bug. Run with the same Options it must pass: that shows the mutant is
+	// caught for its bug, not for something in the harness or the backend.
+	Fixed propertytest.Factory
 
 	_ struct{} // keyed literals only
+}
+
+// settle is the Options.Settle of the mutants here: their backends are
+// in-process fakes that answer a woken Lock within a millisecond, so the
+// suite need not give it the default 20 ms of wall time after every move.
+const settle = 5 * time.Millisecond
+
+// checkTimeLimit is the Options.CheckTimeLimit of the mutants here. The
+// history of a broken lock can be costly to decide (a foreign Unlock of
+// unknown outcome that freed someone else's lease multiplies the orders to
+// try): rather than spend the default 10 s on one run, leave it undecided
+// and let the next run catch the bug.
+const checkTimeLimit = 2 * time.Second
+
+// claiming returns the Options of a lock that claims to survive kinds
+// (none: the suite's default, crash and pause).
+func claiming(kinds ...propertytest.FaultKind) propertytest.Options {
+	return propertytest.Options{Claims: kinds, Settle: settle, CheckTimeLimit: checkTimeLimit}
 }
 
 // registry holds every mutant, filled by the init functions of the files

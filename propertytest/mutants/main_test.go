@@ -1,0 +1,77 @@
+package mutants
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"flag"
+	"os"
+	"strconv"
+	"testing"
+
+	"github.com/lockproof/lockproof/fakes"
+)
+
+// TestMain keeps the default run short: unless given on the command line,
+// rapid shrinks a failure for at most 0.5 s and writes no fail files (the
+// seed every test prints replays it). It then fails the package if a test
+// leaves a goroutine behind.
+func TestMain(m *testing.M) {
+	flag.Parse()
+	given := map[string]bool{}
+	flag.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	seedGiven, checksGiven = given["rapid.seed"], given["rapid.checks"]
+	for name, v := range map[string]string{"rapid.shrinktime": "500ms", "rapid.nofailfile": "true"} {
+		if !given[name] {
+			if err := flag.Set(name, v); err != nil {
+				panic(err)
+			}
+		}
+	}
+	fakes.VerifyNoLeaks(m)
+}
+
+// seedGiven and checksGiven record whether -rapid.seed and -rapid.checks
+// were given on the command line: they then win over the tests' choices.
+var seedGiven, checksGiven bool
+
+// deep reports whether LOCKPROOF_DEEP=1 asks for the long run.
+func deep() bool { return os.Getenv("LOCKPROOF_DEEP") == "1" }
+
+// useRapid sets rapid's seed and number of runs for one Check and returns
+// the seed, which it logs so that the test can be replayed: the seed given
+// with -rapid.seed, else a random one. checks is ignored when -rapid.checks
+// was given. The flags are restored when the test ends.
+func useRapid(t *testing.T, checks int) uint64 {
+	t.Helper()
+	var seed uint64
+	if seedGiven {
+		var err error
+		if seed, err = strconv.ParseUint(flag.Lookup("rapid.seed").Value.String(), 10, 64); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		var b [8]byte
+		_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+		seed = binary.LittleEndian.Uint64(b[:]) >> 1
+		setFlag(t, "rapid.seed", strconv.FormatUint(seed, 10))
+	}
+	if !checksGiven {
+		setFlag(t, "rapid.checks", strconv.Itoa(checks))
+	}
+	t.Logf("replay with: -run '^%s$' -rapid.seed=%d", t.Name(), seed)
+	return seed
+}
+
+// setFlag sets a flag for the rest of the test.
+func setFlag(t *testing.T, name, v string) {
+	t.Helper()
+	f := flag.Lookup(name)
+	if f == nil {
+		t.Fatalf("no flag -%s", name)
+	}
+	old := f.Value.String()
+	if err := f.Value.Set(v); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = f.Value.Set(old) })
+}

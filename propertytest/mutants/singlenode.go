@@ -1,0 +1,33 @@
+package mutants
+
+import (
+	"testing"
+
+	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/locks"
+	"github.com/lockproof/lockproof/locks/redislock"
+	"github.com/lockproof/lockproof/propertytest"
+)
+
+func init() {
+	register(Mutant{Name: "single-node-posing-as-three", Breaks: propertytest.Availability,
+		Bug:     "a lock sold as running on three nodes keeps its key on node 0 alone, so losing that one node (a minority) takes the lock down",
+		Factory: singleNodeAsThree(), Fixed: propertytest.Redlock(3),
+		// It claims what a three-node lock claims: a minority of nodes down.
+		Options: claiming(propertytest.FaultCrash, propertytest.FaultNodeDown)})
+}
+
+// singleNodeAsThree is the Factory of redislock on node 0 of three
+// miniredis nodes, presented as a three-node backend.
+func singleNodeAsThree() propertytest.Factory {
+	return func(t testing.TB) (*propertytest.Backend, error) {
+		g := fakes.RedisCluster(t, 3, fakes.ManualTime(epoch), fakes.ForceMiniredis())
+		return &propertytest.Backend{
+			NewLocker: func(name string, opts ...locks.Option) (locks.Locker, error) {
+				return redislock.New(g.Node(0).NewClient(), name, append(g.LockOptions(), opts...)...)
+			},
+			Clock: g.Clock(), Advance: g.Advance, Nodes: 3,
+			StopNode: g.Stop, StartNode: func(i int) { g.Restart(i, true) },
+		}, nil
+	}
+}
