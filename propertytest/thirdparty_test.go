@@ -40,6 +40,7 @@ import (
 	"flag"
 	"fmt"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -57,6 +58,9 @@ type grant struct {
 	token  locks.Token
 	fenced bool
 	start  time.Time // no later than the request that set the lease
+	// lost, if the library has one, is closed when it reports the lock
+	// lost (Consul's lost-lock channel).
+	lost <-chan struct{}
 }
 
 // acquireFunc makes one attempt (wait false) or waits for the lock (wait
@@ -88,7 +92,51 @@ func (a *adapted) lease(ctx context.Context, wait bool) (locks.Lease, error) {
 		return nil, err
 	}
 	spec := locks.LeaseSpec{Name: a.name, Token: g.token, Fenced: g.fenced, Start: g.start}
-	return locks.NewLease(spec, g.ops, a.opt), nil
+	l := locks.NewLease(spec, g.ops, a.opt)
+	if g.lost != nil {
+		return &lostLease{ManagedLease: l, lost: g.lost}, nil
+	}
+	return l, nil
+}
+
+// lostLease is a ManagedLease that the library can also declare lost:
+// once lost is closed, Err reports locks.ErrNotHeld and Done is closed.
+type lostLease struct {
+	*locks.ManagedLease
+	lost <-chan struct{}
+
+	once sync.Once
+	done chan struct{}
+}
+
+// Err is the ManagedLease's, or ErrNotHeld once the library reported the
+// lock lost.
+func (l *lostLease) Err() error {
+	if err := l.ManagedLease.Err(); err != nil {
+		return err
+	}
+	select {
+	case <-l.lost:
+		return fmt.Errorf("lock %q: %w: the library reported it lost", l.Name(), locks.ErrNotHeld)
+	default:
+		return nil
+	}
+}
+
+// Done is closed when the ManagedLease's Done is, or the lock is lost. Its
+// goroutine starts at the first call and ends with either.
+func (l *lostLease) Done() <-chan struct{} {
+	l.once.Do(func() {
+		l.done = make(chan struct{})
+		go func() {
+			defer close(l.done)
+			select {
+			case <-l.ManagedLease.Done():
+			case <-l.lost:
+			}
+		}()
+	})
+	return l.done
 }
 
 // leaseOps is locks.LeaseOps from two functions.
