@@ -213,6 +213,7 @@ func (r *renewer) stop() time.Time {
 // Consul's api.Lock claims mutual exclusion while its session lives, with
 // no fencing token: run with Claims crash only, the suite must pass.
 func TestThirdPartyConsulLock(t *testing.T) {
+	propertytest.SetChecks(t, 6) // each run waits out TryLocks that meet the lock-delay (OpTimeout)
 	ownClaims(t, 0xc0751, consulLock(), consulOptions(propertytest.FaultCrash))
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -27,7 +28,7 @@ import (
 func etcdOptions(claims ...propertytest.FaultKind) propertytest.Options {
 	return propertytest.Options{
 		TTL:    time.Second,
-		Slack:  750 * time.Millisecond,
+		Slack:  600 * time.Millisecond,
 		Settle: 100 * time.Millisecond,
 		Claims: claims,
 	}
@@ -165,8 +166,11 @@ func etcdNotHeld(err error) error {
 }
 
 // etcdTest starts the embedded etcd for a test and sets the short runs
-// real time calls for: 2 runs (more under LOCKPROOF_DEEP=1 or
-// -rapid.checks) of about 15 actions.
+// real time calls for: by default one run of about 10 actions (a run of
+// real time lasts seconds: every Advance sleeps), with no more than a
+// moment of shrinking (each shrink step is such a run); under
+// LOCKPROOF_DEEP=1, 20 runs of 15 actions. -rapid.checks, when given,
+// decides the number of runs.
 func etcdTest(t *testing.T) *fakes.EtcdServer {
 	t.Helper()
 	s := fakes.Etcd(t)
@@ -174,8 +178,20 @@ func etcdTest(t *testing.T) *fakes.EtcdServer {
 		t.Skip("the etcd adapter runs on the embedded member: a shared real cluster's lease timing is not ours")
 	}
 	t.Logf("embedded etcd started in %v", s.StartupTime().Round(time.Millisecond))
-	propertytest.SetChecks(t, 2)
-	setFlag(t, "rapid.steps", "15")
+	deep := os.Getenv("LOCKPROOF_DEEP") == "1"
+	switch {
+	case propertytest.ChecksExplicit():
+	case deep:
+		setFlag(t, "rapid.checks", "20")
+	default:
+		setFlag(t, "rapid.checks", "1")
+	}
+	if deep {
+		setFlag(t, "rapid.steps", "15")
+	} else {
+		setFlag(t, "rapid.steps", "10")
+		setFlag(t, "rapid.shrinktime", "1ms")
+	}
 	return s
 }
 
@@ -188,8 +204,16 @@ func TestThirdPartyEtcdMutex(t *testing.T) {
 }
 
 // Without its revision as a token (Lock and Unlock alone), etcd's Mutex
-// cannot be safe under pauses: held to that claim, it must be caught.
+// cannot be safe under pauses: held to that claim, it must be caught. In
+// real time this takes about 40 s (seed 59347: the first run pauses a
+// holder past its lease, then shrinking and the replay are runs of about
+// 14 s each), beyond the default budget: it runs with LOCKPROOF_DEEP=1.
+// The same power of the suite is asserted by default, in manual time, on
+// redsync, bsm/redislock and Consul.
 func TestThirdPartyEtcdMutexUnfencedClaimingPause(t *testing.T) {
+	if os.Getenv("LOCKPROOF_DEEP") != "1" {
+		t.Skip("real-time etcd needs about 40 s to reach, shrink and report a paused holder: run with LOCKPROOF_DEEP=1")
+	}
 	s := etcdTest(t)
-	strongerClaim(t, 0xe7cd, etcdMutex(s, false), etcdOptions(propertytest.FaultCrash, propertytest.FaultPause), propertytest.Exclusivity)
+	strongerClaim(t, 59347, etcdMutex(s, false), etcdOptions(propertytest.FaultCrash, propertytest.FaultPause), propertytest.Exclusivity)
 }

@@ -6,3 +6,7 @@ import "testing"
 // propertytest_test) lower or raise rapid's check count for one test, as
 // setChecks does: not when -rapid.checks was given or LOCKPROOF_DEEP is set.
 func SetChecks(t *testing.T, n int) { setChecks(t, n) }
+
+// ChecksExplicit reports whether -rapid.checks was given on the command
+// line.
+func ChecksExplicit() bool { return checksExplicit }
