@@ -39,6 +39,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"os"
 	"strconv"
 	"sync"
 	"testing"
@@ -194,7 +195,11 @@ func useSeed(t *testing.T, def uint64) uint64 {
 		seed = def
 	}
 	setFlag(t, "rapid.seed", strconv.FormatUint(seed, 10))
-	t.Logf("seed %d; replay: go test ./propertytest -run '^%s$' -rapid.seed=%d -timeout 120s -v", seed, t.Name(), seed)
+	env := ""
+	if os.Getenv("LOCKPROOF_DEEP") == "1" {
+		env = "LOCKPROOF_DEEP=1 "
+	}
+	t.Logf("seed %d; replay: %sgo test ./propertytest -run '^%s$' -rapid.seed=%d -timeout 300s -v", seed, env, t.Name(), seed)
 	return seed
 }
 
