@@ -37,8 +37,8 @@ func consulOptions(claims ...propertytest.FaultKind) propertytest.Options {
 	return propertytest.Options{
 		TTL:            consulTTL,
 		Slack:          consulTTL + consulLockDelay + consulTTL/4,
-		Settle:         50 * time.Millisecond,
-		OpTimeout:      200 * time.Millisecond,
+		Settle:         30 * time.Millisecond,
+		OpTimeout:      100 * time.Millisecond,
 		CheckTimeLimit: 3 * time.Second,
 		Claims:         claims,
 	}

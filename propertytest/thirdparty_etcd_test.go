@@ -166,7 +166,7 @@ func etcdNotHeld(err error) error {
 }
 
 // etcdTest starts the embedded etcd for a test and sets the short runs
-// real time calls for: by default one run of about 10 actions (a run of
+// real time calls for: by default one run of about 8 actions (a run of
 // real time lasts seconds: every Advance sleeps), with no more than a
 // moment of shrinking (each shrink step is such a run); under
 // LOCKPROOF_DEEP=1, 20 runs of 15 actions. -rapid.checks, when given,
@@ -189,7 +189,7 @@ func etcdTest(t *testing.T) *fakes.EtcdServer {
 	if deep {
 		setFlag(t, "rapid.steps", "15")
 	} else {
-		setFlag(t, "rapid.steps", "10")
+		setFlag(t, "rapid.steps", "8")
 		setFlag(t, "rapid.shrinktime", "1ms")
 	}
 	return s

@@ -110,6 +110,8 @@ type lostLease struct {
 	done chan struct{}
 }
 
+var _ locks.Lease = (*lostLease)(nil)
+
 // Err is the ManagedLease's, or ErrNotHeld once the library reported the
 // lock lost.
 func (l *lostLease) Err() error {
@@ -144,6 +146,8 @@ func (l *lostLease) Done() <-chan struct{} {
 type leaseOps struct {
 	renew, release func(ctx context.Context) error
 }
+
+var _ locks.LeaseOps = leaseOps{}
 
 func (o leaseOps) Renew(ctx context.Context) error   { return o.renew(ctx) }
 func (o leaseOps) Release(ctx context.Context) error { return o.release(ctx) }
