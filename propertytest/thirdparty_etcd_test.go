@@ -217,3 +217,38 @@ func TestThirdPartyEtcdMutexUnfencedClaimingPause(t *testing.T) {
 	s := etcdTest(t)
 	strongerClaim(t, 59347, etcdMutex(s, false), etcdOptions(propertytest.FaultCrash, propertytest.FaultPause), propertytest.Exclusivity)
 }
+
+// The adapter's token is the create revision of the holder's key, as the
+// server has it, and grows from one acquisition to the next.
+func TestThirdPartyEtcdTokenIsCreateRevision(t *testing.T) {
+	s := fakes.Etcd(t)
+	be, err := etcdMutex(s, true)(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := be.NewLocker("token", locks.WithTTL(time.Second), locks.WithWatchdog(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var last locks.Token
+	for i := range 2 {
+		lease, err := l.TryLock(ctx)
+		if err != nil {
+			t.Fatalf("TryLock %d: %v", i, err)
+		}
+		tok, ok := lease.Token()
+		resp, err := s.Client().Get(ctx, s.Prefix()+"run1/token/", clientv3.WithFirstCreate()...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok || len(resp.Kvs) != 1 || locks.Token(resp.Kvs[0].CreateRevision) != tok || tok <= last {
+			t.Fatalf("acquisition %d: token %v (ok %v) after %v; holder's key on the server: %v", i, tok, ok, last, resp.Kvs)
+		}
+		last = tok
+		if err := lease.Unlock(ctx); err != nil {
+			t.Fatalf("Unlock %d: %v", i, err)
+		}
+	}
+}
