@@ -23,12 +23,12 @@ import (
 // etcdOptions are the suite's settings for etcd, which runs in real time
 // with whole-second lease TTLs: a 1 s TTL (the shortest the embedded
 // member grants); Slack for the server's expiry check, which runs every
-// 500 ms, and the revocation that follows; Settle for a watch event to
-// reach a waiter on a loaded machine.
+// 500 ms, and the revocation through raft that follows, with room for a
+// loaded machine; Settle for a watch event to reach a waiter.
 func etcdOptions(claims ...propertytest.FaultKind) propertytest.Options {
 	return propertytest.Options{
 		TTL:    time.Second,
-		Slack:  600 * time.Millisecond,
+		Slack:  time.Second,
 		Settle: 100 * time.Millisecond,
 		Claims: claims,
 	}
