@@ -28,9 +28,10 @@ package propertytest_test
 //   - Start: the grant's start is a moment no later than the request that
 //     set the lease on the server, read on the run's clock, so that the
 //     Deadline is never later than the library's own validity.
-//   - Lock: the library's blocking call, with the run's ctx; its own retry
-//     timing (wall time) is kept, configured only to retry quickly enough
-//     for Settle.
+//   - Lock: the library's blocking call, with the run's ctx. The Redis
+//     libraries poll in wall time: their retry delay is set short enough
+//     for Settle. etcd and Consul wait on notifications (a watch, a
+//     blocking query) as they are.
 //
 // Seeds: every test fixes rapid's seed (its own default below, or
 // -rapid.seed when given) and logs it with the command that replays it.
