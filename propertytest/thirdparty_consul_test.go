@@ -1,0 +1,236 @@
+package propertytest_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/consul/api"
+
+	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/locks"
+	"github.com/lockproof/lockproof/propertytest"
+)
+
+// consulTTL is api.Lock's default session TTL (api.DefaultLockSessionTTL),
+// and its sessions keep Consul's default lock-delay, 15 s as well.
+const (
+	consulTTL       = 15 * time.Second
+	consulLockDelay = 15 * time.Second
+)
+
+// consulOptions are the suite's settings for api.Lock on miniconsul in
+// manual time. Consul invalidates a session no earlier than its TTL after
+// the last renewal and, as miniconsul by default, at twice the TTL; then
+// the key is held back for the lock-delay. Slack covers both, and the
+// suite's deadlock-freedom probe steps of TTL/4. OpTimeout is short in
+// wall time: every request is local, and a TryLock that meets the
+// lock-delay sleeps 5 s of wall time in api.Lock (DefaultLockRetryTime)
+// before it gives up, cut short by its ctx. Waiters whose session ran out
+// leave unknown acquires in the history, which make some histories slow to
+// check: CheckTimeLimit bounds that (an undecided check is logged and
+// counted, never a pass).
+func consulOptions(claims ...propertytest.FaultKind) propertytest.Options {
+	return propertytest.Options{
+		TTL:            consulTTL,
+		Slack:          consulTTL + consulLockDelay + consulTTL/4,
+		Settle:         30 * time.Millisecond,
+		OpTimeout:      100 * time.Millisecond,
+		CheckTimeLimit: 3 * time.Second,
+		Claims:         claims,
+	}
+}
+
+// consulLock is the Factory of github.com/hashicorp/consul/api's Lock on
+// miniconsul in manual time (fakes.Consul with ConsulManualTime and
+// ForceMiniconsul), one HTTP transport per client.
+//
+// Mapping:
+//   - One session per acquisition, made by the adapter as api.Lock makes
+//     its own (name api.DefaultLockSessionName, TTL the suite's, the
+//     server's default lock-delay, behaviour release), and given to
+//     LockOpts as Session. api.Lock renews a session it made itself with
+//     RenewPeriodic on the wall clock until Unlock; the suite turns the
+//     watchdog off and runs on a manual clock, so the adapter renews the
+//     session itself, every TTL/2 of the run's clock as RenewPeriodic does,
+//     only while Lock waits, and never once the lock is held.
+//   - TryLock is Lock with LockTryOnce and a LockWaitTime of 1 ns: one
+//     read and, if the key is free, one acquire. Not acquired (nil, nil)
+//     is locks.ErrLocked. Lock is Lock with the default LockWaitTime (15 s
+//     blocking queries) and ctx.Done() as its stop channel; stopped (nil,
+//     nil) is ctx.Err(). api.Lock does not watch the stop channel during a
+//     blocking query (LockWaitTime bounds its cancellation, on the server's
+//     clock, which stands still in manual time): the requests it makes
+//     while the call runs carry the call's ctx, as the connections of a
+//     process that stops are closed. The requests of its monitor
+//     (RequireConsistent reads, which nothing else here makes) never do.
+//   - Start: the send time of the session's creation or of its last
+//     successful renewal while Lock waited: Consul does not invalidate a
+//     session before TTL after either. An Advance longer than twice the
+//     TTL jumps past a waiter's session expiry before its renewal can run,
+//     as a pause of the waiting process would: its acquire then fails
+//     with "invalid session", an unknown outcome to the suite.
+//   - The lost-lock channel Lock returns: once it is closed, the lease's
+//     Err reports locks.ErrNotHeld (and its Done is closed).
+//   - No fencing token: api.Lock exposes none. The lease's Token reports
+//     none (ok false).
+//   - Renew is Session().Renew; an unknown session (nil entry) is
+//     locks.ErrNotHeld. Unlock is Lock.Unlock; ErrLockNotHeld is
+//     locks.ErrNotHeld. Lock.Unlock ignores whether the server released
+//     the key (it reports only transport errors); within the lease's
+//     deadline the session, and so the key, is still ours. Like api.Lock
+//     with a session of its own, Unlock leaves the session to expire.
+func consulLock() propertytest.Factory {
+	return func(t testing.TB) (*propertytest.Backend, error) {
+		s := fakes.Consul(t, fakes.ConsulManualTime(epoch), fakes.ForceMiniconsul())
+		return &propertytest.Backend{
+			NewLocker: func(name string, opts ...locks.Option) (locks.Locker, error) {
+				o, err := locks.Resolve(s.Prefix(), append(s.LockOptions(), opts...)...)
+				if err != nil {
+					return nil, err
+				}
+				tr := &http.Transport{}
+				t.Cleanup(tr.CloseIdleConnections)
+				c := &consulClient{addr: s.Addr(), tr: tr, key: o.Prefix + name, o: o}
+				return &adapted{name: name, opt: o, acquire: c.acquire}, nil
+			},
+			Clock:   s.Clock(),
+			Advance: s.Advance,
+		}, nil
+	}
+}
+
+// consulClient is one client's connection to the server.
+type consulClient struct {
+	addr string
+	tr   *http.Transport
+	key  string
+	o    locks.Options
+}
+
+// callTransport gives the requests made while a Lock call runs that call's
+// ctx, except the monitor's (RequireConsistent) reads.
+type callTransport struct {
+	base http.RoundTripper
+	call atomic.Pointer[context.Context]
+}
+
+func (c *callTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if ctx := c.call.Load(); ctx != nil && !r.URL.Query().Has("consistent") {
+		r = r.WithContext(*ctx)
+	}
+	return c.base.RoundTrip(r)
+}
+
+func (c *consulClient) acquire(ctx context.Context, wait bool) (grant, error) {
+	ct := &callTransport{base: c.tr}
+	client, err := api.NewClient(&api.Config{Address: c.addr, Scheme: "http", HttpClient: &http.Client{Transport: ct}})
+	if err != nil {
+		return grant{}, err
+	}
+	start := c.o.Clock.Now()
+	id, _, err := client.Session().Create(&api.SessionEntry{Name: api.DefaultLockSessionName, TTL: c.o.TTL.String()},
+		(&api.WriteOptions{}).WithContext(ctx))
+	if err != nil {
+		return grant{}, fmt.Errorf("consul adapter: create session: %w", err)
+	}
+	opts := &api.LockOptions{Key: c.key, Session: id}
+	if !wait {
+		opts.LockTryOnce, opts.LockWaitTime = true, time.Nanosecond
+	}
+	l, err := client.LockOpts(opts)
+	if err != nil {
+		return grant{}, err
+	}
+	var renewed *renewer
+	if wait {
+		renewed = c.renewWhileWaiting(client, id, start)
+	}
+	ct.call.Store(&ctx)
+	lost, err := l.Lock(ctx.Done())
+	ct.call.Store(nil)
+	if renewed != nil {
+		start = renewed.stop()
+	}
+	switch {
+	case err != nil:
+		return grant{}, fmt.Errorf("consul adapter: %w", err)
+	case lost == nil && ctx.Err() != nil:
+		return grant{}, fmt.Errorf("consul adapter: lock: %w", ctx.Err())
+	case lost == nil:
+		return grant{}, locked("consul", fmt.Errorf("api.Lock did not acquire %s", c.key))
+	}
+	return grant{start: start, lost: lost, ops: leaseOps{
+		renew: func(ctx context.Context) error {
+			e, _, err := client.Session().Renew(id, (&api.WriteOptions{}).WithContext(ctx))
+			switch {
+			case err != nil:
+				return err
+			case e == nil:
+				return notHeld("consul", fmt.Errorf("session %s not found", id))
+			}
+			return nil
+		},
+		release: func(context.Context) error {
+			err := l.Unlock()
+			if errors.Is(err, api.ErrLockNotHeld) {
+				return notHeld("consul", err)
+			}
+			return err
+		},
+	}}, nil
+}
+
+// renewer renews a waiter's session every TTL/2 of the run's clock.
+type renewer struct {
+	stopc chan struct{}
+	done  chan struct{}
+	last  time.Time // send time of the last successful creation or renewal
+}
+
+func (c *consulClient) renewWhileWaiting(client *api.Client, id string, created time.Time) *renewer {
+	r := &renewer{stopc: make(chan struct{}), done: make(chan struct{}), last: created}
+	go func() {
+		defer close(r.done)
+		for {
+			t := c.o.Clock.NewTimer(c.o.TTL / 2)
+			select {
+			case <-r.stopc:
+				t.Stop()
+				return
+			case <-t.C():
+			}
+			sent := c.o.Clock.Now()
+			if e, _, err := client.Session().Renew(id, nil); err == nil && e != nil {
+				r.last = sent
+			}
+		}
+	}()
+	return r
+}
+
+// stop ends the renewals and returns the last one's send time.
+func (r *renewer) stop() time.Time {
+	close(r.stopc)
+	<-r.done
+	return r.last
+}
+
+// Consul's api.Lock claims mutual exclusion while its session lives, with
+// no fencing token: run with Claims crash only, the suite must pass.
+func TestThirdPartyConsulLock(t *testing.T) {
+	propertytest.SetChecks(t, 6) // each run waits out TryLocks that meet the lock-delay (OpTimeout)
+	ownClaims(t, 0xc0751, consulLock(), consulOptions(propertytest.FaultCrash))
+}
+
+// Held to pause safety, which needs fencing, api.Lock must be caught
+// losing an update of a paused holder: its lock-delay does not save a
+// holder paused past its session's invalidation.
+func TestThirdPartyConsulLockClaimingPause(t *testing.T) {
+	propertytest.SetChecks(t, 200) // stops at the first failure
+	strongerClaim(t, 0xc0751, consulLock(), consulOptions(propertytest.FaultCrash, propertytest.FaultPause), propertytest.Exclusivity)
+}

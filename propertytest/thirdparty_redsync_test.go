@@ -1,0 +1,132 @@
+package propertytest_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/go-redsync/redsync/v4"
+	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
+
+	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/locks"
+	"github.com/lockproof/lockproof/propertytest"
+)
+
+// redsyncRetry is the delay between redsync's attempts in Lock (wall
+// time; its default is 50-250 ms at random): short enough that a waiter
+// sees a freed lock within the suite's Settle.
+const redsyncRetry = 2 * time.Millisecond
+
+// redsyncLock is the Factory of go-redsync/redsync's Mutex with one pool
+// (go-redis v9) per client on one miniredis in manual time.
+//
+// Mapping:
+//   - One redsync.Mutex per acquisition (NewMutex is how redsync hands out
+//     a lock; a Mutex keeps its value and validity, so it is not shared),
+//     on the key Prefix + name, WithExpiry(TTL). The drift factor is
+//     redsync's default (1%).
+//   - TryLock is TryLockContext, one attempt; ErrTaken (the key is
+//     another value's) is locks.ErrLocked. Lock is LockContext with
+//     unlimited tries (redsync's default gives up after 32), so that it
+//     waits until ctx ends as locks.Locker.Lock does, and redsyncRetry
+//     between them. redsync reports a cancelled wait as ErrFailed: the
+//     adapter adds ctx.Err() to it, as the Locker contract asks.
+//   - Start: redsync computes Until from the start of the successful
+//     attempt on the wall clock; the run's clock is the manual one. The
+//     adapter reads the manual clock before the call and again each time
+//     redsync asks for its retry delay (just before it waits and makes the
+//     next attempt), a lower bound of the successful attempt's start.
+//     Deadline is then start + TTL - 1% - 2 ms, 2 ms more conservative
+//     than redsync's Until.
+//   - No fencing token: redsync has none. The lease's Token reports none
+//     (ok false), as lockproof's Redlock does: the suite numbers grants
+//     itself and holders write unguarded.
+//   - Renew is ExtendContext; Unlock is UnlockContext. ErrTaken (another
+//     value holds the key) and ErrLockAlreadyExpired (no key) are
+//     locks.ErrNotHeld. ErrExtendFailed (extended, but too late to be
+//     valid by redsync's clock) passes through: unknown.
+func redsyncLock() propertytest.Factory {
+	return func(t testing.TB) (*propertytest.Backend, error) {
+		r := fakes.Redis(t, fakes.ManualTime(epoch), fakes.ForceMiniredis())
+		return &propertytest.Backend{
+			NewLocker: func(name string, opts ...locks.Option) (locks.Locker, error) {
+				o, err := locks.Resolve(r.Prefix(), append(r.LockOptions(), opts...)...)
+				if err != nil {
+					return nil, err
+				}
+				rs := redsync.New(goredis.NewPool(r.NewClient()))
+				return &adapted{name: name, opt: o, acquire: redsyncAcquire(rs, o.Prefix+name, o)}, nil
+			},
+			Clock:   r.Clock(),
+			Advance: r.Advance,
+		}, nil
+	}
+}
+
+func redsyncAcquire(rs *redsync.Redsync, key string, o locks.Options) acquireFunc {
+	return func(ctx context.Context, wait bool) (grant, error) {
+		start := o.Clock.Now()
+		m := rs.NewMutex(key, redsync.WithExpiry(o.TTL), redsync.WithTries(math.MaxInt32),
+			redsync.WithRetryDelayFunc(func(int) time.Duration {
+				start = o.Clock.Now() // on the Lock goroutine, before the next attempt
+				return redsyncRetry
+			}))
+		var err error
+		if wait {
+			err = m.LockContext(ctx)
+		} else {
+			err = m.TryLockContext(ctx)
+		}
+		var taken *redsync.ErrTaken
+		switch {
+		case err == nil:
+		case errors.As(err, &taken):
+			return grant{}, locked("redsync", err)
+		case ctx.Err() != nil:
+			return grant{}, fmt.Errorf("redsync: %w (%w)", ctx.Err(), err)
+		default:
+			return grant{}, err
+		}
+		return grant{ops: leaseOps{
+			renew: func(ctx context.Context) error {
+				_, err := m.ExtendContext(ctx)
+				return redsyncNotHeld(err)
+			},
+			release: func(ctx context.Context) error {
+				_, err := m.UnlockContext(ctx)
+				return redsyncNotHeld(err)
+			},
+		}, start: start}, nil
+	}
+}
+
+// redsyncNotHeld maps redsync's "not held" errors to locks.ErrNotHeld.
+func redsyncNotHeld(err error) error {
+	var taken *redsync.ErrTaken
+	if errors.As(err, &taken) || errors.Is(err, redsync.ErrLockAlreadyExpired) {
+		return notHeld("redsync", err)
+	}
+	return err
+}
+
+// redsync claims mutual exclusion with expiry (crash safety), no fencing:
+// run with Claims crash only, the suite must pass, lost updates of paused
+// holders being expected violations.
+func TestThirdPartyRedsync(t *testing.T) {
+	ownClaims(t, 0x7ed51c, redsyncLock(), propertytest.Options{
+		Claims: []propertytest.FaultKind{propertytest.FaultCrash},
+	})
+}
+
+// Held to pause safety, which needs fencing, redsync must be caught
+// losing an update of a paused holder.
+func TestThirdPartyRedsyncClaimingPause(t *testing.T) {
+	propertytest.SetChecks(t, 200) // stops at the first failure
+	strongerClaim(t, 0x7ed51c, redsyncLock(), propertytest.Options{
+		Claims: []propertytest.FaultKind{propertytest.FaultCrash, propertytest.FaultPause},
+	}, propertytest.Exclusivity)
+}
