@@ -10,7 +10,7 @@ import (
 // report what breaks as an expected violation, not a failure, and must
 // report it as VIOLATED once the lock claims the fault.
 func TestRedisFailoverIsAnExpectedViolation(t *testing.T) {
-	setChecks(t, 30) // about one run in three fails over while a lease is held
+	SetChecks(t, 30) // about one run in three fails over while a lease is held
 	rep := Check(t, RedisLockWithFailover(time.Second), Options{})
 	if rep.Failed {
 		t.Fatalf("an unclaimed fault failed the run: %v\n%s", rep.Broken(), rep.Output)
@@ -26,7 +26,7 @@ func TestRedisFailoverIsAnExpectedViolation(t *testing.T) {
 }
 
 func TestRedisFailoverClaimedIsViolated(t *testing.T) {
-	setChecks(t, 200) // stops at the first failure
+	SetChecks(t, 200) // stops at the first failure
 	rep := Check(t, RedisLockWithFailover(time.Second), Options{
 		Claims: []FaultKind{FaultCrash, FaultPause, FaultFailover},
 	})
@@ -54,7 +54,7 @@ func TestRedlockAvailableWithMinorityDown(t *testing.T) {
 // redislock claims safety under partitions and lost replies: operations
 // of a cut-off client have unknown outcomes, and its lease runs out.
 func TestRedisLockUnderNetworkFaults(t *testing.T) {
-	setChecks(t, 6) // each run waits out cut-off operations in wall time
+	SetChecks(t, 6) // each run waits out cut-off operations in wall time
 	rep := Run(t, RedisLockWithNetworkFaults(), Options{
 		TTL:       100 * time.Millisecond, // RequestTimeout TTL/10: a cut-off waiter gives up in 10 ms of wall time
 		OpTimeout: 30 * time.Millisecond,

@@ -207,7 +207,7 @@ func TestMutantsAreCaught(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			setChecks(t, 200)
+			SetChecks(t, 200)
 			start := time.Now()
 			rep := Check(t, tc.factory, Options{})
 			if !rep.Failed {

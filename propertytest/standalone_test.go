@@ -105,7 +105,7 @@ func TestRedisLockOnRealServer(t *testing.T) {
 	if addr == "" {
 		t.Skipf("no real Redis: set %s to run this test", fakes.EnvRedisAddr)
 	}
-	setChecks(t, 3)
+	SetChecks(t, 3)
 	rep := Run(t, RedisLockOn(addr), Options{TTL: 200 * time.Millisecond})
 	if rep.Runs == 0 || rep.Checked[DeadlockFreedom] != rep.Runs {
 		t.Fatalf("checks ran %v in %d runs", rep.Checked, rep.Runs)
@@ -117,7 +117,7 @@ func TestRedlockOnRealServer(t *testing.T) {
 	if env == "" {
 		t.Skipf("no real Redis servers: set %s to run this test", fakes.EnvRedisAddrs)
 	}
-	setChecks(t, 3)
+	SetChecks(t, 3)
 	rep := Run(t, RedlockOn(strings.Split(env, ",")), Options{TTL: 200 * time.Millisecond,
 		Claims: []FaultKind{FaultCrash}})
 	if rep.Runs == 0 || rep.Checked[DeadlockFreedom] != rep.Runs {

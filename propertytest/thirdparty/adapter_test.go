@@ -1,11 +1,11 @@
-package propertytest_test
+package thirdparty_test
 
 // The propertytest suite run on third-party locks (issue 8 item 6), through
 // test-only adapters to locks.Locker and locks.Lease: go-redsync/redsync
 // and bsm/redislock on miniredis in manual time, the Mutex of etcd's
 // client/v3/concurrency on an embedded etcd in real time, and the Lock of
 // hashicorp/consul/api on miniconsul in manual time. One file per library
-// (thirdparty_<lib>_test.go); this one holds what they share.
+// (<lib>_test.go); this one holds what they share.
 //
 // What every adapter does the same way (each file documents the rest):
 //
@@ -40,7 +40,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"os"
 	"strconv"
 	"sync"
 	"testing"
@@ -201,10 +200,10 @@ func useSeed(t *testing.T, def uint64) uint64 {
 	}
 	setFlag(t, "rapid.seed", strconv.FormatUint(seed, 10))
 	env := ""
-	if os.Getenv("LOCKPROOF_DEEP") == "1" {
+	if propertytest.Deep() {
 		env = "LOCKPROOF_DEEP=1 "
 	}
-	t.Logf("seed %d; replay: %sgo test ./propertytest -run '^%s$' -rapid.seed=%d -timeout 300s -v", seed, env, t.Name(), seed)
+	t.Logf("seed %d; replay: %sgo test ./propertytest/thirdparty -run '^%s$' -rapid.seed=%d -timeout 300s -v", seed, env, t.Name(), seed)
 	return seed
 }
 

@@ -1,4 +1,4 @@
-package propertytest_test
+package thirdparty_test
 
 import (
 	"context"

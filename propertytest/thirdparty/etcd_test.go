@@ -1,10 +1,9 @@
-package propertytest_test
+package thirdparty_test
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -178,9 +177,9 @@ func etcdTest(t *testing.T) *fakes.EtcdServer {
 		t.Skip("the etcd adapter runs on the embedded member: a shared real cluster's lease timing is not ours")
 	}
 	t.Logf("embedded etcd started in %v", s.StartupTime().Round(time.Millisecond))
-	deep := os.Getenv("LOCKPROOF_DEEP") == "1"
+	deep := propertytest.Deep()
 	switch {
-	case propertytest.ChecksExplicit():
+	case propertytest.ChecksGiven():
 	case deep:
 		setFlag(t, "rapid.checks", "20")
 	default:
@@ -211,7 +210,7 @@ func TestThirdPartyEtcdMutex(t *testing.T) {
 // The same power of the suite is asserted by default, in manual time, on
 // redsync, bsm/redislock and Consul.
 func TestThirdPartyEtcdMutexUnfencedClaimingPause(t *testing.T) {
-	if os.Getenv("LOCKPROOF_DEEP") != "1" {
+	if !propertytest.Deep() {
 		t.Skip("real-time etcd needs about 40 s to reach, shrink and report a paused holder: run with LOCKPROOF_DEEP=1")
 	}
 	s := etcdTest(t)
