@@ -31,7 +31,7 @@ func TestBackendMutantsAreCaught(t *testing.T) {
 	for _, c := range []struct{ name, checks, steps string }{
 		{"mysql-takeover-without-expiry-check", "50", "30"},
 		{"consul-ignores-session-invalidation", "400", "30"},
-		{"etcd-waiter-without-recheck", "25", "12"},
+		{"etcd-waiter-without-recheck", "25", "10"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ignore := goleak.IgnoreCurrent()

@@ -26,10 +26,14 @@ func init() {
 			"without re-checking that its own key now has the lowest create revision",
 		Breaks:  propertytest.Exclusivity,
 		Factory: etcdWaiterWithoutRecheck,
-		// propertytest.EtcdLock's options (real time, whole-second leases),
-		// with a fourth client: the bug needs two waiters.
-		Options: propertytest.Options{Clients: 4, TTL: 1500 * time.Millisecond,
-			Slack: 1250 * time.Millisecond, Settle: 50 * time.Millisecond},
+		// Real time, as propertytest.EtcdLock, with a fourth client (the bug
+		// needs two waiters) and a shorter TTL than EtcdLock's 1.5s: the
+		// mutant never reuses a session, so etcd's lease of 1s starts after
+		// the call that acquires, and a crashed holder's key is gone at most
+		// 1.5s after its last renewal (the server looks for expired leases
+		// every 500ms).
+		Options: propertytest.Options{Clients: 4, TTL: time.Second,
+			Slack: 750 * time.Millisecond, Settle: 50 * time.Millisecond},
 	})
 }
 
