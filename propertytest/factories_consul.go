@@ -41,6 +41,10 @@ func ConsulLock() Factory {
 	return func(t testing.TB) (*Backend, error) {
 		c := fakes.Consul(t, fakes.ConsulManualTime(epoch), fakes.ForceMiniconsul(),
 			fakes.ConsulSessionTTLMin(locks.MinTTL))
+		// At the end, before miniconsul stops: time runs out for every lease
+		// left, so that their monitors (blocking queries, and pauses on the
+		// manual clock once the server is gone) end with them.
+		t.Cleanup(func() { c.Advance(time.Hour) })
 		be := newConsulBackend(c, c.LockOptions(), c.SessionTTLMin())
 		be.Clock, be.Advance = c.Clock(), c.Advance
 		be.Faults = []Fault{{
