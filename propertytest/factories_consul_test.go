@@ -39,3 +39,21 @@ func TestConsulLockOnRealServer(t *testing.T) {
 	setChecks(t, 3)
 	Run(t, ConsulLockOn(addr), Options{TTL: time.Second, Slack: 3 * time.Second})
 }
+
+// TestConsulLockOnMiniconsul smoke-tests ConsulLockOn against miniconsul in
+// real time, reached by its address: a lock taken and released, the run's
+// keys deleted at its end.
+func TestConsulLockOnMiniconsul(t *testing.T) {
+	c := fakes.Consul(t, fakes.ForceMiniconsul(), fakes.ConsulSessionTTLMin(time.Second))
+	t.Run("run", func(t *testing.T) {
+		be, err := ConsulLockOn(c.Addr())(t)
+		if err != nil {
+			t.Fatal(err)
+		}
+		smokeLock(t, be)
+	})
+	keys, _, err := c.Client().KV().Keys("lockproof-test-", "", nil)
+	if err != nil || len(keys) != 0 {
+		t.Fatalf("keys left: %v, %v", keys, err)
+	}
+}

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/lockproof/lockproof/fakes"
 )
 
@@ -60,4 +62,23 @@ func TestEtcdLockOnRealServer(t *testing.T) {
 	}
 	etcdRuns(t)
 	Run(t, EtcdLockOn(strings.Split(env, ",")), etcdOptions)
+}
+
+// TestEtcdLockOnAnEmbeddedMember smoke-tests EtcdLockOn's real-cluster
+// path against an embedded member reached by its endpoint: a lock taken and
+// released, the run's keys deleted at its end.
+func TestEtcdLockOnAnEmbeddedMember(t *testing.T) {
+	s := fakes.Etcd(t)
+	t.Run("run", func(t *testing.T) {
+		be, err := EtcdLockOn(s.Endpoints())(t)
+		if err != nil {
+			t.Fatal(err)
+		}
+		smokeLock(t, be)
+	})
+	// Every fake's prefix starts so; the outer fake wrote nothing.
+	resp, err := s.Client().Get(t.Context(), "lockproof-test-", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil || resp.Count != 0 {
+		t.Fatalf("keys left after the run: %v, %v", resp, err)
+	}
 }
