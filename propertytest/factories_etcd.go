@@ -22,7 +22,8 @@ const etcdTimeout = 10 * time.Second
 
 // EtcdLock is the Factory of etcdlock on a one-member etcd embedded in the
 // process (fakes.Etcd; a LOCKPROOF_ETCD_ENDPOINTS in the environment is
-// ignored for the run). etcd's leases follow the server's wall clock,
+// cleared for the run with t.Setenv, which a parallel test cannot do).
+// etcd's leases follow the server's wall clock,
 // whole seconds at a time, and no manual clock can stop them: Clock is the
 // system clock and Advance sleeps, so every run lasts seconds.
 //
@@ -70,6 +71,8 @@ func EtcdLock() Factory {
 // server's lease is at least 1.5 election timeouts, rounded up to whole
 // seconds (2s with etcd's default 1s election timeout), so Slack must be
 // at least that lease + 0.5s − TTL. Claims: the defaults. No backend fault.
+// It passes the endpoints to fakes.Etcd in fakes.EnvEtcdEndpoints, with
+// t.Setenv: not in a parallel test.
 func EtcdLockOn(endpoints []string) Factory {
 	return func(t testing.TB) (*Backend, error) {
 		if len(endpoints) == 0 {

@@ -83,7 +83,8 @@ func MySQLLockWith(newLocker func(db *sql.DB, name string, opts ...locks.Option)
 // Options.TTL, such as 200ms, and a Slack of at least TTL/4; the lease
 // model's clock tolerance (locks.Drift) must cover the difference between
 // the server's clock rate and this machine's, as for RedisLockOn. Claims:
-// the defaults. No backend fault.
+// the defaults. No backend fault. It passes dsn to fakes.MySQL in
+// fakes.EnvMySQLDSN, with t.Setenv: not in a parallel test.
 func MySQLLockOn(dsn string) Factory {
 	return func(t testing.TB) (*Backend, error) {
 		if dsn == "" {
