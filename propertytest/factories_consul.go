@@ -1,0 +1,171 @@
+package propertytest
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/consul/api"
+
+	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/locks"
+	"github.com/lockproof/lockproof/locks/consullock"
+)
+
+// consulTimeout bounds the housekeeping requests of the Consul factories.
+const consulTimeout = 10 * time.Second
+
+// ConsulLock is the Factory of consullock on miniconsul in manual time
+// (fakes.Consul with ConsulManualTime and ForceMiniconsul: never a real
+// agent), which accepts session TTLs from 10ms. Each Locker has the
+// default lock-delay, one TTL.
+//
+// Run it with Options.Slack of at least 2×TTL: Consul invalidates a
+// session TTL×2 after its last renewal (miniconsul exactly so), and the
+// lock-delay keeps the key from everybody for one more TTL, so a crashed
+// holder's lock is free 3×TTL after its last renewal. Manual time makes
+// that cost nothing. Claims: the defaults, FaultCrash and FaultPause
+// (fenced by the key's ModifyIndex).
+//
+// It offers one fault, FaultPartition: the holder's session is invalidated
+// now, as Consul does when the holder's node fails its serf health check
+// (cut off from the servers). consullock stays exclusive under it (the
+// lock-delay outlasts the holder's local deadline), but the holder learns
+// of the loss before its TTL is over (its monitor ends the lease, or a
+// Renew or Unlock is refused), which the lease model counts as a
+// violation: so it does not claim FaultPartition, and the suite reports
+// what that fault causes as expected violations.
+func ConsulLock() Factory {
+	return func(t testing.TB) (*Backend, error) {
+		c := fakes.Consul(t, fakes.ConsulManualTime(epoch), fakes.ForceMiniconsul(),
+			fakes.ConsulSessionTTLMin(locks.MinTTL))
+		// At the end, before miniconsul stops: time runs out for every lease
+		// left, so that their monitors (blocking queries, and pauses on the
+		// manual clock once the server is gone) end with them.
+		t.Cleanup(func() { c.Advance(time.Hour) })
+		be := newConsulBackend(c, c.LockOptions(), c.SessionTTLMin())
+		be.Clock, be.Advance = c.Clock(), c.Advance
+		be.Faults = []Fault{{
+			Name: "invalidate the holder's session (its node's health check fails)", Kind: FaultPartition,
+			Inject: func() error { return invalidateHolder(c, be.lockName) },
+			Heal:   func() error { return nil }, // new sessions work again
+		}}
+		return be.Backend, nil
+	}
+}
+
+// ConsulLockOn is the Factory of consullock on the real Consul agent at
+// addr (host:port of its HTTP API), under a KV prefix of its own that is
+// deleted after every run. A real agent keeps its own time, so the run
+// does too: Clock is the system clock and Advance sleeps.
+//
+// The session TTL is Options.TTL, which the servers must accept: Consul's
+// default session_ttl_min is 10s, far too slow for a run; start the agent
+// with a lower one (session_ttl_min = "1s", as fakes.ConsulSessionTTLMin
+// does for the agents fakes.Consul starts) and use Options.TTL 1s. A TTL
+// the servers refuse fails every acquisition with their message. Use a
+// Slack of at least 2×TTL, plus the agent's timer latency (1s is ample):
+// sessions are invalidated up to TTL×2 after their last renewal, and the
+// lock-delay (one TTL) follows. Claims: the defaults. No backend fault.
+func ConsulLockOn(addr string) Factory {
+	return func(t testing.TB) (*Backend, error) {
+		if addr == "" {
+			return nil, fmt.Errorf("propertytest: ConsulLockOn needs the agent's address")
+		}
+		c := &consulOn{t: t, addr: addr, prefix: "lockproof-test-" + locks.NewOwner()[:8] + "/"}
+		admin, err := c.newClient()
+		if err != nil {
+			return nil, err
+		}
+		t.Cleanup(func() { c.deleteKeys(admin) })
+		be := newConsulBackend(c, []locks.Option{locks.WithPrefix(c.prefix)}, locks.MinTTL)
+		be.Clock, be.Advance = locks.SystemClock{}, time.Sleep
+		return be.Backend, nil
+	}
+}
+
+// consulClients hands out api clients, each with connections of its own.
+type consulClients interface {
+	NewClient() *api.Client
+}
+
+// consulBackend is a Backend of consullock, and the name of the lock its
+// lockers were made for (the fault needs it).
+type consulBackend struct {
+	*Backend
+	lockName string
+}
+
+// newConsulBackend returns a consulBackend whose lockers each use a client
+// of their own, with the options own before the suite's. Clock and
+// Advance are left to the caller.
+func newConsulBackend(c consulClients, own []locks.Option, ttlMin time.Duration) *consulBackend {
+	be := &consulBackend{}
+	be.Backend = &Backend{
+		NewLocker: func(name string, opts ...locks.Option) (locks.Locker, error) {
+			all := append(append([]locks.Option(nil), own...), opts...)
+			o, err := locks.Resolve(consullock.DefaultPrefix, all...)
+			if err != nil {
+				return nil, fmt.Errorf("propertytest: %w", err)
+			}
+			be.lockName = name
+			s := consullock.Session{LockDelay: consullock.DefaultLockDelay(o.TTL), TTLMin: ttlMin}
+			return consullock.NewWithSession(c.NewClient(), name, s, all...)
+		},
+	}
+	return be
+}
+
+// invalidateHolder invalidates the session holding lock name, if any.
+func invalidateHolder(c *fakes.ConsulServer, name string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), consulTimeout)
+	defer cancel()
+	kv, _, err := c.Client().KV().Get(c.Prefix()+name, (&api.QueryOptions{RequireConsistent: true}).WithContext(ctx))
+	switch {
+	case err != nil:
+		return fmt.Errorf("propertytest: read the holder of %q: %w", name, err)
+	case kv == nil || kv.Session == "":
+		return nil // nobody holds it: nothing to invalidate
+	}
+	c.ExpireSession(kv.Session)
+	return nil
+}
+
+// consulOn hands out clients of a real agent, closed at the run's cleanup.
+type consulOn struct {
+	t      testing.TB
+	addr   string
+	prefix string
+}
+
+func (c *consulOn) newClient() (*api.Client, error) {
+	tr := &http.Transport{MaxIdleConnsPerHost: 64}
+	client, err := api.NewClient(&api.Config{Address: c.addr, Scheme: "http", HttpClient: &http.Client{Transport: tr}})
+	if err != nil {
+		return nil, fmt.Errorf("propertytest: consul client for %s: %w", c.addr, err)
+	}
+	c.t.Cleanup(tr.CloseIdleConnections)
+	return client, nil
+}
+
+// NewClient returns a client with connections of its own; it fails the
+// run's test when the address is malformed.
+func (c *consulOn) NewClient() *api.Client {
+	client, err := c.newClient()
+	if err != nil {
+		c.t.Fatalf("%v", err)
+	}
+	return client
+}
+
+// deleteKeys deletes the run's prefix (the locks' sessions were destroyed
+// by their Unlock, or expire by their TTL).
+func (c *consulOn) deleteKeys(admin *api.Client) {
+	ctx, cancel := context.WithTimeout(context.Background(), consulTimeout)
+	defer cancel()
+	if _, err := admin.KV().DeleteTree(c.prefix, (&api.WriteOptions{}).WithContext(ctx)); err != nil {
+		c.t.Errorf("propertytest: delete %s* on %s: %v", c.prefix, c.addr, err)
+	}
+}

@@ -1,0 +1,59 @@
+package propertytest
+
+import (
+	"os"
+	"testing"
+	"time"
+
+	"github.com/lockproof/lockproof/fakes"
+)
+
+// envConsulAddr names the environment variable that points
+// TestConsulLockOnRealServer at a running Consul agent (host:port).
+const envConsulAddr = "LOCKPROOF_CONSUL_ADDR"
+
+// consulOptions are ConsulLock's: a crashed holder's lock is free 3×TTL
+// after its last renewal.
+var consulOptions = Options{Slack: 2*time.Second + time.Second/4}
+
+func TestConsulLockKeepsItsProperties(t *testing.T) {
+	rep := Run(t, ConsulLock(), consulOptions)
+	if rep.Runs == 0 || rep.Checked[Exclusivity] != rep.Runs || rep.Checked[DeadlockFreedom] != rep.Runs {
+		t.Fatalf("checks ran %v in %d runs", rep.Checked, rep.Runs)
+	}
+	t.Logf("runs %d, named checks %v, expected violations (unclaimed session invalidation) %v", rep.Runs, rep.Checked, rep.Expected)
+}
+
+// TestConsulLockOnRealServer runs the suite on the agent at
+// LOCKPROOF_CONSUL_ADDR, or else on one started from the consul binary
+// fakes.Consul finds (LOCKPROOF_CONSUL_BIN, then PATH) with
+// session_ttl_min 1s; it is skipped without either.
+func TestConsulLockOnRealServer(t *testing.T) {
+	addr := os.Getenv(envConsulAddr)
+	if addr == "" {
+		if fakes.ConsulBinary() == "" {
+			t.Skipf("set %s (an agent with session_ttl_min 1s) or %s to run the suite on a real Consul", envConsulAddr, fakes.EnvConsulBin)
+		}
+		addr = fakes.Consul(t, fakes.ForceConsulAgent(), fakes.ConsulSessionTTLMin(time.Second)).Addr()
+	}
+	setChecks(t, 3)
+	Run(t, ConsulLockOn(addr), Options{TTL: time.Second, Slack: 3 * time.Second})
+}
+
+// TestConsulLockOnMiniconsul smoke-tests ConsulLockOn against miniconsul in
+// real time, reached by its address: a lock taken and released, the run's
+// keys deleted at its end.
+func TestConsulLockOnMiniconsul(t *testing.T) {
+	c := fakes.Consul(t, fakes.ForceMiniconsul(), fakes.ConsulSessionTTLMin(time.Second))
+	t.Run("run", func(t *testing.T) {
+		be, err := ConsulLockOn(c.Addr())(t)
+		if err != nil {
+			t.Fatal(err)
+		}
+		smokeLock(t, be)
+	})
+	keys, _, err := c.Client().KV().Keys("lockproof-test-", "", nil)
+	if err != nil || len(keys) != 0 {
+		t.Fatalf("keys left: %v, %v", keys, err)
+	}
+}

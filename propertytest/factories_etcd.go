@@ -1,0 +1,134 @@
+package propertytest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/locks"
+	"github.com/lockproof/lockproof/locks/etcdlock"
+)
+
+// etcdTimeout bounds the housekeeping requests of the etcd factories.
+const etcdTimeout = 10 * time.Second
+
+// EtcdLock is the Factory of etcdlock on a one-member etcd embedded in the
+// process (fakes.Etcd; a LOCKPROOF_ETCD_ENDPOINTS in the environment is
+// cleared for the run with t.Setenv, which a parallel test cannot do).
+// etcd's leases follow the server's wall clock,
+// whole seconds at a time, and no manual clock can stop them: Clock is the
+// system clock and Advance sleeps, so every run lasts seconds.
+//
+// Run it with Options{TTL: 1500ms, Slack: 1250ms, Settle: 50ms}, for these
+// reasons:
+//
+//   - etcdlock asks etcd for the TTL rounded up to whole seconds: 2s for a
+//     TTL of 1.5s. A Locker reuses a session renewed up to TTL/3 before
+//     the call that acquires with it; the server's lease then ends no
+//     earlier than 2s − TTL/3 = 1.5s after that call, which is what the
+//     lease model assumes (a TTL of 1s would give the server's lease only
+//     2/3 s after the call, and the suite would report exclusivity
+//     violations that are the model's, not the lock's).
+//   - The server revokes an expired lease at its next check, every 500ms:
+//     a crashed holder's key is gone at most 2.5s after its last renewal,
+//     hence TTL + Slack = 2.75s.
+//   - A Lock woken by a deletion re-checks and renews in a few requests,
+//     which under the race detector take longer than the default Settle.
+//
+// Claims: the defaults, FaultCrash and FaultPause (fenced by the key's
+// create revision). It offers one fault, FaultClockJump: the holder's
+// lease is revoked now, as a forward jump of the server's clock would
+// expire it; the next waiter is granted the lock while the holder's local
+// deadline has not passed, so etcdlock does not claim it.
+func EtcdLock() Factory {
+	return func(t testing.TB) (*Backend, error) {
+		if os.Getenv(fakes.EnvEtcdEndpoints) != "" {
+			t.Setenv(fakes.EnvEtcdEndpoints, "") // the embedded member, not a real cluster
+		}
+		s := fakes.Etcd(t)
+		be := etcdBackend(s)
+		be.Faults = []Fault{{
+			Name: "revoke the holder's lease (the server's clock jumps)", Kind: FaultClockJump,
+			Inject: func() error { return revokeHolder(s, be.lockName) },
+		}}
+		return be.Backend, nil
+	}
+}
+
+// EtcdLockOn is the Factory of etcdlock on the real etcd cluster at
+// endpoints (client URLs, "http://127.0.0.1:2379"), under a key prefix of
+// its own that is deleted after every run; the sessions of crashed clients
+// expire by their TTL. Clock is the system clock and Advance sleeps, as
+// for EtcdLock, and the same Options apply, with one more condition: the
+// server's lease is at least 1.5 election timeouts, rounded up to whole
+// seconds (2s with etcd's default 1s election timeout), so Slack must be
+// at least that lease + 0.5s − TTL. Claims: the defaults. No backend fault.
+// It passes the endpoints to fakes.Etcd in fakes.EnvEtcdEndpoints, with
+// t.Setenv: not in a parallel test.
+func EtcdLockOn(endpoints []string) Factory {
+	return func(t testing.TB) (*Backend, error) {
+		if len(endpoints) == 0 {
+			return nil, fmt.Errorf("propertytest: EtcdLockOn needs the cluster's endpoints")
+		}
+		t.Setenv(fakes.EnvEtcdEndpoints, strings.Join(endpoints, ","))
+		s := fakes.Etcd(t)
+		if !s.Real() {
+			return nil, fmt.Errorf("propertytest: %s did not select the real cluster", fakes.EnvEtcdEndpoints)
+		}
+		return etcdBackend(s).Backend, nil
+	}
+}
+
+// etcdBackendOf is a Backend of etcdlock, and the name of the lock its
+// lockers were made for (the fault needs it).
+type etcdBackendOf struct {
+	*Backend
+	lockName string
+}
+
+// etcdBackend returns the Backend of etcdlock on s in real time, each
+// locker on a client of its own.
+func etcdBackend(s *fakes.EtcdServer) *etcdBackendOf {
+	be := &etcdBackendOf{}
+	be.Backend = &Backend{
+		NewLocker: func(name string, opts ...locks.Option) (locks.Locker, error) {
+			be.lockName = name
+			return etcdlock.New(s.NewClient(), name, append(s.LockOptions(), opts...)...)
+		},
+		Clock:   locks.SystemClock{},
+		Advance: time.Sleep,
+	}
+	return be
+}
+
+// revokeHolder revokes the lease of lock name's holder (the contender with
+// the smallest create revision), if any.
+func revokeHolder(s *fakes.EtcdServer, name string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), etcdTimeout)
+	defer cancel()
+	l, err := etcdlock.New(s.Client(), name, s.LockOptions()...)
+	if err != nil {
+		return fmt.Errorf("propertytest: %w", err)
+	}
+	resp, err := s.Client().Get(ctx, l.Key(), clientv3.WithPrefix(),
+		clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend), clientv3.WithLimit(1))
+	switch {
+	case err != nil:
+		return fmt.Errorf("propertytest: find the holder of %q: %w", name, err)
+	case len(resp.Kvs) == 0 || resp.Kvs[0].Lease == 0:
+		return nil // nobody holds it
+	}
+	err = s.RevokeLease(ctx, clientv3.LeaseID(resp.Kvs[0].Lease))
+	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+		return nil // it expired meanwhile
+	}
+	return err
+}

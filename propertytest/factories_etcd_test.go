@@ -1,0 +1,85 @@
+package propertytest
+
+import (
+	"flag"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/lockproof/lockproof/fakes"
+)
+
+// etcdOptions are EtcdLock's (see its documentation).
+var etcdOptions = Options{TTL: 1500 * time.Millisecond, Slack: 1250 * time.Millisecond, Settle: 50 * time.Millisecond}
+
+// setSteps sets rapid's average number of actions per run to n for one
+// test, unless -rapid.steps was given or LOCKPROOF_DEEP is set: runs in
+// real time cost seconds each.
+func setSteps(t *testing.T, n int) {
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "rapid.steps" })
+	if given || os.Getenv("LOCKPROOF_DEEP") == "1" {
+		return
+	}
+	old := flag.Lookup("rapid.steps").Value.String()
+	if err := flag.Set("rapid.steps", strconv.Itoa(n)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = flag.Set("rapid.steps", old) })
+}
+
+// etcdRuns sets rapid's checks and steps for a suite run on etcd, in real
+// time (seconds per run): 3 runs of 7 steps on average by default (10-18 s
+// here), 40 runs of rapid's default length with LOCKPROOF_DEEP=1 (about ten
+// minutes), unless -rapid.checks or -rapid.steps were given.
+func etcdRuns(t *testing.T) {
+	if os.Getenv("LOCKPROOF_DEEP") == "1" && !checksExplicit {
+		if err := flag.Set("rapid.checks", "40"); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = flag.Set("rapid.checks", "500") })
+	}
+	setChecks(t, 3)
+	setSteps(t, 7)
+}
+
+func TestEtcdLockKeepsItsProperties(t *testing.T) {
+	etcdRuns(t)
+	rep := Run(t, EtcdLock(), etcdOptions)
+	if rep.Runs == 0 || rep.Checked[Exclusivity] != rep.Runs || rep.Checked[DeadlockFreedom] != rep.Runs {
+		t.Fatalf("checks ran %v in %d runs", rep.Checked, rep.Runs)
+	}
+	t.Logf("runs %d, named checks %v, expected violations (unclaimed lease revoke) %v", rep.Runs, rep.Checked, rep.Expected)
+}
+
+func TestEtcdLockOnRealServer(t *testing.T) {
+	env := os.Getenv(fakes.EnvEtcdEndpoints)
+	if env == "" {
+		t.Skipf("set %s to run the suite on a real etcd", fakes.EnvEtcdEndpoints)
+	}
+	etcdRuns(t)
+	Run(t, EtcdLockOn(strings.Split(env, ",")), etcdOptions)
+}
+
+// TestEtcdLockOnAnEmbeddedMember smoke-tests EtcdLockOn's real-cluster
+// path against an embedded member reached by its endpoint: a lock taken and
+// released, the run's keys deleted at its end.
+func TestEtcdLockOnAnEmbeddedMember(t *testing.T) {
+	s := fakes.Etcd(t)
+	t.Run("run", func(t *testing.T) {
+		be, err := EtcdLockOn(s.Endpoints())(t)
+		if err != nil {
+			t.Fatal(err)
+		}
+		smokeLock(t, be)
+	})
+	// Every fake's prefix starts so; the outer fake wrote nothing.
+	resp, err := s.Client().Get(t.Context(), "lockproof-test-", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil || resp.Count != 0 {
+		t.Fatalf("keys left after the run: %v, %v", resp, err)
+	}
+}

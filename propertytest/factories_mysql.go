@@ -1,0 +1,185 @@
+package propertytest
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	gmssql "github.com/dolthub/go-mysql-server/sql"
+
+	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/locks"
+	"github.com/lockproof/lockproof/locks/mysqllock"
+)
+
+// mysqlTimeout bounds the housekeeping statements of the MySQL factories
+// (creating and dropping tables, the expiry fault).
+const mysqlTimeout = 10 * time.Second
+
+// MySQLLock is the Factory of mysqllock on the in-process MySQL server
+// (fakes.StartMySQL, go-mysql-server: never a real server, whatever
+// fakes.EnvMySQLDSN says) in manual time: the server's NOW(6) reads the
+// backend's manual clock, so leases expire exactly TTL after the statement
+// that set them, and the default Options fit (TTL 1s, Slack TTL/4).
+//
+// It offers one fault, FaultClockJump: the server's clock jumps forward
+// past the holder's expiry (its row is marked expired now), which a lock
+// whose time is the database's cannot survive. mysqllock does not claim it.
+// Its claims are the defaults, FaultCrash and FaultPause (fenced).
+//
+// go-mysql-server reads the time through one process-wide function: while
+// a MySQLLock backend lives, every in-process go-mysql-server in the
+// process follows its clock, and a second MySQLLock backend at the same
+// time is refused (run them one after the other, as Run does).
+func MySQLLock() Factory {
+	return MySQLLockWith(func(db *sql.DB, name string, opts ...locks.Option) (locks.Locker, error) {
+		return mysqllock.New(db, name, opts...)
+	})
+}
+
+// MySQLLockWith is the Factory of MySQLLock's backend for another lock kept
+// in a mysqllock table: newLocker gets a connection pool of its own (a
+// client process) on the fake's database, the lock's name and the options
+// to pass on, the table first (locks.WithPrefix, a table created by
+// mysqllock.CreateTable) and the manual clock, then the suite's.
+func MySQLLockWith(newLocker func(db *sql.DB, name string, opts ...locks.Option) (locks.Locker, error)) Factory {
+	return func(t testing.TB) (*Backend, error) {
+		clock := fakes.NewClock(epoch)
+		if err := followClock(t, clock); err != nil {
+			return nil, err
+		}
+		s, err := fakes.StartMySQL()
+		if err != nil {
+			return nil, fmt.Errorf("propertytest: start the in-process MySQL: %w", err)
+		}
+		t.Cleanup(func() {
+			if err := s.Close(); err != nil {
+				t.Errorf("propertytest: close the in-process MySQL: %v", err)
+			}
+		})
+		be, err := mysqlBackend(s, mysqllock.DefaultTable, clock, newLocker)
+		if err != nil {
+			return nil, err
+		}
+		be.Advance = clock.Advance
+		be.Faults = []Fault{{
+			Name: "the server's clock jumps past the holder's expiry", Kind: FaultClockJump,
+			Inject: func() error { return expireHolder(s.DB(), mysqllock.DefaultTable) },
+		}}
+		return be, nil
+	}
+}
+
+// MySQLLockOn is the Factory of mysqllock on the real MySQL or MariaDB
+// server behind dsn, a go-sql-driver/mysql DSN without a database name for
+// a user that may create and drop databases, as for fakes.EnvMySQLDSN
+// ("root@tcp(127.0.0.1:3306)/"). Every run creates a private database and
+// drops it afterwards. A real server keeps its own time, so the run does
+// too: Clock is the system clock and Advance sleeps. Use a short
+// Options.TTL, such as 200ms, and a Slack of at least TTL/4; the lease
+// model's clock tolerance (locks.Drift) must cover the difference between
+// the server's clock rate and this machine's, as for RedisLockOn. Claims:
+// the defaults. No backend fault. It passes dsn to fakes.MySQL in
+// fakes.EnvMySQLDSN, with t.Setenv: not in a parallel test.
+func MySQLLockOn(dsn string) Factory {
+	return func(t testing.TB) (*Backend, error) {
+		if dsn == "" {
+			return nil, fmt.Errorf("propertytest: MySQLLockOn needs the server's DSN")
+		}
+		t.Setenv(fakes.EnvMySQLDSN, dsn)
+		s := fakes.MySQL(t)
+		if !s.Real() {
+			return nil, fmt.Errorf("propertytest: %s did not select the real server", fakes.EnvMySQLDSN)
+		}
+		be, err := mysqlBackend(s, mysqllock.DefaultTable, locks.SystemClock{},
+			func(db *sql.DB, name string, opts ...locks.Option) (locks.Locker, error) {
+				return mysqllock.New(db, name, opts...)
+			})
+		if err != nil {
+			return nil, err
+		}
+		be.Advance = time.Sleep
+		return be, nil
+	}
+}
+
+// mysqlBackend creates the lock table on s and returns a Backend whose
+// lockers each have a pool of their own. Advance is left to the caller.
+func mysqlBackend(s *fakes.MySQLServer, table string, clock locks.Clock,
+	newLocker func(db *sql.DB, name string, opts ...locks.Option) (locks.Locker, error)) (*Backend, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), mysqlTimeout)
+	defer cancel()
+	if err := mysqllock.CreateTable(ctx, s.DB(), table); err != nil {
+		return nil, fmt.Errorf("propertytest: %w", err)
+	}
+	return &Backend{
+		NewLocker: func(name string, opts ...locks.Option) (locks.Locker, error) {
+			db, err := s.OpenDB()
+			if err != nil {
+				return nil, fmt.Errorf("propertytest: a client's pool: %w", err)
+			}
+			own := []locks.Option{locks.WithPrefix(table), locks.WithClock(clock)}
+			return newLocker(db, name, append(own, opts...)...)
+		},
+		Clock: clock,
+	}, nil
+}
+
+// expireHolder marks every live lease of table expired now, on the
+// server's clock: what a forward jump of that clock does to it. A lock
+// nobody holds is left as it is.
+func expireHolder(db *sql.DB, table string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), mysqlTimeout)
+	defer cancel()
+	_, err := db.ExecContext(ctx, "UPDATE `"+table+"` SET expires_at = DATE_SUB(NOW(6), INTERVAL 1 SECOND)"+
+		" WHERE owner <> '' AND expires_at > NOW(6)")
+	if err != nil {
+		return fmt.Errorf("propertytest: expire the holder's row: %w", err)
+	}
+	return nil
+}
+
+// gmsClock guards go-mysql-server's process-wide time function: one
+// manual clock at a time.
+var gmsClock struct {
+	sync.Mutex
+	busy bool
+}
+
+// errClockTaken: another backend's manual clock drives go-mysql-server.
+var errClockTaken = errors.New("propertytest: another MySQLLock backend is live in this process (go-mysql-server has one clock per process)")
+
+// followClock makes go-mysql-server's NOW() read clock until t's cleanup.
+// go-mysql-server only offers RunWithNowFunc, which restores the previous
+// function when its callback returns: the callback waits on a goroutine of
+// its own until the cleanup.
+func followClock(t testing.TB, clock locks.Clock) error {
+	gmsClock.Lock()
+	defer gmsClock.Unlock()
+	if gmsClock.busy {
+		return errClockTaken
+	}
+	gmsClock.busy = true
+	set, release, restored := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(restored)
+		_ = gmssql.RunWithNowFunc(clock.Now, func() error {
+			close(set)
+			<-release
+			return nil
+		})
+	}()
+	<-set
+	t.Cleanup(func() {
+		close(release)
+		<-restored
+		gmsClock.Lock()
+		gmsClock.busy = false
+		gmsClock.Unlock()
+	})
+	return nil
+}

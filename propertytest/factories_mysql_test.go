@@ -1,0 +1,81 @@
+package propertytest
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/locks"
+)
+
+func TestMySQLLockKeepsItsProperties(t *testing.T) {
+	rep := Run(t, MySQLLock(), Options{})
+	if rep.Runs == 0 || rep.Checked[Exclusivity] != rep.Runs || rep.Checked[DeadlockFreedom] != rep.Runs {
+		t.Fatalf("checks ran %v in %d runs", rep.Checked, rep.Runs)
+	}
+	t.Logf("runs %d, named checks %v, expected violations (unclaimed clock jump) %v", rep.Runs, rep.Checked, rep.Expected)
+}
+
+func TestMySQLLockRefusesASecondClock(t *testing.T) {
+	if _, err := MySQLLock()(t); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := MySQLLock()(t); err == nil {
+		t.Fatal("a second MySQLLock backend shared go-mysql-server's clock")
+	}
+}
+
+func TestMySQLLockOnRealServer(t *testing.T) {
+	dsn := os.Getenv(fakes.EnvMySQLDSN)
+	if dsn == "" {
+		t.Skipf("set %s to run the suite on a real MySQL", fakes.EnvMySQLDSN)
+	}
+	setChecks(t, 5)
+	Run(t, MySQLLockOn(dsn), Options{TTL: 200 * time.Millisecond})
+}
+
+// TestMySQLLockOnAnInProcessServer smoke-tests MySQLLockOn against the
+// in-process server reached by a DSN: a private database, a lock taken and
+// released.
+func TestMySQLLockOnAnInProcessServer(t *testing.T) {
+	s, err := fakes.StartMySQL()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	dsn, _, _ := strings.Cut(s.DSN(), "/")
+	t.Run("run", func(t *testing.T) {
+		be, err := MySQLLockOn(dsn + "/")(t)
+		if err != nil {
+			t.Fatal(err)
+		}
+		smokeLock(t, be)
+	})
+}
+
+// smokeLock takes lock "smoke" with two lockers of be: the first gets it,
+// the second is refused, and the first releases it.
+func smokeLock(t *testing.T, be *Backend) {
+	t.Helper()
+	a, err := be.NewLocker("smoke", locks.WithTTL(1500*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := be.NewLocker("smoke", locks.WithTTL(1500*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lease, err := a.TryLock(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.TryLock(t.Context()); !errors.Is(err, locks.ErrLocked) {
+		t.Fatalf("second TryLock: %v, want locks.ErrLocked", err)
+	}
+	if err := lease.Unlock(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+}
