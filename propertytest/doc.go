@@ -18,8 +18,17 @@
 //   - Options: clients, TTL, slack, the claimed fault model (Claims,
 //     FaultKind), budgets. Every field has a stated default.
 //   - Property, Violation, Report: what was found.
-//   - RedisLock, RedisLockWithFailover, Redlock, MemLock: factories of the
-//     built-in locks on their fakes.
+//   - RedisLock, RedisLockWithFailover, RedisLockWithNetworkFaults,
+//     Redlock, EtcdLock, ConsulLock, MySQLLock (and MySQLLockWith), MemLock:
+//     factories of the built-in locks on their fakes. RedisLockOn,
+//     RedlockOn, EtcdLockOn, ConsulLockOn, MySQLLockOn: the same locks on
+//     real servers, in real time.
+//   - RunStandalone: the suite outside go test (lockproof check uses it).
+//   - Main, SetChecks, ChecksGiven, Deep: for a package's TestMain and
+//     tests: short rapid defaults, LOCKPROOF_DEEP=1 for long runs.
+//   - Deliberately broken locks, each caught with its property named, are
+//     in propertytest/mutants; third-party locks run the suite in
+//     propertytest/thirdparty.
 //
 // # One run
 //
@@ -61,14 +70,18 @@
 //     fencing), which guards the recording itself.
 //   - Symmetry: after a foreign Unlock or Renew, while another client's
 //     lease is within its local deadline (which ends before the backend's
-//     TTL), a probe TryLock must be refused. A probe just before the foreign
-//     call must be refused too; if it is granted, the violation is reported
-//     as exclusivity, not blamed on the foreign call. Skipped once a backend fault
-//     was injected (a failover loses the lock by itself). A foreign Unlock
-//     or Renew that reports success is also illegal in the lease model.
+//     TTL), a probe TryLock must be refused. A probe just before the
+//     foreign call must be refused too; if it is granted, the violation is
+//     reported as exclusivity, not blamed on the foreign call. Skipped once
+//     a backend fault was injected (a failover loses the lock by itself). A
+//     foreign Unlock or Renew that reports success is also illegal in the
+//     lease model.
 //   - Deadlock freedom: once every client crashed, after TTL + Slack a new
-//     client's TryLock must be granted. The lease model also refuses a
-//     refusal of a lock known to be free.
+//     client's TryLock must be granted. After backend faults a refusal is
+//     retried twice, TTL + Slack later each time (a held request may land
+//     late); a probe that gets no answer at all is retried up to five
+//     times, since it is no evidence either way. The lease model also
+//     refuses a refusal of a lock known to be free.
 //   - Availability: for a Backend with at least 3 Nodes, StopNode and
 //     StartNode, with a minority of nodes stopped, TryLock, Renew and
 //     Unlock must succeed.

@@ -36,7 +36,7 @@ func TestConsulLockOnRealServer(t *testing.T) {
 		}
 		addr = fakes.Consul(t, fakes.ForceConsulAgent(), fakes.ConsulSessionTTLMin(time.Second)).Addr()
 	}
-	setChecks(t, 3)
+	SetChecks(t, 3)
 	Run(t, ConsulLockOn(addr), Options{TTL: time.Second, Slack: 3 * time.Second})
 }
 

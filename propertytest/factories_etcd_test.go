@@ -37,13 +37,13 @@ func setSteps(t *testing.T, n int) {
 // here), 40 runs of rapid's default length with LOCKPROOF_DEEP=1 (about ten
 // minutes), unless -rapid.checks or -rapid.steps were given.
 func etcdRuns(t *testing.T) {
-	if os.Getenv("LOCKPROOF_DEEP") == "1" && !checksExplicit {
+	if os.Getenv("LOCKPROOF_DEEP") == "1" && !ChecksGiven() {
 		if err := flag.Set("rapid.checks", "40"); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = flag.Set("rapid.checks", "500") })
 	}
-	setChecks(t, 3)
+	SetChecks(t, 3)
 	setSteps(t, 7)
 }
 

@@ -33,7 +33,7 @@ func TestMySQLLockOnRealServer(t *testing.T) {
 	if dsn == "" {
 		t.Skipf("set %s to run the suite on a real MySQL", fakes.EnvMySQLDSN)
 	}
-	setChecks(t, 5)
+	SetChecks(t, 5)
 	Run(t, MySQLLockOn(dsn), Options{TTL: 200 * time.Millisecond})
 }
 

@@ -139,3 +139,9 @@ func TestOptionsValidation(t *testing.T) {
 		t.Error("an empty backend accepted")
 	}
 }
+
+// unfencedLease hides a lease's fencing token, as a lock without fencing
+// gives none.
+type unfencedLease struct{ locks.Lease }
+
+func (u unfencedLease) Token() (locks.Token, bool) { return 0, false }

@@ -17,6 +17,7 @@ func init() {
 			"without mysqllock's AND (owner = '' OR expires_at <= NOW(6)): it takes over a live holder's row",
 		Breaks:  propertytest.Exclusivity,
 		Factory: propertytest.MySQLLockWith(newBlindTakeover),
+		Fixed:   propertytest.MySQLLock(),
 		Options: propertytest.Options{}, // propertytest.MySQLLock's: the defaults
 	})
 }
