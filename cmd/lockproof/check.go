@@ -158,7 +158,7 @@ func checkCmd(args []string, stdout, stderr io.Writer) int {
 	if f.seed == 0 {
 		f.seed = randomSeed()
 	}
-	cfg := checkConfig{seed: f.seed, budget: f.budget, runs: f.runs, chunk: 5, steps: f.steps, outDir: f.outDir, shrink: 5 * time.Second}
+	cfg := checkConfig{seed: f.seed, budget: f.budget, runs: f.runs, chunk: 10, steps: f.steps, outDir: f.outDir, shrink: 5 * time.Second}
 	if cfg.outDir == "" {
 		dir, err := os.MkdirTemp("", "lockproof-check-")
 		if err != nil {
@@ -238,8 +238,9 @@ func runMatrix(cells []cell, cfg checkConfig, p *progress) checkResult {
 
 var unsafeFile = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 
-// runCell runs one cell: in budget mode, chunks of cfg.chunk runs until
-// its share of the budget is spent (at least one chunk); with cfg.runs, one
+// runCell runs one cell: in budget mode, one run to time it, then chunks
+// of at most cfg.chunk runs, as many as fit what is left of its share of
+// the budget (at least the first run); with cfg.runs, one
 // call of exactly that many runs. It stops at the first violation of a
 // claimed property: rapid has then minimized it.
 func runCell(c *cell, cfg checkConfig, share time.Duration, p *progress) cellResult {
@@ -251,14 +252,14 @@ func runCell(c *cell, cfg checkConfig, share time.Duration, p *progress) cellRes
 	expected := map[propertytest.Property]int{}
 	var lastExpected *propertytest.Violation
 	var failed *propertytest.Report
+	checks := 1 // in budget mode, the first chunk measures how long a run takes
+	if cfg.runs > 0 {
+		checks = cfg.runs
+	}
 	for k := 0; ; k++ {
-		checks := cfg.chunk
-		if cfg.runs > 0 {
-			checks = cfg.runs
-		}
 		rep, err := propertytest.RunStandalone(c.factory, opts, propertytest.Standalone{
 			Name: unsafeFile.ReplaceAllString(c.name(), "-"), Checks: checks, Seed: cellSeed(c, cfg.seed, k),
-			Steps: cfg.steps, ShrinkTime: cfg.shrink,
+			Steps: c.stepsOf(cfg.steps), ShrinkTime: cfg.shrink,
 		})
 		if rep != nil {
 			cr.Runs += rep.Runs
@@ -282,10 +283,16 @@ func runCell(c *cell, cfg checkConfig, share time.Duration, p *progress) cellRes
 			failed = rep
 			break
 		}
-		spent := time.Since(start)
-		if cfg.runs > 0 || spent+spent/time.Duration(k+1) > share {
+		if cfg.runs > 0 || cr.Runs == 0 {
 			break
 		}
+		spent := time.Since(start)
+		perRun := spent / time.Duration(cr.Runs)
+		fit := int((share - spent) / max(perRun, time.Microsecond))
+		if fit < 1 {
+			break
+		}
+		checks = min(fit, cfg.chunk) // chunks stay short, so that a slow cell stops near its share
 	}
 	cr.Seconds = time.Since(start).Seconds()
 	broken := map[propertytest.Property]bool{}
@@ -426,7 +433,7 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if c == nil {
-		fmt.Fprintf(stderr, "lockproof replay: seed %d names no cell of this lockproof (cell id %#04x); was check run on real servers (-redis, -redis-nodes)?\n", seed, seed>>48)
+		fmt.Fprintf(stderr, "lockproof replay: seed %d names no cell of this lockproof (cell id %#04x); was check run on real servers (-redis, -redis-nodes, -etcd, -consul, -mysql)? Give replay the same flags.\n", seed, seed>>48)
 		return exitUsage
 	}
 	dir := *out
@@ -440,7 +447,7 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	opts.OutDir = dir
 	fmt.Fprintf(stdout, "replaying %s (%s) from seed %d\n", c.name(), c.about, seed)
 	rep, err := propertytest.RunStandalone(c.factory, opts, propertytest.Standalone{
-		Name: unsafeFile.ReplaceAllString(c.name(), "-"), Checks: 1, Seed: seed, Steps: *steps, ShrinkTime: 10 * time.Second,
+		Name: unsafeFile.ReplaceAllString(c.name(), "-"), Checks: 1, Seed: seed, Steps: c.stepsOf(*steps), ShrinkTime: 10 * time.Second,
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "lockproof replay: %v\n", err)

@@ -167,14 +167,21 @@ func TestCheckBadUsage(t *testing.T) {
 
 // A cell's seeds carry its id, whatever the matrix seed and chunk.
 func TestCellSeedNamesTheCell(t *testing.T) {
-	cells := allCells(endpoints{})
+	// The real-server cells too: their ids must differ from the embedded
+	// cells of the same name, so that a seed names the backend as well.
+	real := endpoints{redis: "r:1", redisNodes: []string{"a:1", "b:1", "c:1"}, etcd: []string{"http://e:1"}, consul: "c:1", mysql: "m@tcp(m:1)/"}
+	cells := append(allCells(endpoints{}), builtinCells(real)...)
 	ids := map[uint16]string{}
 	for i := range cells {
 		c := &cells[i]
-		if other, dup := ids[c.id()]; dup {
-			t.Fatalf("cells %s and %s share id %#x", other, c.name(), c.id())
+		name := c.name()
+		if c.real {
+			name += " (real)"
 		}
-		ids[c.id()] = c.name()
+		if other, dup := ids[c.id()]; dup {
+			t.Fatalf("cells %s and %s share id %#x", other, name, c.id())
+		}
+		ids[c.id()] = name
 		for _, matrix := range []uint64{1, 1<<40 - 1, 1 << 63} {
 			for _, k := range []int{0, 1, 1000} {
 				if s := cellSeed(c, matrix, k); s>>48 != uint64(c.id()) || s == 0 {
@@ -182,5 +189,39 @@ func TestCellSeedNamesTheCell(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// A mutant put into the matrix makes check exit 1 with the mutant's
+// property VIOLATED, and the seed it prints replays the failure.
+func TestCheckCatchesAMutantAndReplaysIt(t *testing.T) {
+	var out, errOut bytes.Buffer
+	args := []string{"check", "-locks", "redislock,mutant/grant-without-check", "-faults", "crash,mutant",
+		"-runs", "10", "-seed", "11", "-json", "-html", "", "-out", t.TempDir()}
+	if code := run(args, &out, &errOut); code != exitIllegal {
+		t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exitIllegal, out.String(), errOut.String())
+	}
+	var res checkResult
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		t.Fatalf("-json output: %v\n%s", err, out.String())
+	}
+	if len(res.Cells) != 2 || res.Verdict != statusViolated {
+		t.Fatalf("verdict %s, %d cells", res.Verdict, len(res.Cells))
+	}
+	if c := res.Cells[0]; c.Lock != "redislock" || c.Violated {
+		t.Errorf("the correct lock's cell: %+v", c)
+	}
+	m := res.Cells[1]
+	if m.Lock != "mutant/grant-without-check" || !m.Violated || m.Mutant != string(propertytest.Exclusivity) ||
+		m.Props[0].Status != statusViolated {
+		t.Fatalf("the mutant's cell: %+v", m)
+	}
+	out.Reset()
+	errOut.Reset()
+	if code := run([]string{"replay", "-out", t.TempDir(), strconv.FormatUint(m.Seed, 10)}, &out, &errOut); code != exitIllegal {
+		t.Fatalf("replay %d: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", m.Seed, code, exitIllegal, out.String(), errOut.String())
+	}
+	if !strings.Contains(out.String(), "reproduced: VIOLATED") || !strings.Contains(out.String(), "exclusivity") {
+		t.Errorf("replay output:\n%s", out.String())
 	}
 }

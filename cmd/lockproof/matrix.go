@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"hash/fnv"
@@ -23,6 +24,19 @@ type cell struct {
 	opts    propertytest.Options
 	// breaks is, for a mutant, the property it is built to break.
 	breaks propertytest.Property
+	// real: the cell runs on a real server, not on an embedded backend.
+	real bool
+	// fewerSteps divides -steps for this cell: its runs take real time.
+	fewerSteps int
+}
+
+// stepsOf is the average number of actions per run in this cell when
+// -steps is steps.
+func (c *cell) stepsOf(steps int) int {
+	if c.fewerSteps > 1 {
+		return max(steps/c.fewerSteps, 5)
+	}
+	return steps
 }
 
 func (c *cell) name() string { return c.lock + "/" + c.faults }
@@ -33,6 +47,11 @@ func (c *cell) name() string { return c.lock + "/" + c.faults }
 func (c *cell) id() uint16 {
 	h := fnv.New32a()
 	h.Write([]byte(c.name()))
+	if c.real {
+		// Not the embedded cell's id: replaying a real server's seed
+		// without the server must not quietly run on the embedded one.
+		h.Write([]byte("@real"))
+	}
 	s := h.Sum32()
 	return uint16(s>>16) ^ uint16(s)
 }
@@ -53,6 +72,9 @@ func claimsOf(o propertytest.Options) string {
 const (
 	lockRedis   = "redislock"
 	lockRedlock = "redlock"
+	lockEtcd    = "etcdlock"
+	lockConsul  = "consullock"
+	lockMySQL   = "mysqllock"
 	mutantLock  = "mutant/"
 )
 
@@ -61,6 +83,9 @@ const (
 type endpoints struct {
 	redis      string   // one Redis server, for redislock
 	redisNodes []string // independent Redis servers, for redlock
+	etcd       []string // an etcd cluster's client URLs, for etcdlock
+	consul     string   // a Consul agent's HTTP address, for consullock
+	mysql      string   // a MySQL DSN without a database, for mysqllock
 }
 
 // flags registers a flag per kind of endpoint on fs; usage is a format
@@ -76,6 +101,22 @@ func (ep *endpoints) flags(fs *flag.FlagSet, usage string) {
 			}
 			return nil
 		})
+	fs.Func("etcd", fmt.Sprintf(usage, lockEtcd, "this etcd cluster (client URLs, comma-separated)", "an embedded etcd"),
+		func(s string) error {
+			if ep.etcd = splitList(s); len(ep.etcd) == 0 {
+				return errors.New("no endpoint")
+			}
+			return nil
+		})
+	fs.StringVar(&ep.consul, "consul", "", fmt.Sprintf(usage, lockConsul,
+		"this Consul agent (host:port of its HTTP API; its session_ttl_min must be 1s or less)", "miniconsul"))
+	fs.StringVar(&ep.mysql, "mysql", "", fmt.Sprintf(usage, lockMySQL,
+		"this MySQL or MariaDB (a DSN without a database, such as root@tcp(127.0.0.1:3306)/; the run creates and drops its own)", "the in-process go-mysql-server"))
+}
+
+// any reports whether any real server was given.
+func (ep *endpoints) any() bool {
+	return ep.redis != "" || len(ep.redisNodes) > 0 || len(ep.etcd) > 0 || ep.consul != "" || ep.mysql != ""
 }
 
 // realTTL is the lease TTL on real servers, where runs take real time.
@@ -88,7 +129,7 @@ func builtinCells(ep endpoints) []cell {
 	var cells []cell
 	if ep.redis != "" {
 		cells = append(cells, cell{lock: lockRedis, faults: "crash", about: "client crashes and pauses, real Redis at " + ep.redis + ", real time",
-			factory: propertytest.RedisLockOn(ep.redis), opts: propertytest.Options{TTL: realTTL}})
+			real: true, factory: propertytest.RedisLockOn(ep.redis), opts: propertytest.Options{TTL: realTTL}})
 	} else {
 		cells = append(cells,
 			cell{lock: lockRedis, faults: "crash", about: "client crashes and pauses",
@@ -103,9 +144,9 @@ func builtinCells(ep endpoints) []cell {
 	}
 	if len(ep.redisNodes) > 0 {
 		cells = append(cells, cell{lock: lockRedlock, faults: "crash",
-			about:   fmt.Sprintf("client crashes; pauses (not claimed: no fencing); %d real Redis servers, real time", len(ep.redisNodes)),
-			factory: propertytest.RedlockOn(ep.redisNodes),
-			opts:    propertytest.Options{TTL: realTTL, Claims: []propertytest.FaultKind{propertytest.FaultCrash}}})
+			about: fmt.Sprintf("client crashes; pauses (not claimed: no fencing); %d real Redis servers, real time", len(ep.redisNodes)),
+			real:  true, factory: propertytest.RedlockOn(ep.redisNodes),
+			opts: propertytest.Options{TTL: realTTL, Claims: []propertytest.FaultKind{propertytest.FaultCrash}}})
 	} else {
 		cells = append(cells,
 			cell{lock: lockRedlock, faults: "node-down", about: "a minority of 5 nodes stopped and restarted; pauses (not claimed: no fencing)",
@@ -113,8 +154,37 @@ func builtinCells(ep endpoints) []cell {
 				opts:    propertytest.Options{Claims: []propertytest.FaultKind{propertytest.FaultCrash, propertytest.FaultNodeDown}}},
 		)
 	}
+	// The options are the ones each factory's documentation gives, and why.
+	if len(ep.etcd) > 0 {
+		cells = append(cells, cell{lock: lockEtcd, faults: "crash", about: "client crashes and pauses, real etcd at " + strings.Join(ep.etcd, ","),
+			real: true, factory: propertytest.EtcdLockOn(ep.etcd), opts: etcdOptions, fewerSteps: 3})
+	} else {
+		cells = append(cells, cell{lock: lockEtcd, faults: "crash",
+			about:   "client crashes and pauses; the holder's lease revoked (not claimed); embedded etcd, real time",
+			factory: propertytest.EtcdLock(), opts: etcdOptions, fewerSteps: 3})
+	}
+	if ep.consul != "" {
+		cells = append(cells, cell{lock: lockConsul, faults: "crash", about: "client crashes and pauses, real Consul at " + ep.consul + ", real time",
+			real: true, factory: propertytest.ConsulLockOn(ep.consul), opts: propertytest.Options{TTL: time.Second, Slack: 3 * time.Second}})
+	} else {
+		cells = append(cells, cell{lock: lockConsul, faults: "crash",
+			about:   "client crashes and pauses; the holder's session invalidated (not claimed)",
+			factory: propertytest.ConsulLock(), opts: propertytest.Options{Slack: 2*time.Second + time.Second/4}})
+	}
+	if ep.mysql != "" {
+		cells = append(cells, cell{lock: lockMySQL, faults: "crash", about: "client crashes and pauses, real MySQL, real time",
+			real: true, factory: propertytest.MySQLLockOn(ep.mysql), opts: propertytest.Options{TTL: realTTL}})
+	} else {
+		cells = append(cells, cell{lock: lockMySQL, faults: "crash",
+			about:   "client crashes and pauses; the server's clock jumps past the holder's expiry (not claimed)",
+			factory: propertytest.MySQLLock()})
+	}
 	return cells
 }
+
+// etcdOptions fit etcd's whole-second leases in real time (see
+// propertytest.EtcdLock).
+var etcdOptions = propertytest.Options{TTL: 1500 * time.Millisecond, Slack: 1250 * time.Millisecond, Settle: 50 * time.Millisecond}
 
 // mutantCells are the deliberately broken locks, each under the faults its
 // mutant is run with.
