@@ -58,3 +58,11 @@ func httpConnsOpen() bool {
 		buf = make([]byte, 2*len(buf))
 	}
 }
+
+// IgnoreConsulPorts is the goleak option for the one goroutine that
+// sdk/testutil's port allocator (freeport) starts when a real Consul agent
+// is first started and keeps for the life of the process. Pass it to
+// VerifyNoLeaks in packages whose tests may start an agent.
+func IgnoreConsulPorts() goleak.Option {
+	return goleak.IgnoreTopFunction("github.com/hashicorp/consul/sdk/freeport.checkFreedPorts")
+}

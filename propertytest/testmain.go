@@ -15,8 +15,9 @@ import (
 var checksGiven atomic.Bool
 
 // Main runs a package's tests with short defaults for the suite, and a
-// goroutine-leak check (fakes.VerifyNoLeaks) at the end. Call it from
-// TestMain. Unless given on the command line, rapid runs 15 checks per
+// goroutine-leak check at the end (fakes.VerifyNoLeaks, allowing for the
+// port allocator of a real Consul agent: fakes.IgnoreConsulPorts). Call it
+// from TestMain. Unless given on the command line, rapid runs 15 checks per
 // property test, shrinks for at most 2 s and writes no fail files (the
 // seed printed with every failure replays it); with LOCKPROOF_DEEP=1 in
 // the environment it runs 500 checks instead.
@@ -44,7 +45,7 @@ func Main(m *testing.M) {
 			panic(err)
 		}
 	}
-	fakes.VerifyNoLeaks(m)
+	fakes.VerifyNoLeaks(m, fakes.IgnoreConsulPorts()) // a test may start a real Consul agent
 }
 
 // Deep reports whether LOCKPROOF_DEEP=1 asks for the long runs.
