@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/consul/api"
-	"go.uber.org/goleak"
 
 	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/locks"
@@ -121,11 +120,4 @@ func TestConsulAgentStartup(t *testing.T) {
 	if ok, _, err := c.Client().KV().Acquire(&api.KVPair{Key: c.Prefix() + "k", Session: id}, nil); err != nil || !ok {
 		t.Fatalf("acquire on the agent: %v %v", ok, err)
 	}
-}
-
-// consulLeakIgnores is what TestMain lets outlive the tests for Consul: the
-// goroutine sdk/testutil's port allocator (freeport) starts on first use
-// and never stops. Only the real-agent mode uses it.
-var consulLeakIgnores = []goleak.Option{
-	goleak.IgnoreTopFunction("github.com/hashicorp/consul/sdk/freeport.checkFreedPorts"),
 }

@@ -3,12 +3,9 @@ package consullock
 import (
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/lockproof/lockproof/fakes"
 )
 
-// TestMain fails the package if a test leaves a goroutine behind. One
-// exception: on a real agent, sdk/testutil's port allocator (freeport) starts
-// a goroutine on first use that runs until the process exits.
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/hashicorp/consul/sdk/freeport.checkFreedPorts"))
-}
+// TestMain fails the package if a test leaves a goroutine behind, except
+// the port allocator a real agent starts (fakes.IgnoreConsulPorts).
+func TestMain(m *testing.M) { fakes.VerifyNoLeaks(m, fakes.IgnoreConsulPorts()) }
