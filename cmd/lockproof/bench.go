@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"html/template"
@@ -97,11 +96,8 @@ func bench(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.json, "json", "", "write the measurements as JSON to this file")
 	fs.StringVar(&f.html, "html", "", "write an HTML page with an SVG chart to this file")
 	fs.Float64Var(&f.noisy, "noisy", 0.25, "warn when a median's runs spread more than this fraction")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
+	if code, ok := parseArgs(fs, args, "lockproof bench [flags]", 0, stderr); !ok {
+		return code
 	}
 	var err error
 	if f.waiters, err = parseInts(*waiters); err != nil || f.n < 1 || f.uncontended < 1 || f.runs < 1 || f.hold < 0 {

@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -132,19 +131,8 @@ func checkCmd(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.html, "html", "lockproof-report.html", "write the HTML report here (empty: none)")
 	fs.StringVar(&f.outDir, "out", "", "directory for the violations' timelines (default: a temporary one)")
 	f.ep.flags(fs, "check %s on %s instead of %s, in real time")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: lockproof check [flags]")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
-	}
-	if fs.NArg() != 0 {
-		fmt.Fprintf(stderr, "lockproof check: unexpected argument %q\n", fs.Arg(0))
-		return exitUsage
+	if code, ok := parseArgs(fs, args, "lockproof check [flags]", 0, stderr); !ok {
+		return code
 	}
 	if f.budget <= 0 && f.runs <= 0 || f.runs < 0 || f.steps <= 0 {
 		fmt.Fprintln(stderr, "lockproof check: -budget and -steps must be positive, -runs not negative")
@@ -406,19 +394,8 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	out := fs.String("out", "", "directory for the HTML timelines (default: a new temporary one, kept)")
 	steps := fs.Int("steps", 30, "average actions per run (as given to check)")
 	ep.flags(fs, "the servers check ran %[1]s on (%[2]s), if any")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: lockproof replay [flags] <seed>")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
-	}
-	if fs.NArg() != 1 {
-		fs.Usage()
-		return exitUsage
+	if code, ok := parseArgs(fs, args, "lockproof replay [flags] <seed>", 1, stderr); !ok {
+		return code
 	}
 	seed, err := strconv.ParseUint(fs.Arg(0), 0, 64)
 	if err != nil || seed == 0 {

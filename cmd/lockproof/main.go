@@ -123,19 +123,8 @@ func history(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&f.timeout, "timeout", time.Minute, "give up (verdict unknown) after this long")
 	fs.StringVar(&f.html, "html", "", "also write the HTML timeline to this file")
 	fs.BoolVar(&f.all, "all", false, "draw every operation, not only the counterexample")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: lockproof history [flags] <file>   (- reads standard input)")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
-	}
-	if fs.NArg() != 1 {
-		fs.Usage()
-		return exitUsage
+	if code, ok := parseArgs(fs, args, "lockproof history [flags] <file>   (- reads standard input)", 1, stderr); !ok {
+		return code
 	}
 	in, closeIn, err := open(fs.Arg(0))
 	if err != nil {
@@ -218,4 +207,30 @@ func writeHTML[S, I, O any](path string, m linearize.Model[S, I, O], h []lineari
 		return err
 	}
 	return fh.Close()
+}
+
+// parseArgs parses a command's flags, with usage as the first line of its
+// help, and requires exactly nargs arguments after them. When it returns
+// ok false the command exits with code: exitOK after -h, exitUsage after
+// a bad flag or argument count (the reason and the help printed on
+// stderr).
+func parseArgs(fs *flag.FlagSet, args []string, usage string, nargs int, stderr io.Writer) (code int, ok bool) {
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: "+usage)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK, false
+		}
+		return exitUsage, false
+	}
+	if fs.NArg() != nargs {
+		if fs.NArg() > nargs {
+			fmt.Fprintf(stderr, "%s: unexpected argument %q\n", fs.Name(), fs.Arg(nargs))
+		}
+		fs.Usage()
+		return exitUsage, false
+	}
+	return exitOK, true
 }
