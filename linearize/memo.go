@@ -20,11 +20,27 @@ type table struct {
 
 // newTable returns a table sized for about n entries.
 func newTable(n int) table {
+	return table{slots: make([]uint32, tableSize(n))}
+}
+
+// tableSize is the number of slots of a table for about n entries.
+func tableSize(n int) int {
 	size := 16
 	for size < 2*n {
 		size *= 2
 	}
-	return table{slots: make([]uint32, size)}
+	return size
+}
+
+// reset empties the table and sizes it for about n entries, keeping its
+// slots unless they are far too many.
+func (t *table) reset(n int) {
+	want := tableSize(n)
+	if l := len(t.slots); l >= want && l <= 64*want {
+		clear(t.slots)
+		return
+	}
+	*t = newTable(n)
 }
 
 func (t *table) mask() uint64 { return uint64(len(t.slots) - 1) }
@@ -81,6 +97,17 @@ func (c *chunked[T]) push(v T) {
 	c.n++
 }
 
+// reset empties c, keeping its chunks; it clears the elements it held so
+// that they keep nothing alive.
+func (c *chunked[T]) reset() {
+	for k := 0; c.n > 0 && k < len(c.chunks); k++ {
+		used := min(c.n, len(c.chunks[k]))
+		clear(c.chunks[k][:used])
+		c.n -= used
+	}
+	c.n = 0
+}
+
 // capacity is the number of elements allocated.
 func (c *chunked[T]) capacity() int { return 32<<len(c.chunks) - 32 }
 
@@ -106,6 +133,13 @@ func (in *interner[S]) id(s S) uint32 {
 		in.t.rehash(n, func(e int) uint64 { return *in.hashes.at(e) })
 	}
 	return uint32(n - 1)
+}
+
+// reset empties the interner and sizes its table for about n states.
+func (in *interner[S]) reset(n int) {
+	in.t.reset(n)
+	in.states.reset()
+	in.hashes.reset()
 }
 
 // state returns the state of an id.
@@ -173,6 +207,19 @@ type memo struct {
 	n      int
 }
 
+// reset empties the memo for configurations of words-word bitsets, sized
+// for about n entries. Chunks big enough for the new stride are kept.
+func (m *memo) reset(n, words int) {
+	m.t.reset(n)
+	m.words, m.n = words, 0
+	for k, c := range m.chunks {
+		if len(c) < (32<<k)*m.stride() {
+			m.chunks = m.chunks[:k]
+			break
+		}
+	}
+}
+
 func (m *memo) stride() int { return 2 + m.words }
 
 func (m *memo) entry(e int) []uint64 {
@@ -219,5 +266,9 @@ func sameWords(a, b []uint64) bool {
 }
 
 func (m *memo) footprint() int64 {
-	return int64(32<<len(m.chunks)-32)*int64(m.stride())*8 + int64(len(m.t.slots))*4
+	n := int64(len(m.t.slots)) * 4
+	for _, c := range m.chunks {
+		n += int64(len(c)) * 8
+	}
+	return n
 }

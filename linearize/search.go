@@ -37,10 +37,12 @@ type outcome struct {
 
 // frame is one linearized operation on the search stack.
 type frame struct {
-	op      int32  // local index
-	prev    uint32 // state id before the operation
-	alts    []uint32
-	altNext int32 // alts[altNext:] are the next states still to try
+	op   int32  // local index
+	prev uint32 // state id before the operation
+	// The next states to try are alts[altNext:altEnd] of the searcher;
+	// alts[altNext-1] is the one taken. A frame's alternatives sit above
+	// those of the frames below it, so popping truncates alts.
+	altLo, altNext, altEnd int32
 	// greedy: a read-only operation taken without trying the others; if
 	// it fails, the configuration before it fails too.
 	greedy bool
@@ -79,6 +81,9 @@ type searcher[S, I, O any] struct {
 	memo    memo
 	buf     []S
 	ids     []uint32
+	alts    []uint32 // the frames' alternatives, a stack
+	stack   []frame
+	events  []event
 	charged int64
 	// The step cache starts once the search is big enough to repay it,
 	// and is dropped again when it misses more than it hits.
@@ -97,28 +102,45 @@ const none = int32(-1)
 // tables.
 const cacheAfter = 4096
 
-// newSearcher links the events of ops (history indices) in time order.
-// Node 2k is the call of local operation k, node 2k+1 its return; node 2n
-// is the head.
-func newSearcher[S, I, O any](m *filled[S, I, O], hist []Operation[I, O], ops []int, b *budget, abort *atomic.Bool) *searcher[S, I, O] {
+// newSearcher returns a searcher over hist; reset gives it the operations
+// of one search. A searcher keeps its buffers from one search to the next,
+// so that checking many small partitions, or shrinking, does not allocate
+// them again each time.
+func newSearcher[S, I, O any](m *filled[S, I, O], hist []Operation[I, O], b *budget, abort *atomic.Bool) *searcher[S, I, O] {
+	return &searcher[S, I, O]{
+		m: m, hist: hist, b: b, abort: abort,
+		states: interner[S]{hash: m.Hash, equal: m.Equal},
+	}
+}
+
+// event is a call or return of the list, for sorting.
+type event struct {
+	t    int64
+	node int32
+}
+
+// reset prepares a search of ops (history indices): it links their events
+// in time order. Node 2k is the call of local operation k, node 2k+1 its
+// return; node 2n is the head.
+func (s *searcher[S, I, O]) reset(ops []int) {
 	n := len(ops)
-	s := &searcher[S, I, O]{
-		m: m, hist: hist, ops: ops, b: b, abort: abort,
-		next:    make([]int32, 2*n+1),
-		prev:    make([]int32, 2*n+1),
-		zob:     make([]uint64, n),
-		bits:    make([]uint64, (n+63)/64),
-		states:  interner[S]{t: newTable(n), hash: m.Hash, equal: m.Equal},
-		memo:    memo{t: newTable(n), words: (n + 63) / 64},
-		blocker: -1,
-	}
-	type event struct {
-		t    int64
-		node int32
-	}
-	events := make([]event, 0, 2*n)
+	s.ops = ops
+	s.next = resize(s.next, 2*n+1)
+	s.prev = resize(s.prev, 2*n+1)
+	s.zob = resize(s.zob, n)
+	s.bits = resize(s.bits, (n+63)/64)
+	clear(s.bits)
+	s.states.reset(n)
+	s.memo.reset(n, (n+63)/64)
+	s.trans = transitions{}
+	s.alts, s.stack = s.alts[:0], s.stack[:0]
+	s.known, s.charged = 0, 0
+	s.cacheOn, s.cacheOff, s.hits, s.misses = false, false, 0, 0
+	s.deepest, s.blocker = 0, -1
+
+	events := s.events[:0]
 	for k, hi := range ops {
-		op := &hist[hi]
+		op := &s.hist[hi]
 		s.zob[k] = zobrist(uint64(k))
 		events = append(events, event{op.Call, int32(2 * k)})
 		if !op.Unknown {
@@ -136,6 +158,7 @@ func newSearcher[S, I, O any](m *filled[S, I, O], hist []Operation[I, O], ops []
 		}
 		return int(a.node - b.node)
 	})
+	s.events = events
 	last := int32(2 * n) // head
 	s.prev[last] = none
 	for _, e := range events {
@@ -144,7 +167,15 @@ func newSearcher[S, I, O any](m *filled[S, I, O], hist []Operation[I, O], ops []
 		last = e.node
 	}
 	s.next[last] = none
-	return s
+}
+
+// resize returns a slice of length n, reusing b's array if it is big enough.
+// The contents are not cleared.
+func resize[T any](b []T, n int) []T {
+	if cap(b) >= n {
+		return b[:n]
+	}
+	return make([]T, n)
 }
 
 func (s *searcher[S, I, O]) head() int32 { return int32(2 * len(s.ops)) }
@@ -245,7 +276,7 @@ func (s *searcher[S, I, O]) step(id uint32, k int32) []uint32 {
 	}
 	clear(s.buf) // drop references held by the scratch space
 	if !s.cacheOn {
-		return slices.Clone(s.ids)
+		return s.ids // valid until the next step: try copies what it keeps
 	}
 	return s.trans.put(key, s.ids)
 }
@@ -257,15 +288,14 @@ func (s *searcher[S, I, O]) run() outcome {
 		state = s.states.id(s.m.Init())
 		h     uint64
 		left  = s.known
-		stack = make([]frame, 0, len(s.ops))
 		cur   = s.next[s.head()]
 		tick  uint32
 	)
 	for {
 		if left == 0 {
-			order := make([]int, 0, len(stack))
-			for _, f := range stack {
-				if f.alts[f.altNext-1] != f.prev || !s.hist[s.ops[f.op]].Unknown {
+			order := make([]int, 0, len(s.stack))
+			for _, f := range s.stack {
+				if s.alts[f.altNext-1] != f.prev || !s.hist[s.ops[f.op]].Unknown {
 					order = append(order, s.ops[f.op])
 				}
 			}
@@ -276,7 +306,7 @@ func (s *searcher[S, I, O]) run() outcome {
 		}
 		if cur != none && cur&1 == 0 {
 			k := cur >> 1
-			if s.try(k, &state, &h, &stack) {
+			if s.try(k, &state, &h) {
 				known := !s.hist[s.ops[k]].Unknown
 				s.lift(k, known)
 				if known {
@@ -294,13 +324,13 @@ func (s *searcher[S, I, O]) run() outcome {
 			s.deepest, s.blocker = done, s.firstReturn()
 		}
 	backtrack:
-		if len(stack) == 0 {
+		if len(s.stack) == 0 {
 			return outcome{verdict: Illegal, states: s.memo.n, blocker: s.blocker}
 		}
-		f := &stack[len(stack)-1]
+		f := &s.stack[len(s.stack)-1]
 		advanced := false
-		for int(f.altNext) < len(f.alts) {
-			id := f.alts[f.altNext]
+		for f.altNext < f.altEnd {
+			id := s.alts[f.altNext]
 			f.altNext++
 			if s.memo.insert(h^mix(uint64(id)+1), s.bits, id) {
 				state, advanced = id, true
@@ -315,7 +345,8 @@ func (s *searcher[S, I, O]) run() outcome {
 		known := !s.hist[s.ops[k]].Unknown
 		state = f.prev
 		greedy := f.greedy
-		stack = stack[:len(stack)-1]
+		s.alts = s.alts[:f.altLo]
+		s.stack = s.stack[:len(s.stack)-1]
 		s.unlift(k, known)
 		s.bits[k>>6] &^= 1 << (k & 63)
 		h ^= s.zob[k]
@@ -332,7 +363,7 @@ func (s *searcher[S, I, O]) run() outcome {
 // try linearizes candidate k in the current configuration if that reaches
 // a configuration not explored yet, pushing a frame; it reports whether it
 // did. The caller lifts k's events.
-func (s *searcher[S, I, O]) try(k int32, state *uint32, h *uint64, stack *[]frame) bool {
+func (s *searcher[S, I, O]) try(k int32, state *uint32, h *uint64) bool {
 	next := s.step(*state, k)
 	if len(next) == 0 {
 		return false
@@ -343,7 +374,9 @@ func (s *searcher[S, I, O]) try(k int32, state *uint32, h *uint64, stack *[]fram
 		if s.memo.insert(nh^mix(uint64(id)+1), s.bits, id) {
 			greedy := s.m.ReadOnly != nil && len(next) == 1 && next[0] == *state &&
 				!s.hist[s.ops[k]].Unknown && s.m.ReadOnly(&s.hist[s.ops[k]])
-			*stack = append(*stack, frame{op: k, prev: *state, alts: next, altNext: int32(i + 1), greedy: greedy})
+			lo := int32(len(s.alts))
+			s.alts = append(s.alts, next...)
+			s.stack = append(s.stack, frame{op: k, prev: *state, altLo: lo, altNext: lo + int32(i+1), altEnd: int32(len(s.alts)), greedy: greedy})
 			*state, *h = id, nh
 			return true
 		}
