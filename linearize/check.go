@@ -293,8 +293,8 @@ func runPartitions[S, I, O any](m *filled[S, I, O], history []Operation[I, O], p
 		s := newSearcher(m, history, b, &abort)
 		for {
 			i := int(nextIdx.Add(1) - 1)
-			if i >= len(order) {
-				return
+			if i >= len(order) || abort.Load() {
+				return // done, or another partition failed: the rest stay Unknown
 			}
 			p := &parts[order[i]]
 			s.reset(p.Ops)
