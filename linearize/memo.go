@@ -199,7 +199,8 @@ func (tr *transitions) footprint() int64 {
 }
 
 // memo is the set of explored configurations (linearized set, state id).
-// An entry is stride words: its key, its state id, its bitset.
+// An entry is stride words: its key, a tag (the state id, and where the
+// stored words start in the set), the words of the set.
 type memo struct {
 	t      table
 	words  int
@@ -228,15 +229,16 @@ func (m *memo) entry(e int) []uint64 {
 	return m.chunks[k][off*st : (off+1)*st]
 }
 
-// insert adds (bits, state) under key and reports whether it was new.
-func (m *memo) insert(key uint64, set []uint64, state uint32) bool {
+// insert adds (set, tag) under key and reports whether it was new. set has
+// the memo's words.
+func (m *memo) insert(key uint64, set []uint64, tag uint64) bool {
 	i := key & m.t.mask()
 	for {
 		e := m.t.slots[i]
 		if e == 0 {
 			break
 		}
-		if rec := m.entry(int(e - 1)); rec[0] == key && rec[1] == uint64(state) && sameWords(rec[2:], set) {
+		if rec := m.entry(int(e - 1)); rec[0] == key && rec[1] == tag && sameWords(rec[2:], set) {
 			return false
 		}
 		i = (i + 1) & m.t.mask()
@@ -246,7 +248,7 @@ func (m *memo) insert(key uint64, set []uint64, state uint32) bool {
 		m.chunks = append(m.chunks, make([]uint64, (32<<k)*m.stride()))
 	}
 	rec := m.entry(m.n)
-	rec[0], rec[1] = key, uint64(state)
+	rec[0], rec[1] = key, tag
 	copy(rec[2:], set)
 	m.n++
 	m.t.slots[i] = uint32(m.n)

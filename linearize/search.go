@@ -1,7 +1,9 @@
 package linearize
 
 import (
+	"math/bits"
 	"slices"
+	"sort"
 	"sync/atomic"
 )
 
@@ -46,6 +48,8 @@ type frame struct {
 	// greedy: a read-only operation taken without trying the others; if
 	// it fails, the configuration before it fails too.
 	greedy bool
+	// first and top before the operation (see searcher).
+	first, top int32
 }
 
 // searcher is the Wing & Gong / Lowe search over one partition.
@@ -71,14 +75,23 @@ type searcher[S, I, O any] struct {
 	next  []int32
 	prev  []int32
 	zob   []uint64
-	bits  []uint64
-	known int // operations with a known outcome
+	bits  []uint64 // the linearized set, then win zero words of padding
+	words int      // of the linearized set
+	known int      // operations with a known outcome
+	// first is the first operation not linearized (every one before it
+	// is), top the number of words of bits up to the last nonzero one.
+	first, top int32
+	// win, when not 0, is the width in words of the memo's entries: a
+	// linearized set whose words from first's on are zero after win of
+	// them is stored as that window (see remember); the others go to wide.
+	win   int
 	b     *budget
 	abort *atomic.Bool // another partition already failed; may be nil
 
 	states  interner[S]
 	trans   transitions
 	memo    memo
+	wide    memo
 	buf     []S
 	ids     []uint32
 	alts    []uint32 // the frames' alternatives, a stack
@@ -128,10 +141,22 @@ func (s *searcher[S, I, O]) reset(ops []int) {
 	s.next = resize(s.next, 2*n+1)
 	s.prev = resize(s.prev, 2*n+1)
 	s.zob = resize(s.zob, n)
-	s.bits = resize(s.bits, (n+63)/64)
+	s.words = (n + 63) / 64
+	s.win = window(s.hist, ops)
+	if s.win >= s.words {
+		s.win = 0 // a window saves nothing
+	}
+	s.bits = resize(s.bits, s.words+s.win)
 	clear(s.bits)
+	s.first, s.top = 0, 0
 	s.states.reset(n)
-	s.memo.reset(n, (n+63)/64)
+	if s.win > 0 {
+		s.memo.reset(n, s.win)
+		s.wide.reset(0, s.words)
+	} else {
+		s.memo.reset(n, s.words)
+		s.wide.reset(0, 0)
+	}
 	s.trans = transitions{}
 	s.alts, s.stack = s.alts[:0], s.stack[:0]
 	s.known, s.charged = 0, 0
@@ -167,6 +192,26 @@ func (s *searcher[S, I, O]) reset(ops []int) {
 		last = e.node
 	}
 	s.next[last] = none
+}
+
+// window returns the number of words a window of the linearized set needs
+// to hold every set whose first operation not linearized has a known
+// outcome: while operation k is not linearized, only operations called
+// before its return can be, and ops are in call order. (The window is only
+// a representation: a set that does not fit is stored whole, so a wrong
+// guess costs memory, never correctness.)
+func window[I, O any](hist []Operation[I, O], ops []int) int {
+	need := 0
+	for k, hi := range ops {
+		op := &hist[hi]
+		if op.Unknown {
+			continue
+		}
+		// The last operation called at or before k's return.
+		j := k + sort.Search(len(ops)-k, func(i int) bool { return hist[ops[k+i]].Call > op.Return }) - 1
+		need = max(need, j>>6-k>>6+1)
+	}
+	return need
 }
 
 // resize returns a slice of length n, reusing b's array if it is big enough.
@@ -230,7 +275,7 @@ func (s *searcher[S, I, O]) stopped() bool {
 
 // footprint is the bytes held by the search's tables.
 func (s *searcher[S, I, O]) footprint() int64 {
-	return s.states.footprint() + s.trans.footprint() + s.memo.footprint()
+	return s.states.footprint() + s.trans.footprint() + s.memo.footprint() + s.wide.footprint()
 }
 
 // account charges the growth of the tables to the budget and reports
@@ -246,7 +291,7 @@ func (s *searcher[S, I, O]) account() bool {
 // unknown operation id itself first (no effect), then those Step allows.
 func (s *searcher[S, I, O]) step(id uint32, k int32) []uint32 {
 	key := transKey(id, k)
-	if !s.cacheOn && !s.cacheOff && s.memo.n > cacheAfter {
+	if !s.cacheOn && !s.cacheOff && s.memo.n+s.wide.n > cacheAfter {
 		s.cacheOn, s.trans = true, transitions{t: newTable(cacheAfter)}
 	}
 	if s.cacheOn {
@@ -299,10 +344,10 @@ func (s *searcher[S, I, O]) run() outcome {
 					order = append(order, s.ops[f.op])
 				}
 			}
-			return outcome{verdict: Ok, order: order, states: s.memo.n, blocker: -1}
+			return outcome{verdict: Ok, order: order, states: s.memo.n + s.wide.n, blocker: -1}
 		}
 		if tick++; tick&1023 == 0 && (s.stopped() || !s.account()) {
-			return outcome{verdict: Unknown, states: s.memo.n, blocker: -1}
+			return outcome{verdict: Unknown, states: s.memo.n + s.wide.n, blocker: -1}
 		}
 		if cur != none && cur&1 == 0 {
 			k := cur >> 1
@@ -325,14 +370,14 @@ func (s *searcher[S, I, O]) run() outcome {
 		}
 	backtrack:
 		if len(s.stack) == 0 {
-			return outcome{verdict: Illegal, states: s.memo.n, blocker: s.blocker}
+			return outcome{verdict: Illegal, states: s.memo.n + s.wide.n, blocker: s.blocker}
 		}
 		f := &s.stack[len(s.stack)-1]
 		advanced := false
 		for f.altNext < f.altEnd {
 			id := s.alts[f.altNext]
 			f.altNext++
-			if s.memo.insert(h^mix(uint64(id)+1), s.bits, id) {
+			if s.remember(h, id) {
 				state, advanced = id, true
 				break
 			}
@@ -345,6 +390,7 @@ func (s *searcher[S, I, O]) run() outcome {
 		known := !s.hist[s.ops[k]].Unknown
 		state = f.prev
 		greedy := f.greedy
+		s.first, s.top = f.first, f.top
 		s.alts = s.alts[:f.altLo]
 		s.stack = s.stack[:len(s.stack)-1]
 		s.unlift(k, known)
@@ -369,20 +415,57 @@ func (s *searcher[S, I, O]) try(k int32, state *uint32, h *uint64) bool {
 		return false
 	}
 	nh := *h ^ s.zob[k]
+	first, top := s.first, s.top
 	s.bits[k>>6] |= 1 << (k & 63)
+	if k == s.first {
+		s.advanceFirst()
+	}
+	s.top = max(s.top, k>>6+1)
 	for i, id := range next {
-		if s.memo.insert(nh^mix(uint64(id)+1), s.bits, id) {
+		if s.remember(nh, id) {
 			greedy := s.m.ReadOnly != nil && len(next) == 1 && next[0] == *state &&
 				!s.hist[s.ops[k]].Unknown && s.m.ReadOnly(&s.hist[s.ops[k]])
 			lo := int32(len(s.alts))
 			s.alts = append(s.alts, next...)
-			s.stack = append(s.stack, frame{op: k, prev: *state, altLo: lo, altNext: lo + int32(i+1), altEnd: int32(len(s.alts)), greedy: greedy})
+			s.stack = append(s.stack, frame{op: k, prev: *state, altLo: lo, altNext: lo + int32(i+1), altEnd: int32(len(s.alts)), greedy: greedy, first: first, top: top})
 			*state, *h = id, nh
 			return true
 		}
 	}
 	s.bits[k>>6] &^= 1 << (k & 63)
+	s.first, s.top = first, top
 	return false
+}
+
+// advanceFirst moves first past the operations linearized from it on.
+func (s *searcher[S, I, O]) advanceFirst() {
+	f := s.first
+	for {
+		// The padding words are zero: the scan ends by len(ops).
+		if rest := ^s.bits[f>>6] >> (f & 63); rest != 0 {
+			s.first = f + int32(bits.TrailingZeros64(rest))
+			return
+		}
+		f = (f>>6 + 1) << 6
+	}
+}
+
+// remember records the configuration of the linearized set (whose Zobrist
+// hash is h) and state id, and reports whether it is new. With a window, a
+// set goes to memo as the window of words from first's word on when every
+// set bit after them is within it, and whole to wide otherwise: which table
+// and form a set takes depends only on the set, so each configuration has
+// one place and form.
+func (s *searcher[S, I, O]) remember(h uint64, id uint32) bool {
+	key := h ^ mix(uint64(id)+1)
+	if s.win == 0 {
+		return s.memo.insert(key, s.bits[:s.words], uint64(id))
+	}
+	base := s.first >> 6
+	if s.top-base <= int32(s.win) {
+		return s.memo.insert(key, s.bits[base:int(base)+s.win], uint64(id)|uint64(base)<<32)
+	}
+	return s.wide.insert(key, s.bits[:s.words], uint64(id))
 }
 
 // zobrist is the random word of operation k in the incremental hash of the
