@@ -33,10 +33,11 @@ func tableSize(n int) int {
 }
 
 // reset empties the table and sizes it for about n entries, keeping its
-// slots unless they are far too many.
+// slots unless they are far too many (what clearing them costs is then
+// more than growing a table again would).
 func (t *table) reset(n int) {
 	want := tableSize(n)
-	if l := len(t.slots); l >= want && l <= 64*want {
+	if l := len(t.slots); l >= want && (l <= 64*want || l <= 1<<18) {
 		clear(t.slots)
 		return
 	}

@@ -112,7 +112,9 @@ const none = int32(-1)
 
 // cacheAfter is the number of memoized configurations after which the step
 // cache starts: below it, a search is over before the cache pays for its
-// tables.
+// tables. It starts only when there are more than two configurations per
+// distinct state: with fewer, the same (state, operation) seldom comes
+// back.
 const cacheAfter = 4096
 
 // newSearcher returns a searcher over hist; reset gives it the operations
@@ -291,7 +293,7 @@ func (s *searcher[S, I, O]) account() bool {
 // unknown operation id itself first (no effect), then those Step allows.
 func (s *searcher[S, I, O]) step(id uint32, k int32) []uint32 {
 	key := transKey(id, k)
-	if !s.cacheOn && !s.cacheOff && s.memo.n+s.wide.n > cacheAfter {
+	if configs := s.memo.n + s.wide.n; !s.cacheOn && !s.cacheOff && configs > cacheAfter && configs > 2*s.states.states.n {
 		s.cacheOn, s.trans = true, transitions{t: newTable(cacheAfter)}
 	}
 	if s.cacheOn {
