@@ -212,22 +212,35 @@ func partition[S, I, O any](m *filled[S, I, O], history []Operation[I, O]) []Par
 	// Number the keys in order of appearance, count their operations, then
 	// lay the partitions out in one array, each by call time.
 	var (
-		index = map[string]int32{}
+		index map[string]int32 // once there are many keys
 		keys  []string
 		count []int
 		of    = make([]int32, len(history))
 	)
+	const scanKeys = 16 // up to this many keys, a scan beats hashing
 	for i := range history {
 		k := ""
 		if m.Partition != nil {
 			k = m.Partition(history[i].Input)
 		}
-		p, ok := index[k]
+		p, ok := int32(-1), false
+		if index != nil {
+			p, ok = index[k]
+		} else if j := slices.Index(keys, k); j >= 0 {
+			p, ok = int32(j), true
+		}
 		if !ok {
 			p = int32(len(keys))
-			index[k] = p
 			keys = append(keys, k)
 			count = append(count, 0)
+			if index != nil {
+				index[k] = p
+			} else if len(keys) > scanKeys {
+				index = make(map[string]int32, 2*len(keys))
+				for j, k := range keys {
+					index[k] = int32(j)
+				}
+			}
 		}
 		of[i] = p
 		count[p]++
