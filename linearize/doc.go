@@ -58,11 +58,17 @@
 //   - The memo is an open-addressing table over flat arrays (hash, state id,
 //     bitset words), keyed by an incremental (Zobrist) hash of the
 //     linearized set: linearizing or undoing an operation updates the hash
-//     with one XOR instead of rehashing the bitset.
-//   - Once a search grows past a few thousand configurations, the state ids
-//     each (state, operation) steps to are cached, so an expensive Step (an
-//     unpartitioned map state) runs once per transition; the cache switches
-//     itself off again when most steps are new.
+//     with one XOR instead of rehashing the bitset. Every operation before
+//     the first one not linearized is linearized, and only operations
+//     called before that one's return can follow it, so an entry holds only
+//     a window of the bitset from there, as wide as the history's overlap
+//     needs; the rare sets that do not fit (an unknown operation left
+//     pending early) are stored whole in a second table.
+//   - Once a search grows past a few thousand configurations, more than two
+//     per distinct state, the state ids each (state, operation) steps to
+//     are cached, so an expensive Step (an unpartitioned map state) runs
+//     once per transition; the cache switches itself off again when most
+//     steps are new.
 //   - Unknown operations are optional: each is decided when the scan reaches
 //     its call (without its effect first, then with it), or left pending to
 //     take effect later. States equal to the current one are folded into
@@ -73,8 +79,10 @@
 //     succeed are taken greedily: if the configuration after one fails, the
 //     configuration before it fails too, so its other candidates are not
 //     tried.
-//   - Partitions run in parallel on a pool of GOMAXPROCS goroutines, the
-//     largest first; the first Illegal partition stops the others.
+//   - Partitions run in parallel on a pool of GOMAXPROCS goroutines (the
+//     caller's among them), the largest first; each worker reuses its
+//     tables and buffers from one partition to the next. The first Illegal
+//     partition stops the others, and no further partition is started.
 //   - The budget is checked every 1024 steps: ctx, the time limit and the
 //     bytes held by the tables of the searches in flight.
 //   - Counterexamples are shrunk within the failing partition: first

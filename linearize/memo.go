@@ -200,20 +200,27 @@ func (tr *transitions) footprint() int64 {
 }
 
 // memo is the set of explored configurations (linearized set, state id).
-// An entry is stride words: its key, a tag (the state id, and where the
-// stored words start in the set), the words of the set.
+// An entry is stride words: its key (unless keyOf is set), a tag (the
+// state id, and where the stored words start in the set), the words of the
+// set. A memo without keys recomputes them with keyOf when it grows.
 type memo struct {
 	t      table
 	words  int
+	head   int // 2: key and tag; 1: tag only
+	keyOf  func(rec []uint64) uint64
 	chunks [][]uint64 // chunk c holds 32<<c entries
 	n      int
 }
 
 // reset empties the memo for configurations of words-word bitsets, sized
-// for about n entries. Chunks big enough for the new stride are kept.
-func (m *memo) reset(n, words int) {
+// for about n entries, with keys in the entries unless keyOf is given.
+// Chunks big enough for the new stride are kept.
+func (m *memo) reset(n, words int, keyOf func(rec []uint64) uint64) {
 	m.t.reset(n)
-	m.words, m.n = words, 0
+	m.words, m.n, m.keyOf, m.head = words, 0, keyOf, 2
+	if keyOf != nil {
+		m.head = 1
+	}
 	for k, c := range m.chunks {
 		if len(c) < (32<<k)*m.stride() {
 			m.chunks = m.chunks[:k]
@@ -222,7 +229,7 @@ func (m *memo) reset(n, words int) {
 	}
 }
 
-func (m *memo) stride() int { return 2 + m.words }
+func (m *memo) stride() int { return m.head + m.words }
 
 func (m *memo) entry(e int) []uint64 {
 	k, off := chunkOf(e)
@@ -239,7 +246,12 @@ func (m *memo) insert(key uint64, set []uint64, tag uint64) bool {
 		if e == 0 {
 			break
 		}
-		if rec := m.entry(int(e - 1)); rec[0] == key && rec[1] == tag && sameWords(rec[2:], set) {
+		rec := m.entry(int(e - 1))
+		if m.head == 1 {
+			if rec[0] == tag && sameWords(rec[1:], set) {
+				return false
+			}
+		} else if rec[0] == key && rec[1] == tag && sameWords(rec[2:], set) {
 			return false
 		}
 		i = (i + 1) & m.t.mask()
@@ -249,12 +261,20 @@ func (m *memo) insert(key uint64, set []uint64, tag uint64) bool {
 		m.chunks = append(m.chunks, make([]uint64, (32<<k)*m.stride()))
 	}
 	rec := m.entry(m.n)
-	rec[0], rec[1] = key, tag
-	copy(rec[2:], set)
+	if m.head == 1 {
+		rec[0] = tag
+	} else {
+		rec[0], rec[1] = key, tag
+	}
+	copy(rec[m.head:], set)
 	m.n++
 	m.t.slots[i] = uint32(m.n)
 	if 2*m.n > len(m.t.slots) {
-		m.t.rehash(m.n, func(e int) uint64 { return m.entry(e)[0] })
+		if m.keyOf != nil {
+			m.t.rehash(m.n, func(e int) uint64 { return m.keyOf(m.entry(e)) })
+		} else {
+			m.t.rehash(m.n, func(e int) uint64 { return m.entry(e)[0] })
+		}
 	}
 	return true
 }
