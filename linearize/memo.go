@@ -204,7 +204,11 @@ func (tr *transitions) footprint() int64 {
 // state id, and where the stored words start in the set), the words of the
 // set. A memo without keys recomputes them with keyOf when it grows.
 type memo struct {
-	t      table
+	t table // without keys
+	// keyed holds, with keys, each entry's index + 1 in the low half of a
+	// slot and the high half of its key in the other: probes compare that
+	// half before reading an entry, and growing reads no entry.
+	keyed  []uint64
 	words  int
 	head   int // 2: key and tag; 1: tag only
 	keyOf  func(rec []uint64) uint64
@@ -216,10 +220,19 @@ type memo struct {
 // for about n entries, with keys in the entries unless keyOf is given.
 // Chunks big enough for the new stride are kept.
 func (m *memo) reset(n, words int, keyOf func(rec []uint64) uint64) {
-	m.t.reset(n)
 	m.words, m.n, m.keyOf, m.head = words, 0, keyOf, 2
 	if keyOf != nil {
 		m.head = 1
+		m.t.reset(n)
+		m.keyed = nil
+	} else {
+		m.t = table{}
+		want := tableSize(n)
+		if l := len(m.keyed); l >= want && (l <= 64*want || l <= 1<<17) {
+			clear(m.keyed)
+		} else {
+			m.keyed = make([]uint64, want)
+		}
 	}
 	for k, c := range m.chunks {
 		if len(c) < (32<<k)*m.stride() {
@@ -240,18 +253,16 @@ func (m *memo) entry(e int) []uint64 {
 // insert adds (set, tag) under key and reports whether it was new. set has
 // the memo's words.
 func (m *memo) insert(key uint64, set []uint64, tag uint64) bool {
+	if m.head == 2 {
+		return m.insertKeyed(key, set, tag)
+	}
 	i := key & m.t.mask()
 	for {
 		e := m.t.slots[i]
 		if e == 0 {
 			break
 		}
-		rec := m.entry(int(e - 1))
-		if m.head == 1 {
-			if rec[0] == tag && sameWords(rec[1:], set) {
-				return false
-			}
-		} else if rec[0] == key && rec[1] == tag && sameWords(rec[2:], set) {
+		if rec := m.entry(int(e - 1)); rec[0] == tag && sameWords(rec[1:], set) {
 			return false
 		}
 		i = (i + 1) & m.t.mask()
@@ -261,20 +272,57 @@ func (m *memo) insert(key uint64, set []uint64, tag uint64) bool {
 		m.chunks = append(m.chunks, make([]uint64, (32<<k)*m.stride()))
 	}
 	rec := m.entry(m.n)
-	if m.head == 1 {
-		rec[0] = tag
-	} else {
-		rec[0], rec[1] = key, tag
-	}
-	copy(rec[m.head:], set)
+	rec[0] = tag
+	copy(rec[1:], set)
 	m.n++
 	m.t.slots[i] = uint32(m.n)
 	if 2*m.n > len(m.t.slots) {
-		if m.keyOf != nil {
-			m.t.rehash(m.n, func(e int) uint64 { return m.keyOf(m.entry(e)) })
-		} else {
-			m.t.rehash(m.n, func(e int) uint64 { return m.entry(e)[0] })
+		m.t.rehash(m.n, func(e int) uint64 { return m.keyOf(m.entry(e)) })
+	}
+	return true
+}
+
+// insertKeyed is insert for a memo with keys. Slots are placed by the high
+// half of the key, the half they hold.
+func (m *memo) insertKeyed(key uint64, set []uint64, tag uint64) bool {
+	hi := key >> 32
+	mask := uint64(len(m.keyed) - 1)
+	i := hi & mask
+	for {
+		sl := m.keyed[i]
+		if sl == 0 {
+			break
 		}
+		if sl>>32 == hi {
+			if rec := m.entry(int(uint32(sl) - 1)); rec[0] == key && rec[1] == tag && sameWords(rec[2:], set) {
+				return false
+			}
+		}
+		i = (i + 1) & mask
+	}
+	k, _ := chunkOf(m.n)
+	if k == len(m.chunks) {
+		m.chunks = append(m.chunks, make([]uint64, (32<<k)*m.stride()))
+	}
+	rec := m.entry(m.n)
+	rec[0], rec[1] = key, tag
+	copy(rec[2:], set)
+	m.n++
+	m.keyed[i] = uint64(m.n) | hi<<32
+	if 2*m.n > len(m.keyed) {
+		slots := make([]uint64, 2*len(m.keyed))
+		mask := uint64(len(slots) - 1)
+		for _, sl := range m.keyed {
+			if sl == 0 {
+				continue
+			}
+			j := sl >> 32 & mask
+			for slots[j] != 0 {
+				j = (j + 1) & mask
+			}
+			slots[j] = sl
+		}
+		m.keyed = slots
 	}
 	return true
 }
@@ -289,7 +337,7 @@ func sameWords(a, b []uint64) bool {
 }
 
 func (m *memo) footprint() int64 {
-	n := int64(len(m.t.slots)) * 4
+	n := int64(len(m.t.slots))*4 + int64(len(m.keyed))*8
 	for _, c := range m.chunks {
 		n += int64(len(c)) * 8
 	}
