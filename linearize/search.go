@@ -77,7 +77,7 @@ type searcher[S, I, O any] struct {
 	zob   []uint64
 	px    []uint64                  // px[i]: the XOR of zob[:i]
 	keyOf func(rec []uint64) uint64 // windowKey
-	bits  []uint64                  // the linearized set, then win zero words of padding
+	bits  []uint64                  // the linearized set, then max(win, 1) zero words
 	words int                       // of the linearized set
 	known int                       // operations with a known outcome
 	// first is the first operation not linearized (every one before it
@@ -154,7 +154,9 @@ func (s *searcher[S, I, O]) reset(ops []int) {
 	if s.win >= s.words {
 		s.win = 0 // a window saves nothing
 	}
-	s.bits = resize(s.bits, s.words+s.win)
+	// At least one word of padding: advanceFirst stops in it when every
+	// operation is linearized.
+	s.bits = resize(s.bits, s.words+max(s.win, 1))
 	clear(s.bits)
 	s.first, s.top = 0, 0
 	s.states.reset(n)
