@@ -331,16 +331,16 @@ func simKV(rng *rand.Rand, corrupt bool) []Operation[KVInput, KVOutput] {
 func TestDifferentialLargeKV(t *testing.T) {
 	seed := testSeed(t)
 	rng := rand.New(rand.NewPCG(seed, 2))
-	n := 300
+	n, limit := 300, time.Second // porcupine's time limit
 	if deep() {
-		n = 5000
+		n, limit = 5000, 10*time.Second
 	}
 	m := NewKVModel()
 	var count [3]int
 	for i := range n {
 		h := simKV(rng, i%2 == 1)
 		pm, ph := toPorcupine(m, h)
-		pc := porcupine.CheckOperationsTimeout(pm, ph, 10*time.Second)
+		pc := porcupine.CheckOperationsTimeout(pm, ph, limit)
 		if pc == porcupine.Unknown {
 			continue // too hard for porcupine (unknown outcomes)
 		}
