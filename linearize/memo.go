@@ -64,7 +64,7 @@ func (t *table) rehash(n int, hashOf func(e int) uint64) {
 type interner[S any] struct {
 	t      table
 	states chunked[S]
-	hashes chunked[uint64]
+	hashes chunked[uint32] // the high half of each state's mixed hash
 	hash   func(S) uint64
 	equal  func(a, b S) bool
 }
@@ -114,8 +114,9 @@ func (c *chunked[T]) capacity() int { return 32<<len(c.chunks) - 32 }
 
 // id returns the id of s, adding it if new.
 func (in *interner[S]) id(s S) uint32 {
-	h := mix(in.hash(s))
-	i := h & in.t.mask()
+	// Slots are placed by the high half of the hash, the half kept.
+	h := uint32(mix(in.hash(s)) >> 32)
+	i := uint64(h) & in.t.mask()
 	for {
 		e := in.t.slots[i]
 		if e == 0 {
@@ -131,7 +132,7 @@ func (in *interner[S]) id(s S) uint32 {
 	n := in.states.n
 	in.t.slots[i] = uint32(n)
 	if 2*n > len(in.t.slots) {
-		in.t.rehash(n, func(e int) uint64 { return *in.hashes.at(e) })
+		in.t.rehash(n, func(e int) uint64 { return uint64(*in.hashes.at(e)) })
 	}
 	return uint32(n - 1)
 }
@@ -148,7 +149,7 @@ func (in *interner[S]) state(id uint32) S { return *in.states.at(int(id)) }
 
 func (in *interner[S]) footprint() int64 {
 	var zero S
-	return int64(in.states.capacity())*(int64(unsafe.Sizeof(zero))+8) + int64(len(in.t.slots))*4
+	return int64(in.states.capacity())*(int64(unsafe.Sizeof(zero))+4) + int64(len(in.t.slots))*4
 }
 
 // transitions caches the state ids each (state id, operation) steps to.
