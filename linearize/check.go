@@ -302,8 +302,8 @@ func runPartitions[S, I, O any](m *filled[S, I, O], history []Operation[I, O], p
 		abort   atomic.Bool
 		wg      sync.WaitGroup
 	)
-	work := func() {
-		s := newSearcher(m, history, b, &abort)
+	work := func(s *searcher[S, I, O], spawn func()) {
+		configs := 0
 		for {
 			i := int(nextIdx.Add(1) - 1)
 			if i >= len(order) || abort.Load() {
@@ -316,12 +316,35 @@ func runPartitions[S, I, O any](m *filled[S, I, O], history []Operation[I, O], p
 			if out.verdict == Illegal {
 				abort.Store(true)
 			}
+			if configs += out.states; configs > spawnAfter && spawn != nil {
+				spawn()
+			}
 		}
 	}
-	// The calling goroutine is one of the workers.
-	for range workers - 1 {
-		wg.Go(work)
+	// The calling goroutine is a worker, and starts the others only once
+	// the work is big enough to repay them: when one of its searches takes
+	// 1024 steps, or its searches have memoized spawnAfter configurations.
+	// Small histories (a few dozen operations per key) are then checked
+	// without a goroutine.
+	s := newSearcher(m, history, b, &abort)
+	if workers > 1 {
+		spawn := func() {
+			if s.slow == nil {
+				return // already started
+			}
+			s.slow = nil
+			for range workers - 1 {
+				wg.Go(func() { work(newSearcher(m, history, b, &abort), nil) })
+			}
+		}
+		s.slow = spawn
+		work(s, spawn)
+	} else {
+		work(s, nil)
 	}
-	work()
 	wg.Wait()
 }
+
+// spawnAfter is the number of configurations the calling goroutine
+// memoizes in small searches before it starts the other workers.
+const spawnAfter = 4096

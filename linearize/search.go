@@ -89,6 +89,9 @@ type searcher[S, I, O any] struct {
 	win   int
 	b     *budget
 	abort *atomic.Bool // another partition already failed; may be nil
+	// slow, if set, is called every 1024 steps (runPartitions starts its
+	// other workers then); it may clear itself.
+	slow func()
 
 	states  interner[S]
 	trans   transitions
@@ -357,7 +360,10 @@ func (s *searcher[S, I, O]) run() outcome {
 			}
 			return outcome{verdict: Ok, order: order, states: s.memo.n + s.wide.n, blocker: -1}
 		}
-		if tick++; tick&1023 == 0 && (s.stopped() || !s.account()) {
+		if tick++; tick&1023 == 0 && s.slow != nil {
+			s.slow()
+		}
+		if tick&1023 == 0 && (s.stopped() || !s.account()) {
 			return outcome{verdict: Unknown, states: s.memo.n + s.wide.n, blocker: -1}
 		}
 		if cur != none && cur&1 == 0 {
