@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -208,26 +209,68 @@ func unknownCause(ctx context.Context, b *budget) error {
 // partition groups the history by Model.Partition, keys in order and each
 // partition's operations by call time.
 func partition[S, I, O any](m *filled[S, I, O], history []Operation[I, O]) []Partition {
-	byKey := map[string][]int{}
-	var keys []string
+	// Number the keys in order of appearance, count their operations, then
+	// lay the partitions out in one array, each by call time.
+	var (
+		index map[string]int32 // once there are many keys
+		keys  []string
+		count []int
+		of    = make([]int32, len(history))
+	)
+	const scanKeys = 16 // up to this many keys, a scan beats hashing
 	for i := range history {
 		k := ""
 		if m.Partition != nil {
 			k = m.Partition(history[i].Input)
 		}
-		if _, ok := byKey[k]; !ok {
-			keys = append(keys, k)
+		p, ok := int32(-1), false
+		if index != nil {
+			p, ok = index[k]
+		} else if j := slices.Index(keys, k); j >= 0 {
+			p, ok = int32(j), true
 		}
-		byKey[k] = append(byKey[k], i)
+		if !ok {
+			p = int32(len(keys))
+			keys = append(keys, k)
+			count = append(count, 0)
+			if index != nil {
+				index[k] = p
+			} else if len(keys) > scanKeys {
+				index = make(map[string]int32, 2*len(keys))
+				for j, k := range keys {
+					index[k] = int32(j)
+				}
+			}
+		}
+		of[i] = p
+		count[p]++
 	}
-	slices.Sort(keys)
+	byKey := make([]int32, len(keys)) // partition number -> rank of its key
+	for i := range byKey {
+		byKey[i] = int32(i)
+	}
+	slices.SortFunc(byKey, func(a, b int32) int { return strings.Compare(keys[a], keys[b]) })
+	start := make([]int, len(keys)) // by partition number
 	parts := make([]Partition, len(keys))
-	for i, k := range keys {
-		ops := byKey[k]
-		slices.SortStableFunc(ops, func(a, b int) int {
-			return cmpInt64(history[a].Call, history[b].Call)
-		})
-		parts[i] = Partition{Key: k, Ops: ops}
+	at := 0
+	for _, p := range byKey {
+		start[p] = at
+		at += count[p]
+	}
+	all := make([]int, len(history))
+	fill := slices.Clone(start)
+	for i, p := range of {
+		all[fill[p]] = i
+		fill[p]++
+	}
+	for r, p := range byKey {
+		lo, hi := start[p], start[p]+count[p]
+		ops := all[lo:hi:hi]
+		byCall := func(a, b int) int { return cmpInt64(history[a].Call, history[b].Call) }
+		if !slices.IsSortedFunc(ops, byCall) {
+			slices.SortStableFunc(ops, byCall)
+		}
+		parts[r] = Partition{Key: keys[p], Ops: ops}
 	}
 	return parts
 }
@@ -259,21 +302,49 @@ func runPartitions[S, I, O any](m *filled[S, I, O], history []Operation[I, O], p
 		abort   atomic.Bool
 		wg      sync.WaitGroup
 	)
-	for range workers {
-		wg.Go(func() {
-			for {
-				i := int(nextIdx.Add(1) - 1)
-				if i >= len(order) {
-					return
-				}
-				p := &parts[order[i]]
-				out := newSearcher(m, history, p.Ops, b, &abort).run()
-				p.Verdict, p.Linearization, p.States, p.blocker = out.verdict, out.order, out.states, out.blocker
-				if out.verdict == Illegal {
-					abort.Store(true)
-				}
+	work := func(s *searcher[S, I, O], spawn func()) {
+		configs := 0
+		for {
+			i := int(nextIdx.Add(1) - 1)
+			if i >= len(order) || abort.Load() {
+				return // done, or another partition failed: the rest stay Unknown
 			}
-		})
+			p := &parts[order[i]]
+			s.reset(p.Ops)
+			out := s.run()
+			p.Verdict, p.Linearization, p.States, p.blocker = out.verdict, out.order, out.states, out.blocker
+			if out.verdict == Illegal {
+				abort.Store(true)
+			}
+			if configs += out.states; configs > spawnAfter && spawn != nil {
+				spawn()
+			}
+		}
+	}
+	// The calling goroutine is a worker, and starts the others only once
+	// the work is big enough to repay them: when one of its searches takes
+	// 1024 steps, or its searches have memoized spawnAfter configurations.
+	// Small histories (a few dozen operations per key) are then checked
+	// without a goroutine.
+	s := newSearcher(m, history, b, &abort)
+	if workers > 1 {
+		spawn := func() {
+			if s.slow == nil {
+				return // already started
+			}
+			s.slow = nil
+			for range workers - 1 {
+				wg.Go(func() { work(newSearcher(m, history, b, &abort), nil) })
+			}
+		}
+		s.slow = spawn
+		work(s, spawn)
+	} else {
+		work(s, nil)
 	}
 	wg.Wait()
 }
+
+// spawnAfter is the number of configurations the calling goroutine
+// memoizes in small searches before it starts the other workers.
+const spawnAfter = 4096

@@ -300,3 +300,46 @@ func TestIllegalStopsOtherPartitions(t *testing.T) {
 		t.Fatalf("took %v", res.Elapsed)
 	}
 }
+
+// TestWordBoundaries: partitions whose sizes sit at the bitset's word
+// boundaries, linearized to the last operation, with and without windowed
+// memo entries (a chain of overlapping pairs, and everything concurrent).
+func TestWordBoundaries(t *testing.T) {
+	m := NewRegisterModel(0)
+	for _, n := range []int{63, 64, 65, 127, 128, 129, 192, 193} {
+		for _, shape := range []string{"sequential", "pairs", "unknown last"} {
+			var h []rop
+			for i := range n {
+				call, ret := int64(2*i), int64(2*i+1)
+				if shape == "pairs" {
+					ret = int64(2*i + 2) // touches the next call: concurrent
+				}
+				h = append(h, write(i, i, call, ret, i+1))
+			}
+			if shape == "unknown last" {
+				h[n-1] = unknownOp(h[n-1])
+			}
+			last := n // the value the last known write leaves
+			if shape == "unknown last" {
+				last = n - 1
+			}
+			ok := append(slices.Clone(h), read(n, n, int64(2*n+10), int64(2*n+11), last))
+			if shape == "unknown last" {
+				ok[len(ok)-1].Output.Value = n // the unknown write took effect
+			}
+			bad := append(slices.Clone(h), read(n, n, int64(2*n+10), int64(2*n+11), -1))
+			for _, c := range []struct {
+				h    []rop
+				want Verdict
+			}{{h, Ok}, {ok, Ok}, {bad, Illegal}} {
+				res := check(t, m, c.h)
+				if res.Verdict != c.want {
+					t.Fatalf("%d ops, %s: verdict %v, want %v", len(c.h), shape, res.Verdict, c.want)
+				}
+				if res.Verdict == Ok {
+					verifyLinearization(t, m, c.h, &res)
+				}
+			}
+		}
+	}
+}

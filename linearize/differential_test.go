@@ -5,6 +5,7 @@ import (
 	"flag"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -251,5 +252,117 @@ func TestDifferentialPorcupine(t *testing.T) {
 		if c[Ok] < n/20 || c[Illegal] < n/20 {
 			t.Errorf("%s: verdicts too one-sided to compare (%d Ok, %d Illegal)", model, c[Ok], c[Illegal])
 		}
+	}
+}
+
+// simKV simulates clients of a linearizable key-value store: each
+// operation takes effect at a random instant within its interval (an
+// unknown one, at its instant or never), so the history is linearizable;
+// with corrupt, one get is then given a wrong output, which usually makes
+// it not. Partitions run to a few hundred operations, several words of
+// bitset, with windows in the memo.
+func simKV(rng *rand.Rand, corrupt bool) []Operation[KVInput, KVOutput] {
+	keys := []string{"x", "y", "z"}[:1+rng.IntN(3)]
+	clients := 2 + rng.IntN(4)
+	n := 60 + rng.IntN(300)
+	type ev struct {
+		at int64
+		i  int
+	}
+	var (
+		h      []Operation[KVInput, KVOutput]
+		order  []ev
+		free   = make([]int64, clients)
+		effect []bool
+	)
+	for i := range n {
+		c := rng.IntN(clients)
+		call := free[c] + rng.Int64N(3)
+		ret := call + rng.Int64N(8)
+		free[c] = ret + 1
+		in := KVInput{Op: KVOp(1 + rng.IntN(3)), Key: keys[rng.IntN(len(keys))]}
+		if in.Op != Get {
+			in.Value = string(rune('a' + rng.IntN(3)))
+		}
+		op := Operation[KVInput, KVOutput]{ID: i, ClientID: c, Call: call, Return: ret, Input: in}
+		op.Unknown = rng.IntN(80) == 0
+		effect = append(effect, !op.Unknown || rng.IntN(2) == 0)
+		if op.Unknown {
+			free[c] = ret + 1 + rng.Int64N(20) // the client gave up, then went on
+		}
+		h = append(h, op)
+		// The effect is at call+2x/2 for x in [0, ret-call]: within the
+		// interval, and at a half step so that ties are rare.
+		order = append(order, ev{2*call + rng.Int64N(2*(ret-call)+1), i})
+	}
+	slices.SortFunc(order, func(a, b ev) int { return cmpInt64(a.at, b.at) })
+	state := map[string]string{}
+	for _, e := range order {
+		op := &h[e.i]
+		if !effect[e.i] {
+			continue
+		}
+		switch op.Input.Op {
+		case Get:
+			op.Output.Value = state[op.Input.Key]
+		case Put:
+			state[op.Input.Key] = op.Input.Value
+		case Append:
+			state[op.Input.Key] += op.Input.Value
+		}
+	}
+	if corrupt {
+		var gets []int
+		for i := range h {
+			if h[i].Input.Op == Get && !h[i].Unknown {
+				gets = append(gets, i)
+			}
+		}
+		if len(gets) > 0 {
+			h[gets[rng.IntN(len(gets))]].Output.Value += string(rune('a' + rng.IntN(3)))
+		}
+	}
+	return h
+}
+
+// TestDifferentialLargeKV compares lockproof (one worker, so that one
+// searcher takes partition after partition, and the default pool) with
+// porcupine on simulated key-value histories of hundreds of operations.
+func TestDifferentialLargeKV(t *testing.T) {
+	seed := testSeed(t)
+	rng := rand.New(rand.NewPCG(seed, 2))
+	n, limit := 300, time.Second // porcupine's time limit
+	if deep() {
+		n, limit = 5000, 10*time.Second
+	}
+	m := NewKVModel()
+	var count [3]int
+	for i := range n {
+		h := simKV(rng, i%2 == 1)
+		pm, ph := toPorcupine(m, h)
+		pc := porcupine.CheckOperationsTimeout(pm, ph, limit)
+		if pc == porcupine.Unknown {
+			continue // too hard for porcupine (unknown outcomes)
+		}
+		want := pcVerdict(pc == porcupine.Ok)
+		for _, workers := range []int{1, 0} {
+			res, err := Check(context.Background(), m, h, Options{NoMinimize: true, Workers: workers})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Verdict != want {
+				var b []byte
+				_ = EncodeHistory(&byteWriter{&b}, h)
+				t.Fatalf("history %d, %d workers: lockproof %v, porcupine %v on\n%s", i, workers, res.Verdict, want, b)
+			}
+			if res.Verdict == Ok {
+				verifyLinearization(t, m, h, &res)
+			}
+		}
+		count[want]++
+	}
+	t.Logf("%d Ok, %d Illegal", count[Ok], count[Illegal])
+	if count[Ok] < n/10 || count[Illegal] < n/10 {
+		t.Errorf("verdicts too one-sided to compare (%d Ok, %d Illegal)", count[Ok], count[Illegal])
 	}
 }

@@ -20,11 +20,28 @@ type table struct {
 
 // newTable returns a table sized for about n entries.
 func newTable(n int) table {
+	return table{slots: make([]uint32, tableSize(n))}
+}
+
+// tableSize is the number of slots of a table for about n entries.
+func tableSize(n int) int {
 	size := 16
 	for size < 2*n {
 		size *= 2
 	}
-	return table{slots: make([]uint32, size)}
+	return size
+}
+
+// reset empties the table and sizes it for about n entries, keeping its
+// slots unless they are far too many (what clearing them costs is then
+// more than growing a table again would).
+func (t *table) reset(n int) {
+	want := tableSize(n)
+	if l := len(t.slots); l >= want && (l <= 64*want || l <= 1<<18) {
+		clear(t.slots)
+		return
+	}
+	*t = newTable(n)
 }
 
 func (t *table) mask() uint64 { return uint64(len(t.slots) - 1) }
@@ -47,7 +64,7 @@ func (t *table) rehash(n int, hashOf func(e int) uint64) {
 type interner[S any] struct {
 	t      table
 	states chunked[S]
-	hashes chunked[uint64]
+	hashes chunked[uint32] // the high half of each state's mixed hash
 	hash   func(S) uint64
 	equal  func(a, b S) bool
 }
@@ -81,13 +98,25 @@ func (c *chunked[T]) push(v T) {
 	c.n++
 }
 
+// reset empties c, keeping its chunks; it clears the elements it held so
+// that they keep nothing alive.
+func (c *chunked[T]) reset() {
+	for k := 0; c.n > 0 && k < len(c.chunks); k++ {
+		used := min(c.n, len(c.chunks[k]))
+		clear(c.chunks[k][:used])
+		c.n -= used
+	}
+	c.n = 0
+}
+
 // capacity is the number of elements allocated.
 func (c *chunked[T]) capacity() int { return 32<<len(c.chunks) - 32 }
 
 // id returns the id of s, adding it if new.
 func (in *interner[S]) id(s S) uint32 {
-	h := mix(in.hash(s))
-	i := h & in.t.mask()
+	// Slots are placed by the high half of the hash, the half kept.
+	h := uint32(mix(in.hash(s)) >> 32)
+	i := uint64(h) & in.t.mask()
 	for {
 		e := in.t.slots[i]
 		if e == 0 {
@@ -103,9 +132,16 @@ func (in *interner[S]) id(s S) uint32 {
 	n := in.states.n
 	in.t.slots[i] = uint32(n)
 	if 2*n > len(in.t.slots) {
-		in.t.rehash(n, func(e int) uint64 { return *in.hashes.at(e) })
+		in.t.rehash(n, func(e int) uint64 { return uint64(*in.hashes.at(e)) })
 	}
 	return uint32(n - 1)
+}
+
+// reset empties the interner and sizes its table for about n states.
+func (in *interner[S]) reset(n int) {
+	in.t.reset(n)
+	in.states.reset()
+	in.hashes.reset()
 }
 
 // state returns the state of an id.
@@ -113,7 +149,7 @@ func (in *interner[S]) state(id uint32) S { return *in.states.at(int(id)) }
 
 func (in *interner[S]) footprint() int64 {
 	var zero S
-	return int64(in.states.capacity())*(int64(unsafe.Sizeof(zero))+8) + int64(len(in.t.slots))*4
+	return int64(in.states.capacity())*(int64(unsafe.Sizeof(zero))+4) + int64(len(in.t.slots))*4
 }
 
 // transitions caches the state ids each (state id, operation) steps to.
@@ -165,15 +201,49 @@ func (tr *transitions) footprint() int64 {
 }
 
 // memo is the set of explored configurations (linearized set, state id).
-// An entry is stride words: its key, its state id, its bitset.
+// An entry is stride words: its key (unless keyOf is set), a tag (the
+// state id, and where the stored words start in the set), the words of the
+// set. A memo without keys recomputes them with keyOf when it grows.
 type memo struct {
-	t      table
+	t table // without keys
+	// keyed holds, with keys, each entry's index + 1 in the low half of a
+	// slot and the high half of its key in the other: probes compare that
+	// half before reading an entry, and growing reads no entry.
+	keyed  []uint64
 	words  int
+	head   int // 2: key and tag; 1: tag only
+	keyOf  func(rec []uint64) uint64
 	chunks [][]uint64 // chunk c holds 32<<c entries
 	n      int
 }
 
-func (m *memo) stride() int { return 2 + m.words }
+// reset empties the memo for configurations of words-word bitsets, sized
+// for about n entries, with keys in the entries unless keyOf is given.
+// Chunks big enough for the new stride are kept.
+func (m *memo) reset(n, words int, keyOf func(rec []uint64) uint64) {
+	m.words, m.n, m.keyOf, m.head = words, 0, keyOf, 2
+	if keyOf != nil {
+		m.head = 1
+		m.t.reset(n)
+		m.keyed = nil
+	} else {
+		m.t = table{}
+		want := tableSize(n)
+		if l := len(m.keyed); l >= want && (l <= 64*want || l <= 1<<17) {
+			clear(m.keyed)
+		} else {
+			m.keyed = make([]uint64, want)
+		}
+	}
+	for k, c := range m.chunks {
+		if len(c) < (32<<k)*m.stride() {
+			m.chunks = m.chunks[:k]
+			break
+		}
+	}
+}
+
+func (m *memo) stride() int { return m.head + m.words }
 
 func (m *memo) entry(e int) []uint64 {
 	k, off := chunkOf(e)
@@ -181,15 +251,19 @@ func (m *memo) entry(e int) []uint64 {
 	return m.chunks[k][off*st : (off+1)*st]
 }
 
-// insert adds (bits, state) under key and reports whether it was new.
-func (m *memo) insert(key uint64, set []uint64, state uint32) bool {
+// insert adds (set, tag) under key and reports whether it was new. set has
+// the memo's words.
+func (m *memo) insert(key uint64, set []uint64, tag uint64) bool {
+	if m.head == 2 {
+		return m.insertKeyed(key, set, tag)
+	}
 	i := key & m.t.mask()
 	for {
 		e := m.t.slots[i]
 		if e == 0 {
 			break
 		}
-		if rec := m.entry(int(e - 1)); rec[0] == key && rec[1] == uint64(state) && sameWords(rec[2:], set) {
+		if rec := m.entry(int(e - 1)); rec[0] == tag && sameWords(rec[1:], set) {
 			return false
 		}
 		i = (i + 1) & m.t.mask()
@@ -199,12 +273,57 @@ func (m *memo) insert(key uint64, set []uint64, state uint32) bool {
 		m.chunks = append(m.chunks, make([]uint64, (32<<k)*m.stride()))
 	}
 	rec := m.entry(m.n)
-	rec[0], rec[1] = key, uint64(state)
-	copy(rec[2:], set)
+	rec[0] = tag
+	copy(rec[1:], set)
 	m.n++
 	m.t.slots[i] = uint32(m.n)
 	if 2*m.n > len(m.t.slots) {
-		m.t.rehash(m.n, func(e int) uint64 { return m.entry(e)[0] })
+		m.t.rehash(m.n, func(e int) uint64 { return m.keyOf(m.entry(e)) })
+	}
+	return true
+}
+
+// insertKeyed is insert for a memo with keys. Slots are placed by the high
+// half of the key, the half they hold.
+func (m *memo) insertKeyed(key uint64, set []uint64, tag uint64) bool {
+	hi := key >> 32
+	mask := uint64(len(m.keyed) - 1)
+	i := hi & mask
+	for {
+		sl := m.keyed[i]
+		if sl == 0 {
+			break
+		}
+		if sl>>32 == hi {
+			if rec := m.entry(int(uint32(sl) - 1)); rec[0] == key && rec[1] == tag && sameWords(rec[2:], set) {
+				return false
+			}
+		}
+		i = (i + 1) & mask
+	}
+	k, _ := chunkOf(m.n)
+	if k == len(m.chunks) {
+		m.chunks = append(m.chunks, make([]uint64, (32<<k)*m.stride()))
+	}
+	rec := m.entry(m.n)
+	rec[0], rec[1] = key, tag
+	copy(rec[2:], set)
+	m.n++
+	m.keyed[i] = uint64(m.n) | hi<<32
+	if 2*m.n > len(m.keyed) {
+		slots := make([]uint64, 2*len(m.keyed))
+		mask := uint64(len(slots) - 1)
+		for _, sl := range m.keyed {
+			if sl == 0 {
+				continue
+			}
+			j := sl >> 32 & mask
+			for slots[j] != 0 {
+				j = (j + 1) & mask
+			}
+			slots[j] = sl
+		}
+		m.keyed = slots
 	}
 	return true
 }
@@ -219,5 +338,9 @@ func sameWords(a, b []uint64) bool {
 }
 
 func (m *memo) footprint() int64 {
-	return int64(32<<len(m.chunks)-32)*int64(m.stride())*8 + int64(len(m.t.slots))*4
+	n := int64(len(m.t.slots))*4 + int64(len(m.keyed))*8
+	for _, c := range m.chunks {
+		n += int64(len(c)) * 8
+	}
+	return n
 }

@@ -59,7 +59,7 @@ func (op *Operation[I, O]) End() int64 {
 
 // validateHistory reports the first malformed operation of h.
 func validateHistory[I, O any](h []Operation[I, O]) error {
-	seen := make(map[int]int, len(h))
+	dense := true // every id in [0, len(h)): duplicates show in a bitset
 	for i := range h {
 		op := &h[i]
 		if op.Return < op.Call {
@@ -70,6 +70,28 @@ func validateHistory[I, O any](h []Operation[I, O]) error {
 			return fmt.Errorf("%w: operation %d (id %d): negative client id %d",
 				ErrInvalidHistory, i, op.ID, op.ClientID)
 		}
+		if uint(op.ID) >= uint(len(h)) {
+			dense = false
+		}
+	}
+	if dense {
+		seen := make([]uint64, (len(h)+63)/64)
+		dup := false
+		for i := range h {
+			id := uint(h[i].ID)
+			if seen[id>>6]&(1<<(id&63)) != 0 {
+				dup = true
+				break
+			}
+			seen[id>>6] |= 1 << (id & 63)
+		}
+		if !dup {
+			return nil
+		}
+	}
+	seen := make(map[int]int, len(h))
+	for i := range h {
+		op := &h[i]
 		if j, dup := seen[op.ID]; dup {
 			return fmt.Errorf("%w: operations %d and %d share id %d",
 				ErrInvalidHistory, j, i, op.ID)

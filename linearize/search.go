@@ -1,7 +1,9 @@
 package linearize
 
 import (
+	"math/bits"
 	"slices"
+	"sort"
 	"sync/atomic"
 )
 
@@ -37,13 +39,17 @@ type outcome struct {
 
 // frame is one linearized operation on the search stack.
 type frame struct {
-	op      int32  // local index
-	prev    uint32 // state id before the operation
-	alts    []uint32
-	altNext int32 // alts[altNext:] are the next states still to try
+	op   int32  // local index
+	prev uint32 // state id before the operation
+	// The next states to try are alts[altNext:altEnd] of the searcher;
+	// alts[altNext-1] is the one taken. A frame's alternatives sit above
+	// those of the frames below it, so popping truncates alts.
+	altLo, altNext, altEnd int32
 	// greedy: a read-only operation taken without trying the others; if
 	// it fails, the configuration before it fails too.
 	greedy bool
+	// first and top before the operation (see searcher).
+	first, top int32
 }
 
 // searcher is the Wing & Gong / Lowe search over one partition.
@@ -69,16 +75,33 @@ type searcher[S, I, O any] struct {
 	next  []int32
 	prev  []int32
 	zob   []uint64
-	bits  []uint64
-	known int // operations with a known outcome
+	px    []uint64                  // px[i]: the XOR of zob[:i]
+	keyOf func(rec []uint64) uint64 // windowKey
+	bits  []uint64                  // the linearized set, then max(win, 1) zero words
+	words int                       // of the linearized set
+	known int                       // operations with a known outcome
+	// first is the first operation not linearized (every one before it
+	// is), top the number of words of bits up to the last nonzero one.
+	first, top int32
+	// win, when not 0, is the width in words of the memo's entries: a
+	// linearized set whose words from first's on are zero after win of
+	// them is stored as that window (see remember); the others go to wide.
+	win   int
 	b     *budget
 	abort *atomic.Bool // another partition already failed; may be nil
+	// slow, if set, is called every 1024 steps (runPartitions starts its
+	// other workers then); it may clear itself.
+	slow func()
 
 	states  interner[S]
 	trans   transitions
 	memo    memo
+	wide    memo
 	buf     []S
 	ids     []uint32
+	alts    []uint32 // the frames' alternatives, a stack
+	stack   []frame
+	events  []event
 	charged int64
 	// The step cache starts once the search is big enough to repay it,
 	// and is dropped again when it misses more than it hits.
@@ -94,32 +117,70 @@ const none = int32(-1)
 
 // cacheAfter is the number of memoized configurations after which the step
 // cache starts: below it, a search is over before the cache pays for its
-// tables.
+// tables. It starts only when there are more than two configurations per
+// distinct state: with fewer, the same (state, operation) seldom comes
+// back.
 const cacheAfter = 4096
 
-// newSearcher links the events of ops (history indices) in time order.
-// Node 2k is the call of local operation k, node 2k+1 its return; node 2n
-// is the head.
-func newSearcher[S, I, O any](m *filled[S, I, O], hist []Operation[I, O], ops []int, b *budget, abort *atomic.Bool) *searcher[S, I, O] {
-	n := len(ops)
+// newSearcher returns a searcher over hist; reset gives it the operations
+// of one search. A searcher keeps its buffers from one search to the next,
+// so that checking many small partitions, or shrinking, does not allocate
+// them again each time.
+func newSearcher[S, I, O any](m *filled[S, I, O], hist []Operation[I, O], b *budget, abort *atomic.Bool) *searcher[S, I, O] {
 	s := &searcher[S, I, O]{
-		m: m, hist: hist, ops: ops, b: b, abort: abort,
-		next:    make([]int32, 2*n+1),
-		prev:    make([]int32, 2*n+1),
-		zob:     make([]uint64, n),
-		bits:    make([]uint64, (n+63)/64),
-		states:  interner[S]{t: newTable(n), hash: m.Hash, equal: m.Equal},
-		memo:    memo{t: newTable(n), words: (n + 63) / 64},
-		blocker: -1,
+		m: m, hist: hist, b: b, abort: abort,
+		states: interner[S]{hash: m.Hash, equal: m.Equal},
 	}
-	type event struct {
-		t    int64
-		node int32
+	s.keyOf = s.windowKey
+	return s
+}
+
+// event is a call or return of the list, for sorting.
+type event struct {
+	t    int64
+	node int32
+}
+
+// reset prepares a search of ops (history indices): it links their events
+// in time order. Node 2k is the call of local operation k, node 2k+1 its
+// return; node 2n is the head.
+func (s *searcher[S, I, O]) reset(ops []int) {
+	n := len(ops)
+	s.ops = ops
+	s.next = resize(s.next, 2*n+1)
+	s.prev = resize(s.prev, 2*n+1)
+	s.zob = resize(s.zob, n)
+	s.px = resize(s.px, n+1)
+	s.px[0] = 0
+	s.words = (n + 63) / 64
+	s.win = window(s.hist, ops)
+	if s.win >= s.words {
+		s.win = 0 // a window saves nothing
 	}
-	events := make([]event, 0, 2*n)
+	// At least one word of padding: advanceFirst stops in it when every
+	// operation is linearized.
+	s.bits = resize(s.bits, s.words+max(s.win, 1))
+	clear(s.bits)
+	s.first, s.top = 0, 0
+	s.states.reset(n)
+	if s.win > 0 {
+		s.memo.reset(n, s.win, s.keyOf)
+		s.wide.reset(0, s.words, nil)
+	} else {
+		s.memo.reset(n, s.words, nil)
+		s.wide.reset(0, 0, nil)
+	}
+	s.trans = transitions{}
+	s.alts, s.stack = s.alts[:0], s.stack[:0]
+	s.known, s.charged = 0, 0
+	s.cacheOn, s.cacheOff, s.hits, s.misses = false, false, 0, 0
+	s.deepest, s.blocker = 0, -1
+
+	events := s.events[:0]
 	for k, hi := range ops {
-		op := &hist[hi]
+		op := &s.hist[hi]
 		s.zob[k] = zobrist(uint64(k))
+		s.px[k+1] = s.px[k] ^ s.zob[k]
 		events = append(events, event{op.Call, int32(2 * k)})
 		if !op.Unknown {
 			events = append(events, event{op.Return, int32(2*k + 1)})
@@ -136,6 +197,7 @@ func newSearcher[S, I, O any](m *filled[S, I, O], hist []Operation[I, O], ops []
 		}
 		return int(a.node - b.node)
 	})
+	s.events = events
 	last := int32(2 * n) // head
 	s.prev[last] = none
 	for _, e := range events {
@@ -144,7 +206,35 @@ func newSearcher[S, I, O any](m *filled[S, I, O], hist []Operation[I, O], ops []
 		last = e.node
 	}
 	s.next[last] = none
-	return s
+}
+
+// window returns the number of words a window of the linearized set needs
+// to hold every set whose first operation not linearized has a known
+// outcome: while operation k is not linearized, only operations called
+// before its return can be, and ops are in call order. (The window is only
+// a representation: a set that does not fit is stored whole, so a wrong
+// guess costs memory, never correctness.)
+func window[I, O any](hist []Operation[I, O], ops []int) int {
+	need := 0
+	for k, hi := range ops {
+		op := &hist[hi]
+		if op.Unknown {
+			continue
+		}
+		// The last operation called at or before k's return.
+		j := k + sort.Search(len(ops)-k, func(i int) bool { return hist[ops[k+i]].Call > op.Return }) - 1
+		need = max(need, j>>6-k>>6+1)
+	}
+	return need
+}
+
+// resize returns a slice of length n, reusing b's array if it is big enough.
+// The contents are not cleared.
+func resize[T any](b []T, n int) []T {
+	if cap(b) >= n {
+		return b[:n]
+	}
+	return make([]T, n)
 }
 
 func (s *searcher[S, I, O]) head() int32 { return int32(2 * len(s.ops)) }
@@ -199,7 +289,7 @@ func (s *searcher[S, I, O]) stopped() bool {
 
 // footprint is the bytes held by the search's tables.
 func (s *searcher[S, I, O]) footprint() int64 {
-	return s.states.footprint() + s.trans.footprint() + s.memo.footprint()
+	return s.states.footprint() + s.trans.footprint() + s.memo.footprint() + s.wide.footprint()
 }
 
 // account charges the growth of the tables to the budget and reports
@@ -215,7 +305,7 @@ func (s *searcher[S, I, O]) account() bool {
 // unknown operation id itself first (no effect), then those Step allows.
 func (s *searcher[S, I, O]) step(id uint32, k int32) []uint32 {
 	key := transKey(id, k)
-	if !s.cacheOn && !s.cacheOff && s.memo.n > cacheAfter {
+	if configs := s.memo.n + s.wide.n; !s.cacheOn && !s.cacheOff && configs > cacheAfter && configs > 2*s.states.states.n {
 		s.cacheOn, s.trans = true, transitions{t: newTable(cacheAfter)}
 	}
 	if s.cacheOn {
@@ -245,7 +335,7 @@ func (s *searcher[S, I, O]) step(id uint32, k int32) []uint32 {
 	}
 	clear(s.buf) // drop references held by the scratch space
 	if !s.cacheOn {
-		return slices.Clone(s.ids)
+		return s.ids // valid until the next step: try copies what it keeps
 	}
 	return s.trans.put(key, s.ids)
 }
@@ -257,26 +347,28 @@ func (s *searcher[S, I, O]) run() outcome {
 		state = s.states.id(s.m.Init())
 		h     uint64
 		left  = s.known
-		stack = make([]frame, 0, len(s.ops))
 		cur   = s.next[s.head()]
 		tick  uint32
 	)
 	for {
 		if left == 0 {
-			order := make([]int, 0, len(stack))
-			for _, f := range stack {
-				if f.alts[f.altNext-1] != f.prev || !s.hist[s.ops[f.op]].Unknown {
+			order := make([]int, 0, len(s.stack))
+			for _, f := range s.stack {
+				if s.alts[f.altNext-1] != f.prev || !s.hist[s.ops[f.op]].Unknown {
 					order = append(order, s.ops[f.op])
 				}
 			}
-			return outcome{verdict: Ok, order: order, states: s.memo.n, blocker: -1}
+			return outcome{verdict: Ok, order: order, states: s.memo.n + s.wide.n, blocker: -1}
 		}
-		if tick++; tick&1023 == 0 && (s.stopped() || !s.account()) {
-			return outcome{verdict: Unknown, states: s.memo.n, blocker: -1}
+		if tick++; tick&1023 == 0 && s.slow != nil {
+			s.slow()
+		}
+		if tick&1023 == 0 && (s.stopped() || !s.account()) {
+			return outcome{verdict: Unknown, states: s.memo.n + s.wide.n, blocker: -1}
 		}
 		if cur != none && cur&1 == 0 {
 			k := cur >> 1
-			if s.try(k, &state, &h, &stack) {
+			if s.try(k, &state, &h) {
 				known := !s.hist[s.ops[k]].Unknown
 				s.lift(k, known)
 				if known {
@@ -294,15 +386,15 @@ func (s *searcher[S, I, O]) run() outcome {
 			s.deepest, s.blocker = done, s.firstReturn()
 		}
 	backtrack:
-		if len(stack) == 0 {
-			return outcome{verdict: Illegal, states: s.memo.n, blocker: s.blocker}
+		if len(s.stack) == 0 {
+			return outcome{verdict: Illegal, states: s.memo.n + s.wide.n, blocker: s.blocker}
 		}
-		f := &stack[len(stack)-1]
+		f := &s.stack[len(s.stack)-1]
 		advanced := false
-		for int(f.altNext) < len(f.alts) {
-			id := f.alts[f.altNext]
+		for f.altNext < f.altEnd {
+			id := s.alts[f.altNext]
 			f.altNext++
-			if s.memo.insert(h^mix(uint64(id)+1), s.bits, id) {
+			if s.remember(h, id) {
 				state, advanced = id, true
 				break
 			}
@@ -315,7 +407,9 @@ func (s *searcher[S, I, O]) run() outcome {
 		known := !s.hist[s.ops[k]].Unknown
 		state = f.prev
 		greedy := f.greedy
-		stack = stack[:len(stack)-1]
+		s.first, s.top = f.first, f.top
+		s.alts = s.alts[:f.altLo]
+		s.stack = s.stack[:len(s.stack)-1]
 		s.unlift(k, known)
 		s.bits[k>>6] &^= 1 << (k & 63)
 		h ^= s.zob[k]
@@ -332,24 +426,78 @@ func (s *searcher[S, I, O]) run() outcome {
 // try linearizes candidate k in the current configuration if that reaches
 // a configuration not explored yet, pushing a frame; it reports whether it
 // did. The caller lifts k's events.
-func (s *searcher[S, I, O]) try(k int32, state *uint32, h *uint64, stack *[]frame) bool {
+func (s *searcher[S, I, O]) try(k int32, state *uint32, h *uint64) bool {
 	next := s.step(*state, k)
 	if len(next) == 0 {
 		return false
 	}
 	nh := *h ^ s.zob[k]
+	first, top := s.first, s.top
 	s.bits[k>>6] |= 1 << (k & 63)
+	if k == s.first {
+		s.advanceFirst()
+	}
+	s.top = max(s.top, k>>6+1)
 	for i, id := range next {
-		if s.memo.insert(nh^mix(uint64(id)+1), s.bits, id) {
+		if s.remember(nh, id) {
 			greedy := s.m.ReadOnly != nil && len(next) == 1 && next[0] == *state &&
 				!s.hist[s.ops[k]].Unknown && s.m.ReadOnly(&s.hist[s.ops[k]])
-			*stack = append(*stack, frame{op: k, prev: *state, alts: next, altNext: int32(i + 1), greedy: greedy})
+			lo := int32(len(s.alts))
+			s.alts = append(s.alts, next...)
+			s.stack = append(s.stack, frame{op: k, prev: *state, altLo: lo, altNext: lo + int32(i+1), altEnd: int32(len(s.alts)), greedy: greedy, first: first, top: top})
 			*state, *h = id, nh
 			return true
 		}
 	}
 	s.bits[k>>6] &^= 1 << (k & 63)
+	s.first, s.top = first, top
 	return false
+}
+
+// windowKey recomputes the key of a memo entry of a window (see remember):
+// the Zobrist hash of every operation before the window's first word and
+// of those set in the window, mixed with the state id.
+func (s *searcher[S, I, O]) windowKey(rec []uint64) uint64 {
+	tag := rec[0]
+	lo := int(tag>>32) << 6
+	h := s.px[lo]
+	for j, w := range rec[1:] {
+		for ; w != 0; w &= w - 1 {
+			h ^= s.zob[lo+j<<6+bits.TrailingZeros64(w)]
+		}
+	}
+	return h ^ mix(uint64(uint32(tag))+1)
+}
+
+// advanceFirst moves first past the operations linearized from it on.
+func (s *searcher[S, I, O]) advanceFirst() {
+	f := s.first
+	for {
+		// The padding words are zero: the scan ends by len(ops).
+		if rest := ^s.bits[f>>6] >> (f & 63); rest != 0 {
+			s.first = f + int32(bits.TrailingZeros64(rest))
+			return
+		}
+		f = (f>>6 + 1) << 6
+	}
+}
+
+// remember records the configuration of the linearized set (whose Zobrist
+// hash is h) and state id, and reports whether it is new. With a window, a
+// set goes to memo as the window of words from first's word on when every
+// set bit after them is within it, and whole to wide otherwise: which table
+// and form a set takes depends only on the set, so each configuration has
+// one place and form.
+func (s *searcher[S, I, O]) remember(h uint64, id uint32) bool {
+	key := h ^ mix(uint64(id)+1)
+	if s.win == 0 {
+		return s.memo.insert(key, s.bits[:s.words], uint64(id))
+	}
+	base := s.first >> 6
+	if s.top-base <= int32(s.win) {
+		return s.memo.insert(key, s.bits[base:int(base)+s.win], uint64(id)|uint64(base)<<32)
+	}
+	return s.wide.insert(key, s.bits[:s.words], uint64(id))
 }
 
 // zobrist is the random word of operation k in the incremental hash of the

@@ -19,6 +19,7 @@ import "slices"
 func shrink[S, I, O any](m *filled[S, I, O], history []Operation[I, O], ops []int, blocker int, b *budget) (cex []int, minimal bool) {
 	cur := slices.Clone(ops)
 	inconclusive := false
+	sr := newSearcher(m, history, b, nil)
 	fails := func(cand []int) bool {
 		if b.cancelled.Load() || b.memHit.Load() {
 			inconclusive = true
@@ -27,7 +28,8 @@ func shrink[S, I, O any](m *filled[S, I, O], history []Operation[I, O], ops []in
 		if blocker >= 0 && !slices.Contains(cand, blocker) {
 			return false
 		}
-		out := newSearcher(m, history, cand, b, nil).run()
+		sr.reset(cand)
+		out := sr.run()
 		switch out.verdict {
 		case Illegal:
 			return out.blocker == blocker
