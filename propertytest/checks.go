@@ -259,9 +259,24 @@ func (m *machine) checkAvailability() {
 		m.violate(Availability, false, fmt.Sprintf("with %d of %d nodes down (nodes 0..%d), %s failed: %v",
 			down, m.be.Nodes, down-1, what, err))
 	}
-	h, err := m.tryLock(m.probe)
+	// A request of the deadlock-freedom probe that timed out on a loaded
+	// machine may still land on a node after its Unlock and hold the key
+	// there for a TTL: with a minority down, that alone can refuse the next
+	// TryLock. So a failed TryLock is retried after TTL + Slack, twice; a
+	// lock still refused then is unavailable.
+	var h *held
+	var err error
+	for attempt := range availabilityTries {
+		if attempt > 0 {
+			m.logf("availability probe %d failed (%v): retrying after TTL + Slack", attempt, err)
+			m.be.Advance(m.o.TTL + m.o.Slack)
+		}
+		if h, err = m.tryLock(m.probe); h != nil {
+			break
+		}
+	}
 	if h == nil {
-		fail("TryLock on the free lock", err)
+		fail(fmt.Sprintf("TryLock on the free lock (%d times, TTL + slack apart)", availabilityTries), err)
 		return
 	}
 	if err := m.renew(m.probe, h); err != nil {
@@ -271,6 +286,10 @@ func (m *machine) checkAvailability() {
 		fail("Unlock", err)
 	}
 }
+
+// availabilityTries is how many TryLocks the availability check makes on
+// the free lock before it reports the lock unavailable.
+const availabilityTries = 3
 
 // verdict runs the history checks after finish and returns every
 // violation of the run, with the timelines written by out.

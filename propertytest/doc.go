@@ -84,7 +84,9 @@
 //     refuses a refusal of a lock known to be free.
 //   - Availability: for a Backend with at least 3 Nodes, StopNode and
 //     StartNode, with a minority of nodes stopped, TryLock, Renew and
-//     Unlock must succeed.
+//     Unlock must succeed. A refused TryLock is retried twice, TTL + Slack
+//     apart: a timed-out request of an earlier client may still have left
+//     the key on a node for a TTL.
 //
 // # Fault model and verdicts
 //
