@@ -15,7 +15,7 @@ func TestBenchSmall(t *testing.T) {
 	dir := t.TempDir()
 	jsonPath, htmlPath := filepath.Join(dir, "b.json"), filepath.Join(dir, "b.html")
 	var out, errOut bytes.Buffer
-	code := run([]string{"bench", "-runs", "1", "-n", "8", "-uncontended", "20", "-waiters", "2",
+	code := run([]string{"bench", "-backends", "redis", "-runs", "1", "-n", "8", "-uncontended", "20", "-waiters", "2",
 		"-json", jsonPath, "-html", htmlPath}, &out, &errOut)
 	if code != exitOK {
 		t.Fatalf("exit %d\n%s\n%s", code, out.String(), errOut.String())
@@ -47,6 +47,51 @@ func TestBenchSmall(t *testing.T) {
 	}
 }
 
+// TestBenchEtcdConsul runs the etcd and Consul tables at a tiny size: the
+// rows are there, the peers get ratios, and the counters are plausible: at
+// least one request per acquisition, and on etcd a wake-up count per
+// hand-off (≥ 0) where Consul has none. No timing is asserted.
+func TestBenchEtcdConsul(t *testing.T) {
+	jsonPath := filepath.Join(t.TempDir(), "b.json")
+	var out, errOut bytes.Buffer
+	code := run([]string{"bench", "-backends", "etcd,consul", "-runs", "1", "-n", "6", "-uncontended", "10",
+		"-waiters", "2", "-json", jsonPath}, &out, &errOut)
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, out.String(), errOut.String())
+	}
+	for _, want := range []string{"etcd: etcd (embedded", "consul: miniconsul", "concurrency", "api.Lock",
+		"uncontended reqs/acq", "W=2 handoff p99 ms", "W=2 wakeups/handoff", "W=2 reqs/acq", "×)"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "redsync") {
+		t.Errorf("-backends etcd,consul measured Redis:\n%s", out.String())
+	}
+	raw, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep BenchReport
+	if err := json.Unmarshal(raw, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Measurements) != 2*2*2 { // 2 backends × 2 libraries × (uncontended + W=2)
+		t.Fatalf("%d measurements in the JSON, want 8", len(rep.Measurements))
+	}
+	for _, m := range rep.Measurements {
+		if m.CmdsPerAcq < 1 || m.P50Ms <= 0 || (m.Waiters > 0 && m.AcqPerSec <= 0) {
+			t.Errorf("implausible measurement %+v", m)
+		}
+		wantWake := m.Backend == "etcd" && m.Waiters > 0
+		if got := m.WakeupsPerHandoff != nil; got != wantWake {
+			t.Errorf("%s %s W=%d: wake-ups counted %v, want %v", m.Backend, m.Lib, m.Waiters, got, wantWake)
+		} else if got && *m.WakeupsPerHandoff < 0 {
+			t.Errorf("%s %s: %v wake-ups per hand-off", m.Backend, m.Lib, *m.WakeupsPerHandoff)
+		}
+	}
+}
+
 func TestBenchBadFlags(t *testing.T) {
 	for _, args := range [][]string{
 		{"bench", "-waiters", "1"},
@@ -54,6 +99,7 @@ func TestBenchBadFlags(t *testing.T) {
 		{"bench", "-runs", "0"},
 		{"bench", "-n", "0"},
 		{"bench", "-nope"},
+		{"bench", "-backends", "redis,zookeeper"},
 	} {
 		var out, errOut bytes.Buffer
 		if code := run(args, &out, &errOut); code != exitUsage {
