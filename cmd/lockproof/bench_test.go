@@ -2,11 +2,16 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/lockproof/lockproof/locks"
 )
 
 // TestBenchSmall runs the whole table at a tiny size: every library is
@@ -121,4 +126,65 @@ func TestNoiseWarnings(t *testing.T) {
 	if got := median([]float64{3, 1, 2, 10}); got != 2.5 {
 		t.Fatalf("median = %v", got)
 	}
+}
+
+// BenchmarkBench measures what `lockproof bench` prints, through the same
+// functions, as go test benchmarks: one sub-benchmark per backend, library
+// and contention level, each on a fresh server, b.N acquisitions. Metrics:
+// p50-ms and p99-ms (cycle latency uncontended, hand-off latency under
+// contention), acq/s, reqs/acq (Redis commands, etcd RPCs and stream
+// messages, Consul HTTP requests), wakeups/handoff (etcd) and allocs/acq.
+// Run the table, for example (api.Lock's 5 s retry sleeps make Consul's
+// contended rows slow):
+//
+//	go test -run '^$' -bench 'Bench/(etcd|consul)' -benchtime 40x -count 3 -timeout 30m ./cmd/lockproof/
+func BenchmarkBench(b *testing.B) {
+	for _, be := range benchBackends {
+		b.Run(be.name, func(b *testing.B) {
+			for _, lib := range be.libs {
+				for _, w := range []int{0, 4, 16, 64} {
+					b.Run(fmt.Sprintf("%s/%s", lib, waitersName(w)), func(b *testing.B) {
+						benchmarkCell(b, be, lib, w)
+					})
+				}
+			}
+		})
+	}
+}
+
+func benchmarkCell(b *testing.B, be benchBackend, lib string, w int) {
+	f := benchFlags{n: b.N, uncontended: b.N, hold: 100 * time.Microsecond}
+	srv, err := be.start(f)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		if err := srv.close(); err != nil {
+			b.Error(err)
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	name := "lockproof-bench-" + locks.NewOwner()[:8]
+	b.ResetTimer()
+	var m Measurement
+	if w == 0 {
+		m, err = benchUncontended(ctx, f, srv, lib, name)
+	} else {
+		m, err = benchContended(ctx, f, srv, lib, name, w)
+	}
+	b.StopTimer()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(m.P50Ms, "p50-ms")
+	b.ReportMetric(m.P99Ms, "p99-ms")
+	if w > 0 {
+		b.ReportMetric(m.AcqPerSec, "acq/s")
+	}
+	b.ReportMetric(m.CmdsPerAcq, "reqs/acq")
+	if m.WakeupsPerHandoff != nil {
+		b.ReportMetric(*m.WakeupsPerHandoff, "wakeups/handoff")
+	}
+	b.ReportMetric(m.AllocsPerAcq, "allocs/acq")
 }
