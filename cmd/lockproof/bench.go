@@ -43,8 +43,9 @@ type Measurement struct {
 	P99Ms      float64 `json:"p99_ms"`
 	AcqPerSec  float64 `json:"acq_per_sec,omitempty"`
 	CmdsPerAcq float64 `json:"cmds_per_acq"` // requests on etcd and Consul
-	// WakeupsPerHandoff is the watch events the workers received per
-	// hand-off (etcd only; nil elsewhere and uncontended).
+	// WakeupsPerHandoff is, per hand-off, the watch events the workers'
+	// clients received on etcd, the blocking queries that returned on
+	// Consul (nil on Redis and uncontended).
 	WakeupsPerHandoff *float64 `json:"wakeups_per_handoff,omitempty"`
 	AllocsPerAcq      float64  `json:"allocs_per_acq"`
 	SelfHandoff       float64  `json:"self_handoff_pct,omitempty"`
@@ -394,7 +395,7 @@ func printBench(w io.Writer, rep BenchReport) {
 	}
 	fmt.Fprintln(w, "\nratios are the peer's value over lockproof's; allocs include an embedded server's;")
 	fmt.Fprintln(w, "cmds: Redis commands sent; reqs: etcd unary RPCs and stream messages sent, Consul HTTP requests;")
-	fmt.Fprintln(w, "wakeups/handoff: watch events the waiters' etcd clients received per hand-off")
+	fmt.Fprintln(w, "wakeups/handoff: per hand-off, watch events the etcd clients received, Consul blocking queries that returned")
 	for _, warning := range rep.Warnings {
 		fmt.Fprintln(w, "warning:", warning)
 	}

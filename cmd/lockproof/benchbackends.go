@@ -48,8 +48,9 @@ type benchServer interface {
 	workers(lib, name string, n int) ([]lockbench.Worker, func(), error)
 	// requests is how many requests the clients sent so far.
 	requests() int64
-	// wakeups is how many watch events the clients received so far, or -1
-	// when the backend's locks do not watch.
+	// wakeups is how many times the clients' waiters were woken so far (etcd:
+	// watch events received; Consul: blocking queries returned), or -1 when
+	// the backend's locks do not wait on notifications.
 	wakeups() int64
 	close() error
 }
@@ -356,20 +357,26 @@ func (s *consulBench) workers(lib, name string, n int) ([]lockbench.Worker, func
 }
 
 func (s *consulBench) requests() int64 { return s.count.n.Load() }
-func (s *consulBench) wakeups() int64  { return -1 }
+func (s *consulBench) wakeups() int64  { return s.count.woken.Load() }
 
 func (s *consulBench) close() error {
 	s.tr.CloseIdleConnections()
 	return s.srv.Close()
 }
 
-// countingTransport counts the HTTP requests of a client.
+// countingTransport counts the HTTP requests of a client, and the
+// blocking queries (those with an index) that returned: each is a waiter
+// woken, by a change of the key or at the end of its wait.
 type countingTransport struct {
-	next http.RoundTripper
-	n    atomic.Int64
+	next     http.RoundTripper
+	n, woken atomic.Int64
 }
 
 func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	c.n.Add(1)
-	return c.next.RoundTrip(r)
+	resp, err := c.next.RoundTrip(r)
+	if index := r.URL.Query().Get("index"); err == nil && index != "" && index != "0" {
+		c.woken.Add(1)
+	}
+	return resp, err
 }

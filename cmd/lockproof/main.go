@@ -41,8 +41,9 @@
 // to a waiter), acquisitions per second, requests per acquisition (Redis
 // commands at a go-redis hook; etcd unary RPCs plus messages sent on
 // streams, at a gRPC client interceptor; Consul HTTP requests at the
-// client's RoundTripper), on etcd the watch events the workers' clients
-// received per hand-off (wake-ups), and allocations per acquisition. It
+// client's RoundTripper), wake-ups per hand-off (etcd: the watch events
+// the workers' clients received; Consul: the blocking queries that
+// returned), and allocations per acquisition. It
 // prints a table per backend, medians over -runs with each peer's ratio to
 // lockproof, warns when the runs spread, and writes -json and -html (an
 // SVG chart per backend). `lockproof bench -runs 1 -n 40` takes about two
