@@ -27,6 +27,7 @@ type benchFlags struct {
 	uncontended int
 	runs        int
 	hold        time.Duration
+	cellTime    time.Duration
 	redis       string
 	backends    []benchBackend
 	json, html  string
@@ -35,14 +36,16 @@ type benchFlags struct {
 
 // Measurement is one library's numbers in one run.
 type Measurement struct {
-	Backend    string  `json:"backend"` // redis, etcd, consul
-	Lib        string  `json:"lib"`
-	Run        int     `json:"run"`
-	Waiters    int     `json:"waiters"` // 0: uncontended
-	P50Ms      float64 `json:"p50_ms"`  // cycle latency, or hand-off
-	P99Ms      float64 `json:"p99_ms"`
-	AcqPerSec  float64 `json:"acq_per_sec,omitempty"`
-	CmdsPerAcq float64 `json:"cmds_per_acq"` // requests on etcd and Consul
+	Backend string `json:"backend"` // redis, etcd, consul
+	Lib     string `json:"lib"`
+	Run     int    `json:"run"`
+	Waiters int    `json:"waiters"` // 0: uncontended
+	// Acquisitions made: under contention fewer than -n when -cell-time ran out.
+	Acquisitions int     `json:"acquisitions"`
+	P50Ms        float64 `json:"p50_ms"` // cycle latency, or hand-off
+	P99Ms        float64 `json:"p99_ms"`
+	AcqPerSec    float64 `json:"acq_per_sec,omitempty"`
+	CmdsPerAcq   float64 `json:"cmds_per_acq"` // requests on etcd and Consul
 	// WakeupsPerHandoff is, per hand-off, the watch events the workers'
 	// clients received on etcd, the blocking queries that returned on
 	// Consul (nil on Redis and uncontended).
@@ -70,6 +73,7 @@ func bench(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&f.uncontended, "uncontended", 1000, "lock+unlock cycles per uncontended run")
 	fs.IntVar(&f.runs, "runs", 3, "runs of the whole table; medians are reported")
 	fs.DurationVar(&f.hold, "hold", 100*time.Microsecond, "how long each holder keeps the lock")
+	fs.DurationVar(&f.cellTime, "cell-time", 30*time.Second, "start no more acquisitions in a contended run after this long (0: no limit)")
 	backends := fs.String("backends", "redis,etcd,consul", "backends to measure, comma-separated: redis, etcd (embedded), consul (miniconsul)")
 	fs.StringVar(&f.redis, "redis", "", "a real Redis host:port instead of embedded miniredis")
 	fs.StringVar(&f.json, "json", "", "write the measurements as JSON to this file")
@@ -83,11 +87,11 @@ func bench(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "lockproof bench: %v\n", err)
 		return exitUsage
 	}
-	if f.waiters, err = parseInts(*waiters); err != nil || f.n < 1 || f.uncontended < 1 || f.runs < 1 || f.hold < 0 {
+	if f.waiters, err = parseInts(*waiters); err != nil || f.n < 1 || f.uncontended < 1 || f.runs < 1 || f.hold < 0 || f.cellTime < 0 {
 		fmt.Fprintf(stderr, "lockproof bench: bad flags (waiters %q: %v)\n", *waiters, err)
 		return exitUsage
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Hour)
 	defer cancel()
 	rep, err := runBench(ctx, f, stderr)
 	if err != nil {
@@ -173,7 +177,7 @@ func runBench(ctx context.Context, f benchFlags, progress io.Writer) (BenchRepor
 			}
 		}
 	}
-	rep.Warnings = noiseWarnings(rep, f.noisy)
+	rep.Warnings = append(noiseWarnings(rep, f.noisy), cutShort(rep, f)...)
 	return rep, nil
 }
 
@@ -222,6 +226,7 @@ func benchUncontended(ctx context.Context, f benchFlags, srv benchServer, lib, n
 		return Measurement{}, err
 	}
 	return Measurement{
+		Acquisitions: f.uncontended,
 		P50Ms:        ms(lockbench.Percentile(lat, 50)),
 		P99Ms:        ms(lockbench.Percentile(lat, 99)),
 		CmdsPerAcq:   float64(srv.requests()-reqs) / float64(f.uncontended),
@@ -236,17 +241,19 @@ func benchContended(ctx context.Context, f benchFlags, srv benchServer, lib, nam
 	}
 	defer done()
 	reqs, wakeups, allocs := srv.requests(), srv.wakeups(), mallocs()
-	res, err := lockbench.Contend(ctx, ws, lockbench.Contention{Acquisitions: f.n, Hold: f.hold, Turns: true})
+	res, err := lockbench.Contend(ctx, ws, lockbench.Contention{Acquisitions: f.n, Hold: f.hold, Budget: f.cellTime, Turns: true})
 	if err != nil {
 		return Measurement{}, err
 	}
+	n := float64(res.Acquisitions)
 	m := Measurement{
 		Waiters:      w,
+		Acquisitions: res.Acquisitions,
 		P50Ms:        ms(lockbench.Percentile(res.Handoffs, 50)),
 		P99Ms:        ms(lockbench.Percentile(res.Handoffs, 99)),
 		AcqPerSec:    res.AcqPerSec(),
-		CmdsPerAcq:   float64(srv.requests()-reqs) / float64(f.n),
-		AllocsPerAcq: float64(mallocs()-allocs) / float64(f.n),
+		CmdsPerAcq:   float64(srv.requests()-reqs) / n,
+		AllocsPerAcq: float64(mallocs()-allocs) / n,
 		SelfHandoff:  res.SelfHandoffPercent(),
 	}
 	if wakeups >= 0 && len(res.Handoffs) > 0 {
@@ -371,6 +378,19 @@ func noiseWarnings(rep BenchReport, limit float64) []string {
 		}
 	}
 	sort.Strings(warn)
+	return warn
+}
+
+// cutShort lists the contended runs -cell-time stopped before -n
+// acquisitions: their figures rest on fewer samples.
+func cutShort(rep BenchReport, f benchFlags) []string {
+	var warn []string
+	for _, m := range rep.Measurements {
+		if m.Waiters > 0 && m.Acquisitions < f.n {
+			warn = append(warn, fmt.Sprintf("cut short: %s on %s at W=%d made %d of %d acquisitions in run %d (-cell-time %v)",
+				m.Lib, m.Backend, m.Waiters, m.Acquisitions, f.n, m.Run, f.cellTime))
+		}
+	}
 	return warn
 }
 

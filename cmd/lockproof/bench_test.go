@@ -105,6 +105,7 @@ func TestBenchBadFlags(t *testing.T) {
 		{"bench", "-n", "0"},
 		{"bench", "-nope"},
 		{"bench", "-backends", "redis,zookeeper"},
+		{"bench", "-cell-time", "-1s"},
 	} {
 		var out, errOut bytes.Buffer
 		if code := run(args, &out, &errOut); code != exitUsage {
@@ -122,6 +123,14 @@ func TestNoiseWarnings(t *testing.T) {
 	warn := noiseWarnings(rep, 0.25)
 	if len(warn) != 1 || !strings.Contains(warn[0], "lockproof on etcd p50 at uncontended") {
 		t.Fatalf("warnings %q, want one on lockproof's p50", warn)
+	}
+	short := cutShort(BenchReport{Measurements: []Measurement{
+		{Backend: "consul", Lib: "api.Lock", Run: 1, Waiters: 64, Acquisitions: 12},
+		{Backend: "consul", Lib: "lockproof", Run: 1, Waiters: 64, Acquisitions: 40},
+		{Backend: "consul", Lib: "lockproof", Run: 1, Acquisitions: 10},
+	}}, benchFlags{n: 40, cellTime: time.Second})
+	if len(short) != 1 || !strings.Contains(short[0], "api.Lock on consul at W=64 made 12 of 40") {
+		t.Fatalf("cut-short warnings %q, want one on api.Lock", short)
 	}
 	if got := median([]float64{3, 1, 2, 10}); got != 2.5 {
 		t.Fatalf("median = %v", got)
