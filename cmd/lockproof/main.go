@@ -46,8 +46,10 @@
 // returned), and allocations per acquisition. It
 // prints a table per backend, medians over -runs with each peer's ratio to
 // lockproof, warns when the runs spread, and writes -json and -html (an
-// SVG chart per backend). `lockproof bench -runs 1 -n 40` takes about two
-// minutes on two cores, most of it api.Lock's 5 s retry sleeps.
+// SVG chart per backend). `lockproof bench -runs 1 -n 40` took 71 s on two
+// shared cores, most of it api.Lock's 5 s retry sleeps; -cell-time (default
+// 30s) stops handing out acquisitions in a contended run after that long,
+// so that the peers that wait seconds per hand-off cannot stretch a run.
 //
 // Exit status of check: 0 when no lock violated a property it claims, 1
 // when one did, 2 on bad usage, 3 when a cell could not be checked (a
