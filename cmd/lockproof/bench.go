@@ -13,17 +13,11 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"text/tabwriter"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
-	"github.com/redis/go-redis/v9"
-
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/locks/lockbench"
-	"github.com/lockproof/lockproof/locks/lockbench/peers"
-	"github.com/lockproof/lockproof/locks/redislock"
 )
 
 // benchFlags are bench's options.
@@ -33,54 +27,41 @@ type benchFlags struct {
 	uncontended int
 	runs        int
 	hold        time.Duration
+	cellTime    time.Duration
 	redis       string
+	backends    []benchBackend
 	json, html  string
 	noisy       float64
 }
 
-// benchLib is one lock library measured on Redis.
-type benchLib struct {
-	name    string
-	workers func(c redis.UniversalClient, name string, n int) ([]lockbench.Worker, error)
-}
-
-const benchTTL = 10 * time.Second
-
-var benchLibs = []benchLib{
-	{"lockproof", func(c redis.UniversalClient, name string, n int) ([]lockbench.Worker, error) {
-		l, err := redislock.New(c, name, locks.WithTTL(benchTTL))
-		if err != nil {
-			return nil, err
-		}
-		return lockbench.Shared(l, n), nil
-	}},
-	{"redsync", func(c redis.UniversalClient, name string, n int) ([]lockbench.Worker, error) {
-		return peers.Redsync(c, name, benchTTL, n), nil
-	}},
-	{"bsm", func(c redis.UniversalClient, name string, n int) ([]lockbench.Worker, error) {
-		return peers.BSM(c, name, benchTTL, n), nil
-	}},
-}
-
 // Measurement is one library's numbers in one run.
 type Measurement struct {
-	Lib          string  `json:"lib"`
-	Run          int     `json:"run"`
-	Waiters      int     `json:"waiters"` // 0: uncontended
-	P50Ms        float64 `json:"p50_ms"`  // cycle latency, or hand-off
+	Backend string `json:"backend"` // redis, etcd, consul
+	Lib     string `json:"lib"`
+	Run     int    `json:"run"`
+	Waiters int    `json:"waiters"` // 0: uncontended
+	// Acquisitions made: under contention fewer than -n when -cell-time ran out.
+	Acquisitions int     `json:"acquisitions"`
+	P50Ms        float64 `json:"p50_ms"` // cycle latency, or hand-off
 	P99Ms        float64 `json:"p99_ms"`
 	AcqPerSec    float64 `json:"acq_per_sec,omitempty"`
-	CmdsPerAcq   float64 `json:"cmds_per_acq"`
-	AllocsPerAcq float64 `json:"allocs_per_acq"`
-	SelfHandoff  float64 `json:"self_handoff_pct,omitempty"`
+	CmdsPerAcq   float64 `json:"cmds_per_acq"` // requests on etcd and Consul
+	// WakeupsPerHandoff is, per hand-off, the watch events the workers'
+	// clients received on etcd, the blocking queries that returned on
+	// Consul (nil on Redis and uncontended).
+	WakeupsPerHandoff *float64 `json:"wakeups_per_handoff,omitempty"`
+	AllocsPerAcq      float64  `json:"allocs_per_acq"`
+	SelfHandoff       float64  `json:"self_handoff_pct,omitempty"`
 }
 
 // BenchReport is what bench writes with -json.
 type BenchReport struct {
-	Backend      string        `json:"backend"`
-	Runs         int           `json:"runs"`
-	Measurements []Measurement `json:"measurements"`
-	Warnings     []string      `json:"warnings,omitempty"`
+	// Backends are the backends measured, in order, and what each was.
+	Backends     []string          `json:"backends"`
+	About        map[string]string `json:"about"`
+	Runs         int               `json:"runs"`
+	Measurements []Measurement     `json:"measurements"`
+	Warnings     []string          `json:"warnings,omitempty"`
 }
 
 func bench(args []string, stdout, stderr io.Writer) int {
@@ -92,6 +73,8 @@ func bench(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&f.uncontended, "uncontended", 1000, "lock+unlock cycles per uncontended run")
 	fs.IntVar(&f.runs, "runs", 3, "runs of the whole table; medians are reported")
 	fs.DurationVar(&f.hold, "hold", 100*time.Microsecond, "how long each holder keeps the lock")
+	fs.DurationVar(&f.cellTime, "cell-time", 30*time.Second, "start no more acquisitions in a contended run after this long (0: no limit)")
+	backends := fs.String("backends", "redis,etcd,consul", "backends to measure, comma-separated: redis, etcd (embedded), consul (miniconsul)")
 	fs.StringVar(&f.redis, "redis", "", "a real Redis host:port instead of embedded miniredis")
 	fs.StringVar(&f.json, "json", "", "write the measurements as JSON to this file")
 	fs.StringVar(&f.html, "html", "", "write an HTML page with an SVG chart to this file")
@@ -100,11 +83,15 @@ func bench(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	var err error
-	if f.waiters, err = parseInts(*waiters); err != nil || f.n < 1 || f.uncontended < 1 || f.runs < 1 || f.hold < 0 {
+	if f.backends, err = parseBackends(*backends); err != nil {
+		fmt.Fprintf(stderr, "lockproof bench: %v\n", err)
+		return exitUsage
+	}
+	if f.waiters, err = parseInts(*waiters); err != nil || f.n < 1 || f.uncontended < 1 || f.runs < 1 || f.hold < 0 || f.cellTime < 0 {
 		fmt.Fprintf(stderr, "lockproof bench: bad flags (waiters %q: %v)\n", *waiters, err)
 		return exitUsage
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Hour)
 	defer cancel()
 	rep, err := runBench(ctx, f, stderr)
 	if err != nil {
@@ -143,6 +130,20 @@ func parseInts(s string) ([]int, error) {
 	return out, nil
 }
 
+func parseBackends(s string) ([]benchBackend, error) {
+	var out []benchBackend
+	for _, name := range strings.Split(s, ",") {
+		b, ok := backendNamed(strings.TrimSpace(name))
+		if !ok {
+			return nil, fmt.Errorf("-backends: no backend %q (redis, etcd, consul)", name)
+		}
+		if !slices.ContainsFunc(out, func(o benchBackend) bool { return o.name == b.name }) {
+			out = append(out, b)
+		}
+	}
+	return out, nil
+}
+
 func writeFile(path string, write func(io.Writer) error) error {
 	fh, err := os.Create(path)
 	if err != nil {
@@ -155,101 +156,111 @@ func writeFile(path string, write func(io.Writer) error) error {
 	return fh.Close()
 }
 
-// cmdCounter counts the commands a go-redis client sends, a pipeline
-// counting each command in it.
-type cmdCounter struct{ n atomic.Int64 }
-
-func (h *cmdCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h *cmdCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error { h.n.Add(1); return next(ctx, cmd) }
-}
-func (h *cmdCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		h.n.Add(int64(len(cmds)))
-		return next(ctx, cmds)
-	}
-}
-
-// runBench measures every library f.runs times, alternating libraries
-// within a run so that outside load spreads over all of them.
+// runBench measures every library of every backend f.runs times,
+// alternating libraries within a run so that outside load spreads over all
+// of them. Each library gets a fresh server in each run.
 func runBench(ctx context.Context, f benchFlags, progress io.Writer) (BenchReport, error) {
-	rep := BenchReport{Backend: "miniredis (embedded)", Runs: f.runs}
-	if f.redis != "" {
-		rep.Backend = "Redis at " + f.redis
+	rep := BenchReport{Runs: f.runs, About: map[string]string{}}
+	for _, be := range f.backends {
+		rep.Backends = append(rep.Backends, be.name)
 	}
 	for run := 1; run <= f.runs; run++ {
-		for _, lib := range benchLibs {
-			fmt.Fprintf(progress, "run %d/%d: %s\n", run, f.runs, lib.name)
-			ms, err := benchLibrary(ctx, f, lib, run)
-			if err != nil {
-				return rep, fmt.Errorf("%s: %w", lib.name, err)
+		for _, be := range f.backends {
+			for _, lib := range be.libs {
+				fmt.Fprintf(progress, "run %d/%d: %s on %s\n", run, f.runs, lib, be.name)
+				ms, about, err := benchLibrary(ctx, f, be, lib, run)
+				if err != nil {
+					return rep, fmt.Errorf("%s on %s: %w", lib, be.name, err)
+				}
+				rep.About[be.name] = about
+				rep.Measurements = append(rep.Measurements, ms...)
 			}
-			rep.Measurements = append(rep.Measurements, ms...)
 		}
 	}
-	rep.Warnings = noiseWarnings(rep, f.noisy)
+	rep.Warnings = append(noiseWarnings(rep, f.noisy), cutShort(rep, f)...)
 	return rep, nil
 }
 
 // benchLibrary measures one library on a fresh server: uncontended, then
 // each contention level in turns mode.
-func benchLibrary(ctx context.Context, f benchFlags, lib benchLib, run int) ([]Measurement, error) {
-	addr := f.redis
-	if addr == "" {
-		srv, err := miniredis.Run()
-		if err != nil {
-			return nil, err
-		}
-		defer srv.Close()
-		addr = srv.Addr()
-	}
-	counter := &cmdCounter{}
-	client := redis.NewClient(&redis.Options{Addr: addr})
-	defer client.Close()
-	client.AddHook(counter)
-	name := fmt.Sprintf("lockproof-bench-%s-%d-%s", lib.name, run, locks.NewOwner()[:8])
-
-	var out []Measurement
-	ws, err := lib.workers(client, name+"-u", 1)
+func benchLibrary(ctx context.Context, f benchFlags, be benchBackend, lib string, run int) (_ []Measurement, about string, err error) {
+	srv, err := be.start(f)
 	if err != nil {
-		return nil, err
+		return nil, "", fmt.Errorf("starting the server: %w", err)
 	}
+	defer func() {
+		if cerr := srv.close(); err == nil && cerr != nil {
+			err = fmt.Errorf("closing the server: %w", cerr)
+		}
+	}()
+	name := fmt.Sprintf("lockproof-bench-%d-%s", run, locks.NewOwner()[:8])
+	u, err := benchUncontended(ctx, f, srv, lib, name+"-u")
+	if err != nil {
+		return nil, "", err
+	}
+	u.Backend, u.Lib, u.Run = be.name, lib, run
+	out := []Measurement{u}
+	for _, w := range f.waiters {
+		m, err := benchContended(ctx, f, srv, lib, fmt.Sprintf("%s-w%d", name, w), w)
+		if err != nil {
+			return nil, "", fmt.Errorf("%d waiters: %w", w, err)
+		}
+		m.Backend, m.Lib, m.Run = be.name, lib, run
+		out = append(out, m)
+	}
+	return out, srv.about(), nil
+}
+
+func benchUncontended(ctx context.Context, f benchFlags, srv benchServer, lib, name string) (Measurement, error) {
+	ws, done, err := srv.workers(lib, name, 1)
+	if err != nil {
+		return Measurement{}, err
+	}
+	defer done()
 	if _, err := lockbench.Uncontended(ctx, ws[0], 10); err != nil { // warm-up
-		return nil, err
+		return Measurement{}, err
 	}
-	cmds, allocs := counter.n.Load(), mallocs()
+	reqs, allocs := srv.requests(), mallocs()
 	lat, err := lockbench.Uncontended(ctx, ws[0], f.uncontended)
 	if err != nil {
-		return nil, err
+		return Measurement{}, err
 	}
-	out = append(out, Measurement{
-		Lib: lib.name, Run: run,
+	return Measurement{
+		Acquisitions: f.uncontended,
 		P50Ms:        ms(lockbench.Percentile(lat, 50)),
 		P99Ms:        ms(lockbench.Percentile(lat, 99)),
-		CmdsPerAcq:   float64(counter.n.Load()-cmds) / float64(f.uncontended),
+		CmdsPerAcq:   float64(srv.requests()-reqs) / float64(f.uncontended),
 		AllocsPerAcq: float64(mallocs()-allocs) / float64(f.uncontended),
-	})
-	for _, w := range f.waiters {
-		ws, err := lib.workers(client, fmt.Sprintf("%s-w%d", name, w), w)
-		if err != nil {
-			return nil, err
-		}
-		cmds, allocs := counter.n.Load(), mallocs()
-		res, err := lockbench.Contend(ctx, ws, lockbench.Contention{Acquisitions: f.n, Hold: f.hold, Turns: true})
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, Measurement{
-			Lib: lib.name, Run: run, Waiters: w,
-			P50Ms:        ms(lockbench.Percentile(res.Handoffs, 50)),
-			P99Ms:        ms(lockbench.Percentile(res.Handoffs, 99)),
-			AcqPerSec:    res.AcqPerSec(),
-			CmdsPerAcq:   float64(counter.n.Load()-cmds) / float64(f.n),
-			AllocsPerAcq: float64(mallocs()-allocs) / float64(f.n),
-			SelfHandoff:  res.SelfHandoffPercent(),
-		})
+	}, nil
+}
+
+func benchContended(ctx context.Context, f benchFlags, srv benchServer, lib, name string, w int) (Measurement, error) {
+	ws, done, err := srv.workers(lib, name, w)
+	if err != nil {
+		return Measurement{}, err
 	}
-	return out, nil
+	defer done()
+	reqs, wakeups, allocs := srv.requests(), srv.wakeups(), mallocs()
+	res, err := lockbench.Contend(ctx, ws, lockbench.Contention{Acquisitions: f.n, Hold: f.hold, Budget: f.cellTime, Turns: true})
+	if err != nil {
+		return Measurement{}, err
+	}
+	n := float64(res.Acquisitions)
+	m := Measurement{
+		Waiters:      w,
+		Acquisitions: res.Acquisitions,
+		P50Ms:        ms(lockbench.Percentile(res.Handoffs, 50)),
+		P99Ms:        ms(lockbench.Percentile(res.Handoffs, 99)),
+		AcqPerSec:    res.AcqPerSec(),
+		CmdsPerAcq:   float64(srv.requests()-reqs) / n,
+		AllocsPerAcq: float64(mallocs()-allocs) / n,
+		SelfHandoff:  res.SelfHandoffPercent(),
+	}
+	if wakeups >= 0 && len(res.Handoffs) > 0 {
+		per := float64(srv.wakeups()-wakeups) / float64(len(res.Handoffs))
+		m.WakeupsPerHandoff = &per
+	}
+	return m, nil
 }
 
 func mallocs() uint64 {
@@ -260,10 +271,13 @@ func mallocs() uint64 {
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-// row is the medians of one (library, waiters) cell.
-type row struct{ p50, p99, acq, cmds, allocs float64 }
+// row is the medians of one (library, waiters) cell; wake is -1 where
+// nothing was counted.
+type row struct{ p50, p99, acq, cmds, allocs, wake float64 }
 
-func medians(rep BenchReport) (map[string]map[int]row, []int) {
+// medians returns backend's cells by library and waiters, and the waiters
+// measured (0: uncontended).
+func medians(rep BenchReport, backend string) (map[string]map[int]row, []int) {
 	type key struct {
 		lib string
 		w   int
@@ -271,6 +285,9 @@ func medians(rep BenchReport) (map[string]map[int]row, []int) {
 	vals := map[key][]Measurement{}
 	seen := map[int]bool{}
 	for _, m := range rep.Measurements {
+		if m.Backend != backend {
+			continue
+		}
 		vals[key{m.Lib, m.Waiters}] = append(vals[key{m.Lib, m.Waiters}], m)
 		seen[m.Waiters] = true
 	}
@@ -286,12 +303,22 @@ func medians(rep BenchReport) (map[string]map[int]row, []int) {
 		if out[k.lib] == nil {
 			out[k.lib] = map[int]row{}
 		}
+		wake := -1.0
+		if ms[0].WakeupsPerHandoff != nil {
+			wake = pick(func(m Measurement) float64 {
+				if m.WakeupsPerHandoff == nil {
+					return 0
+				}
+				return *m.WakeupsPerHandoff
+			})
+		}
 		out[k.lib][k.w] = row{
 			p50:    pick(func(m Measurement) float64 { return m.P50Ms }),
 			p99:    pick(func(m Measurement) float64 { return m.P99Ms }),
 			acq:    pick(func(m Measurement) float64 { return m.AcqPerSec }),
 			cmds:   pick(func(m Measurement) float64 { return m.CmdsPerAcq }),
 			allocs: pick(func(m Measurement) float64 { return m.AllocsPerAcq }),
+			wake:   wake,
 		}
 	}
 	ws := make([]int, 0, len(seen))
@@ -321,12 +348,13 @@ func noiseWarnings(rep BenchReport, limit float64) []string {
 		return nil
 	}
 	type key struct {
-		lib string
-		w   int
+		backend, lib string
+		w            int
 	}
 	groups := map[key][]Measurement{}
 	for _, m := range rep.Measurements {
-		groups[key{m.Lib, m.Waiters}] = append(groups[key{m.Lib, m.Waiters}], m)
+		k := key{m.Backend, m.Lib, m.Waiters}
+		groups[k] = append(groups[k], m)
 	}
 	var warn []string
 	for k, ms := range groups {
@@ -344,12 +372,25 @@ func noiseWarnings(rep BenchReport, limit float64) []string {
 			}
 			spread := (slices.Max(xs) - slices.Min(xs)) / med
 			if spread > limit {
-				warn = append(warn, fmt.Sprintf("noisy: %s %s at %s spread %.0f%% across %d runs",
-					k.lib, metric.name, waitersName(k.w), 100*spread, len(xs)))
+				warn = append(warn, fmt.Sprintf("noisy: %s on %s %s at %s spread %.0f%% across %d runs",
+					k.lib, k.backend, metric.name, waitersName(k.w), 100*spread, len(xs)))
 			}
 		}
 	}
 	sort.Strings(warn)
+	return warn
+}
+
+// cutShort lists the contended runs -cell-time stopped before -n
+// acquisitions: their figures rest on fewer samples.
+func cutShort(rep BenchReport, f benchFlags) []string {
+	var warn []string
+	for _, m := range rep.Measurements {
+		if m.Waiters > 0 && m.Acquisitions < f.n {
+			warn = append(warn, fmt.Sprintf("cut short: %s on %s at W=%d made %d of %d acquisitions in run %d (-cell-time %v)",
+				m.Lib, m.Backend, m.Waiters, m.Acquisitions, f.n, m.Run, f.cellTime))
+		}
+	}
 	return warn
 }
 
@@ -360,44 +401,63 @@ func waitersName(w int) string {
 	return fmt.Sprintf("W=%d", w)
 }
 
-// printBench prints one table: a row per metric and contention level, a
-// column per library, each peer with its ratio to lockproof.
+// printBench prints a table per backend: a row per metric and contention
+// level, a column per library, each peer with its ratio to lockproof.
 func printBench(w io.Writer, rep BenchReport) {
-	med, ws := medians(rep)
-	fmt.Fprintf(w, "%s, medians of %d runs; Turns: every hand-off goes to a waiter\n", rep.Backend, rep.Runs)
+	fmt.Fprintf(w, "medians of %d runs; Turns: every hand-off goes to a waiter\n", rep.Runs)
+	for _, name := range rep.Backends {
+		be, ok := backendNamed(name)
+		if !ok {
+			continue
+		}
+		fmt.Fprintf(w, "\n%s: %s\n", name, rep.About[name])
+		printBackend(w, rep, be)
+	}
+	fmt.Fprintln(w, "\nratios are the peer's value over lockproof's; allocs include an embedded server's;")
+	fmt.Fprintln(w, "cmds: Redis commands sent; reqs: etcd unary RPCs and stream messages sent, Consul HTTP requests;")
+	fmt.Fprintln(w, "wakeups/handoff: per hand-off, watch events the etcd clients received, Consul blocking queries that returned")
+	for _, warning := range rep.Warnings {
+		fmt.Fprintln(w, "warning:", warning)
+	}
+}
+
+func printBackend(w io.Writer, rep BenchReport, be benchBackend) {
+	med, ws := medians(rep, be.name)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprint(tw, "\t")
-	for _, lib := range benchLibs {
-		fmt.Fprintf(tw, "%s\t", lib.name)
+	for _, lib := range be.libs {
+		fmt.Fprintf(tw, "%s\t", lib)
 	}
 	fmt.Fprintln(tw)
 	for _, wt := range ws {
 		for _, metric := range []struct {
-			name string
-			f    func(row) float64
-			skip bool
+			name    string
+			f       func(row) float64
+			handoff bool // a hand-off latency, labelled so
+			skip    bool
 		}{
-			{"p50 ms", func(r row) float64 { return r.p50 }, false},
-			{"p99 ms", func(r row) float64 { return r.p99 }, false},
-			{"acq/s", func(r row) float64 { return r.acq }, wt == 0},
-			{"cmds/acq", func(r row) float64 { return r.cmds }, false},
-			{"allocs/acq", func(r row) float64 { return r.allocs }, false},
+			{"p50 ms", func(r row) float64 { return r.p50 }, true, false},
+			{"p99 ms", func(r row) float64 { return r.p99 }, true, false},
+			{"acq/s", func(r row) float64 { return r.acq }, false, wt == 0},
+			{be.unit + "/acq", func(r row) float64 { return r.cmds }, false, false},
+			{"wakeups/handoff", func(r row) float64 { return r.wake }, false, wt == 0 || med[be.libs[0]][wt].wake < 0},
+			{"allocs/acq", func(r row) float64 { return r.allocs }, false, false},
 		} {
 			if metric.skip {
 				continue
 			}
 			label := "uncontended " + metric.name
-			if wt > 0 {
+			switch {
+			case wt > 0 && metric.handoff:
 				label = fmt.Sprintf("W=%d handoff %s", wt, metric.name)
-				if metric.name == "acq/s" || metric.name == "cmds/acq" || metric.name == "allocs/acq" {
-					label = fmt.Sprintf("W=%d %s", wt, metric.name)
-				}
+			case wt > 0:
+				label = fmt.Sprintf("W=%d %s", wt, metric.name)
 			}
 			fmt.Fprintf(tw, "%s\t", label)
-			base := metric.f(med["lockproof"][wt])
-			for _, lib := range benchLibs {
-				v := metric.f(med[lib.name][wt])
-				if lib.name == "lockproof" || base == 0 {
+			base := metric.f(med[be.libs[0]][wt])
+			for i, lib := range be.libs {
+				v := metric.f(med[lib][wt])
+				if i == 0 || base <= 0 || v < 0 {
 					fmt.Fprintf(tw, "%.4g\t", v)
 				} else {
 					fmt.Fprintf(tw, "%.4g (%s)\t", v, ratio(v/base))
@@ -407,35 +467,46 @@ func printBench(w io.Writer, rep BenchReport) {
 		}
 	}
 	_ = tw.Flush()
-	fmt.Fprintln(w, "ratios are the peer's value over lockproof's; allocs include an embedded server's")
-	for _, warning := range rep.Warnings {
-		fmt.Fprintln(w, "warning:", warning)
-	}
 }
 
-// ratio formats a ratio: two decimals below 10, whole numbers above.
+// ratio formats a ratio: whole numbers from 10, two decimals from 0.1,
+// two significant digits below.
 func ratio(r float64) string {
-	if r >= 10 {
+	switch {
+	case r >= 10:
 		return fmt.Sprintf("%.0f×", r)
+	case r >= 0.1:
+		return fmt.Sprintf("%.2f×", r)
 	}
-	return fmt.Sprintf("%.2f×", r)
+	return fmt.Sprintf("%.2g×", r)
 }
 
-// writeBenchHTML writes a page with one SVG bar chart of acq/s per
-// contention level and library.
-func writeBenchHTML(w io.Writer, rep BenchReport) error {
-	med, ws := medians(rep)
-	type bar struct {
-		X, Y, W, H float64
-		Label      string
-		Color      string
+// libColors color the libraries of a backend, lockproof's first.
+var libColors = []string{"#2b7", "#c63", "#68c"}
+
+// benchChart is one backend's SVG bar chart of acq/s.
+type benchChart struct {
+	Backend, About string
+	Width          float64
+	Bars           []benchBar
+	Legend         []benchBar // Label and Color only
+}
+
+type benchBar struct {
+	X, Y, W, H   float64
+	Label, Color string
+}
+
+func chartOf(rep BenchReport, be benchBackend) benchChart {
+	med, ws := medians(rep, be.name)
+	c := benchChart{Backend: be.name, About: rep.About[be.name]}
+	for i, lib := range be.libs {
+		c.Legend = append(c.Legend, benchBar{Label: lib, Color: libColors[i%len(libColors)]})
 	}
-	colors := map[string]string{"lockproof": "#2b7", "redsync": "#c63", "bsm": "#68c"}
-	var bars []bar
 	maxAcq := 1.0
 	for _, wt := range ws {
-		for _, lib := range benchLibs {
-			maxAcq = max(maxAcq, med[lib.name][wt].acq)
+		for _, lib := range be.libs {
+			maxAcq = max(maxAcq, med[lib][wt].acq)
 		}
 	}
 	x := 40.0
@@ -443,32 +514,44 @@ func writeBenchHTML(w io.Writer, rep BenchReport) error {
 		if wt == 0 {
 			continue
 		}
-		for _, lib := range benchLibs {
-			v := med[lib.name][wt].acq
+		for i, lib := range be.libs {
+			v := med[lib][wt].acq
 			h := 200 * v / maxAcq
-			bars = append(bars, bar{X: x, Y: 230 - h, W: 22, H: h,
-				Label: fmt.Sprintf("%s W=%d: %.0f acq/s", lib.name, wt, v), Color: colors[lib.name]})
+			c.Bars = append(c.Bars, benchBar{X: x, Y: 230 - h, W: 22, H: h,
+				Label: fmt.Sprintf("%s W=%d: %.0f acq/s", lib, wt, v), Color: libColors[i%len(libColors)]})
 			x += 26
 		}
 		x += 20
 	}
+	c.Width = x + 20
+	return c
+}
+
+// writeBenchHTML writes a page with an SVG bar chart of acq/s per
+// contention level and library for each backend.
+func writeBenchHTML(w io.Writer, rep BenchReport) error {
+	var charts []benchChart
+	for _, name := range rep.Backends {
+		if be, ok := backendNamed(name); ok {
+			charts = append(charts, chartOf(rep, be))
+		}
+	}
 	page := template.Must(template.New("bench").Parse(`<!doctype html>
 <html><head><meta charset="utf-8"><title>lockproof bench</title>
 <style>body{font:14px sans-serif;margin:2em}</style></head><body>
-<h1>lockproof bench</h1><p>{{.Backend}}, medians of {{.Runs}} runs: acquisitions per second, every hand-off to a waiter.</p>
-<svg width="{{.Width}}" height="260" role="img" aria-label="acquisitions per second">
+<h1>lockproof bench</h1><p>Medians of {{.Runs}} runs: acquisitions per second, every hand-off to a waiter.</p>
+{{range .Charts}}<h2>{{.Backend}}</h2><p>{{.About}}</p>
+<svg width="{{.Width}}" height="260" role="img" aria-label="{{.Backend}}: acquisitions per second">
 <line x1="30" y1="230" x2="{{.Width}}" y2="230" stroke="#444"/>
 {{range .Bars}}<rect x="{{.X}}" y="{{.Y}}" width="{{.W}}" height="{{.H}}" fill="{{.Color}}"><title>{{.Label}}</title></rect>
 {{end}}</svg>
-<p><span style="color:#2b7">■</span> lockproof <span style="color:#c63">■</span> redsync <span style="color:#68c">■</span> bsm</p>
-{{range .Warnings}}<p>warning: {{.}}</p>{{end}}
+<p>{{range .Legend}}<span style="color:{{.Color}}">■</span> {{.Label}} {{end}}</p>
+{{end}}{{range .Warnings}}<p>warning: {{.}}</p>{{end}}
 </body></html>
 `))
 	return page.Execute(w, struct {
-		Backend  string
 		Runs     int
-		Width    float64
-		Bars     []bar
+		Charts   []benchChart
 		Warnings []string
-	}{rep.Backend, rep.Runs, x + 20, bars, rep.Warnings})
+	}{rep.Runs, charts, rep.Warnings})
 }

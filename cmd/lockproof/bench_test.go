@@ -2,11 +2,16 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/lockproof/lockproof/locks"
 )
 
 // TestBenchSmall runs the whole table at a tiny size: every library is
@@ -15,7 +20,7 @@ func TestBenchSmall(t *testing.T) {
 	dir := t.TempDir()
 	jsonPath, htmlPath := filepath.Join(dir, "b.json"), filepath.Join(dir, "b.html")
 	var out, errOut bytes.Buffer
-	code := run([]string{"bench", "-runs", "1", "-n", "8", "-uncontended", "20", "-waiters", "2",
+	code := run([]string{"bench", "-backends", "redis", "-runs", "1", "-n", "8", "-uncontended", "20", "-waiters", "2",
 		"-json", jsonPath, "-html", htmlPath}, &out, &errOut)
 	if code != exitOK {
 		t.Fatalf("exit %d\n%s\n%s", code, out.String(), errOut.String())
@@ -47,6 +52,51 @@ func TestBenchSmall(t *testing.T) {
 	}
 }
 
+// TestBenchEtcdConsul runs the etcd and Consul tables at a tiny size: the
+// rows are there, the peers get ratios, and the counters are plausible: at
+// least one request per acquisition, and a wake-up count per hand-off
+// (≥ 0) under contention. No timing is asserted.
+func TestBenchEtcdConsul(t *testing.T) {
+	jsonPath := filepath.Join(t.TempDir(), "b.json")
+	var out, errOut bytes.Buffer
+	code := run([]string{"bench", "-backends", "etcd,consul", "-runs", "1", "-n", "6", "-uncontended", "10",
+		"-waiters", "2", "-json", jsonPath}, &out, &errOut)
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, out.String(), errOut.String())
+	}
+	for _, want := range []string{"etcd: etcd (embedded", "consul: miniconsul", "concurrency", "api.Lock",
+		"uncontended reqs/acq", "W=2 handoff p99 ms", "W=2 wakeups/handoff", "W=2 reqs/acq", "×)"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "redsync") {
+		t.Errorf("-backends etcd,consul measured Redis:\n%s", out.String())
+	}
+	raw, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep BenchReport
+	if err := json.Unmarshal(raw, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Measurements) != 2*2*2 { // 2 backends × 2 libraries × (uncontended + W=2)
+		t.Fatalf("%d measurements in the JSON, want 8", len(rep.Measurements))
+	}
+	for _, m := range rep.Measurements {
+		if m.CmdsPerAcq < 1 || m.P50Ms <= 0 || (m.Waiters > 0 && m.AcqPerSec <= 0) {
+			t.Errorf("implausible measurement %+v", m)
+		}
+		wantWake := m.Waiters > 0
+		if got := m.WakeupsPerHandoff != nil; got != wantWake {
+			t.Errorf("%s %s W=%d: wake-ups counted %v, want %v", m.Backend, m.Lib, m.Waiters, got, wantWake)
+		} else if got && *m.WakeupsPerHandoff < 0 {
+			t.Errorf("%s %s: %v wake-ups per hand-off", m.Backend, m.Lib, *m.WakeupsPerHandoff)
+		}
+	}
+}
+
 func TestBenchBadFlags(t *testing.T) {
 	for _, args := range [][]string{
 		{"bench", "-waiters", "1"},
@@ -54,6 +104,8 @@ func TestBenchBadFlags(t *testing.T) {
 		{"bench", "-runs", "0"},
 		{"bench", "-n", "0"},
 		{"bench", "-nope"},
+		{"bench", "-backends", "redis,zookeeper"},
+		{"bench", "-cell-time", "-1s"},
 	} {
 		var out, errOut bytes.Buffer
 		if code := run(args, &out, &errOut); code != exitUsage {
@@ -64,15 +116,84 @@ func TestBenchBadFlags(t *testing.T) {
 
 func TestNoiseWarnings(t *testing.T) {
 	rep := BenchReport{Runs: 3, Measurements: []Measurement{
-		{Lib: "lockproof", Run: 1, P50Ms: 1, AcqPerSec: 100},
-		{Lib: "lockproof", Run: 2, P50Ms: 1.1, AcqPerSec: 100},
-		{Lib: "lockproof", Run: 3, P50Ms: 2, AcqPerSec: 101},
+		{Backend: "etcd", Lib: "lockproof", Run: 1, P50Ms: 1, AcqPerSec: 100},
+		{Backend: "etcd", Lib: "lockproof", Run: 2, P50Ms: 1.1, AcqPerSec: 100},
+		{Backend: "etcd", Lib: "lockproof", Run: 3, P50Ms: 2, AcqPerSec: 101},
 	}}
 	warn := noiseWarnings(rep, 0.25)
-	if len(warn) != 1 || !strings.Contains(warn[0], "lockproof p50 at uncontended") {
+	if len(warn) != 1 || !strings.Contains(warn[0], "lockproof on etcd p50 at uncontended") {
 		t.Fatalf("warnings %q, want one on lockproof's p50", warn)
+	}
+	short := cutShort(BenchReport{Measurements: []Measurement{
+		{Backend: "consul", Lib: "api.Lock", Run: 1, Waiters: 64, Acquisitions: 12},
+		{Backend: "consul", Lib: "lockproof", Run: 1, Waiters: 64, Acquisitions: 40},
+		{Backend: "consul", Lib: "lockproof", Run: 1, Acquisitions: 10},
+	}}, benchFlags{n: 40, cellTime: time.Second})
+	if len(short) != 1 || !strings.Contains(short[0], "api.Lock on consul at W=64 made 12 of 40") {
+		t.Fatalf("cut-short warnings %q, want one on api.Lock", short)
 	}
 	if got := median([]float64{3, 1, 2, 10}); got != 2.5 {
 		t.Fatalf("median = %v", got)
 	}
+}
+
+// BenchmarkBench measures what `lockproof bench` prints, through the same
+// functions, as go test benchmarks: one sub-benchmark per backend, library
+// and contention level, each on a fresh server, b.N acquisitions. Metrics:
+// p50-ms and p99-ms (cycle latency uncontended, hand-off latency under
+// contention), acq/s, reqs/acq (Redis commands, etcd RPCs and stream
+// messages, Consul HTTP requests), wakeups/handoff (etcd) and allocs/acq.
+// Run the table, for example (api.Lock's 5 s retry sleeps make Consul's
+// contended rows slow):
+//
+//	go test -run '^$' -bench 'Bench/(etcd|consul)' -benchtime 40x -count 3 -timeout 30m ./cmd/lockproof/
+func BenchmarkBench(b *testing.B) {
+	for _, be := range benchBackends {
+		b.Run(be.name, func(b *testing.B) {
+			for _, lib := range be.libs {
+				for _, w := range []int{0, 4, 16, 64} {
+					b.Run(fmt.Sprintf("%s/%s", lib, waitersName(w)), func(b *testing.B) {
+						benchmarkCell(b, be, lib, w)
+					})
+				}
+			}
+		})
+	}
+}
+
+func benchmarkCell(b *testing.B, be benchBackend, lib string, w int) {
+	f := benchFlags{n: b.N, uncontended: b.N, hold: 100 * time.Microsecond}
+	srv, err := be.start(f)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		if err := srv.close(); err != nil {
+			b.Error(err)
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	name := "lockproof-bench-" + locks.NewOwner()[:8]
+	b.ResetTimer()
+	var m Measurement
+	if w == 0 {
+		m, err = benchUncontended(ctx, f, srv, lib, name)
+	} else {
+		m, err = benchContended(ctx, f, srv, lib, name, w)
+	}
+	b.StopTimer()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(m.P50Ms, "p50-ms")
+	b.ReportMetric(m.P99Ms, "p99-ms")
+	if w > 0 {
+		b.ReportMetric(m.AcqPerSec, "acq/s")
+	}
+	b.ReportMetric(m.CmdsPerAcq, "reqs/acq")
+	if m.WakeupsPerHandoff != nil {
+		b.ReportMetric(*m.WakeupsPerHandoff, "wakeups/handoff")
+	}
+	b.ReportMetric(m.AllocsPerAcq, "allocs/acq")
 }

@@ -60,6 +60,10 @@ type Contention struct {
 	// Hold is how long each holder keeps the lock (spinning: sleeps cannot
 	// wait as little as 100 µs).
 	Hold time.Duration
+	// Budget, when positive, stops handing out acquisitions once the run has
+	// lasted this long: the acquisitions already started finish, and Result
+	// counts those made. Default 0: no limit, all Acquisitions are made.
+	Budget time.Duration
 	// Turns makes a worker that released wait until another worker has
 	// acquired before it calls Lock again, so that every hand-off goes to a
 	// waiter. Without it a lock that lets the releaser barge in hands the
@@ -73,7 +77,8 @@ var ErrExclusion = errors.New("lockbench: two holders at once")
 
 // Result is what a contended run measured.
 type Result struct {
-	// Acquisitions made and the wall time they took.
+	// Acquisitions made (fewer than asked when the Budget ran out) and the
+	// wall time they took.
 	Acquisitions int
 	Elapsed      time.Duration
 	// Handoffs are the times from a holder's Unlock call to the next
@@ -132,7 +137,7 @@ func Uncontended(ctx context.Context, w Worker, n int) ([]time.Duration, error) 
 
 // Contend runs the workers against each other until c.Acquisitions are done.
 func Contend(ctx context.Context, workers []Worker, c Contention) (Result, error) {
-	if len(workers) == 0 || c.Acquisitions <= 0 || c.Hold < 0 || (c.Turns && len(workers) < 2) {
+	if len(workers) == 0 || c.Acquisitions <= 0 || c.Hold < 0 || c.Budget < 0 || (c.Turns && len(workers) < 2) {
 		return Result{}, fmt.Errorf("lockbench: %d workers, %d acquisitions, hold %v, turns %v",
 			len(workers), c.Acquisitions, c.Hold, c.Turns)
 	}
@@ -150,9 +155,13 @@ func Contend(ctx context.Context, workers []Worker, c Contention) (Result, error
 		})
 	}
 	began := time.Now()
+	if c.Budget > 0 {
+		stop := time.AfterFunc(c.Budget, r.stop)
+		defer stop.Stop()
+	}
 	close(start)
 	wg.Wait()
-	res := Result{Acquisitions: c.Acquisitions, Elapsed: time.Since(began), SelfHandoffs: int(r.selfHand.Load())}
+	res := Result{Acquisitions: int(r.made.Load()), Elapsed: time.Since(began), SelfHandoffs: int(r.selfHand.Load())}
 	if r.err != nil {
 		return res, r.err
 	}
@@ -173,6 +182,7 @@ type run struct {
 	turns      bool
 	hold       time.Duration
 	tickets    atomic.Int64 // acquisitions left to start
+	made       atomic.Int64 // acquisitions made
 	inside     atomic.Int32 // workers in the critical section
 	violations atomic.Int64
 	releasedAt atomic.Int64 // UnixNano just before the last unlock; 0 once consumed
@@ -190,6 +200,12 @@ type samples struct{ handoff, wait []time.Duration }
 
 func (r *run) fail(err error) {
 	r.errOnce.Do(func() { r.err = err })
+	r.stop()
+}
+
+// stop hands out no more acquisitions and wakes the workers waiting for
+// their turn.
+func (r *run) stop() {
 	r.tickets.Store(0)
 	r.turnMu.Lock()
 	r.turn.Broadcast()
@@ -204,6 +220,7 @@ func (r *run) loop(ctx context.Context, id int64, w Worker, s *samples) {
 			return
 		}
 		acquired := time.Now().UnixNano()
+		r.made.Add(1)
 		if r.inside.Add(1) != 1 {
 			r.violations.Add(1)
 		}

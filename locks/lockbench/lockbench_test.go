@@ -47,6 +47,19 @@ func TestContendTurnsHandsToOthers(t *testing.T) {
 	}
 }
 
+func TestContendStopsAtTheBudget(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := lockbench.Contend(ctx, memWorkers(t, 4), lockbench.Contention{
+		Acquisitions: 1 << 30, Hold: time.Millisecond, Budget: 50 * time.Millisecond, Turns: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Acquisitions < 1 || res.Acquisitions >= 1<<30 || len(res.Waits) != res.Acquisitions {
+		t.Fatalf("%d acquisitions (%d waits) within a 50 ms budget", res.Acquisitions, len(res.Waits))
+	}
+}
+
 // brokenWorker never excludes anyone.
 type brokenWorker struct{}
 
@@ -71,7 +84,7 @@ func TestContendReportsErrorsAndBadInput(t *testing.T) {
 	if _, err := lockbench.Contend(context.Background(), ws, lockbench.Contention{Acquisitions: 10, Turns: true}); err == nil {
 		t.Fatal("Contend with failing workers succeeded")
 	}
-	for _, c := range []lockbench.Contention{{}, {Acquisitions: 1, Hold: -1}, {Acquisitions: 1, Turns: true}} {
+	for _, c := range []lockbench.Contention{{}, {Acquisitions: 1, Hold: -1}, {Acquisitions: 1, Budget: -1}, {Acquisitions: 1, Turns: true}} {
 		if _, err := lockbench.Contend(context.Background(), ws[:1], c); err == nil {
 			t.Errorf("Contend(%+v) with one worker accepted", c)
 		}

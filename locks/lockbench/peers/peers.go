@@ -1,6 +1,8 @@
 // Package peers adapts the locks lockproof is compared with to
 // lockbench.Worker, so that one harness measures them all in one run:
-// github.com/go-redsync/redsync/v4 and github.com/bsm/redislock on Redis.
+// github.com/go-redsync/redsync/v4 and github.com/bsm/redislock on Redis,
+// go.etcd.io/etcd/client/v3/concurrency.Mutex on etcd and
+// github.com/hashicorp/consul/api.Lock on Consul.
 package peers
 
 import (

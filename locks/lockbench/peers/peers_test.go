@@ -41,3 +41,33 @@ func TestPeersExclude(t *testing.T) {
 		})
 	}
 }
+
+func TestEtcdAndConsulPeersExclude(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	t.Run("concurrency.Mutex", func(t *testing.T) {
+		e := fakes.Etcd(t)
+		ws := make([]lockbench.Worker, 3)
+		for i := range ws {
+			w, closeSession, err := peers.EtcdMutex(e.NewClient(), e.Prefix()+"mutex", 10*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = closeSession() })
+			ws[i] = w
+		}
+		if _, err := lockbench.Contend(ctx, ws, lockbench.Contention{Acquisitions: 30, Hold: 50 * time.Microsecond}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("api.Lock", func(t *testing.T) {
+		c := fakes.Consul(t, fakes.ForceMiniconsul())
+		ws, err := peers.ConsulLock(c.Client(), c.Prefix()+"lock", 10*time.Second, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := lockbench.Contend(ctx, ws, lockbench.Contention{Acquisitions: 30, Hold: 50 * time.Microsecond, Turns: true}); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

@@ -1,0 +1,382 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/hashicorp/consul/api"
+	"github.com/redis/go-redis/v9"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/server/v3/embed"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+
+	"github.com/lockproof/lockproof/fakes/miniconsul"
+	"github.com/lockproof/lockproof/locks"
+	"github.com/lockproof/lockproof/locks/consullock"
+	"github.com/lockproof/lockproof/locks/etcdlock"
+	"github.com/lockproof/lockproof/locks/lockbench"
+	"github.com/lockproof/lockproof/locks/lockbench/peers"
+	"github.com/lockproof/lockproof/locks/redislock"
+)
+
+// benchBackend is one backend, with lockproof's lock on it and its peers.
+type benchBackend struct {
+	name string
+	// libs are the libraries measured, lockproof's first: the others'
+	// ratios are to it.
+	libs []string
+	// unit names what requests counts: "cmds" or "reqs".
+	unit string
+	// start starts a fresh server (or connects to f's real one).
+	start func(f benchFlags) (benchServer, error)
+}
+
+// benchServer is one started backend whose clients count what they send.
+type benchServer interface {
+	about() string
+	// workers returns n workers of library lib on lock name, and a func
+	// that closes what they opened.
+	workers(lib, name string, n int) ([]lockbench.Worker, func(), error)
+	// requests is how many requests the clients sent so far.
+	requests() int64
+	// wakeups is how many times the clients' waiters were woken so far (etcd:
+	// watch events received; Consul: blocking queries returned), or -1 when
+	// the backend's locks do not wait on notifications.
+	wakeups() int64
+	close() error
+}
+
+var benchBackends = []benchBackend{
+	{name: "redis", libs: []string{"lockproof", "redsync", "bsm"}, unit: "cmds", start: startRedisBench},
+	{name: "etcd", libs: []string{"lockproof", "concurrency"}, unit: "reqs", start: startEtcdBench},
+	{name: "consul", libs: []string{"lockproof", "api.Lock"}, unit: "reqs", start: startConsulBench},
+}
+
+func backendNamed(name string) (benchBackend, bool) {
+	for _, b := range benchBackends {
+		if b.name == name {
+			return b, true
+		}
+	}
+	return benchBackend{}, false
+}
+
+const benchTTL = 10 * time.Second
+
+// --- Redis: miniredis or a real server, one counted go-redis client.
+
+type redisBench struct {
+	srv     *miniredis.Miniredis // nil on a real server
+	addr    string
+	client  *redis.Client
+	counter *cmdCounter
+}
+
+func startRedisBench(f benchFlags) (benchServer, error) {
+	s := &redisBench{addr: f.redis, counter: &cmdCounter{}}
+	if s.addr == "" {
+		srv, err := miniredis.Run()
+		if err != nil {
+			return nil, err
+		}
+		s.srv, s.addr = srv, srv.Addr()
+	}
+	s.client = redis.NewClient(&redis.Options{Addr: s.addr})
+	s.client.AddHook(s.counter)
+	return s, nil
+}
+
+func (s *redisBench) about() string {
+	if s.srv == nil {
+		return "Redis at " + s.addr
+	}
+	return "miniredis (embedded)"
+}
+
+func (s *redisBench) workers(lib, name string, n int) ([]lockbench.Worker, func(), error) {
+	switch lib {
+	case "lockproof":
+		l, err := redislock.New(s.client, name, locks.WithTTL(benchTTL))
+		if err != nil {
+			return nil, nil, err
+		}
+		return lockbench.Shared(l, n), func() {}, nil
+	case "redsync":
+		return peers.Redsync(s.client, name, benchTTL, n), func() {}, nil
+	case "bsm":
+		return peers.BSM(s.client, name, benchTTL, n), func() {}, nil
+	}
+	return nil, nil, fmt.Errorf("no library %q on redis", lib)
+}
+
+func (s *redisBench) requests() int64 { return s.counter.n.Load() }
+func (s *redisBench) wakeups() int64  { return -1 }
+
+func (s *redisBench) close() error {
+	err := s.client.Close()
+	if s.srv != nil {
+		s.srv.Close()
+	}
+	return err
+}
+
+// cmdCounter counts the commands a go-redis client sends, a pipeline
+// counting each command in it.
+type cmdCounter struct{ n atomic.Int64 }
+
+func (h *cmdCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *cmdCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error { h.n.Add(1); return next(ctx, cmd) }
+}
+func (h *cmdCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.n.Add(int64(len(cmds)))
+		return next(ctx, cmds)
+	}
+}
+
+// --- etcd: one embedded member (no fsync), a counted client per worker.
+
+// etcdReady bounds the embedded member's start.
+const etcdReady = 30 * time.Second
+
+type etcdBench struct {
+	e       *embed.Etcd
+	dir     string
+	url     string
+	counter *grpcCounter
+}
+
+func startEtcdBench(benchFlags) (benchServer, error) {
+	dir, err := os.MkdirTemp("", "lockproof-bench-etcd-")
+	if err != nil {
+		return nil, err
+	}
+	ports, err := twoFreePorts()
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, err
+	}
+	client := url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", ports[0])}
+	peer := url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", ports[1])}
+	cfg := embed.NewConfig()
+	cfg.Name, cfg.Dir = "bench", dir
+	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{client}, []url.URL{client}
+	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
+	cfg.InitialCluster = "bench=" + peer.String()
+	cfg.UnsafeNoFsync = true // as fakes.Etcd: a crash of the machine is not what is measured
+	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
+	e, err := embed.StartEtcd(cfg)
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, err
+	}
+	s := &etcdBench{e: e, dir: dir, url: client.String(), counter: &grpcCounter{}}
+	select {
+	case <-e.Server.ReadyNotify():
+		return s, nil
+	case err = <-e.Err():
+	case <-time.After(etcdReady):
+		err = fmt.Errorf("embedded etcd not ready within %v", etcdReady)
+	}
+	_ = s.close()
+	return nil, err
+}
+
+func twoFreePorts() ([2]int, error) {
+	var ports [2]int
+	for i := range ports {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return ports, err
+		}
+		defer l.Close()
+		ports[i] = l.Addr().(*net.TCPAddr).Port
+	}
+	return ports, nil
+}
+
+func (s *etcdBench) about() string { return "etcd (embedded, one member, no fsync)" }
+
+// workers gives each worker a client of its own, as W processes would
+// have: lockproof a Locker each, concurrency a Session and Mutex each.
+func (s *etcdBench) workers(lib, name string, n int) ([]lockbench.Worker, func(), error) {
+	var (
+		ws      []lockbench.Worker
+		closers []func() error
+	)
+	done := func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			_ = closers[i]()
+		}
+	}
+	for range n {
+		c, err := clientv3.New(clientv3.Config{
+			Endpoints: []string{s.url}, DialTimeout: 10 * time.Second,
+			DialOptions: s.counter.dialOptions(), Logger: zap.NewNop(),
+		})
+		if err != nil {
+			done()
+			return nil, nil, err
+		}
+		closers = append(closers, c.Close)
+		switch lib {
+		case "lockproof":
+			l, err := etcdlock.New(c, name, locks.WithTTL(benchTTL))
+			if err != nil {
+				done()
+				return nil, nil, err
+			}
+			ws = append(ws, lockbench.FromLocker(l))
+		case "concurrency":
+			w, closeSession, err := peers.EtcdMutex(c, "lockproof-bench/"+name, benchTTL)
+			if err != nil {
+				done()
+				return nil, nil, err
+			}
+			ws, closers = append(ws, w), append(closers, closeSession)
+		default:
+			done()
+			return nil, nil, fmt.Errorf("no library %q on etcd", lib)
+		}
+	}
+	return ws, done, nil
+}
+
+func (s *etcdBench) requests() int64 { return s.counter.reqs.Load() }
+func (s *etcdBench) wakeups() int64  { return s.counter.events.Load() }
+
+func (s *etcdBench) close() error {
+	s.e.Close()
+	return os.RemoveAll(s.dir)
+}
+
+// grpcCounter counts, over every client it is installed on, the requests
+// sent (each unary RPC, and each message sent on a stream: a watch's
+// create and cancel requests, a lease's keep-alive requests) and the watch
+// events received (each event of each WatchResponse; a response that only
+// confirms a watch's creation or cancellation carries none).
+type grpcCounter struct {
+	reqs, events atomic.Int64
+}
+
+func (c *grpcCounter) dialOptions() []grpc.DialOption {
+	return []grpc.DialOption{
+		grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any,
+			cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption,
+		) error {
+			c.reqs.Add(1)
+			return invoker(ctx, method, req, reply, cc, opts...)
+		}),
+		grpc.WithChainStreamInterceptor(func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn,
+			method string, streamer grpc.Streamer, opts ...grpc.CallOption,
+		) (grpc.ClientStream, error) {
+			s, err := streamer(ctx, desc, cc, method, opts...)
+			if err != nil {
+				return s, err
+			}
+			return &countedStream{ClientStream: s, c: c}, nil
+		}),
+	}
+}
+
+type countedStream struct {
+	grpc.ClientStream
+	c *grpcCounter
+}
+
+func (s *countedStream) SendMsg(m any) error {
+	s.c.reqs.Add(1)
+	return s.ClientStream.SendMsg(m)
+}
+
+func (s *countedStream) RecvMsg(m any) error {
+	err := s.ClientStream.RecvMsg(m)
+	if wr, ok := m.(*pb.WatchResponse); ok && err == nil {
+		s.c.events.Add(int64(len(wr.Events)))
+	}
+	return err
+}
+
+// --- Consul: miniconsul on the wall clock, one client counting its HTTP
+// requests (blocking queries included).
+
+type consulBench struct {
+	srv    *miniconsul.Server
+	tr     *http.Transport
+	count  *countingTransport
+	client *api.Client
+}
+
+func startConsulBench(benchFlags) (benchServer, error) {
+	srv, err := miniconsul.Start(miniconsul.WithClock(locks.SystemClock{}))
+	if err != nil {
+		return nil, err
+	}
+	tr := &http.Transport{MaxIdleConnsPerHost: 256}
+	count := &countingTransport{next: tr}
+	client, err := api.NewClient(&api.Config{Address: srv.Addr(), HttpClient: &http.Client{Transport: count}})
+	if err != nil {
+		_ = srv.Close()
+		return nil, err
+	}
+	return &consulBench{srv: srv, tr: tr, count: count, client: client}, nil
+}
+
+func (s *consulBench) about() string { return "miniconsul (embedded, wall clock)" }
+
+// workers gives lockproof a Locker per worker, as W processes would have,
+// and api.Lock one Lock per worker; all on the one client.
+func (s *consulBench) workers(lib, name string, n int) ([]lockbench.Worker, func(), error) {
+	key := "lockproof-bench/" + name
+	switch lib {
+	case "lockproof":
+		ws := make([]lockbench.Worker, n)
+		for i := range ws {
+			l, err := consullock.New(s.client, key, locks.WithTTL(benchTTL), locks.WithPrefix(""))
+			if err != nil {
+				return nil, nil, err
+			}
+			ws[i] = lockbench.FromLocker(l)
+		}
+		return ws, func() {}, nil
+	case "api.Lock":
+		ws, err := peers.ConsulLock(s.client, key, benchTTL, n)
+		return ws, func() {}, err
+	}
+	return nil, nil, fmt.Errorf("no library %q on consul", lib)
+}
+
+func (s *consulBench) requests() int64 { return s.count.n.Load() }
+func (s *consulBench) wakeups() int64  { return s.count.woken.Load() }
+
+func (s *consulBench) close() error {
+	s.tr.CloseIdleConnections()
+	return s.srv.Close()
+}
+
+// countingTransport counts the HTTP requests of a client, and the
+// blocking queries (those with an index) that returned: each is a waiter
+// woken, by a change of the key or at the end of its wait.
+type countingTransport struct {
+	next     http.RoundTripper
+	n, woken atomic.Int64
+}
+
+func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.n.Add(1)
+	resp, err := c.next.RoundTrip(r)
+	if index := r.URL.Query().Get("index"); err == nil && index != "" && index != "0" {
+		c.woken.Add(1)
+	}
+	return resp, err
+}
