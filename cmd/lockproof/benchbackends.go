@@ -13,11 +13,9 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/hashicorp/consul/api"
 	"github.com/redis/go-redis/v9"
-	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
-	"google.golang.org/grpc"
 
 	"github.com/lockproof/lockproof/fakes/miniconsul"
 	"github.com/lockproof/lockproof/locks"
@@ -153,7 +151,7 @@ type etcdBench struct {
 	e       *embed.Etcd
 	dir     string
 	url     string
-	counter *grpcCounter
+	counter *peers.EtcdCounter
 }
 
 func startEtcdBench(benchFlags) (benchServer, error) {
@@ -180,7 +178,7 @@ func startEtcdBench(benchFlags) (benchServer, error) {
 		_ = os.RemoveAll(dir)
 		return nil, err
 	}
-	s := &etcdBench{e: e, dir: dir, url: client.String(), counter: &grpcCounter{}}
+	s := &etcdBench{e: e, dir: dir, url: client.String(), counter: &peers.EtcdCounter{}}
 	select {
 	case <-e.Server.ReadyNotify():
 		return s, nil
@@ -222,7 +220,7 @@ func (s *etcdBench) workers(lib, name string, n int) ([]lockbench.Worker, func()
 	for range n {
 		c, err := clientv3.New(clientv3.Config{
 			Endpoints: []string{s.url}, DialTimeout: 10 * time.Second,
-			DialOptions: s.counter.dialOptions(), Logger: zap.NewNop(),
+			DialOptions: s.counter.DialOptions(), Logger: zap.NewNop(),
 		})
 		if err != nil {
 			done()
@@ -252,59 +250,12 @@ func (s *etcdBench) workers(lib, name string, n int) ([]lockbench.Worker, func()
 	return ws, done, nil
 }
 
-func (s *etcdBench) requests() int64 { return s.counter.reqs.Load() }
-func (s *etcdBench) wakeups() int64  { return s.counter.events.Load() }
+func (s *etcdBench) requests() int64 { return s.counter.Requests() }
+func (s *etcdBench) wakeups() int64  { return s.counter.Events() }
 
 func (s *etcdBench) close() error {
 	s.e.Close()
 	return os.RemoveAll(s.dir)
-}
-
-// grpcCounter counts, over every client it is installed on, the requests
-// sent (each unary RPC, and each message sent on a stream: a watch's
-// create and cancel requests, a lease's keep-alive requests) and the watch
-// events received (each event of each WatchResponse; a response that only
-// confirms a watch's creation or cancellation carries none).
-type grpcCounter struct {
-	reqs, events atomic.Int64
-}
-
-func (c *grpcCounter) dialOptions() []grpc.DialOption {
-	return []grpc.DialOption{
-		grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any,
-			cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption,
-		) error {
-			c.reqs.Add(1)
-			return invoker(ctx, method, req, reply, cc, opts...)
-		}),
-		grpc.WithChainStreamInterceptor(func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn,
-			method string, streamer grpc.Streamer, opts ...grpc.CallOption,
-		) (grpc.ClientStream, error) {
-			s, err := streamer(ctx, desc, cc, method, opts...)
-			if err != nil {
-				return s, err
-			}
-			return &countedStream{ClientStream: s, c: c}, nil
-		}),
-	}
-}
-
-type countedStream struct {
-	grpc.ClientStream
-	c *grpcCounter
-}
-
-func (s *countedStream) SendMsg(m any) error {
-	s.c.reqs.Add(1)
-	return s.ClientStream.SendMsg(m)
-}
-
-func (s *countedStream) RecvMsg(m any) error {
-	err := s.ClientStream.RecvMsg(m)
-	if wr, ok := m.(*pb.WatchResponse); ok && err == nil {
-		s.c.events.Add(int64(len(wr.Events)))
-	}
-	return err
 }
 
 // --- Consul: miniconsul on the wall clock, one client counting its HTTP

@@ -12,8 +12,9 @@
 //   - Take medians across the -count runs; compare libraries by ratios
 //     within one run, never across machines or days.
 //   - Compare/Uncontended/<lib>: ns/op and allocs/op of one lock+unlock by
-//     one goroutine; reqs/op counts the unary RPCs the client sent (Txn,
-//     Grant, KeepAliveOnce is a stream and is not counted).
+//     one goroutine; reqs/op counts the requests the client sent
+//     (peers.EtcdCounter: each unary RPC such as Txn or Grant, and each
+//     message sent on a stream, such as a keep-alive or a watch request).
 //   - Compare/Handoff/<lib>/waiters=W: W workers, each its own client and
 //     lock handle (W processes), take turns on one lock, holding it ~100 µs.
 //     ns/op is wall time per acquisition. handoff-p50-ms and handoff-p99-ms:
@@ -22,7 +23,7 @@
 //     all clients per hand-off (counted by a gRPC interceptor on every
 //     client's Watch streams): about one when each waiter watches only its
 //     predecessor, about the number of waiters when all watch the one key.
-//     reqs/acq: unary RPCs per acquisition.
+//     reqs/acq: requests per acquisition, counted as in reqs/op.
 //
 // The library's own memory use is mixed with the embedded server's, which
 // runs in the same process; point fakes.EnvEtcdEndpoints at a real etcd to
@@ -36,16 +37,15 @@ import (
 	"testing"
 	"time"
 
-	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
-	"google.golang.org/grpc"
 
 	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/locks/etcdlock"
 	"github.com/lockproof/lockproof/locks/internal/locktest"
 	"github.com/lockproof/lockproof/locks/lockbench"
+	"github.com/lockproof/lockproof/locks/lockbench/peers"
 )
 
 const (
@@ -122,45 +122,6 @@ func (w *concurrencyWorker) Lock(ctx context.Context) error   { return w.m.Lock(
 func (w *concurrencyWorker) Unlock(ctx context.Context) error { return w.m.Unlock(ctx) }
 func (w *concurrencyWorker) close()                           { _ = w.s.Close() }
 
-// counter counts, over all the clients it is installed on, the unary RPCs
-// sent and the watch events received.
-type counter struct {
-	reqs, events atomic.Int64
-}
-
-func (c *counter) dialOptions() []grpc.DialOption {
-	return []grpc.DialOption{
-		grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any,
-			cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption,
-		) error {
-			c.reqs.Add(1)
-			return invoker(ctx, method, req, reply, cc, opts...)
-		}),
-		grpc.WithChainStreamInterceptor(func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn,
-			method string, streamer grpc.Streamer, opts ...grpc.CallOption,
-		) (grpc.ClientStream, error) {
-			s, err := streamer(ctx, desc, cc, method, opts...)
-			if err != nil {
-				return s, err
-			}
-			return &countingStream{ClientStream: s, c: c}, nil
-		}),
-	}
-}
-
-type countingStream struct {
-	grpc.ClientStream
-	c *counter
-}
-
-func (s *countingStream) RecvMsg(m any) error {
-	err := s.ClientStream.RecvMsg(m)
-	if wr, ok := m.(*pb.WatchResponse); ok && err == nil {
-		s.c.events.Add(int64(len(wr.Events)))
-	}
-	return err
-}
-
 // bench is the state shared by the sub-benchmarks: one server.
 type bench struct {
 	s   *fakes.EtcdServer
@@ -169,12 +130,12 @@ type bench struct {
 
 // workers builds n workers of lib on a fresh lock name, each with its own
 // counted client; the clients close at the server's cleanup.
-func (bn *bench) workers(b testing.TB, lib library, n int, c *counter) []worker {
+func (bn *bench) workers(b testing.TB, lib library, n int, c *peers.EtcdCounter) []worker {
 	b.Helper()
 	name := fmt.Sprintf("bench-%d", bn.seq.Add(1))
 	ws := make([]worker, n)
 	for i := range ws {
-		w, err := lib.worker(bn.s.NewClient(c.dialOptions()...), bn.s.Prefix(), name)
+		w, err := lib.worker(bn.s.NewClient(c.DialOptions()...), bn.s.Prefix(), name)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -208,7 +169,7 @@ func BenchmarkCompare(b *testing.B) {
 func (bn *bench) uncontended(b *testing.B, lib library) {
 	ctx, cancel := context.WithTimeout(context.Background(), compareTimeout)
 	defer cancel()
-	c := &counter{}
+	c := &peers.EtcdCounter{}
 	w := bn.workers(b, lib, 1, c)[0]
 	if err := w.Lock(ctx); err != nil { // warm up: session, connection
 		b.Fatal(err)
@@ -216,7 +177,7 @@ func (bn *bench) uncontended(b *testing.B, lib library) {
 	if err := w.Unlock(ctx); err != nil {
 		b.Fatal(err)
 	}
-	before := c.reqs.Load()
+	before := c.Requests()
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
@@ -228,19 +189,19 @@ func (bn *bench) uncontended(b *testing.B, lib library) {
 		}
 	}
 	b.StopTimer()
-	b.ReportMetric(float64(c.reqs.Load()-before)/float64(b.N), "reqs/op")
+	b.ReportMetric(float64(c.Requests()-before)/float64(b.N), "reqs/op")
 }
 
 func (bn *bench) handoff(b *testing.B, lib library, waiters int) {
 	ctx, cancel := context.WithTimeout(context.Background(), compareTimeout)
 	defer cancel()
-	c := &counter{}
+	c := &peers.EtcdCounter{}
 	ws := bn.workers(b, lib, waiters, c)
 	lws := make([]lockbench.Worker, len(ws))
 	for i, w := range ws {
 		lws[i] = w
 	}
-	events, reqs := c.events.Load(), c.reqs.Load()
+	events, reqs := c.Events(), c.Requests()
 	b.ResetTimer()
 	res, err := lockbench.Contend(ctx, lws, lockbench.Contention{Acquisitions: b.N, Hold: compareHold})
 	b.StopTimer()
@@ -252,7 +213,7 @@ func (bn *bench) handoff(b *testing.B, lib library, waiters int) {
 	b.ReportMetric(locktest.PercentileMs(handoffs, 99), "handoff-p99-ms")
 	b.ReportMetric(res.AcqPerSec(), "acq/s")
 	if len(handoffs) > 0 {
-		b.ReportMetric(float64(c.events.Load()-events)/float64(len(handoffs)), "events/handoff")
+		b.ReportMetric(float64(c.Events()-events)/float64(len(handoffs)), "events/handoff")
 	}
-	b.ReportMetric(float64(c.reqs.Load()-reqs)/float64(b.N), "reqs/acq")
+	b.ReportMetric(float64(c.Requests()-reqs)/float64(b.N), "reqs/acq")
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/locks/lockbench/peers"
 )
 
 // TestWatchEventsPerHandoff: with 8 workers (each its own client) taking
@@ -27,7 +28,7 @@ func TestWatchEventsPerHandoff(t *testing.T) {
 		{libraries[1], 2, float64(workers - 1)}, // lockproof-naive: ~3.3 measured
 	} {
 		t.Run(tc.lib.name, func(t *testing.T) {
-			c := &counter{}
+			c := &peers.EtcdCounter{}
 			ws := bn.workers(t, tc.lib, workers, c)
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
@@ -53,7 +54,7 @@ func TestWatchEventsPerHandoff(t *testing.T) {
 				t.Fatal(err)
 			}
 			handoffs := workers*perWorker - 1
-			per := float64(c.events.Load()) / float64(handoffs)
+			per := float64(c.Events()) / float64(handoffs)
 			t.Logf("%s: %.2f watch events per hand-off", tc.lib.name, per)
 			if per < tc.min || per > tc.max {
 				t.Fatalf("%s: %.2f watch events per hand-off, want within [%v, %v]", tc.lib.name, per, tc.min, tc.max)
