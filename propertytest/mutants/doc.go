@@ -32,7 +32,20 @@
 //     went down and came back empty).
 //   - singlenode.go: single-node-posing-as-three (a three-node backend whose
 //     lock lives on node 0 alone: availability).
+//   - etcd.go, consul.go, mysql.go, the backends' own:
+//     etcd-waiter-without-recheck (a waiter takes any deletion under the
+//     lock's prefix as its turn: exclusivity),
+//     consul-ignores-session-invalidation (a renewal answered "no such
+//     session" counts as a success: symmetry) and
+//     mysql-takeover-without-expiry-check (the takeover UPDATE ignores the
+//     holder's expiry: exclusivity).
 //
-// Each mutant is registered by its file's init function; backends' own
-// mutants (etcd, Consul, MySQL) register the same way.
+// Each mutant is registered by its file's init function. The package's
+// tests check that every mutant is caught with its property named and
+// that its bug-free twin (Mutant.Fixed) passes; mutants on a backend in
+// real time (Mutant.RealTime: the embedded etcd) are caught only with
+//
+//	go test ./propertytest/mutants/ -run TestEveryMutantIsCaught -mutants.realtime
+//
+// or LOCKPROOF_DEEP=1, as they take up to a minute or more.
 package mutants

@@ -34,6 +34,7 @@ func init() {
 		// every 500ms).
 		Options: propertytest.Options{Clients: 4, TTL: time.Second,
 			Slack: 750 * time.Millisecond, Settle: 50 * time.Millisecond},
+		RealTime: true,
 	})
 }
 

@@ -27,6 +27,10 @@ type Mutant struct {
 	// bug. Run with the same Options it must pass: that shows the mutant is
 	// caught for its bug, not for something in the harness or the backend.
 	Fixed propertytest.Factory
+	// RealTime marks a mutant whose backend keeps real time (an embedded
+	// etcd's leases): each run takes seconds, and catching it can take a
+	// minute.
+	RealTime bool
 
 	_ struct{} // keyed literals only
 }

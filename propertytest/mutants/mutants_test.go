@@ -1,6 +1,7 @@
 package mutants
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"strings"
@@ -9,6 +10,8 @@ import (
 
 	"github.com/lockproof/lockproof/propertytest"
 )
+
+var realTime = flag.Bool("mutants.realtime", false, "also run the mutants whose backends keep real time (Mutant.RealTime)")
 
 // killChecks is the number of runs a mutant is given to be caught by
 // default; rapid stops at the first that catches it.
@@ -21,9 +24,16 @@ const deepSeeds = 10
 // Every registered mutant, backends' own included, is caught: the suite
 // fails it (a claimed property, not an expected violation) and names the
 // property it was built to break first, with the seed that replays it.
+//
+// Mutants on a real-time backend take from seconds to a minute or more to
+// be caught, too long for the default go test ./...: they run with
+// -mutants.realtime (as CI does) or LOCKPROOF_DEEP=1.
 func TestEveryMutantIsCaught(t *testing.T) {
 	for _, m := range All() {
 		t.Run(m.Name, func(t *testing.T) {
+			if m.RealTime && !*realTime && !deep() {
+				t.Skip("a real-time backend: run with -mutants.realtime or LOCKPROOF_DEEP=1")
+			}
 			seeds := 1
 			if deep() {
 				seeds = deepSeeds
