@@ -70,13 +70,16 @@ type violationOut struct {
 
 // cellResult is one row of the table.
 type cellResult struct {
-	Lock    string       `json:"lock"`
-	Faults  string       `json:"faults"`
-	About   string       `json:"about"`
-	Claims  string       `json:"claims"`
-	Runs    int          `json:"runs"`
-	Seconds float64      `json:"seconds"`
-	Props   []propResult `json:"properties"`
+	Lock   string `json:"lock"`
+	Faults string `json:"faults"`
+	About  string `json:"about"`
+	Claims string `json:"claims"`
+	// Runs counts the runs made, up to the first that violated a claimed
+	// property; Shrinking, the runs rapid then made to minimize it.
+	Runs      int          `json:"runs"`
+	Shrinking int          `json:"shrinking_runs,omitempty"`
+	Seconds   float64      `json:"seconds"`
+	Props     []propResult `json:"properties"`
 	// Violated is true when a property the lock claims was violated; Seed
 	// and Replay then replay the minimal failing run.
 	Violated bool   `json:"violated"`
@@ -250,7 +253,12 @@ func runCell(c *cell, cfg checkConfig, share time.Duration, p *progress) cellRes
 			Steps: c.stepsOf(cfg.steps), ShrinkTime: cfg.shrink,
 		})
 		if rep != nil {
-			cr.Runs += rep.Runs
+			if rep.Failed && rep.FirstFailure > 0 {
+				cr.Runs += rep.FirstFailure
+				cr.Shrinking += rep.Runs - rep.FirstFailure
+			} else {
+				cr.Runs += rep.Runs
+			}
 			cr.Undecided += rep.Undecided
 			for prop, n := range rep.Checked {
 				checked[prop] += n
