@@ -18,7 +18,8 @@
 //   - Models: NewLeaseModel (a lease lock with TTL, clock tolerance and
 //     fencing tokens), NewRegisterModel, NewFencedRegisterModel (stale
 //     tokens rejected, as locks.Fence), NewKVModel (get/put/append
-//     partitioned by key, porcupine's test semantics) and NewKVMapModel
+//     partitioned by key, porcupine's test semantics; the state is a
+//     KVValue, a string kept as its chain of appends) and NewKVMapModel
 //     (the same, unpartitioned).
 //   - Pictures: WriteHTML (a self-contained timeline page) and WriteText
 //     (for terminals).
