@@ -59,7 +59,9 @@
 //   - The memo is an open-addressing table over flat arrays (hash, state id,
 //     bitset words), keyed by an incremental (Zobrist) hash of the
 //     linearized set: linearizing or undoing an operation updates the hash
-//     with one XOR instead of rehashing the bitset. Every operation before
+//     with one XOR instead of rehashing the bitset; a slot holds half of
+//     its entry's hash, so a probe reads no other entry and growing the
+//     table reads no entry at all. Every operation before
 //     the first one not linearized is linearized, and only operations
 //     called before that one's return can follow it, so an entry holds only
 //     a window of the bitset from there, as wide as the history's overlap

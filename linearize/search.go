@@ -75,11 +75,9 @@ type searcher[S, I, O any] struct {
 	next  []int32
 	prev  []int32
 	zob   []uint64
-	px    []uint64                  // px[i]: the XOR of zob[:i]
-	keyOf func(rec []uint64) uint64 // windowKey
-	bits  []uint64                  // the linearized set, then max(win, 1) zero words
-	words int                       // of the linearized set
-	known int                       // operations with a known outcome
+	bits  []uint64 // the linearized set, then max(win, 1) zero words
+	words int      // of the linearized set
+	known int      // operations with a known outcome
 	// first is the first operation not linearized (every one before it
 	// is), top the number of words of bits up to the last nonzero one.
 	first, top int32
@@ -131,7 +129,6 @@ func newSearcher[S, I, O any](m *filled[S, I, O], hist []Operation[I, O], b *bud
 		m: m, hist: hist, b: b, abort: abort,
 		states: interner[S]{hash: m.Hash, equal: m.Equal},
 	}
-	s.keyOf = s.windowKey
 	return s
 }
 
@@ -150,8 +147,6 @@ func (s *searcher[S, I, O]) reset(ops []int) {
 	s.next = resize(s.next, 2*n+1)
 	s.prev = resize(s.prev, 2*n+1)
 	s.zob = resize(s.zob, n)
-	s.px = resize(s.px, n+1)
-	s.px[0] = 0
 	s.words = (n + 63) / 64
 	s.win = window(s.hist, ops)
 	if s.win >= s.words {
@@ -164,11 +159,11 @@ func (s *searcher[S, I, O]) reset(ops []int) {
 	s.first, s.top = 0, 0
 	s.states.reset(n)
 	if s.win > 0 {
-		s.memo.reset(n, s.win, s.keyOf)
-		s.wide.reset(0, s.words, nil)
+		s.memo.reset(n, s.win, true)
+		s.wide.reset(0, s.words, false)
 	} else {
-		s.memo.reset(n, s.words, nil)
-		s.wide.reset(0, 0, nil)
+		s.memo.reset(n, s.words, false)
+		s.wide.reset(0, 0, false)
 	}
 	s.trans = transitions{}
 	s.alts, s.stack = s.alts[:0], s.stack[:0]
@@ -180,7 +175,6 @@ func (s *searcher[S, I, O]) reset(ops []int) {
 	for k, hi := range ops {
 		op := &s.hist[hi]
 		s.zob[k] = zobrist(uint64(k))
-		s.px[k+1] = s.px[k] ^ s.zob[k]
 		events = append(events, event{op.Call, int32(2 * k)})
 		if !op.Unknown {
 			events = append(events, event{op.Return, int32(2*k + 1)})
@@ -452,21 +446,6 @@ func (s *searcher[S, I, O]) try(k int32, state *uint32, h *uint64) bool {
 	s.bits[k>>6] &^= 1 << (k & 63)
 	s.first, s.top = first, top
 	return false
-}
-
-// windowKey recomputes the key of a memo entry of a window (see remember):
-// the Zobrist hash of every operation before the window's first word and
-// of those set in the window, mixed with the state id.
-func (s *searcher[S, I, O]) windowKey(rec []uint64) uint64 {
-	tag := rec[0]
-	lo := int(tag>>32) << 6
-	h := s.px[lo]
-	for j, w := range rec[1:] {
-		for ; w != 0; w &= w - 1 {
-			h ^= s.zob[lo+j<<6+bits.TrailingZeros64(w)]
-		}
-	}
-	return h ^ mix(uint64(uint32(tag))+1)
 }
 
 // advanceFirst moves first past the operations linearized from it on.
