@@ -99,7 +99,8 @@ type searcher[S, I, O any] struct {
 	ids     []uint32
 	alts    []uint32 // the frames' alternatives, a stack
 	stack   []frame
-	events  []event
+	events  []event // the calls (every event if they are out of order)
+	rets    []event // the returns, sorted
 	charged int64
 	// The step cache starts once the search is big enough to repay it,
 	// and is dropped again when it misses more than it hits.
@@ -171,18 +172,25 @@ func (s *searcher[S, I, O]) reset(ops []int) {
 	s.cacheOn, s.cacheOff, s.hits, s.misses = false, false, 0, 0
 	s.deepest, s.blocker = 0, -1
 
-	events := s.events[:0]
+	// The calls come in order when ops are by call (they are, from
+	// partition and shrink): only the returns need sorting, and a merge
+	// links both.
+	calls, rets := s.events[:0], s.rets[:0]
+	inOrder := true
 	for k, hi := range ops {
 		op := &s.hist[hi]
 		s.zob[k] = zobrist(uint64(k))
-		events = append(events, event{op.Call, int32(2 * k)})
+		if k > 0 && op.Call < calls[k-1].t {
+			inOrder = false
+		}
+		calls = append(calls, event{op.Call, int32(2 * k)})
 		if !op.Unknown {
-			events = append(events, event{op.Return, int32(2*k + 1)})
+			rets = append(rets, event{op.Return, int32(2*k + 1)})
 			s.known++
 		}
 	}
 	// Calls before returns at equal times: intervals are closed.
-	slices.SortFunc(events, func(a, b event) int {
+	byTime := func(a, b event) int {
 		if a.t != b.t {
 			return cmpInt64(a.t, b.t)
 		}
@@ -190,14 +198,27 @@ func (s *searcher[S, I, O]) reset(ops []int) {
 			return int(ra - rb)
 		}
 		return int(a.node - b.node)
-	})
-	s.events = events
+	}
+	if !inOrder {
+		calls = append(calls, rets...)
+		rets = rets[:0]
+		slices.SortFunc(calls, byTime)
+	} else {
+		slices.SortFunc(rets, byTime)
+	}
+	s.events, s.rets = calls, rets
 	last := int32(2 * n) // head
 	s.prev[last] = none
-	for _, e := range events {
-		s.next[last] = e.node
-		s.prev[e.node] = last
-		last = e.node
+	for i, j := 0, 0; i < len(calls) || j < len(rets); {
+		var x int32
+		if j == len(rets) || i < len(calls) && calls[i].t <= rets[j].t {
+			x, i = calls[i].node, i+1
+		} else {
+			x, j = rets[j].node, j+1
+		}
+		s.next[last] = x
+		s.prev[x] = last
+		last = x
 	}
 	s.next[last] = none
 }
