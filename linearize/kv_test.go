@@ -86,3 +86,27 @@ func TestKVModelStep(t *testing.T) {
 		}
 	}
 }
+
+// TestKVRoll checks that the hash does not depend on how a value is split
+// into appends (kvRoll takes four bytes at a time).
+func TestKVRoll(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	slow := func(h uint64, v string) uint64 {
+		for i := 0; i < len(v); i++ {
+			h = (h + uint64(v[i]) + 1) * kvHashMul
+		}
+		return h
+	}
+	for range 5000 {
+		b := make([]byte, rng.IntN(40))
+		for i := range b {
+			b[i] = byte(rng.IntN(256))
+		}
+		s := string(b)
+		cut := rng.IntN(len(s) + 1)
+		h0 := rng.Uint64()
+		if got, want := kvRoll(kvRoll(h0, s[:cut]), s[cut:]), slow(h0, s); got != want {
+			t.Fatalf("kvRoll of %q cut at %d: %x, want %x", s, cut, got, want)
+		}
+	}
+}
