@@ -204,7 +204,7 @@ func (s *searcher[S, I, O]) reset(ops []int) {
 		rets = rets[:0]
 		slices.SortFunc(calls, byTime)
 	} else {
-		slices.SortFunc(rets, byTime)
+		sortReturns(rets)
 	}
 	s.events, s.rets = calls, rets
 	last := int32(2 * n) // head
@@ -221,6 +221,31 @@ func (s *searcher[S, I, O]) reset(ops []int) {
 		last = x
 	}
 	s.next[last] = none
+}
+
+// sortReturns sorts return events by time, then node. In call order, the
+// returns are mostly in order already: an insertion sort, unless it has
+// to move them far (then a full sort).
+func sortReturns(ev []event) {
+	less := func(a, b event) bool { return a.t < b.t || a.t == b.t && a.node < b.node }
+	moved := 0
+	for i := 1; i < len(ev); i++ {
+		e, j := ev[i], i
+		for j > 0 && less(e, ev[j-1]) {
+			ev[j] = ev[j-1]
+			j--
+		}
+		ev[j] = e
+		if moved += i - j; moved > 8*len(ev) {
+			slices.SortFunc(ev, func(a, b event) int {
+				if a.t != b.t {
+					return cmpInt64(a.t, b.t)
+				}
+				return int(a.node - b.node)
+			})
+			return
+		}
+	}
 }
 
 // window returns the number of words a window of the linearized set needs
