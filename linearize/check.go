@@ -214,6 +214,7 @@ func partition[S, I, O any](m *filled[S, I, O], history []Operation[I, O]) []Par
 	var (
 		index map[string]int32 // once there are many keys
 		keys  []string
+		heads []uint64 // keyHead of each key, for the scan
 		count []int
 		of    = make([]int32, len(history))
 	)
@@ -226,12 +227,19 @@ func partition[S, I, O any](m *filled[S, I, O], history []Operation[I, O]) []Par
 		p, ok := int32(-1), false
 		if index != nil {
 			p, ok = index[k]
-		} else if j := slices.Index(keys, k); j >= 0 {
-			p, ok = int32(j), true
+		} else {
+			kh := keyHead(k)
+			for j, h := range heads {
+				if h == kh && keys[j] == k {
+					p, ok = int32(j), true
+					break
+				}
+			}
 		}
 		if !ok {
 			p = int32(len(keys))
 			keys = append(keys, k)
+			heads = append(heads, keyHead(k))
 			count = append(count, 0)
 			if index != nil {
 				index[k] = p
@@ -273,6 +281,17 @@ func partition[S, I, O any](m *filled[S, I, O], history []Operation[I, O]) []Par
 		parts[r] = Partition{Key: keys[p], Ops: ops}
 	}
 	return parts
+}
+
+// keyHead packs a key's length and first bytes into a word: keys with
+// different heads differ, so the scan of partition compares most keys as
+// integers (the short keys of a key-value history entirely).
+func keyHead(k string) uint64 {
+	h := uint64(len(k)) << 56
+	for i := 0; i < len(k) && i < 7; i++ {
+		h |= uint64(k[i]) << (8 * i)
+	}
+	return h
 }
 
 func cmpInt64(a, b int64) int {

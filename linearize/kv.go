@@ -82,29 +82,163 @@ func kvReadOnly(op *Operation[KVInput, KVOutput]) bool { return op.Input.Op == G
 // "" before any write; Put replaces it; Append concatenates to it. These are
 // the semantics of porcupine's key-value test model. An unknown Put or
 // Append may have taken effect; an unknown Get is skipped.
-func NewKVModel() Model[string, KVInput, KVOutput] {
-	return Model[string, KVInput, KVOutput]{
-		Init: func() string { return "" },
-		Step: func(dst []string, s string, op *Operation[KVInput, KVOutput]) []string {
+//
+// The state is a KVValue, a value held as the chain of appends that built
+// it, so that an Append step copies no bytes and hashes only what it
+// appends.
+func NewKVModel() Model[KVValue, KVInput, KVOutput] {
+	return Model[KVValue, KVInput, KVOutput]{
+		Init: func() KVValue { return KVValue{} },
+		Step: func(dst []KVValue, s KVValue, op *Operation[KVInput, KVOutput]) []KVValue {
 			switch op.Input.Op {
 			case Get:
-				if op.Unknown || op.Output.Value == s {
+				if op.Unknown || s.Is(op.Output.Value) {
 					return append(dst, s)
 				}
 			case Put:
-				return append(dst, op.Input.Value)
+				return append(dst, KVValueOf(op.Input.Value))
 			case Append:
-				return append(dst, s+op.Input.Value)
+				return append(dst, s.Append(op.Input.Value))
 			}
 			return dst
 		},
 		Partition:         func(in KVInput) string { return in.Key },
 		ReadOnly:          kvReadOnly,
-		Equal:             func(a, b string) bool { return a == b },
-		Hash:              func(s string) uint64 { return maphash.String(hashSeed, s) },
+		Equal:             func(a, b KVValue) bool { return a.Equal(b) },
+		Hash:              func(s KVValue) uint64 { return s.Hash() },
 		DescribeOperation: describeKV,
-		DescribeState:     func(s string) string { return fmt.Sprintf("%q", s) },
+		DescribeState:     func(s KVValue) string { return fmt.Sprintf("%q", s.String()) },
 	}
+}
+
+// KVValue is an immutable string, the state of NewKVModel, kept as the
+// chain of appends that built it: Append allocates one small node, however
+// long the value, and the hash is updated from the appended bytes alone.
+// The zero KVValue is "".
+type KVValue struct{ n *kvNode }
+
+// kvNode is a value: prev's value followed by suf (suf alone if prev is
+// nil), n bytes in all, with hash its polynomial hash.
+type kvNode struct {
+	prev *kvNode
+	suf  string
+	n    int
+	hash uint64
+}
+
+// kvHashMul is the multiplier of KVValue's polynomial hash (odd).
+const kvHashMul = 0x100000001b3
+
+// Powers of kvHashMul modulo 2^64, for kvRoll's four bytes at a time
+// (TestKVRoll checks them).
+const (
+	kvHashMul2 = 0x366000002e329
+	kvHashMul3 = 0x8a97b0004e7feab
+	kvHashMul4 = 0x9ffaac085635bc91
+)
+
+// kvRoll extends the polynomial hash h of a string by the bytes of v: for
+// each byte c, h = (h + c + 1) * kvHashMul, taken four bytes at a time so
+// that one multiplication per four bytes waits for the previous one.
+func kvRoll(h uint64, v string) uint64 {
+	i := 0
+	for ; i+4 <= len(v); i += 4 {
+		h = (h+uint64(v[i])+1)*kvHashMul4 + (uint64(v[i+1])+1)*kvHashMul3 +
+			(uint64(v[i+2])+1)*kvHashMul2 + (uint64(v[i+3])+1)*kvHashMul
+	}
+	for ; i < len(v); i++ {
+		h = (h + uint64(v[i]) + 1) * kvHashMul
+	}
+	return h
+}
+
+// KVValueOf returns the KVValue holding v.
+func KVValueOf(v string) KVValue { return KVValue{}.Append(v) }
+
+// Append returns v's value followed by suf; v is unchanged.
+func (v KVValue) Append(suf string) KVValue {
+	if suf == "" {
+		return v
+	}
+	return KVValue{&kvNode{prev: v.n, suf: suf, n: v.Len() + len(suf), hash: kvRoll(v.Hash(), suf)}}
+}
+
+// Len is the length of the value in bytes.
+func (v KVValue) Len() int {
+	if v.n == nil {
+		return 0
+	}
+	return v.n.n
+}
+
+// Hash is a hash of the value's bytes: equal values have equal hashes,
+// however they were built.
+func (v KVValue) Hash() uint64 {
+	if v.n == nil {
+		return 0
+	}
+	return v.n.hash
+}
+
+// String returns the value.
+func (v KVValue) String() string {
+	b := make([]byte, v.Len())
+	for n, end := v.n, len(b); n != nil; n = n.prev {
+		end -= copy(b[end-len(n.suf):end], n.suf)
+	}
+	return string(b)
+}
+
+// Is reports whether the value is s.
+func (v KVValue) Is(s string) bool {
+	if v.Len() != len(s) {
+		return false
+	}
+	end := len(s)
+	for n := v.n; n != nil; n = n.prev {
+		if s[end-len(n.suf):end] != n.suf {
+			return false
+		}
+		end -= len(n.suf)
+	}
+	return true
+}
+
+// Equal reports whether both values hold the same bytes, however they were
+// built.
+func (v KVValue) Equal(o KVValue) bool {
+	a, b := v.n, o.n
+	if a == b {
+		return true
+	}
+	if v.Len() != o.Len() || v.Hash() != o.Hash() {
+		return false
+	}
+	if a.prev == b.prev && a.suf == b.suf {
+		return true
+	}
+	// Compare from the end, a chunk at a time: a[:ea] and b[:eb] are what
+	// is left of the current nodes' suffixes.
+	ea, eb := len(a.suf), len(b.suf)
+	for rem := a.n; rem > 0; {
+		if a == b && ea == eb {
+			return true // the same bytes from here on back
+		}
+		for ea == 0 {
+			a = a.prev
+			ea = len(a.suf)
+		}
+		for eb == 0 {
+			b = b.prev
+			eb = len(b.suf)
+		}
+		k := min(ea, eb)
+		if a.suf[ea-k:ea] != b.suf[eb-k:eb] {
+			return false
+		}
+		ea, eb, rem = ea-k, eb-k, rem-k
+	}
+	return true
 }
 
 // KVMap is an immutable map from keys to values, the state of

@@ -201,39 +201,34 @@ func (tr *transitions) footprint() int64 {
 }
 
 // memo is the set of explored configurations (linearized set, state id).
-// An entry is stride words: its key (unless keyOf is set), a tag (the
-// state id, and where the stored words start in the set), the words of the
-// set. A memo without keys recomputes them with keyOf when it grows.
+// An entry is stride words: its key (unless the memo is windowed), a tag
+// (the state id, and where the stored words start in the set), the words
+// of the set.
 type memo struct {
-	t table // without keys
-	// keyed holds, with keys, each entry's index + 1 in the low half of a
-	// slot and the high half of its key in the other: probes compare that
-	// half before reading an entry, and growing reads no entry.
+	// keyed holds each entry's index + 1 in the low half of a slot and the
+	// high half of its key in the other: probes compare that half before
+	// reading an entry, and growing reads no entry.
 	keyed  []uint64
 	words  int
-	head   int // 2: key and tag; 1: tag only
-	keyOf  func(rec []uint64) uint64
+	head   int        // 2: key and tag; 1: tag only
 	chunks [][]uint64 // chunk c holds 32<<c entries
 	n      int
 }
 
 // reset empties the memo for configurations of words-word bitsets, sized
-// for about n entries, with keys in the entries unless keyOf is given.
-// Chunks big enough for the new stride are kept.
-func (m *memo) reset(n, words int, keyOf func(rec []uint64) uint64) {
-	m.words, m.n, m.keyOf, m.head = words, 0, keyOf, 2
-	if keyOf != nil {
+// for about n entries, with keys in the entries unless windowed (the
+// slots hold half of each key: a windowed memo, whose entries are short,
+// keeps no other copy). Chunks big enough for the new stride are kept.
+func (m *memo) reset(n, words int, windowed bool) {
+	m.words, m.n, m.head = words, 0, 2
+	if windowed {
 		m.head = 1
-		m.t.reset(n)
-		m.keyed = nil
+	}
+	want := tableSize(n)
+	if l := len(m.keyed); l >= want && (l <= 64*want || l <= 1<<17) {
+		clear(m.keyed)
 	} else {
-		m.t = table{}
-		want := tableSize(n)
-		if l := len(m.keyed); l >= want && (l <= 64*want || l <= 1<<17) {
-			clear(m.keyed)
-		} else {
-			m.keyed = make([]uint64, want)
-		}
+		m.keyed = make([]uint64, want)
 	}
 	for k, c := range m.chunks {
 		if len(c) < (32<<k)*m.stride() {
@@ -251,41 +246,18 @@ func (m *memo) entry(e int) []uint64 {
 	return m.chunks[k][off*st : (off+1)*st]
 }
 
-// insert adds (set, tag) under key and reports whether it was new. set has
-// the memo's words.
-func (m *memo) insert(key uint64, set []uint64, tag uint64) bool {
-	if m.head == 2 {
-		return m.insertKeyed(key, set, tag)
+// same reports whether entry rec is (key, tag, set).
+func (m *memo) same(rec []uint64, key uint64, set []uint64, tag uint64) bool {
+	if m.head == 1 {
+		return rec[0] == tag && sameWords(rec[1:], set)
 	}
-	i := key & m.t.mask()
-	for {
-		e := m.t.slots[i]
-		if e == 0 {
-			break
-		}
-		if rec := m.entry(int(e - 1)); rec[0] == tag && sameWords(rec[1:], set) {
-			return false
-		}
-		i = (i + 1) & m.t.mask()
-	}
-	k, _ := chunkOf(m.n)
-	if k == len(m.chunks) {
-		m.chunks = append(m.chunks, make([]uint64, (32<<k)*m.stride()))
-	}
-	rec := m.entry(m.n)
-	rec[0] = tag
-	copy(rec[1:], set)
-	m.n++
-	m.t.slots[i] = uint32(m.n)
-	if 2*m.n > len(m.t.slots) {
-		m.t.rehash(m.n, func(e int) uint64 { return m.keyOf(m.entry(e)) })
-	}
-	return true
+	return rec[0] == key && rec[1] == tag && sameWords(rec[2:], set)
 }
 
-// insertKeyed is insert for a memo with keys. Slots are placed by the high
-// half of the key, the half they hold.
-func (m *memo) insertKeyed(key uint64, set []uint64, tag uint64) bool {
+// insert adds (set, tag) under key and reports whether it was new. set has
+// the memo's words; key must be a function of (set, tag). Slots are placed
+// by the high half of the key, the half they hold.
+func (m *memo) insert(key uint64, set []uint64, tag uint64) bool {
 	hi := key >> 32
 	mask := uint64(len(m.keyed) - 1)
 	i := hi & mask
@@ -294,10 +266,8 @@ func (m *memo) insertKeyed(key uint64, set []uint64, tag uint64) bool {
 		if sl == 0 {
 			break
 		}
-		if sl>>32 == hi {
-			if rec := m.entry(int(uint32(sl) - 1)); rec[0] == key && rec[1] == tag && sameWords(rec[2:], set) {
-				return false
-			}
+		if sl>>32 == hi && m.same(m.entry(int(uint32(sl)-1)), key, set, tag) {
+			return false
 		}
 		i = (i + 1) & mask
 	}
@@ -306,8 +276,12 @@ func (m *memo) insertKeyed(key uint64, set []uint64, tag uint64) bool {
 		m.chunks = append(m.chunks, make([]uint64, (32<<k)*m.stride()))
 	}
 	rec := m.entry(m.n)
-	rec[0], rec[1] = key, tag
-	copy(rec[2:], set)
+	if m.head == 1 {
+		rec[0] = tag
+	} else {
+		rec[0], rec[1] = key, tag
+	}
+	copy(rec[m.head:], set)
 	m.n++
 	m.keyed[i] = uint64(m.n) | hi<<32
 	if 2*m.n > len(m.keyed) {
@@ -338,7 +312,7 @@ func sameWords(a, b []uint64) bool {
 }
 
 func (m *memo) footprint() int64 {
-	n := int64(len(m.t.slots))*4 + int64(len(m.keyed))*8
+	n := int64(len(m.keyed)) * 8
 	for _, c := range m.chunks {
 		n += int64(len(c)) * 8
 	}

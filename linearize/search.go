@@ -75,11 +75,9 @@ type searcher[S, I, O any] struct {
 	next  []int32
 	prev  []int32
 	zob   []uint64
-	px    []uint64                  // px[i]: the XOR of zob[:i]
-	keyOf func(rec []uint64) uint64 // windowKey
-	bits  []uint64                  // the linearized set, then max(win, 1) zero words
-	words int                       // of the linearized set
-	known int                       // operations with a known outcome
+	bits  []uint64 // the linearized set, then max(win, 1) zero words
+	words int      // of the linearized set
+	known int      // operations with a known outcome
 	// first is the first operation not linearized (every one before it
 	// is), top the number of words of bits up to the last nonzero one.
 	first, top int32
@@ -101,7 +99,8 @@ type searcher[S, I, O any] struct {
 	ids     []uint32
 	alts    []uint32 // the frames' alternatives, a stack
 	stack   []frame
-	events  []event
+	events  []event // the calls (every event if they are out of order)
+	rets    []event // the returns, sorted
 	charged int64
 	// The step cache starts once the search is big enough to repay it,
 	// and is dropped again when it misses more than it hits.
@@ -131,7 +130,6 @@ func newSearcher[S, I, O any](m *filled[S, I, O], hist []Operation[I, O], b *bud
 		m: m, hist: hist, b: b, abort: abort,
 		states: interner[S]{hash: m.Hash, equal: m.Equal},
 	}
-	s.keyOf = s.windowKey
 	return s
 }
 
@@ -150,8 +148,6 @@ func (s *searcher[S, I, O]) reset(ops []int) {
 	s.next = resize(s.next, 2*n+1)
 	s.prev = resize(s.prev, 2*n+1)
 	s.zob = resize(s.zob, n)
-	s.px = resize(s.px, n+1)
-	s.px[0] = 0
 	s.words = (n + 63) / 64
 	s.win = window(s.hist, ops)
 	if s.win >= s.words {
@@ -164,11 +160,11 @@ func (s *searcher[S, I, O]) reset(ops []int) {
 	s.first, s.top = 0, 0
 	s.states.reset(n)
 	if s.win > 0 {
-		s.memo.reset(n, s.win, s.keyOf)
-		s.wide.reset(0, s.words, nil)
+		s.memo.reset(n, s.win, true)
+		s.wide.reset(0, s.words, false)
 	} else {
-		s.memo.reset(n, s.words, nil)
-		s.wide.reset(0, 0, nil)
+		s.memo.reset(n, s.words, false)
+		s.wide.reset(0, 0, false)
 	}
 	s.trans = transitions{}
 	s.alts, s.stack = s.alts[:0], s.stack[:0]
@@ -176,19 +172,25 @@ func (s *searcher[S, I, O]) reset(ops []int) {
 	s.cacheOn, s.cacheOff, s.hits, s.misses = false, false, 0, 0
 	s.deepest, s.blocker = 0, -1
 
-	events := s.events[:0]
+	// The calls come in order when ops are by call (they are, from
+	// partition and shrink): only the returns need sorting, and a merge
+	// links both.
+	calls, rets := s.events[:0], s.rets[:0]
+	inOrder := true
 	for k, hi := range ops {
 		op := &s.hist[hi]
 		s.zob[k] = zobrist(uint64(k))
-		s.px[k+1] = s.px[k] ^ s.zob[k]
-		events = append(events, event{op.Call, int32(2 * k)})
+		if k > 0 && op.Call < calls[k-1].t {
+			inOrder = false
+		}
+		calls = append(calls, event{op.Call, int32(2 * k)})
 		if !op.Unknown {
-			events = append(events, event{op.Return, int32(2*k + 1)})
+			rets = append(rets, event{op.Return, int32(2*k + 1)})
 			s.known++
 		}
 	}
 	// Calls before returns at equal times: intervals are closed.
-	slices.SortFunc(events, func(a, b event) int {
+	byTime := func(a, b event) int {
 		if a.t != b.t {
 			return cmpInt64(a.t, b.t)
 		}
@@ -196,16 +198,54 @@ func (s *searcher[S, I, O]) reset(ops []int) {
 			return int(ra - rb)
 		}
 		return int(a.node - b.node)
-	})
-	s.events = events
+	}
+	if !inOrder {
+		calls = append(calls, rets...)
+		rets = rets[:0]
+		slices.SortFunc(calls, byTime)
+	} else {
+		sortReturns(rets)
+	}
+	s.events, s.rets = calls, rets
 	last := int32(2 * n) // head
 	s.prev[last] = none
-	for _, e := range events {
-		s.next[last] = e.node
-		s.prev[e.node] = last
-		last = e.node
+	for i, j := 0, 0; i < len(calls) || j < len(rets); {
+		var x int32
+		if j == len(rets) || i < len(calls) && calls[i].t <= rets[j].t {
+			x, i = calls[i].node, i+1
+		} else {
+			x, j = rets[j].node, j+1
+		}
+		s.next[last] = x
+		s.prev[x] = last
+		last = x
 	}
 	s.next[last] = none
+}
+
+// sortReturns sorts return events by time, then node. In call order, the
+// returns are mostly in order already: an insertion sort, unless it has
+// to move them far (then a full sort).
+func sortReturns(ev []event) {
+	less := func(a, b event) bool { return a.t < b.t || a.t == b.t && a.node < b.node }
+	moved := 0
+	for i := 1; i < len(ev); i++ {
+		e, j := ev[i], i
+		for j > 0 && less(e, ev[j-1]) {
+			ev[j] = ev[j-1]
+			j--
+		}
+		ev[j] = e
+		if moved += i - j; moved > 8*len(ev) {
+			slices.SortFunc(ev, func(a, b event) int {
+				if a.t != b.t {
+					return cmpInt64(a.t, b.t)
+				}
+				return int(a.node - b.node)
+			})
+			return
+		}
+	}
 }
 
 // window returns the number of words a window of the linearized set needs
@@ -452,21 +492,6 @@ func (s *searcher[S, I, O]) try(k int32, state *uint32, h *uint64) bool {
 	s.bits[k>>6] &^= 1 << (k & 63)
 	s.first, s.top = first, top
 	return false
-}
-
-// windowKey recomputes the key of a memo entry of a window (see remember):
-// the Zobrist hash of every operation before the window's first word and
-// of those set in the window, mixed with the state id.
-func (s *searcher[S, I, O]) windowKey(rec []uint64) uint64 {
-	tag := rec[0]
-	lo := int(tag>>32) << 6
-	h := s.px[lo]
-	for j, w := range rec[1:] {
-		for ; w != 0; w &= w - 1 {
-			h ^= s.zob[lo+j<<6+bits.TrailingZeros64(w)]
-		}
-	}
-	return h ^ mix(uint64(uint32(tag))+1)
 }
 
 // advanceFirst moves first past the operations linearized from it on.
