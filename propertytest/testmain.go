@@ -65,13 +65,22 @@ func SetChecks(t testing.TB, n int) {
 	if ChecksGiven() || Deep() {
 		return
 	}
-	f := flag.Lookup("rapid.checks")
+	SetFlag(t, "rapid.checks", strconv.Itoa(n))
+}
+
+// SetFlag sets the command-line flag called name (one of rapid's, such as
+// rapid.steps or rapid.seed) to value for one test, and back at its end.
+// An unknown flag or a bad value fails t. Tests that call it must not run
+// in parallel.
+func SetFlag(t testing.TB, name, value string) {
+	t.Helper()
+	f := flag.Lookup(name)
 	if f == nil {
-		t.Fatal("propertytest: no flag -rapid.checks: is pgregory.net/rapid linked into the test?")
+		t.Fatalf("propertytest: no flag -%s: is pgregory.net/rapid linked into the test?", name)
 	}
 	old := f.Value.String()
-	if err := flag.Set("rapid.checks", strconv.Itoa(n)); err != nil {
-		t.Fatal(err)
+	if err := f.Value.Set(value); err != nil {
+		t.Fatalf("propertytest: -%s=%s: %v", name, value, err)
 	}
-	t.Cleanup(func() { _ = flag.Set("rapid.checks", old) })
+	t.Cleanup(func() { _ = f.Value.Set(old) })
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/propertytest"
 )
 
 // TestMain keeps the default run short: unless given on the command line,
@@ -53,25 +54,11 @@ func useRapid(t *testing.T, checks int) uint64 {
 		var b [8]byte
 		_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
 		seed = binary.LittleEndian.Uint64(b[:]) >> 1
-		setFlag(t, "rapid.seed", strconv.FormatUint(seed, 10))
+		propertytest.SetFlag(t, "rapid.seed", strconv.FormatUint(seed, 10))
 	}
 	if !checksGiven {
-		setFlag(t, "rapid.checks", strconv.Itoa(checks))
+		propertytest.SetFlag(t, "rapid.checks", strconv.Itoa(checks))
 	}
 	t.Logf("replay with: -run '^%s$' -rapid.seed=%d", t.Name(), seed)
 	return seed
-}
-
-// setFlag sets a flag for the rest of the test.
-func setFlag(t *testing.T, name, v string) {
-	t.Helper()
-	f := flag.Lookup(name)
-	if f == nil {
-		t.Fatalf("no flag -%s", name)
-	}
-	old := f.Value.String()
-	if err := f.Value.Set(v); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = f.Value.Set(old) })
 }

@@ -162,20 +162,6 @@ func locked(lib string, err error) error {
 	return fmt.Errorf("%s: %w: %w", lib, locks.ErrLocked, err)
 }
 
-// setFlag sets one of rapid's flags for the duration of t.
-func setFlag(t *testing.T, name, value string) {
-	t.Helper()
-	f := flag.Lookup(name)
-	if f == nil {
-		t.Fatalf("no flag -%s", name)
-	}
-	old := f.Value.String()
-	if err := f.Value.Set(value); err != nil {
-		t.Fatalf("-%s=%s: %v", name, value, err)
-	}
-	t.Cleanup(func() { _ = f.Value.Set(old) })
-}
-
 // seedFlag is the -rapid.seed given on the command line, read once before
 // any test changes the flag.
 var seedFlag = func() func() uint64 {
@@ -198,7 +184,7 @@ func useSeed(t *testing.T, def uint64) uint64 {
 	if seed == 0 {
 		seed = def
 	}
-	setFlag(t, "rapid.seed", strconv.FormatUint(seed, 10))
+	propertytest.SetFlag(t, "rapid.seed", strconv.FormatUint(seed, 10))
 	env := ""
 	if propertytest.Deep() {
 		env = "LOCKPROOF_DEEP=1 "

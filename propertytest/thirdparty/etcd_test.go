@@ -181,15 +181,15 @@ func etcdTest(t *testing.T) *fakes.EtcdServer {
 	switch {
 	case propertytest.ChecksGiven():
 	case deep:
-		setFlag(t, "rapid.checks", "20")
+		propertytest.SetFlag(t, "rapid.checks", "20")
 	default:
-		setFlag(t, "rapid.checks", "1")
+		propertytest.SetFlag(t, "rapid.checks", "1")
 	}
 	if deep {
-		setFlag(t, "rapid.steps", "15")
+		propertytest.SetFlag(t, "rapid.steps", "15")
 	} else {
-		setFlag(t, "rapid.steps", "8")
-		setFlag(t, "rapid.shrinktime", "1ms")
+		propertytest.SetFlag(t, "rapid.steps", "8")
+		propertytest.SetFlag(t, "rapid.shrinktime", "1ms")
 	}
 	return s
 }
