@@ -17,12 +17,22 @@ import (
 // consulTimeout bounds the housekeeping requests of the Consul factories.
 const consulTimeout = 10 * time.Second
 
+// ConsulLockOptions are the Options to run ConsulLock with: the default
+// TTL (1s) and a Slack of 2.25s, since a crashed holder's lock is free
+// 3×TTL after its last renewal (see ConsulLock).
+func ConsulLockOptions() Options { return Options{Slack: 2*time.Second + time.Second/4} }
+
+// ConsulLockOnOptions are the Options to run ConsulLockOn with: TTL 1s and
+// a Slack of 3s, for an agent's session invalidation and lock-delay in
+// real time (see ConsulLockOn).
+func ConsulLockOnOptions() Options { return Options{TTL: time.Second, Slack: 3 * time.Second} }
+
 // ConsulLock is the Factory of consullock on miniconsul in manual time
 // (fakes.Consul with ConsulManualTime and ForceMiniconsul: never a real
 // agent), which accepts session TTLs from 10ms. Each Locker has the
 // default lock-delay, one TTL.
 //
-// Run it with Options.Slack of at least 2×TTL: Consul invalidates a
+// Run it with ConsulLockOptions (Options.Slack of at least 2×TTL): Consul invalidates a
 // session TTL×2 after its last renewal (miniconsul exactly so), and the
 // lock-delay keeps the key from everybody for one more TTL, so a crashed
 // holder's lock is free 3×TTL after its last renewal. Manual time makes

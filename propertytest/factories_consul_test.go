@@ -12,12 +12,8 @@ import (
 // TestConsulLockOnRealServer at a running Consul agent (host:port).
 const envConsulAddr = "LOCKPROOF_CONSUL_ADDR"
 
-// consulOptions are ConsulLock's: a crashed holder's lock is free 3×TTL
-// after its last renewal.
-var consulOptions = Options{Slack: 2*time.Second + time.Second/4}
-
 func TestConsulLockKeepsItsProperties(t *testing.T) {
-	rep := Run(t, ConsulLock(), consulOptions)
+	rep := Run(t, ConsulLock(), ConsulLockOptions())
 	if rep.Runs == 0 || rep.Checked[Exclusivity] != rep.Runs || rep.Checked[DeadlockFreedom] != rep.Runs {
 		t.Fatalf("checks ran %v in %d runs", rep.Checked, rep.Runs)
 	}
@@ -37,7 +33,7 @@ func TestConsulLockOnRealServer(t *testing.T) {
 		addr = fakes.Consul(t, fakes.ForceConsulAgent(), fakes.ConsulSessionTTLMin(time.Second)).Addr()
 	}
 	SetChecks(t, 2) // a real agent in real time: each run lasts about 30 s
-	Run(t, ConsulLockOn(addr), Options{TTL: time.Second, Slack: 3 * time.Second})
+	Run(t, ConsulLockOn(addr), ConsulLockOnOptions())
 }
 
 // TestConsulLockOnMiniconsul smoke-tests ConsulLockOn against miniconsul in

@@ -20,6 +20,12 @@ import (
 // etcdTimeout bounds the housekeeping requests of the etcd factories.
 const etcdTimeout = 10 * time.Second
 
+// EtcdLockOptions are the Options to run EtcdLock and EtcdLockOn with
+// (TTL 1.5s, Slack 1.25s, Settle 50ms), for the reasons given on EtcdLock.
+func EtcdLockOptions() Options {
+	return Options{TTL: 1500 * time.Millisecond, Slack: 1250 * time.Millisecond, Settle: 50 * time.Millisecond}
+}
+
 // EtcdLock is the Factory of etcdlock on a one-member etcd embedded in the
 // process (fakes.Etcd; a LOCKPROOF_ETCD_ENDPOINTS in the environment is
 // cleared for the run with t.Setenv, which a parallel test cannot do).
@@ -27,7 +33,7 @@ const etcdTimeout = 10 * time.Second
 // whole seconds at a time, and no manual clock can stop them: Clock is the
 // system clock and Advance sleeps, so every run lasts seconds.
 //
-// Run it with Options{TTL: 1500ms, Slack: 1250ms, Settle: 50ms}, for these
+// Run it with EtcdLockOptions(): TTL 1.5s, Slack 1.25s, Settle 50ms, for these
 // reasons:
 //
 //   - etcdlock asks etcd for the TTL rounded up to whole seconds: 2s for a

@@ -6,15 +6,11 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/lockproof/lockproof/fakes"
 )
-
-// etcdOptions are EtcdLock's (see its documentation).
-var etcdOptions = Options{TTL: 1500 * time.Millisecond, Slack: 1250 * time.Millisecond, Settle: 50 * time.Millisecond}
 
 // setSteps sets rapid's average number of actions per run to n for one
 // test, unless -rapid.steps was given or LOCKPROOF_DEEP is set: runs in
@@ -49,7 +45,7 @@ func etcdRuns(t *testing.T) {
 
 func TestEtcdLockKeepsItsProperties(t *testing.T) {
 	etcdRuns(t)
-	rep := Run(t, EtcdLock(), etcdOptions)
+	rep := Run(t, EtcdLock(), EtcdLockOptions())
 	if rep.Runs == 0 || rep.Checked[Exclusivity] != rep.Runs || rep.Checked[DeadlockFreedom] != rep.Runs {
 		t.Fatalf("checks ran %v in %d runs", rep.Checked, rep.Runs)
 	}
@@ -62,7 +58,7 @@ func TestEtcdLockOnRealServer(t *testing.T) {
 		t.Skipf("set %s to run the suite on a real etcd", fakes.EnvEtcdEndpoints)
 	}
 	etcdRuns(t)
-	Run(t, EtcdLockOn(strings.Split(env, ",")), etcdOptions)
+	Run(t, EtcdLockOn(strings.Split(env, ",")), EtcdLockOptions())
 }
 
 // TestEtcdLockOnAnEmbeddedMember smoke-tests EtcdLockOn's real-cluster

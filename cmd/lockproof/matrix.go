@@ -157,19 +157,19 @@ func builtinCells(ep endpoints) []cell {
 	// The options are the ones each factory's documentation gives, and why.
 	if len(ep.etcd) > 0 {
 		cells = append(cells, cell{lock: lockEtcd, faults: "crash", about: "client crashes and pauses, real etcd at " + strings.Join(ep.etcd, ","),
-			real: true, factory: propertytest.EtcdLockOn(ep.etcd), opts: etcdOptions, fewerSteps: 3})
+			real: true, factory: propertytest.EtcdLockOn(ep.etcd), opts: propertytest.EtcdLockOptions(), fewerSteps: 3})
 	} else {
 		cells = append(cells, cell{lock: lockEtcd, faults: "crash",
 			about:   "client crashes and pauses; the holder's lease revoked (not claimed); embedded etcd, real time",
-			factory: propertytest.EtcdLock(), opts: etcdOptions, fewerSteps: 3})
+			factory: propertytest.EtcdLock(), opts: propertytest.EtcdLockOptions(), fewerSteps: 3})
 	}
 	if ep.consul != "" {
 		cells = append(cells, cell{lock: lockConsul, faults: "crash", about: "client crashes and pauses, real Consul at " + ep.consul + ", real time",
-			real: true, factory: propertytest.ConsulLockOn(ep.consul), opts: propertytest.Options{TTL: time.Second, Slack: 3 * time.Second}})
+			real: true, factory: propertytest.ConsulLockOn(ep.consul), opts: propertytest.ConsulLockOnOptions()})
 	} else {
 		cells = append(cells, cell{lock: lockConsul, faults: "crash",
 			about:   "client crashes and pauses; the holder's session invalidated (not claimed)",
-			factory: propertytest.ConsulLock(), opts: propertytest.Options{Slack: 2*time.Second + time.Second/4}})
+			factory: propertytest.ConsulLock(), opts: propertytest.ConsulLockOptions()})
 	}
 	if ep.mysql != "" {
 		cells = append(cells, cell{lock: lockMySQL, faults: "crash", about: "client crashes and pauses, real MySQL, real time",
@@ -181,10 +181,6 @@ func builtinCells(ep endpoints) []cell {
 	}
 	return cells
 }
-
-// etcdOptions fit etcd's whole-second leases in real time (see
-// propertytest.EtcdLock).
-var etcdOptions = propertytest.Options{TTL: 1500 * time.Millisecond, Slack: 1250 * time.Millisecond, Settle: 50 * time.Millisecond}
 
 // mutantCells are the deliberately broken locks, each under the faults its
 // mutant is run with.

@@ -26,7 +26,7 @@ func init() {
 		Fixed:   propertytest.ConsulLock(),
 		// propertytest.ConsulLock's options: a crashed holder's lock is
 		// free 3×TTL after its last renewal.
-		Options: propertytest.Options{Slack: 2*time.Second + time.Second/4},
+		Options: propertytest.ConsulLockOptions(),
 	})
 }
 
