@@ -260,11 +260,15 @@ func TestDifferentialPorcupine(t *testing.T) {
 // unknown one, at its instant or never), so the history is linearizable;
 // with corrupt, one get is then given a wrong output, which usually makes
 // it not. Partitions run to a few hundred operations, several words of
-// bitset, with windows in the memo.
-func simKV(rng *rand.Rand, corrupt bool) []Operation[KVInput, KVOutput] {
+// bitset, with windows in the memo. One operation in unknownOneIn has an
+// unknown outcome.
+func simKV(rng *rand.Rand, corrupt bool, unknownOneIn int) []Operation[KVInput, KVOutput] {
 	keys := []string{"x", "y", "z"}[:1+rng.IntN(3)]
 	clients := 2 + rng.IntN(4)
 	n := 60 + rng.IntN(300)
+	if unknownOneIn < 10 {
+		n = 20 + rng.IntN(60) // porcupine is slow with many unknown outcomes
+	}
 	type ev struct {
 		at int64
 		i  int
@@ -285,7 +289,7 @@ func simKV(rng *rand.Rand, corrupt bool) []Operation[KVInput, KVOutput] {
 			in.Value = string(rune('a' + rng.IntN(3)))
 		}
 		op := Operation[KVInput, KVOutput]{ID: i, ClientID: c, Call: call, Return: ret, Input: in}
-		op.Unknown = rng.IntN(80) == 0
+		op.Unknown = rng.IntN(unknownOneIn) == 0
 		effect = append(effect, !op.Unknown || rng.IntN(2) == 0)
 		if op.Unknown {
 			free[c] = ret + 1 + rng.Int64N(20) // the client gave up, then went on
@@ -329,16 +333,29 @@ func simKV(rng *rand.Rand, corrupt bool) []Operation[KVInput, KVOutput] {
 // searcher takes partition after partition, and the default pool) with
 // porcupine on simulated key-value histories of hundreds of operations.
 func TestDifferentialLargeKV(t *testing.T) {
+	differentialSimKV(t, 2, 80, 300, 5000)
+}
+
+// TestDifferentialManyUnknown does the same on shorter histories where one
+// operation in three has an unknown outcome: the search's pruning of
+// unknown operations without effect (see searcher.try) is busiest there.
+func TestDifferentialManyUnknown(t *testing.T) {
+	differentialSimKV(t, 3, 3, 50, 2000)
+}
+
+// differentialSimKV compares n histories of simKV (deepN with
+// LOCKPROOF_DEEP), half of them corrupted.
+func differentialSimKV(t *testing.T, stream uint64, unknownOneIn, n, deepN int) {
 	seed := testSeed(t)
-	rng := rand.New(rand.NewPCG(seed, 2))
-	n, limit := 300, time.Second // porcupine's time limit
+	rng := rand.New(rand.NewPCG(seed, stream))
+	limit := time.Second // porcupine's time limit
 	if deep() {
-		n, limit = 5000, 10*time.Second
+		n, limit = deepN, 10*time.Second
 	}
 	m := NewKVModel()
 	var count [3]int
 	for i := range n {
-		h := simKV(rng, i%2 == 1)
+		h := simKV(rng, i%2 == 1, unknownOneIn)
 		pm, ph := toPorcupine(m, h)
 		pc := porcupine.CheckOperationsTimeout(pm, ph, limit)
 		if pc == porcupine.Unknown {

@@ -150,6 +150,9 @@ func etcdModel() Model[etcdState, etcdIn, etcdOut] {
 			}
 			return dst
 		},
+		ReadOnly: func(op *Operation[etcdIn, etcdOut]) bool {
+			return op.Input.Op == "read" || !op.Unknown && op.Input.Op == "cas" && !op.Output.OK
+		},
 		Hash: func(s etcdState) uint64 {
 			if !s.Set {
 				return 1
