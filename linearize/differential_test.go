@@ -340,7 +340,7 @@ func TestDifferentialLargeKV(t *testing.T) {
 // operation in three has an unknown outcome: the search's pruning of
 // unknown operations without effect (see searcher.try) is busiest there.
 func TestDifferentialManyUnknown(t *testing.T) {
-	differentialSimKV(t, 3, 3, 50, 2000)
+	differentialSimKV(t, 3, 3, 50, 500)
 }
 
 // differentialSimKV compares n histories of simKV (deepN with

@@ -384,7 +384,6 @@ func (s *searcher[S, I, O]) step(id uint32, k int32) []uint32 {
 			s.ids = append(s.ids, nid)
 		}
 	}
-	clear(s.buf) // drop references held by the scratch space
 	if !s.cacheOn {
 		return s.ids // valid until the next step: try copies what it keeps
 	}
@@ -393,7 +392,13 @@ func (s *searcher[S, I, O]) step(id uint32, k int32) []uint32 {
 
 // run searches for a linearization.
 func (s *searcher[S, I, O]) run() outcome {
-	defer func() { s.b.charge(-s.charged) }()
+	defer func() {
+		s.b.charge(-s.charged)
+		// Drop the states the scratch space still refers to (clearing it
+		// at every step would cost a write barrier per step while the
+		// collector runs).
+		clear(s.buf[:cap(s.buf)])
+	}()
 	var (
 		state = s.states.id(s.m.Init())
 		h     uint64
