@@ -38,8 +38,14 @@ func (v Verdict) String() string {
 	}
 }
 
-// Options bound and tune a check. The zero value is ready: no limits but
-// ctx, GOMAXPROCS workers, counterexamples minimized.
+// DefaultMaxMemory is Options.MaxMemory when it is zero: 4 GiB of memo
+// tables. A hard history (say, an Illegal partition searched on one worker,
+// with no other partition to fail first) otherwise grows them until the
+// process is killed. Set a lower cap on smaller machines.
+const DefaultMaxMemory = 4 << 30
+
+// Options bound and tune a check. The zero value is ready: no time limit
+// but ctx, DefaultMaxMemory, GOMAXPROCS workers, counterexamples minimized.
 type Options struct {
 	// TimeLimit bounds the whole check, minimization included; zero means
 	// only ctx bounds it. When it passes the verdict is Unknown with Cause
@@ -48,8 +54,9 @@ type Options struct {
 	TimeLimit time.Duration
 	// MaxMemory caps the bytes held at once by the memo tables of the
 	// searches in flight (their own arrays; memory that states point to is
-	// not counted). Reaching it ends the check with Unknown and Cause
-	// ErrMemoryLimit instead of exhausting the process. Zero: no cap.
+	// not counted, and may be about as much again). Reaching it ends the
+	// check with Unknown and Cause ErrMemoryLimit instead of exhausting the
+	// process. Zero means DefaultMaxMemory; math.MaxInt64 lifts the cap.
 	MaxMemory int64
 	// Workers is how many partitions are searched at once. Zero means
 	// GOMAXPROCS.
@@ -155,6 +162,9 @@ func Check[S, I, O any](ctx context.Context, model Model[S, I, O], history []Ope
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, opts.TimeLimit, ErrTimeLimit)
 		defer cancel()
+	}
+	if opts.MaxMemory == 0 {
+		opts.MaxMemory = DefaultMaxMemory
 	}
 	b := &budget{maxMem: opts.MaxMemory}
 	stopWatch := context.AfterFunc(ctx, func() { b.cancelled.Store(true) })

@@ -148,6 +148,7 @@
 // Linearizability checking is NP-complete: some histories take exponential
 // time. Histories with many long-running or unknown operations on one key
 // are the hard ones; proving such a history Illegal explores every way the
-// unknown operations could have taken effect. Set Options.TimeLimit and
-// Options.MaxMemory: the worst case is then an Unknown verdict.
+// unknown operations could have taken effect. Set Options.TimeLimit (and
+// Options.MaxMemory below its default, DefaultMaxMemory, on a small
+// machine): the worst case is then an Unknown verdict.
 package linearize
