@@ -383,3 +383,45 @@ func differentialSimKV(t *testing.T, stream uint64, unknownOneIn, n, deepN int) 
 		t.Errorf("verdicts too one-sided to compare (%d Ok, %d Illegal)", count[Ok], count[Illegal])
 	}
 }
+
+// TestReadHashIsAShortcut checks that Model.ReadHash changes no verdict:
+// the models that declare it against the same models without it, on random
+// small histories and on simulated key-value ones.
+func TestReadHashIsAShortcut(t *testing.T) {
+	seed := testSeed(t)
+	rng := rand.New(rand.NewPCG(seed, 4))
+	n := 1000
+	if deep() {
+		n = 20_000
+	}
+	kv, reg := NewKVModel(), NewRegisterModel(0)
+	kvPlain, regPlain := kv, reg
+	kvPlain.ReadHash, regPlain.ReadHash = nil, nil
+	for i := range n {
+		sameVerdict(t, kv, kvPlain, genKV(rng))
+		sameVerdict(t, reg, regPlain, genRegister(rng))
+		if i%10 == 0 {
+			sameVerdict(t, kv, kvPlain, simKV(rng, i%20 == 0, 80))
+		}
+	}
+}
+
+func sameVerdict[S, I, O any](t *testing.T, with, without Model[S, I, O], h []Operation[I, O]) {
+	t.Helper()
+	a, err := Check(context.Background(), with, h, Options{NoMinimize: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Check(context.Background(), without, h, Options{NoMinimize: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Verdict != b.Verdict {
+		var buf []byte
+		_ = EncodeHistory(&byteWriter{&buf}, h)
+		t.Fatalf("with ReadHash %v, without %v on\n%s", a.Verdict, b.Verdict, buf)
+	}
+	if a.Verdict == Ok {
+		verifyLinearization(t, with, h, &a)
+	}
+}

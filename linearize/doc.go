@@ -9,8 +9,8 @@
 //     taken effect at any instant after its call, or never).
 //   - Model: the sequential specification, generic over state, input and
 //     output (no interface{} boxing): Init, Step (which may allow several
-//     next states), and optional Partition, ReadOnly, Equal, Hash and
-//     Describe functions.
+//     next states), and optional Partition, ReadOnly, ReadHash, Equal,
+//     Hash and Describe functions.
 //   - Check(ctx, model, history, Options): Ok, Illegal or Unknown (ctx done,
 //     Options.TimeLimit passed, Options.MaxMemory reached: never an
 //     out-of-memory crash). Result holds a linearization for Ok, a shrunk
@@ -90,6 +90,10 @@
 //     succeed are taken greedily: if the configuration after one fails, the
 //     configuration before it fails too, so its other candidates are not
 //     tried.
+//   - A read that names the hash of the states it accepts (Model.ReadHash:
+//     a get that returned v, the hash of v) is turned down by comparing
+//     that hash with the current state's, without a call to Step. Three steps in four of
+//     porcupine's kv histories are such failing gets.
 //   - Partitions run in parallel on a pool of GOMAXPROCS goroutines, the
 //     largest first; each worker reuses its tables and buffers from one
 //     partition to the next. The caller's goroutine is a worker and starts

@@ -102,8 +102,11 @@ func NewKVModel() Model[KVValue, KVInput, KVOutput] {
 			}
 			return dst
 		},
-		Partition:         func(in KVInput) string { return in.Key },
-		ReadOnly:          kvReadOnly,
+		Partition: func(in KVInput) string { return in.Key },
+		ReadOnly:  kvReadOnly,
+		ReadHash: func(op *Operation[KVInput, KVOutput]) (uint64, bool) {
+			return kvHashOf(op.Output.Value), op.Input.Op == Get
+		},
 		Equal:             func(a, b KVValue) bool { return a.Equal(b) },
 		Hash:              func(s KVValue) uint64 { return s.Hash() },
 		DescribeOperation: describeKV,
@@ -150,6 +153,14 @@ func kvRoll(h uint64, v string) uint64 {
 		h = (h + uint64(v[i]) + 1) * kvHashMul
 	}
 	return h
+}
+
+// kvHashOf is the Hash of the KVValue holding v.
+func kvHashOf(v string) uint64 {
+	if v == "" {
+		return 0
+	}
+	return kvRoll(0, v)
 }
 
 // KVValueOf returns the KVValue holding v.

@@ -115,7 +115,7 @@ func (c *chunked[T]) capacity() int { return 32<<len(c.chunks) - 32 }
 // id returns the id of s, adding it if new.
 func (in *interner[S]) id(s S) uint32 {
 	// Slots are placed by the high half of the hash, the half kept.
-	h := uint32(mix(in.hash(s)) >> 32)
+	h := stateHash(in.hash(s))
 	i := uint64(h) & in.t.mask()
 	for {
 		e := in.t.slots[i]
@@ -143,6 +143,13 @@ func (in *interner[S]) reset(n int) {
 	in.states.reset()
 	in.hashes.reset()
 }
+
+// stateHash is the part of a model's hash of a state that the interner
+// keeps.
+func stateHash(h uint64) uint32 { return uint32(mix(h) >> 32) }
+
+// hashOf returns the kept hash of the state of an id.
+func (in *interner[S]) hashOf(id uint32) uint32 { return *in.hashes.at(int(id)) }
 
 // state returns the state of an id.
 func (in *interner[S]) state(id uint32) S { return *in.states.at(int(id)) }

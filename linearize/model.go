@@ -43,6 +43,16 @@ type Model[S, I, O any] struct {
 	// that must match the state (a key-value get) are the typical case; a
 	// wrong answer here makes the checker unsound. Default: none is.
 	ReadOnly func(op *Operation[I, O]) bool
+	// ReadHash, if set, returns for an operation with a known outcome a
+	// hash h (and true) such that Step accepts op only in states whose Hash
+	// is h: a get that returned v is accepted only in the state v, so h is
+	// the Hash of v. The search then turns op down without calling Step in
+	// a state with another hash, so a read that does not match, the
+	// commonest dead end of a key-value history, costs one comparison. It
+	// is only a shortcut: Step still decides in a state whose hash is h. A
+	// wrong h can make the checker reject a linearizable history (never
+	// accept one that is not). Default: none.
+	ReadHash func(op *Operation[I, O]) (uint64, bool)
 	// Equal reports whether two states are the same. Default == (only for a
 	// comparable S; Check returns ErrInvalidModel otherwise).
 	Equal func(a, b S) bool

@@ -153,13 +153,18 @@ func etcdModel() Model[etcdState, etcdIn, etcdOut] {
 		ReadOnly: func(op *Operation[etcdIn, etcdOut]) bool {
 			return op.Input.Op == "read" || !op.Unknown && op.Input.Op == "cas" && !op.Output.OK
 		},
-		Hash: func(s etcdState) uint64 {
-			if !s.Set {
-				return 1
-			}
-			return uint64(s.Value) * 0x9e3779b97f4a7c15
+		ReadHash: func(op *Operation[etcdIn, etcdOut]) (uint64, bool) {
+			return etcdHash(etcdState{Set: op.Output.Exists, Value: op.Output.Value}), op.Input.Op == "read"
 		},
+		Hash: etcdHash,
 	}
+}
+
+func etcdHash(s etcdState) uint64 {
+	if !s.Set {
+		return 1
+	}
+	return uint64(s.Value) * 0x9e3779b97f4a7c15
 }
 
 var etcdLine = regexp.MustCompile(`^INFO\s+jepsen\.util\s+-\s+(\d+)\s+:(invoke|ok|fail|info)\s+:(read|write|cas)\s+(.*)$`)

@@ -84,8 +84,11 @@ func NewRegisterModel[V comparable](init V) Model[V, RegisterInput[V], RegisterO
 			return dst
 		},
 		ReadOnly: func(op *Operation[RegisterInput[V], RegisterOutput[V]]) bool { return op.Input.Op == Read },
-		Equal:    func(a, b V) bool { return a == b },
-		Hash:     func(v V) uint64 { return maphash.Comparable(hashSeed, v) },
+		ReadHash: func(op *Operation[RegisterInput[V], RegisterOutput[V]]) (uint64, bool) {
+			return maphash.Comparable(hashSeed, op.Output.Value), op.Input.Op == Read
+		},
+		Equal: func(a, b V) bool { return a == b },
+		Hash:  func(v V) uint64 { return maphash.Comparable(hashSeed, v) },
 		DescribeOperation: func(op *Operation[RegisterInput[V], RegisterOutput[V]]) string {
 			switch {
 			case op.Input.Op == Write:

@@ -116,6 +116,13 @@ type searcher[S, I, O any] struct {
 	// backtracking above a depth clears its marks.
 	spent []int32
 	marks []int32
+	// reads[k] is one more than the interned hash (see interner.id) of
+	// the states known operation k may be accepted in, per
+	// Model.ReadHash; 0 when there is none. They are filled in once the
+	// search has taken 1024 steps (readsOn): a small search is over
+	// before they repay asking the model for them.
+	reads   []uint64
+	readsOn bool
 }
 
 const none = int32(-1)
@@ -182,6 +189,9 @@ func (s *searcher[S, I, O]) reset(ops []int) {
 		s.spent[k] = none
 	}
 	s.marks = s.marks[:0]
+	s.reads = resize(s.reads, n)
+	clear(s.reads)
+	s.readsOn = false
 
 	// The calls come in order when ops are by call (they are, from
 	// partition and shrink): only the returns need sorting, and a merge
@@ -419,6 +429,9 @@ func (s *searcher[S, I, O]) run() outcome {
 		if tick++; tick&1023 == 0 && s.slow != nil {
 			s.slow()
 		}
+		if tick&1023 == 0 && !s.readsOn && s.m.ReadHash != nil {
+			s.startReads()
+		}
 		if tick&1023 == 0 && (s.stopped() || !s.account()) {
 			return outcome{verdict: Unknown, states: s.memo.n + s.wide.n, blocker: -1}
 		}
@@ -512,6 +525,9 @@ func (s *searcher[S, I, O]) run() outcome {
 //
 // (Measured with BenchmarkEtcd and BenchmarkLock100k; see spend.)
 func (s *searcher[S, I, O]) try(k int32, state *uint32, h *uint64) bool {
+	if r := s.reads[k]; r != 0 && r-1 != uint64(s.states.hashOf(*state)) {
+		return false // a read of another state (Model.ReadHash)
+	}
 	next := s.step(*state, k)
 	unknown := s.hist[s.ops[k]].Unknown
 	if unknown && s.spent[k] != none {
@@ -545,6 +561,18 @@ func (s *searcher[S, I, O]) try(k int32, state *uint32, h *uint64) bool {
 	s.bits[k>>6] &^= 1 << (k & 63)
 	s.first, s.top = first, top
 	return false
+}
+
+// startReads fills in reads from Model.ReadHash.
+func (s *searcher[S, I, O]) startReads() {
+	s.readsOn = true
+	for k, hi := range s.ops {
+		if op := &s.hist[hi]; !op.Unknown {
+			if h, ok := s.m.ReadHash(op); ok {
+				s.reads[k] = uint64(stateHash(h)) + 1
+			}
+		}
+	}
 }
 
 // spend records that unknown operation k led nowhere without effect from
