@@ -69,3 +69,28 @@ func Observe(ctx context.Context, o Observer, e Event) {
 		o.Observe(ctx, e)
 	}
 }
+
+// observers calls each of its observers in turn.
+type observers []Observer
+
+func (os observers) Observe(ctx context.Context, e Event) {
+	for _, o := range os {
+		o.Observe(ctx, e)
+	}
+}
+
+// chainObservers returns an Observer that calls a, then b; either may be
+// nil.
+func chainObservers(a, b Observer) Observer {
+	switch {
+	case a == nil:
+		return b
+	case b == nil:
+		return a
+	}
+	chain, ok := a.(observers)
+	if !ok {
+		chain = observers{a}
+	}
+	return append(chain[:len(chain):len(chain)], b)
+}

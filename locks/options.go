@@ -76,8 +76,13 @@ func WithClock(c Clock) Option { return func(o *Options) { o.Clock = c } }
 // WithLogger sets the logger (default: discard). nil means discard.
 func WithLogger(l *slog.Logger) Option { return func(o *Options) { o.Logger = l } }
 
-// WithObserver sets the observer called at each Point (default none).
-func WithObserver(obs Observer) Option { return func(o *Options) { o.Observer = obs } }
+// WithObserver adds obs to the observers called at each Point (default
+// none): given several times, every observer is called, in the order the
+// options were given, so that a test harness can watch a lock that already
+// has an observer of its own. A nil obs adds nothing.
+func WithObserver(obs Observer) Option {
+	return func(o *Options) { o.Observer = chainObservers(o.Observer, obs) }
+}
 
 // Resolve applies opts over the defaults, with defaultPrefix as the
 // backend's own prefix, and validates the result.

@@ -22,7 +22,9 @@ type Backend struct {
 	// own, for the lock called name. It must pass opts (TTL, watchdog off,
 	// the suite's Observer, which CrashInTryLock needs) to the lock's
 	// constructor after the backend's own options (prefix, clock), so that
-	// the suite's settings win.
+	// the suite's settings win. An observer among the backend's options
+	// (a chaos pause hook) keeps working: locks.WithObserver adds
+	// observers, and the suite's is called after it.
 	NewLocker func(name string, opts ...locks.Option) (locks.Locker, error)
 	// Clock is the manual clock the lockers and the backend follow; the
 	// suite stamps every operation with it.
