@@ -38,7 +38,6 @@ package consullock_test
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"sync/atomic"
 	"testing"
@@ -52,6 +51,7 @@ import (
 	"github.com/lockproof/lockproof/locks/consullock"
 	"github.com/lockproof/lockproof/locks/internal/locktest"
 	"github.com/lockproof/lockproof/locks/lockbench"
+	"github.com/lockproof/lockproof/locks/lockbench/peers"
 )
 
 const (
@@ -71,7 +71,9 @@ type library struct {
 var libraries = []library{
 	{"lockproof", lockproofWorkers},
 	{"lockproof-apart", lockproofApartWorkers},
-	{"api.Lock", apiLockWorkers},
+	{"api.Lock", func(client *api.Client, key string, n int) ([]worker, error) {
+		return peers.ConsulLock(client, key, compareTTL, n)
+	}},
 }
 
 // lockproof: one Locker shared by every goroutine.
@@ -116,31 +118,6 @@ func (w *lockproofWorker) Unlock(ctx context.Context) error {
 	w.lease = nil
 	return err
 }
-
-// api.Lock holds its state, so each goroutine has its own, on one client.
-type apiLockWorker struct{ l *api.Lock }
-
-func apiLockWorkers(client *api.Client, key string, n int) ([]worker, error) {
-	ws := make([]worker, n)
-	for i := range ws {
-		l, err := client.LockOpts(&api.LockOptions{Key: key, SessionTTL: compareTTL.String()})
-		if err != nil {
-			return nil, err
-		}
-		ws[i] = &apiLockWorker{l: l}
-	}
-	return ws, nil
-}
-
-func (w *apiLockWorker) Lock(ctx context.Context) error {
-	ch, err := w.l.Lock(ctx.Done())
-	if err == nil && ch == nil {
-		err = fmt.Errorf("api.Lock: gave up: %w", ctx.Err())
-	}
-	return err
-}
-
-func (w *apiLockWorker) Unlock(context.Context) error { return w.l.Unlock() }
 
 // countingTransport counts the HTTP requests of a client.
 type countingTransport struct {
