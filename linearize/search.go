@@ -116,13 +116,10 @@ type searcher[S, I, O any] struct {
 	// backtracking above a depth clears its marks.
 	spent []int32
 	marks []int32
-	// reads[k] is one more than the interned hash (see interner.id) of
+	// reads[k] is two more than the interned hash (see interner.id) of
 	// the states known operation k may be accepted in, per
-	// Model.ReadHash; 0 when there is none. They are filled in once the
-	// search has taken 1024 steps (readsOn): a small search is over
-	// before they repay asking the model for them.
-	reads   []uint64
-	readsOn bool
+	// Model.ReadHash; 1 when there is none, 0 until k is first tried.
+	reads []uint64
 }
 
 const none = int32(-1)
@@ -191,7 +188,6 @@ func (s *searcher[S, I, O]) reset(ops []int) {
 	s.marks = s.marks[:0]
 	s.reads = resize(s.reads, n)
 	clear(s.reads)
-	s.readsOn = false
 
 	// The calls come in order when ops are by call (they are, from
 	// partition and shrink): only the returns need sorting, and a merge
@@ -429,9 +425,6 @@ func (s *searcher[S, I, O]) run() outcome {
 		if tick++; tick&1023 == 0 && s.slow != nil {
 			s.slow()
 		}
-		if tick&1023 == 0 && !s.readsOn && s.m.ReadHash != nil {
-			s.startReads()
-		}
 		if tick&1023 == 0 && (s.stopped() || !s.account()) {
 			return outcome{verdict: Unknown, states: s.memo.n + s.wide.n, blocker: -1}
 		}
@@ -525,7 +518,11 @@ func (s *searcher[S, I, O]) run() outcome {
 //
 // (Measured with BenchmarkEtcd and BenchmarkLock100k; see spend.)
 func (s *searcher[S, I, O]) try(k int32, state *uint32, h *uint64) bool {
-	if r := s.reads[k]; r != 0 && r-1 != uint64(s.states.hashOf(*state)) {
+	r := s.reads[k]
+	if r == 0 {
+		r = s.readOf(k)
+	}
+	if r > 1 && r-2 != uint64(s.states.hashOf(*state)) {
 		return false // a read of another state (Model.ReadHash)
 	}
 	next := s.step(*state, k)
@@ -563,16 +560,16 @@ func (s *searcher[S, I, O]) try(k int32, state *uint32, h *uint64) bool {
 	return false
 }
 
-// startReads fills in reads from Model.ReadHash.
-func (s *searcher[S, I, O]) startReads() {
-	s.readsOn = true
-	for k, hi := range s.ops {
-		if op := &s.hist[hi]; !op.Unknown {
-			if h, ok := s.m.ReadHash(op); ok {
-				s.reads[k] = uint64(stateHash(h)) + 1
-			}
+// readOf fills in reads[k] from Model.ReadHash and returns it.
+func (s *searcher[S, I, O]) readOf(k int32) uint64 {
+	r := uint64(1)
+	if op := &s.hist[s.ops[k]]; s.m.ReadHash != nil && !op.Unknown {
+		if h, ok := s.m.ReadHash(op); ok {
+			r = uint64(stateHash(h)) + 2
 		}
 	}
+	s.reads[k] = r
+	return r
 }
 
 // spend records that unknown operation k led nowhere without effect from
