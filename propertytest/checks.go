@@ -313,7 +313,7 @@ func (m *machine) verdict(ctx context.Context, out *outputs) ([]Violation, int, 
 	}
 	switch lres.Verdict {
 	case linearize.Illegal:
-		v := m.lockIllegal(lockH, &lres)
+		v := m.lockIllegal(ctx, model, lockH, &lres)
 		v.Timeline = out.write(v.Property, func(w writer) error {
 			return linearize.WriteHTML(w, model, lockH, &lres, linearize.Picture{Unit: time.Nanosecond})
 		})
@@ -337,9 +337,39 @@ func (m *machine) verdict(ctx context.Context, out *outputs) ([]Violation, int, 
 	return m.found, undecided, nil
 }
 
+// grantWasLegal reports whether the counterexample cex, stuck at the grant
+// h[grant], becomes linearizable without the successful Unlocks and Renews
+// of other owners that had not returned when the grant was asked for. The
+// search may get stuck at a grant after linearizing such calls first (when
+// several share an instant, as on a manual clock, it linearizes as many as
+// it can): the grant itself was legal, and what broke the lock is that a
+// former holder was still told it held the lock, which is symmetry's
+// business. A grant that stays illegal without them is exclusivity's.
+func grantWasLegal(ctx context.Context, model linearize.Model[linearize.LeaseState, linearize.LeaseInput, linearize.LeaseOutput],
+	h []lockOp, cex []int, grant int, limit time.Duration) bool {
+	g := h[grant]
+	var rest []lockOp
+	dropped := false
+	for _, i := range cex {
+		op := h[i]
+		if op.Input.Op != linearize.Acquire && op.Output.OK && !op.Unknown &&
+			op.Input.Owner != g.Input.Owner && op.Return >= g.Call {
+			dropped = true
+			continue
+		}
+		rest = append(rest, op)
+	}
+	if !dropped {
+		return false
+	}
+	res, err := linearize.Check(ctx, model, rest, linearize.Options{TimeLimit: limit, Workers: 1})
+	return err == nil && res.Verdict == linearize.Ok
+}
+
 // lockIllegal names the property a non-linearizable lock history breaks,
 // from the operation the search got stuck at.
-func (m *machine) lockIllegal(h []lockOp, res *linearize.Result) Violation {
+func (m *machine) lockIllegal(ctx context.Context, model linearize.Model[linearize.LeaseState, linearize.LeaseInput, linearize.LeaseOutput],
+	h []lockOp, res *linearize.Result) Violation {
 	p, what := Exclusivity, "a grant while the lease of another owner could not yet have expired, or a fencing token that did not grow"
 	if b := res.Blocker; b >= 0 && b < len(h) {
 		op := h[b]
@@ -350,6 +380,8 @@ func (m *machine) lockIllegal(h []lockOp, res *linearize.Result) Violation {
 			what = "the holder's lease was lost before it could have expired"
 		case op.Input.Op == linearize.Acquire && !op.Output.OK && !op.Unknown:
 			p, what = DeadlockFreedom, "an acquire was refused while the lock was free"
+		case op.Input.Op == linearize.Acquire && !op.Unknown && grantWasLegal(ctx, model, h, res.Counterexample, b, m.o.CheckTimeLimit):
+			p, what = Symmetry, "an Unlock or Renew succeeded, at or after a legal grant to another owner, for an owner that no longer held the lock"
 		}
 		what += fmt.Sprintf(" (stuck at: client %d %s)", op.ClientID, describeLockOp(&op))
 	}

@@ -145,3 +145,72 @@ func TestOptionsValidation(t *testing.T) {
 type unfencedLease struct{ locks.Lease }
 
 func (u unfencedLease) Token() (locks.Token, bool) { return 0, false }
+
+// A non-linearizable lock history is blamed on the right property. The
+// search gets stuck at the second grant in all three histories (with the
+// renewals and the grant at one instant, it linearizes both renewals first,
+// as many operations as it can); the grant is exclusivity's fault only if it
+// stays illegal without the other owner's later successful renewals.
+func TestLockIllegalBlame(t *testing.T) {
+	ttl := time.Second
+	model, err := linearize.NewLeaseModel(ttl, locks.Drift(ttl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	op := func(id, client int, at time.Duration, kind linearize.LeaseOp, owner uint64, ok bool, tok uint64) lockOp {
+		return lockOp{ID: id, ClientID: client, Call: int64(at), Return: int64(at),
+			Input: linearize.LeaseInput{Lock: "l", Op: kind, Owner: owner}, Output: linearize.LeaseOutput{OK: ok, Token: tok}}
+	}
+	for _, c := range []struct {
+		name string
+		h    []lockOp
+		want Property
+	}{{
+		// The mutant consul-ignores-session-invalidation: owner 1's lease
+		// could have expired by 6.6s, so owner 3's grant is legal; owner
+		// 1's renewals at the same instant are what is wrong.
+		name: "renewals of an expired lease",
+		h: []lockOp{
+			op(0, 0, 3250*time.Millisecond, linearize.Acquire, 1, true, 2),
+			op(1, 1, 6600*time.Millisecond, linearize.Acquire, 3, true, 7),
+			op(2, 0, 6600*time.Millisecond, linearize.Renew, 1, true, 0),
+			op(3, 0, 6600*time.Millisecond, linearize.Renew, 1, true, 0),
+		},
+		want: Symmetry,
+	}, {
+		// Owner 3 is granted the lock while owner 1's lease is valid,
+		// whatever owner 1 did after.
+		name: "double grant, holder renews after",
+		h: []lockOp{
+			op(0, 0, 0, linearize.Acquire, 1, true, 2),
+			op(1, 1, 500*time.Millisecond, linearize.Acquire, 3, true, 7),
+			op(2, 0, 500*time.Millisecond, linearize.Renew, 1, true, 0),
+			op(3, 0, 500*time.Millisecond, linearize.Renew, 1, true, 0),
+		},
+		want: Exclusivity,
+	}, {
+		name: "double grant",
+		h: []lockOp{
+			op(0, 0, 0, linearize.Acquire, 1, true, 2),
+			op(1, 1, 500*time.Millisecond, linearize.Acquire, 3, true, 7),
+		},
+		want: Exclusivity,
+	}} {
+		t.Run(c.name, func(t *testing.T) {
+			res, err := linearize.Check(context.Background(), model, c.h, linearize.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Verdict != linearize.Illegal {
+				t.Fatalf("verdict %v, want Illegal", res.Verdict)
+			}
+			if c.h[res.Blocker].Input.Op != linearize.Acquire {
+				t.Fatalf("stuck at %+v, want the second grant: the history no longer tests the grant's blame", c.h[res.Blocker])
+			}
+			m := &machine{o: Options{TTL: ttl, CheckTimeLimit: 10 * time.Second}, unclaimed: map[string]bool{}}
+			if v := m.lockIllegal(context.Background(), model, c.h, &res); v.Property != c.want {
+				t.Errorf("blamed on %s, want %s: %s", v.Property, c.want, v.Detail)
+			}
+		})
+	}
+}
