@@ -27,10 +27,10 @@
 // both wait with blocking queries and both monitor a held key; lockproof adds
 // the consistent read of its fencing token, and api.Lock reads the key before
 // every acquire. The handoff differs: with "lockproof" the 16 goroutines
-// share one Locker, whose Lock calls queue locally so that one contends on
-// the server at a time; with "lockproof-apart" each goroutine has its own
-// Locker, as 16 processes would, and every release wakes all 15 waiters,
-// one of which wins the key while the others block on it again. Each
+// share one Locker, whose Lock calls queue locally so that one is on the
+// server's queue at a time; with "lockproof-apart" each goroutine has its
+// own Locker, as 16 processes would, and all queue on the server, where a
+// release wakes the next waiter in line. Each
 // api.Lock (one per goroutine: it holds its state) contends on its own too,
 // but a loser of that race that reads the key back free sleeps
 // api.DefaultLockRetryTime (5 s) before looking again.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -55,8 +56,9 @@ func DefaultLockDelay(ttl time.Duration) time.Duration { return min(ttl, MaxLock
 // use; every Lock or TryLock call works with a session of its own, so
 // goroutines sharing a Locker exclude each other as separate processes do.
 // Lock calls of one Locker queue locally, in arrival order, and only the
-// first contends on the server: a release wakes one waiter per Locker
-// rather than every waiting goroutine.
+// first joins the lock's queue on the server, where waiters of every
+// Locker queue: a release wakes the next waiter in line (see the package
+// documentation).
 type Locker struct {
 	client    *api.Client
 	name      string
@@ -129,7 +131,8 @@ func validate(o locks.Options, s Session) error {
 
 // validateKey rejects keys Consul's HTTP API cannot address as given: a
 // leading slash, and "." or ".." segments or repeated slashes, which the
-// server's router cleans (redirecting the request elsewhere).
+// server's router cleans (redirecting the request elsewhere); and keys with
+// a ".queue" segment, which could be another lock's queue entry.
 func validateKey(key string) error {
 	p := "/" + key
 	clean := path.Clean(p)
@@ -139,6 +142,10 @@ func validateKey(key string) error {
 	if strings.HasPrefix(key, "/") || clean != p {
 		return fmt.Errorf("%w: Consul key %q is not a clean path (no leading slash, '//', '.' or '..' segments)",
 			locks.ErrInvalidName, key)
+	}
+	if slices.Contains(strings.Split(key, "/"), queueSegment) {
+		return fmt.Errorf("%w: Consul key %q has a %q segment, where locks keep their queues",
+			locks.ErrInvalidName, key, queueSegment)
 	}
 	return nil
 }

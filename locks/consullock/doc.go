@@ -46,16 +46,33 @@
 // snapshot restore that rolls the Raft index back breaks the ModifyIndex
 // argument too; restoring a snapshot under live locks breaks any lock.
 //
-// Lock calls sharing a Locker queue locally (in arrival order) and only the
-// first contends on the server, so a release wakes one waiter per Locker,
-// not every waiting goroutine. Waiting is a blocking query on the lock key
-// (GET ?index=&wait=), never a poll. The first read is immediate; each later one waits for the index to
-// move past the last seen, for no longer than the wait budget left
-// (recomputed after every wake-up and enforced on the Locker's clock, since
-// Consul adds up to 1/16 of jitter to a wait), half the session TTL (the
-// waiting session is then renewed) and five minutes. An index that goes
-// backwards restarts from 0. A waiter attempts the acquire only when a read
-// shows the key free.
+// Waiting is never a poll. A Lock call first tries the key once; when it is
+// held, the call joins the lock's queue: a key <key>/.queue/<session>,
+// acquired by the call's session, so that Consul releases it when the
+// session is invalidated. Waiters are ordered by their entries'
+// CreateIndex. A waiter with a live entry ahead of it blocks on that one
+// entry (GET ?index=&wait=), so a release wakes the next waiter in line
+// and nobody else; released entries (sessions gone) are deleted by
+// whoever lists the queue and finds them. A holder keeps its entry until
+// it unlocks: the unlock releases the key, deletes the entry (which wakes
+// the next waiter, who finds the key free) and destroys the session. The
+// queue only decides who looks when; the key's acquire alone decides who
+// holds the lock, so callers that do not queue (TryLock, other clients)
+// may take a free key first, and a waiter whose wait for its predecessor
+// times out (every TTL/2, when it renews its session) reads the key and
+// tries it if free, so an entry that stalls cannot stall the lock. Lock
+// calls sharing a Locker also queue locally (in arrival order), and only
+// the first is on the server's queue.
+//
+// The waiter at the head of the queue blocks on the lock key itself and
+// attempts the acquire only when a read shows the key free. The first
+// read is immediate; each later one waits for the index to move past the
+// last seen. Every blocking query waits for no longer than the wait budget
+// left (recomputed after every wake-up and enforced on the Locker's clock,
+// since Consul adds up to 1/16 of jitter to a wait), half the session TTL
+// (the waiting session is then renewed) and five minutes. An index that
+// goes backwards restarts from 0. A waiter whose session is lost starts
+// over with a new one at the back of the queue.
 //
 // Lock-delay: after a session holding the lock is invalidated, Consul
 // refuses the key to every acquire for the session's lock-delay, and does
@@ -72,6 +89,6 @@
 // Validation: TTL within Consul's session range, [10s, 24h] by default
 // (locks.ErrInvalidTTL); a server configured with a lower session_ttl_min is
 // declared with Session.TTLMin. Lock-delay 0 or within [1ms, 60s]
-// (locks.ErrInvalidOption). Names must make a clean KV path
-// (locks.ErrInvalidName).
+// (locks.ErrInvalidOption). Names must make a clean KV path without a
+// ".queue" segment (locks.ErrInvalidName).
 package consullock

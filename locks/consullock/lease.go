@@ -16,6 +16,7 @@ import (
 type leaseOps struct {
 	l       *Locker
 	session string
+	entry   string      // the session's queue entry, "" if none
 	lost    atomic.Bool // the monitor saw the key leave the session
 }
 
@@ -43,7 +44,7 @@ func (o *leaseOps) Renew(ctx context.Context) error {
 func (o *leaseOps) Release(ctx context.Context) error {
 	rctx, cancel := o.l.request(ctx)
 	defer cancel()
-	return o.l.releaseAndDestroy(rctx, o.session)
+	return o.l.releaseAndDestroy(rctx, o.session, o.entry)
 }
 
 // monitor watches the key with blocking queries for as long as the lease

@@ -16,6 +16,7 @@ import (
 type attempt struct {
 	l       *Locker
 	session string
+	entry   string    // the attempt's queue entry, once it may have been written
 	renewed time.Time // when the request that created or last renewed the session was sent
 }
 
@@ -128,7 +129,7 @@ func (a *attempt) grant(ctx context.Context) (locks.Lease, error) {
 		return nil, errLost
 	}
 	tok := locks.Token(pair.ModifyIndex)
-	ops := &leaseOps{l: l, session: a.session}
+	ops := &leaseOps{l: l, session: a.session, entry: a.entry}
 	lease := locks.NewLease(locks.LeaseSpec{Name: l.name, Token: tok, Fenced: true, Start: a.renewed}, ops, l.opt)
 	if err := lease.Err(); err != nil {
 		_ = lease.Unlock(context.WithoutCancel(ctx)) // releases the key and destroys the session
@@ -146,17 +147,26 @@ func (a *attempt) grant(ctx context.Context) (locks.Lease, error) {
 func (a *attempt) abandon() {
 	ctx, cancel := context.WithTimeout(context.Background(), a.l.opt.RequestTimeout)
 	defer cancel()
-	if err := a.l.releaseAndDestroy(ctx, a.session); err != nil && !errors.Is(err, locks.ErrNotHeld) {
+	if err := a.l.releaseAndDestroy(ctx, a.session, a.entry); err != nil && !errors.Is(err, locks.ErrNotHeld) {
 		a.l.opt.Logger.Warn("lockproof: could not clean up a session; it will expire by its TTL",
 			"lock", a.l.name, "session", a.session, "err", err)
 	}
 }
 
-// releaseAndDestroy releases the key if session holds it, then destroys
-// the session whatever the release said. It returns locks.ErrNotHeld
-// (wrapped) when session did not hold the key.
-func (l *Locker) releaseAndDestroy(ctx context.Context, session string) error {
+// releaseAndDestroy releases the key if session holds it, deletes the
+// session's queue entry (if any: entry is its key), then destroys the
+// session whatever the release said. It returns locks.ErrNotHeld (wrapped)
+// when session did not hold the key.
+//
+// The release comes before the deletion, which wakes the next waiter in
+// line: woken, it finds the lock free. A deletion that fails does no harm:
+// destroying the session releases the entry, which wakes the next waiter
+// as well, and a waiter that finds a released entry deletes it.
+func (l *Locker) releaseAndDestroy(ctx context.Context, session, entry string) error {
 	ok, _, relErr := l.client.KV().Release(&api.KVPair{Key: l.key, Session: session}, writeOpts(ctx))
+	if entry != "" {
+		_, _ = l.client.KV().Delete(entry, writeOpts(ctx))
+	}
 	_, desErr := l.client.Session().Destroy(session, writeOpts(ctx))
 	switch {
 	case relErr != nil:

@@ -14,16 +14,18 @@ import (
 // or the wait budget runs out (locks.ErrWaitBudget).
 //
 // Lock calls of one Locker take turns (see Locker). The one whose turn it
-// is waits by a blocking query on the lock key, never a poll: it
-// tries to acquire only when a read shows the key free. The first read is
-// immediate (index 0); each following one waits for the key's index to move
-// past the last seen, for at most the budget left (recomputed after every
-// wake-up), half the session TTL (the waiting session is renewed then) and
-// five minutes. An index that goes backwards restarts from 0. A failed
-// acquire on a key that reads free means a lock-delay after an invalidated
-// session: the waiter then blocks on the key until the lock-delay should
-// be over (see the package documentation), woken early only if the key
-// changes, and tries again.
+// is tries the key once, then joins the lock's queue on the server and
+// waits by blocking queries, never a poll: behind another waiter, on that
+// waiter's queue entry; at the head of the queue, on the lock key, trying
+// to acquire only when a read shows the key free. The first read of the
+// key is immediate (index 0); each following one waits for the key's index
+// to move past the last seen. Every blocking query waits for at most the
+// budget left (recomputed after every wake-up), half the session TTL (the
+// waiting session is renewed then) and five minutes. An index that goes
+// backwards restarts from 0. A failed acquire on a key that reads free
+// means a lock-delay after an invalidated session: the waiter then blocks
+// on the key until the lock-delay should be over (see the package
+// documentation), woken early only if the key changes, and tries again.
 func (l *Locker) Lock(ctx context.Context) (locks.Lease, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, l.errorf("lock: %w", err)
@@ -38,8 +40,13 @@ func (l *Locker) Lock(ctx context.Context) (locks.Lease, error) {
 	if err != nil {
 		return nil, err
 	}
+	restarted := false
 	for {
-		lease, err := a.try(ctx)
+		var lease locks.Lease
+		if !restarted {
+			lease, err = a.try(ctx)
+		}
+		restarted = false
 		if err == nil && lease == nil {
 			err = w.await(ctx, a)
 		}
@@ -49,11 +56,16 @@ func (l *Locker) Lock(ctx context.Context) (locks.Lease, error) {
 		case err == nil:
 			continue
 		case errors.Is(err, errSessionGone), errors.Is(err, errLost), errors.Is(err, locks.ErrLeaseExpired):
-			// Start over with a new session, the old one gone or useless.
+			// Start over with a new session, the old one gone or useless,
+			// at the back of the queue (no attempt before queueing: the
+			// waiters that queued meanwhile come first), reading the key
+			// afresh once at the head.
 			a.abandon()
+			w.restart()
 			if a, err = l.newAttempt(ctx); err != nil {
 				return nil, err
 			}
+			restarted = true
 		default:
 			a.abandon()
 			return nil, err
@@ -69,6 +81,7 @@ type waiter struct {
 	free      bool      // the last read showed the key free
 	freeSince time.Time // when reads started showing it free
 	retries   int       // failed attempts on a key that read free
+	head      bool      // no live waiter queues ahead of this one
 }
 
 // await blocks until the lock is worth another attempt, after an attempt
@@ -82,6 +95,12 @@ type waiter struct {
 // that wait at once.
 func (w *waiter) await(ctx context.Context, a *attempt) error {
 	l := w.l
+	if !w.head {
+		tryNow, err := w.awaitTurn(ctx, a)
+		if err != nil || tryNow {
+			return err
+		}
+	}
 	var delayEnd time.Time
 	if w.free {
 		delayEnd = w.delayEnd()
@@ -98,7 +117,7 @@ func (w *waiter) await(ctx context.Context, a *attempt) error {
 		if err != nil {
 			return err
 		}
-		pair, meta, err := w.read(ctx, wait, deadline)
+		pair, meta, err := w.readAt(ctx, l.key, w.index, wait, deadline)
 		if err != nil {
 			return err
 		}
@@ -119,6 +138,12 @@ func (w *waiter) await(ctx context.Context, a *attempt) error {
 		// Free and unchanged: the lock-delay wait timed out; the loop's
 		// top decides whether it is over.
 	}
+}
+
+// restart forgets what the waiter knew of the queue and of the key, for a
+// new attempt: it queues again, and reads the key at once when at the head.
+func (w *waiter) restart() {
+	w.head, w.index, w.free = false, 0, false
 }
 
 // delayEnd is when to try again after an attempt failed on a key that read
@@ -160,10 +185,10 @@ func (w *waiter) bound(now time.Time, a *attempt, delayEnd time.Time) (time.Dura
 	return wait, deadline, nil
 }
 
-// read is one (blocking, unless w.index is 0) read of the key. A deadline
+// readAt is one read of key, blocking unless index is 0. A deadline
 // cancels it on the Locker's clock, whatever the server's wait: Consul adds
 // up to wait/16 of jitter.
-func (w *waiter) read(ctx context.Context, wait time.Duration, deadline time.Time) (*api.KVPair, *api.QueryMeta, error) {
+func (w *waiter) readAt(ctx context.Context, key string, index uint64, wait time.Duration, deadline time.Time) (*api.KVPair, *api.QueryMeta, error) {
 	l := w.l
 	qctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -171,13 +196,13 @@ func (w *waiter) read(ctx context.Context, wait time.Duration, deadline time.Tim
 		t := l.opt.Clock.AfterFunc(deadline.Sub(l.opt.Clock.Now()), cancel)
 		defer t.Stop()
 	}
-	if w.index == 0 {
+	if index == 0 {
 		rctx, rcancel := l.request(qctx)
 		defer rcancel()
 		qctx = rctx
 	}
-	q := (&api.QueryOptions{WaitIndex: w.index, WaitTime: wait}).WithContext(qctx)
-	pair, meta, err := l.client.KV().Get(l.key, q)
+	q := (&api.QueryOptions{WaitIndex: index, WaitTime: wait}).WithContext(qctx)
+	pair, meta, err := l.client.KV().Get(key, q)
 	switch {
 	case err == nil:
 		return pair, meta, nil
