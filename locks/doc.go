@@ -20,6 +20,10 @@
 //     watchdog, Done, double-unlock rules) for lock authors: a backend
 //     supplies owner-checked Renew and Release, NewLease does the rest.
 //   - Clock, SystemClock, Timer: time as an input (tests use fakes.Clock).
+//   - Gate, WithGate, GateOf, GateRequest: the request seam. A context may
+//     carry a Gate that every backend request made with it passes through
+//     first, so that a scheduler can order the requests of concurrent
+//     operations and stall one between two of its round trips.
 //   - Observer, Point, Event: hooks at named points of a client's use of a
 //     lock, where chaos pauses or crashes clients. Unused, they cost a nil
 //     check.
