@@ -1,0 +1,251 @@
+package mutants
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/locks"
+	"github.com/lockproof/lockproof/propertytest"
+)
+
+// redisFlaw is the one defect of a flawedLocker. Each reproduces a bug
+// reported against a real Redis lock; the comments name the report.
+type redisFlaw int
+
+const (
+	noRedisFlaw redisFlaw = iota
+	// Unlock reads the key, compares the owner in the client, then
+	// deletes it with a second command (redis/redis-py PR #1031).
+	unlockGetThenDel
+	// The drift allowance is added to the validity instead of taken from
+	// it (SPSCommerce/redlock-py PR #3).
+	validityAddsDrift
+	// The lease's clock starts when the last reply of the acquisition
+	// came back, not when its first request left
+	// (mike-marcacci/node-redlock PR #167).
+	deadlineFromReply
+	// A renewal the owner-checked script refused (it answered 0) counts
+	// as done (go-redsync/redsync PRs #38 and #61).
+	renewIgnoresRefusal
+	// A renewal SETs the key to the owner with a fresh TTL, whoever holds
+	// it (sbertrang/redis-distlock issue #2).
+	renewSetsBlindly
+	// Done and Err never tell of a lost lease; only Unlock ends it
+	// (redisson/redisson issue #4698).
+	lossOnlyLogged
+)
+
+func init() {
+	fixed := flawedFactory(noRedisFlaw)
+	mutant := func(name string, f redisFlaw, breaks propertytest.Property, bug string) Mutant {
+		return Mutant{Name: name, Bug: bug, Breaks: breaks, Factory: flawedFactory(f), Fixed: fixed, Options: claiming()}
+	}
+	register(
+		// redis/redis-py PR #1031, "Fix race condition in
+		// redis.lock.Lock.release": release WATCHed the key but never
+		// entered MULTI, so its GET and DEL ran as two plain commands.
+		mutant("unlock-get-then-del", unlockGetThenDel, propertytest.Exclusivity,
+			"Unlock GETs the key, compares the owner in the client and DELs the key in a second command (redis-py PR #1031), so a key that expired and went to another client in between is deleted under its new holder"),
+		// SPSCommerce/redlock-py PR #3, "Fix logic when calculating
+		// validity": ttl - (elapsed - drift) instead of ttl - elapsed - drift.
+		mutant("validity-adds-drift", validityAddsDrift, propertytest.Exclusivity,
+			"the lease's validity is TTL - (elapsed - drift) instead of TTL - elapsed - drift (redlock-py PR #3), so the holder believes in its lease for a drift allowance after the key expired"),
+		// mike-marcacci/node-redlock PR #167, "Fix extension failure
+		// issue" (closed): it moved the start of the lease's timer after
+		// the acquisition's replies; the maintainer answered that the
+		// local expiration must never be later than Redis's.
+		mutant("deadline-from-reply", deadlineFromReply, propertytest.Exclusivity,
+			"the lease's local deadline counts the TTL from when the acquisition's last reply arrived (node-redlock PR #167), not from when the SET was sent, so time spent between the two requests is not discounted"),
+		// go-redsync/redsync PR #38, "fix bug in Extend() and Unlock()",
+		// and PR #61, "Fix Extend and Unlock": the script's 0 was
+		// compared with an int, never equal to the int64 reply, so
+		// Extend reported success for a lock it no longer held.
+		mutant("renew-ignores-refusal", renewIgnoresRefusal, propertytest.Exclusivity,
+			"a renewal whose owner-checked script answered 0 (not the owner) is reported as done (redsync PRs #38 and #61), so a holder whose renewal reached Redis after its key expired and went to another client believes it still holds the lock"),
+		// sbertrang/redis-distlock issue #2, "extent": extending did not
+		// check that the key's value was still the caller's.
+		mutant("renew-sets-without-owner-check", renewSetsBlindly, propertytest.Exclusivity,
+			"a renewal SETs the key to the caller's owner with a fresh TTL without checking who holds it (redis-distlock issue #2), so a renewal that lands after the key went to another client takes it back"),
+		// redisson/redisson issue #4698, "Add a callback on lock renewal
+		// failure": the watchdog logs a failed renewal and nothing tells
+		// the application that the lock is gone.
+		mutant("renewal-failure-only-logged", lossOnlyLogged, propertytest.Exclusivity,
+			"the lease never signals its loss: a failed renewal is only logged (Redisson issue #4698), and Done stays open and Err nil past the deadline and after Redis refused a renewal, until Unlock"),
+	)
+}
+
+// flawedFactory is the Factory of a flawedLocker with flaw f on a
+// miniredis in manual time; every client has a connection of its own.
+func flawedFactory(f redisFlaw) propertytest.Factory {
+	return func(t testing.TB) (*propertytest.Backend, error) {
+		r := fakes.Redis(t, fakes.ManualTime(epoch), fakes.ForceMiniredis())
+		return &propertytest.Backend{
+			NewLocker: func(name string, opts ...locks.Option) (locks.Locker, error) {
+				base, err := newSetNXLocker(r.NewClient(), name, noRedisBug, append(r.LockOptions(), opts...)...)
+				if err != nil {
+					return nil, err
+				}
+				return &flawedLocker{setnxLocker: base, flaw: f}, nil
+			},
+			Clock:   r.Clock(),
+			Advance: r.Advance,
+		}, nil
+	}
+}
+
+// flawedLocker is setnxLocker's lock (SET NX PX with a random owner, then
+// INCR of a fencing counter) with one flaw in how its lease is timed,
+// renewed, released or watched.
+type flawedLocker struct {
+	*setnxLocker
+	flaw redisFlaw
+}
+
+var _ locks.Locker = (*flawedLocker)(nil)
+
+// TryLock makes one attempt: SET NX PX, then the token. It returns
+// locks.ErrLocked when another owner holds the key.
+func (l *flawedLocker) TryLock(ctx context.Context) (locks.Lease, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("mutants: try lock: %w", err)
+	}
+	start, owner := l.opt.Clock.Now(), locks.NewOwner()
+	won, err := l.client.SetNX(ctx, l.key, owner, l.opt.TTL).Result()
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("mutants: acquire: %w", err)
+	case !won:
+		return nil, fmt.Errorf("mutants: %w", locks.ErrLocked)
+	}
+	ops := flawedOps{ownerOps: l.ops(owner), client: l.client, flaw: l.flaw}
+	tok, err := l.nextToken(ctx)
+	if err != nil {
+		_ = ops.ownerOps.Release(context.WithoutCancel(ctx)) // owner-checked
+		return nil, fmt.Errorf("mutants: acquire: %w", err)
+	}
+	switch l.flaw {
+	case validityAddsDrift:
+		// validity = TTL - (elapsed - drift): the drift allowance lands
+		// on the wrong side, twice over the honest deadline's.
+		start = start.Add(2 * locks.Drift(l.opt.TTL))
+	case deadlineFromReply:
+		start = l.opt.Clock.Now()
+	}
+	locks.Observe(ctx, l.opt.Observer, locks.Event{Point: locks.PointAcquired, Name: l.name, Token: tok, Fenced: true})
+	var lease locks.Lease = locks.NewLease(locks.LeaseSpec{Name: l.name, Token: tok, Fenced: true, Start: start}, ops, l.opt)
+	if l.flaw == lossOnlyLogged {
+		lease = newQuietLease(lease, false)
+	}
+	return lease, nil
+}
+
+// Lock retries TryLock every TTL/10 of the Locker's clock.
+func (l *flawedLocker) Lock(ctx context.Context) (locks.Lease, error) {
+	return retryEvery(ctx, l.opt, l.TryLock)
+}
+
+// flawedOps are one grant's renewal and release, owner-checked scripts
+// unless the flaw is in one of them.
+type flawedOps struct {
+	ownerOps
+	client redis.UniversalClient
+	flaw   redisFlaw
+}
+
+// Renew resets the key's TTL.
+func (o flawedOps) Renew(ctx context.Context) error {
+	switch o.flaw {
+	case renewIgnoresRefusal:
+		// The script's answer is not looked at, only whether it ran.
+		if err := renewScript.Run(ctx, o.client, []string{o.key}, o.owner, o.ttl.Milliseconds()).Err(); err != nil {
+			return fmt.Errorf("mutants: renew: %w", err)
+		}
+		return nil
+	case renewSetsBlindly:
+		if err := o.client.Set(ctx, o.key, o.owner, o.ttl).Err(); err != nil {
+			return fmt.Errorf("mutants: renew: %w", err)
+		}
+		return nil
+	}
+	return o.ownerOps.Renew(ctx)
+}
+
+// Release deletes the key if the owner holds it.
+func (o flawedOps) Release(ctx context.Context) error {
+	if o.flaw != unlockGetThenDel {
+		return o.ownerOps.Release(ctx)
+	}
+	v, err := o.client.Get(ctx, o.key).Result()
+	switch {
+	case errors.Is(err, redis.Nil) || (err == nil && v != o.owner):
+		return fmt.Errorf("mutants: release: %w", locks.ErrNotHeld)
+	case err != nil:
+		return fmt.Errorf("mutants: release: %w", err)
+	}
+	// The owner was ours when GET answered; DEL deletes whatever is
+	// there now.
+	if err := o.client.Del(ctx, o.key).Err(); err != nil {
+		return fmt.Errorf("mutants: release: %w", err)
+	}
+	return nil
+}
+
+// quietLease hides its lease's loss: Done stays open and Err nil until
+// Unlock, whatever the deadline says. With heedRefusal, a renewal the
+// backend refused with locks.ErrNotHeld does end it: the server's answer
+// is the only loss it hears of.
+type quietLease struct {
+	locks.Lease
+	heedRefusal bool
+
+	once sync.Once
+	done chan struct{}
+	mu   sync.Mutex
+	err  error
+}
+
+func newQuietLease(l locks.Lease, heedRefusal bool) *quietLease {
+	return &quietLease{Lease: l, heedRefusal: heedRefusal, done: make(chan struct{})}
+}
+
+// Done is closed by Unlock, and with heedRefusal by a refused renewal.
+func (q *quietLease) Done() <-chan struct{} { return q.done }
+
+// Err is why Done was closed, or nil.
+func (q *quietLease) Err() error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.err
+}
+
+func (q *quietLease) end(err error) {
+	q.once.Do(func() {
+		q.mu.Lock()
+		q.err = err
+		q.mu.Unlock()
+		close(q.done)
+	})
+}
+
+// Renew renews the lease; its error is returned but, unless heedRefusal
+// and the backend refused, goes no further (a log line, in the library).
+func (q *quietLease) Renew(ctx context.Context) error {
+	err := q.Lease.Renew(ctx)
+	if q.heedRefusal && errors.Is(err, locks.ErrNotHeld) {
+		q.end(err)
+	}
+	return err
+}
+
+// Unlock releases the lease and ends it.
+func (q *quietLease) Unlock(ctx context.Context) error {
+	err := q.Lease.Unlock(ctx)
+	q.end(fmt.Errorf("mutants: %w", locks.ErrReleased))
+	return err
+}

@@ -1,0 +1,214 @@
+package mutants
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/locks"
+	"github.com/lockproof/lockproof/propertytest"
+)
+
+// seqFlaw is the one defect of a seqLocker.
+type seqFlaw int
+
+const (
+	noSeqFlaw seqFlaw = iota
+	// An attempt that is not first in line gives up without deleting its
+	// node (micro-fan/aiozk PR #34, zk-ruby/zk issue #49).
+	attemptNodeLeft
+	// Done closes only when the server refuses a keep-alive, never when
+	// the TTL ran out locally (etcd-io/etcd PR #5603).
+	doneWaitsForServer
+)
+
+func init() {
+	register(
+		// micro-fan/aiozk PR #34, "Dead lock on acquire timeout": an
+		// acquire that timed out left its znode behind; zk-ruby/zk issue
+		// #49, "LockWaitTimeout causes lock to be forever unusable",
+		// reports the same of zk's locker. The node lives as long as its
+		// session, so the lock stays taken after its holder released it.
+		Mutant{Name: "refused-attempt-node-left", Breaks: propertytest.DeadlockFreedom,
+			Bug:     "a ZooKeeper-style lock whose TryLock, finding its sequential node not first, gives up without deleting the node (aiozk PR #34, zk-ruby issue #49): the node, kept by its live session, stands before every later contender after the holder unlocked",
+			Factory: seqFactory(attemptNodeLeft), Fixed: seqFactory(noSeqFlaw), Options: claiming()},
+		// etcd-io/etcd PR #5603, "clientv3: close keepalive channel if
+		// TTL locally exceeded": before it, a keep-alive channel (and so
+		// concurrency.Session.Done) was closed only on the server's
+		// answer, so a client that got none kept believing in its lease.
+		Mutant{Name: "done-waits-for-server", Breaks: propertytest.Exclusivity,
+			Bug:     "an etcd-style lease whose Done closes only when the server answers a keep-alive with \"lease not found\", not when its TTL ran out locally (before etcd PR #5603): a holder that stops renewing is never told its lease is gone",
+			Factory: seqFactory(doneWaitsForServer), Fixed: seqFactory(noSeqFlaw), Options: claiming()},
+	)
+}
+
+// seqFactory is the Factory of seqLockers with flaw f on one seqServer
+// on a manual clock.
+func seqFactory(f seqFlaw) propertytest.Factory {
+	return func(testing.TB) (*propertytest.Backend, error) {
+		clock := fakes.NewClock(epoch)
+		s := &seqServer{clock: clock, nodes: map[locks.Token]time.Time{}}
+		return &propertytest.Backend{
+			NewLocker: func(name string, opts ...locks.Option) (locks.Locker, error) {
+				if err := locks.ValidateName(name); err != nil {
+					return nil, fmt.Errorf("mutants: %w", err)
+				}
+				o, err := locks.Resolve("", append([]locks.Option{locks.WithClock(clock)}, opts...)...)
+				if err != nil {
+					return nil, fmt.Errorf("mutants: %w", err)
+				}
+				return &seqLocker{s: s, name: name, opt: o, flaw: f}, nil
+			},
+			Clock:   clock,
+			Advance: clock.Advance,
+		}, nil
+	}
+}
+
+// seqServer is an in-memory lock service of the ZooKeeper and etcd kind,
+// for one lock: every contender creates a node numbered in creation order,
+// bound to a session of its own that ends a TTL after it was created or
+// last kept alive, and the node goes with it. The holder is the live node
+// with the lowest number, which is also its fencing token. Every request
+// passes locks.GateRequest with the caller's context first, so that a
+// scheduler can interleave the requests of several clients. Safe for
+// concurrent use.
+type seqServer struct {
+	clock locks.Clock
+
+	mu    sync.Mutex
+	last  locks.Token
+	nodes map[locks.Token]time.Time // node -> when its session ends
+}
+
+// request runs f under the server's lock once the gate let the request
+// through, unless ctx ended meanwhile.
+func (s *seqServer) request(ctx context.Context, what string, f func(now time.Time) error) error {
+	done := locks.GateRequest(ctx, "seq "+what)
+	defer done()
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("mutants: %s: %w", what, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.clock.Now()
+	for n, ends := range s.nodes {
+		if !now.Before(ends) {
+			delete(s.nodes, n) // its session expired
+		}
+	}
+	return f(now)
+}
+
+// create adds a node whose session lasts ttl and returns its number.
+func (s *seqServer) create(ctx context.Context, ttl time.Duration) (n locks.Token, err error) {
+	err = s.request(ctx, "create", func(now time.Time) error {
+		s.last++
+		n = s.last
+		s.nodes[n] = now.Add(ttl)
+		return nil
+	})
+	return n, err
+}
+
+// first returns the lowest live node, 0 when there is none.
+func (s *seqServer) first(ctx context.Context) (n locks.Token, err error) {
+	err = s.request(ctx, "children", func(time.Time) error {
+		if len(s.nodes) > 0 {
+			n = slices.Min(keys(s.nodes))
+		}
+		return nil
+	})
+	return n, err
+}
+
+// keepAlive extends node n's session by ttl from now.
+func (s *seqServer) keepAlive(ctx context.Context, n locks.Token, ttl time.Duration) error {
+	return s.request(ctx, "keepalive", func(now time.Time) error {
+		if _, ok := s.nodes[n]; !ok {
+			return fmt.Errorf("mutants: keepalive: node %d: %w", n, locks.ErrNotHeld)
+		}
+		s.nodes[n] = now.Add(ttl)
+		return nil
+	})
+}
+
+// remove deletes node n.
+func (s *seqServer) remove(ctx context.Context, n locks.Token) error {
+	return s.request(ctx, "delete", func(time.Time) error {
+		if _, ok := s.nodes[n]; !ok {
+			return fmt.Errorf("mutants: delete: node %d: %w", n, locks.ErrNotHeld)
+		}
+		delete(s.nodes, n)
+		return nil
+	})
+}
+
+func keys[K comparable, V any](m map[K]V) []K {
+	out := make([]K, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// seqLocker is one client of a seqServer.
+type seqLocker struct {
+	s    *seqServer
+	name string
+	opt  locks.Options
+	flaw seqFlaw
+}
+
+var _ locks.Locker = (*seqLocker)(nil)
+
+// TryLock creates a node and holds the lock if it is the first; if not,
+// it deletes the node again (attemptNodeLeft: it does not) and returns
+// locks.ErrLocked.
+func (l *seqLocker) TryLock(ctx context.Context) (locks.Lease, error) {
+	start := l.opt.Clock.Now()
+	n, err := l.s.create(ctx, l.opt.TTL)
+	if err != nil {
+		return nil, err
+	}
+	first, err := l.s.first(ctx)
+	if err == nil && first != n {
+		if l.flaw == attemptNodeLeft {
+			return nil, fmt.Errorf("mutants: node %d waits behind %d: %w", n, first, locks.ErrLocked)
+		}
+		err = fmt.Errorf("mutants: node %d waits behind %d: %w", n, first, locks.ErrLocked)
+	}
+	if err != nil {
+		_ = l.s.remove(context.WithoutCancel(ctx), n)
+		return nil, err
+	}
+	lease := locks.NewLease(locks.LeaseSpec{Name: l.name, Token: n, Fenced: true, Start: start},
+		seqOps{s: l.s, n: n, ttl: l.opt.TTL}, l.opt)
+	locks.Observe(ctx, l.opt.Observer, locks.Event{Point: locks.PointAcquired, Name: l.name, Token: n, Fenced: true})
+	if l.flaw == doneWaitsForServer {
+		return newQuietLease(lease, true), nil
+	}
+	return lease, nil
+}
+
+// Lock retries TryLock every TTL/10 of the Locker's clock.
+func (l *seqLocker) Lock(ctx context.Context) (locks.Lease, error) {
+	return retryEvery(ctx, l.opt, l.TryLock)
+}
+
+// seqOps are one grant's keep-alive and release.
+type seqOps struct {
+	s   *seqServer
+	n   locks.Token
+	ttl time.Duration
+}
+
+// Renew keeps the node's session alive for another TTL.
+func (o seqOps) Renew(ctx context.Context) error { return o.s.keepAlive(ctx, o.n, o.ttl) }
+
+// Release deletes the node.
+func (o seqOps) Release(ctx context.Context) error { return o.s.remove(ctx, o.n) }
