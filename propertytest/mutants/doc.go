@@ -39,6 +39,33 @@
 //     session" counts as a success: symmetry) and
 //     mysql-takeover-without-expiry-check (the takeover UPDATE ignores the
 //     holder's expiry: exclusivity).
+//   - redisflaws.go, setnxLocker's acquisition with one flaw each, every
+//     one a bug reported against a real lock (the report is cited at the
+//     mutant): unlock-get-then-del (Unlock is GET, compare, DEL in two
+//     commands), validity-adds-drift and deadline-from-reply (the local
+//     deadline outlives the key by the drift allowance, or by the time
+//     spent between the SET and the last reply), renew-ignores-refusal and
+//     renew-sets-without-owner-check (a renewal that lands after the key
+//     went to another client counts as done, or takes the key back), all
+//     exclusivity; renewal-failure-only-logged (Done and Err never tell of
+//     the loss: exclusivity).
+//   - stamplock.go, a SETNX lock with its expiry in the value:
+//     expired-takeover-get-then-set (two clients that read the same
+//     expired value both take it over: exclusivity).
+//   - fairqueue.go, a Redisson-style fair lock with a wait queue:
+//     fair-queue-entry-left (a refused TryLock stays queued, first in line
+//     once the holder unlocks: deadlock freedom).
+//   - seqserver.go, an in-memory server of sequential nodes bound to
+//     sessions (ZooKeeper's and etcd's lock recipe) whose every request
+//     passes locks.GateRequest: refused-attempt-node-left (a refused
+//     TryLock's node stays with its session: deadlock freedom) and
+//     done-waits-for-server (Done closes only on the server's refusal of a
+//     keep-alive, never at the deadline: exclusivity).
+//
+// Most of the mutants of the last four files are caught only by a suite
+// that interleaves the requests of concurrent operations, stalls clients
+// at the Observer points, steps time to the edge of a lease's deadline
+// and checks that a freed lock is free and a lost lease says so.
 //
 // Each mutant is registered by its file's init function. The package's
 // tests check that every mutant is caught with its property named and

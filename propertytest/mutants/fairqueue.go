@@ -3,12 +3,10 @@ package mutants
 import (
 	"context"
 	"fmt"
-	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/propertytest"
 )
@@ -25,25 +23,12 @@ func init() {
 		Factory: fairFactory(false), Fixed: fairFactory(true), Options: claiming()})
 }
 
-// fairFactory is the Factory of fairLockers on a miniredis in manual
-// time; leaveQueue makes a refused TryLock take its entry out of the
-// queue.
+// fairFactory is the Factory of fairLockers; leaveQueue makes a refused
+// TryLock take its entry out of the queue.
 func fairFactory(leaveQueue bool) propertytest.Factory {
-	return func(t testing.TB) (*propertytest.Backend, error) {
-		r := fakes.Redis(t, fakes.ManualTime(epoch), fakes.ForceMiniredis())
-		return &propertytest.Backend{
-			NewLocker: func(name string, opts ...locks.Option) (locks.Locker, error) {
-				base, err := newSetNXLocker(r.NewClient(), name, noRedisBug, append(r.LockOptions(), opts...)...)
-				if err != nil {
-					return nil, err
-				}
-				return &fairLocker{setnxLocker: base, leaveQueue: leaveQueue,
-					queue: base.key + ":queue", timeouts: base.key + ":timeout"}, nil
-			},
-			Clock:   r.Clock(),
-			Advance: r.Advance,
-		}, nil
-	}
+	return onSetNX(func(base *setnxLocker) locks.Locker {
+		return &fairLocker{setnxLocker: base, leaveQueue: leaveQueue, queue: base.key + ":queue", timeouts: base.key + ":timeout"}
+	})
 }
 
 // fairLocker is a fair lock in the manner of Redisson's RedissonFairLock:

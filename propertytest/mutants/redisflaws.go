@@ -80,9 +80,15 @@ func init() {
 	)
 }
 
-// flawedFactory is the Factory of a flawedLocker with flaw f on a
-// miniredis in manual time; every client has a connection of its own.
+// flawedFactory is the Factory of a flawedLocker with flaw f.
 func flawedFactory(f redisFlaw) propertytest.Factory {
+	return onSetNX(func(base *setnxLocker) locks.Locker { return &flawedLocker{setnxLocker: base, flaw: f} })
+}
+
+// onSetNX is the Factory of the Lockers lock makes of a bug-free
+// setnxLocker (its client, key, options and fencing counter), on a
+// miniredis in manual time; every client has a connection of its own.
+func onSetNX(lock func(base *setnxLocker) locks.Locker) propertytest.Factory {
 	return func(t testing.TB) (*propertytest.Backend, error) {
 		r := fakes.Redis(t, fakes.ManualTime(epoch), fakes.ForceMiniredis())
 		return &propertytest.Backend{
@@ -91,7 +97,7 @@ func flawedFactory(f redisFlaw) propertytest.Factory {
 				if err != nil {
 					return nil, err
 				}
-				return &flawedLocker{setnxLocker: base, flaw: f}, nil
+				return lock(base), nil
 			},
 			Clock:   r.Clock(),
 			Advance: r.Advance,

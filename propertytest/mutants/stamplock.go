@@ -6,12 +6,10 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/propertytest"
 )
@@ -27,23 +25,10 @@ func init() {
 		Factory: stampFactory(false), Fixed: stampFactory(true), Options: claiming()})
 }
 
-// stampFactory is the Factory of stampLockers on a miniredis in manual
-// time; casTakeover makes the takeover a compare-and-set script.
+// stampFactory is the Factory of stampLockers; casTakeover makes the
+// takeover a compare-and-set script.
 func stampFactory(casTakeover bool) propertytest.Factory {
-	return func(t testing.TB) (*propertytest.Backend, error) {
-		r := fakes.Redis(t, fakes.ManualTime(epoch), fakes.ForceMiniredis())
-		return &propertytest.Backend{
-			NewLocker: func(name string, opts ...locks.Option) (locks.Locker, error) {
-				base, err := newSetNXLocker(r.NewClient(), name, noRedisBug, append(r.LockOptions(), opts...)...)
-				if err != nil {
-					return nil, err
-				}
-				return &stampLocker{setnxLocker: base, cas: casTakeover}, nil
-			},
-			Clock:   r.Clock(),
-			Advance: r.Advance,
-		}, nil
-	}
+	return onSetNX(func(base *setnxLocker) locks.Locker { return &stampLocker{setnxLocker: base, cas: casTakeover} })
 }
 
 // stampLocker is the SETNX lock of the days before SET PX: the key never
