@@ -19,6 +19,17 @@ var required = map[string]string{
 	"redlock-accepts-minority":           "exclusivity",
 	"redis-without-fencing-under-pause":  "exclusivity",
 	"single-node-posing-as-three":        "availability",
+	// Bugs reported against real locks (issue 18's five classes).
+	"unlock-get-then-del":            "exclusivity",
+	"expired-takeover-get-then-set":  "exclusivity",
+	"validity-adds-drift":            "exclusivity",
+	"deadline-from-reply":            "exclusivity",
+	"renew-ignores-refusal":          "exclusivity",
+	"renew-sets-without-owner-check": "exclusivity",
+	"refused-attempt-node-left":      "deadlock freedom",
+	"fair-queue-entry-left":          "deadlock freedom",
+	"renewal-failure-only-logged":    "exclusivity",
+	"done-waits-for-server":          "exclusivity",
 }
 
 func TestRequiredMutantsAreRegistered(t *testing.T) {
