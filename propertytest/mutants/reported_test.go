@@ -3,9 +3,12 @@ package mutants
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/propertytest"
@@ -164,4 +167,124 @@ func TestLossIsSignalled(t *testing.T) {
 			})
 		})
 	}
+}
+
+// gateHook passes every command of a go-redis client through
+// locks.GateRequest, named by the command ("del", "evalsha"; "pipeline"
+// for a pipeline), as the backends' own hooks do for the suite.
+type gateHook struct{}
+
+func (gateHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (gateHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		defer locks.GateRequest(ctx, cmd.Name())()
+		return next(ctx, cmd)
+	}
+}
+
+func (gateHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		defer locks.GateRequest(ctx, "pipeline")()
+		return next(ctx, cmds)
+	}
+}
+
+// gateAt is a locks.Gate that runs f, once, just before the request named
+// in names that comes after skip others so named: the client stalls there
+// while f acts.
+type gateAt struct {
+	names []string
+	skip  int
+	f     func()
+
+	mu   sync.Mutex
+	seen int
+}
+
+func (g *gateAt) Request(_ context.Context, what string) func() {
+	if !slices.Contains(g.names, what) {
+		return nil
+	}
+	g.mu.Lock()
+	g.seen++
+	now := g.seen == g.skip+1
+	g.mu.Unlock()
+	if now {
+		g.f()
+	}
+	return nil
+}
+
+// stallAt returns a context whose Redis requests stall, at the first one
+// named in names after skip others, while f runs.
+func stallAt(f func(), skip int, names ...string) context.Context {
+	return locks.WithGate(context.Background(), &gateAt{names: names, skip: skip, f: f})
+}
+
+// gated returns a client of s whose Redis commands pass the Gate.
+func (s *scene) gated() locks.Locker {
+	s.t.Helper()
+	l := s.client(nil)
+	var c redis.UniversalClient
+	switch l := l.(type) {
+	case *flawedLocker:
+		c = l.client
+	case *stampLocker:
+		c = l.client
+	default:
+		s.t.Fatalf("no Redis client in %T", l)
+	}
+	c.AddHook(gateHook{})
+	return l
+}
+
+// Class 1: one operation stalled between two of its requests while time
+// passes and other clients act.
+func TestStalledBetweenRequests(t *testing.T) {
+	t.Run("unlock-get-then-del", func(t *testing.T) {
+		// The Unlock stalls before the request that deletes (DEL, or the
+		// owner-checked script) until the key expired and went to b; then
+		// a third client must be refused.
+		reported(t, "unlock-get-then-del", func(s *scene) bool {
+			a := s.gated()
+			held := s.grant(a)
+			var next locks.Lease
+			ctx := stallAt(func() {
+				s.be.Advance(testTTL + time.Millisecond)
+				next = s.grant(s.client(nil))
+			}, 0, "del", "evalsha", "eval")
+			_ = held.Unlock(ctx)
+			_, err := s.client(nil).TryLock(context.Background())
+			return err == nil && s.holds(next)
+		})
+	})
+	t.Run("expired-takeover-get-then-set", func(t *testing.T) {
+		// Two clients find the same expired value; b stalls before its
+		// takeover while c takes the lock over: b must then be refused.
+		reported(t, "expired-takeover-get-then-set", func(s *scene) bool {
+			s.grant(s.client(nil))
+			s.be.Advance(testTTL + time.Millisecond)
+			var other locks.Lease
+			// The first "set" is the SETNX.
+			ctx := stallAt(func() { other = s.grant(s.client(nil)) }, 1, "set", "evalsha", "eval")
+			lease, err := s.gated().TryLock(ctx)
+			return err == nil && s.holds(lease) && s.holds(other)
+		})
+	})
+}
+
+// Class 2 with class 1's stall: the acquisition stalls before its last
+// request (the token's) while time passes; just before the holder's
+// deadline, another client must still be refused.
+func TestStalledAcquisitionDeadline(t *testing.T) {
+	reported(t, "deadline-from-reply", func(s *scene) bool {
+		held, err := s.gated().TryLock(stallAt(func() { s.be.Advance(testTTL / 2) }, 0, "pipeline"))
+		if err != nil {
+			t.Fatalf("TryLock: %v", err)
+		}
+		s.be.Advance(held.Deadline().Sub(s.be.Clock.Now()) - time.Millisecond)
+		_, err = s.client(nil).TryLock(context.Background())
+		return err == nil && s.holds(held)
+	})
 }
