@@ -44,9 +44,10 @@
 //     mutant): unlock-get-then-del (Unlock is GET, compare, DEL in two
 //     commands), validity-adds-drift and deadline-from-reply (the local
 //     deadline outlives the key by the drift allowance, or by the time
-//     spent between the SET and the last reply), renew-ignores-refusal and
-//     renew-sets-without-owner-check (a renewal that lands after the key
-//     went to another client counts as done, or takes the key back), all
+//     spent between the SET and the last reply), renew-ignores-refusal,
+//     renew-extends-any-owner and renew-sets-without-owner-check (a
+//     renewal that lands after the key went to another client counts as
+//     done, extends the other client's key, or takes the key back), all
 //     exclusivity; renewal-failure-only-logged (Done and Err never tell of
 //     the loss: exclusivity).
 //   - stamplock.go, a SETNX lock with its expiry in the value:

@@ -36,6 +36,9 @@ const (
 	// A renewal SETs the key to the owner with a fresh TTL, whoever holds
 	// it (sbertrang/redis-distlock issue #2).
 	renewSetsBlindly
+	// A renewal PEXPIREs the key, whoever holds it, and counts a key that
+	// exists as renewed (redisson/redisson issue #597).
+	renewExtendsAnyOwner
 	// Done and Err never tell of a lost lease; only Unlock ends it
 	// (redisson/redisson issue #4698).
 	lossOnlyLogged
@@ -72,6 +75,11 @@ func init() {
 		// check that the key's value was still the caller's.
 		mutant("renew-sets-without-owner-check", renewSetsBlindly, propertytest.Exclusivity,
 			"a renewal SETs the key to the caller's owner with a fresh TTL without checking who holds it (redis-distlock issue #2), so a renewal that lands after the key went to another client takes it back"),
+		// redisson/redisson issue #597, "Check that RLock still belongs to
+		// owner during renewal expiration": the watchdog's renewal reset
+		// the key's TTL without looking at whose key it was.
+		mutant("renew-extends-any-owner", renewExtendsAnyOwner, propertytest.Exclusivity,
+			"a renewal PEXPIREs the key without checking that the caller still owns it (Redisson issue #597), so a renewal that lands after the key went to another client extends that client's key and reports success"),
 		// redisson/redisson issue #4698, "Add a callback on lock renewal
 		// failure": the watchdog logs a failed renewal and nothing tells
 		// the application that the lock is gone.
@@ -176,6 +184,15 @@ func (o flawedOps) Renew(ctx context.Context) error {
 	case renewSetsBlindly:
 		if err := o.client.Set(ctx, o.key, o.owner, o.ttl).Err(); err != nil {
 			return fmt.Errorf("mutants: renew: %w", err)
+		}
+		return nil
+	case renewExtendsAnyOwner:
+		ok, err := o.client.PExpire(ctx, o.key, o.ttl).Result()
+		switch {
+		case err != nil:
+			return fmt.Errorf("mutants: renew: %w", err)
+		case !ok:
+			return fmt.Errorf("mutants: renew: no key: %w", locks.ErrNotHeld)
 		}
 		return nil
 	}

@@ -26,6 +26,7 @@ var required = map[string]string{
 	"deadline-from-reply":            "exclusivity",
 	"renew-ignores-refusal":          "exclusivity",
 	"renew-sets-without-owner-check": "exclusivity",
+	"renew-extends-any-owner":        "exclusivity",
 	"refused-attempt-node-left":      "deadlock freedom",
 	"fair-queue-entry-left":          "deadlock freedom",
 	"renewal-failure-only-logged":    "exclusivity",

@@ -100,7 +100,7 @@ func reported(t *testing.T, name string, walk func(s *scene) bool) {
 // expired and another client took the lock, then sent: it must not
 // report success.
 func TestStalledRenewal(t *testing.T) {
-	for _, name := range []string{"renew-ignores-refusal", "renew-sets-without-owner-check"} {
+	for _, name := range []string{"renew-ignores-refusal", "renew-sets-without-owner-check", "renew-extends-any-owner"} {
 		t.Run(name, func(t *testing.T) {
 			reported(t, name, func(s *scene) bool {
 				var next locks.Lease
