@@ -34,12 +34,19 @@ import (
 // a hook seeing it lets the (nested) request through without asking again.
 type gatedKey struct{}
 
+// gated reports whether a request sent with ctx is to be gated: ctx
+// carries a Gate, and the request is not part of one gated already.
+func gated(ctx context.Context) bool {
+	return ctx != nil && locks.GateOf(ctx) != nil && ctx.Value(gatedKey{}) == nil
+}
+
 // gate asks ctx's Gate, if any, to let the request named what go. It
 // returns the context to send the request with, marked so that the
 // requests the client makes on the way (a connection's handshake) are not
 // gated a second time, and the function to call once the reply is in.
+// Without a Gate (or inside a gated request) it returns ctx and a no-op.
 func gate(ctx context.Context, what string) (context.Context, func()) {
-	if ctx == nil || locks.GateOf(ctx) == nil || ctx.Value(gatedKey{}) != nil {
+	if !gated(ctx) {
 		return ctx, func() {}
 	}
 	done := locks.GateRequest(ctx, what)
