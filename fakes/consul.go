@@ -150,11 +150,15 @@ func ConsulBinary() string {
 }
 
 // NewClient returns another api client with its own connections, closed at
-// cleanup: a second process talking to the same server.
+// cleanup: a second process talking to the same server. Like the fake's own
+// client, it passes every request through the locks.Gate of its context, as
+// "consul <METHOD> <endpoint>" (see GateConsulTransport), on miniconsul and
+// on a real agent alike.
 func (c *ConsulServer) NewClient() *api.Client {
 	c.t.Helper()
 	tr := &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second}
-	client, err := api.NewClient(&api.Config{Address: c.addr, Scheme: "http", HttpClient: &http.Client{Transport: tr}})
+	client, err := api.NewClient(&api.Config{Address: c.addr, Scheme: "http",
+		HttpClient: &http.Client{Transport: GateConsulTransport(tr)}})
 	if err != nil {
 		c.t.Fatalf("fakes: consul client for %s: %v", c.addr, err)
 	}
@@ -172,7 +176,7 @@ func (c *ConsulServer) closeClients() {
 	}
 }
 
-// Client returns the fake's own client.
+// Client returns the fake's own client, gated as NewClient's are.
 func (c *ConsulServer) Client() *api.Client { return c.client }
 
 // Addr returns the server's HTTP host:port.

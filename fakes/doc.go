@@ -31,6 +31,15 @@
 //   - MemLock (memlock.go): an in-memory locks.Locker with fencing tokens,
 //     TTLs on the injected clock, and fault injection (ExpireNow, FailNext),
 //     for unit tests of code that uses a lock.
+//   - Gating (gate*.go): every client the fakes hand out passes each request
+//     through the locks.Gate of its context (locks.WithGate), under a name
+//     that is the same from run to run: RedisGateHook ("redis node 1:
+//     EVALSHA"; GateRedis for a client built elsewhere, with
+//     RedisServer.GateLabel), GateConsulTransport ("consul PUT
+//     /v1/kv?acquire", "consul GET /v1/kv (blocking)"), GatedMySQLConnector
+//     ("mysql UPDATE", "mysql COMMIT"), EtcdGateDialOptions ("etcd KV/Txn"),
+//     and MemLock itself ("memlock acquire"). Dials, watches and requests
+//     sent with a context that carries no Gate go as before.
 //
 // Every helper that takes a testing.TB cleans up with t.Cleanup and fails
 // the test with a message that says what to do. Nothing prints unless a test

@@ -128,23 +128,28 @@ func (s *EtcdServer) checkReady() {
 }
 
 // clientConfig is the configuration of every client the fake hands out:
-// all members' endpoints, logs into the fake's buffer.
+// all members' endpoints, logs into the fake's buffer, the gate's
+// interceptors (EtcdGateDialOptions) and then dialOpts.
 func (s *EtcdServer) clientConfig(dialOpts []grpc.DialOption) clientv3.Config {
 	return clientv3.Config{
 		Endpoints:   s.Endpoints(),
 		DialTimeout: 5 * time.Second,
 		Logger:      s.log.Named("client"),
-		DialOptions: dialOpts,
+		DialOptions: append(EtcdGateDialOptions(), dialOpts...),
 	}
 }
 
 // Client returns the fake's own client, ready to use and closed at cleanup.
-// It knows every member's endpoint and fails over between them.
+// It knows every member's endpoint and fails over between them. Its
+// requests pass through the locks.Gate of their context, as NewClient's do.
 func (s *EtcdServer) Client() *clientv3.Client { return s.client }
 
 // NewClient returns another client of every member, with its own
 // connections and the given extra gRPC dial options (interceptors, for
 // instance), closed at cleanup before the members stop: a second process.
+// Its requests pass through the locks.Gate of their context as
+// "etcd <Service>/<Method>" (see EtcdGateDialOptions); interceptors in
+// dialOpts run inside the gate's.
 func (s *EtcdServer) NewClient(dialOpts ...grpc.DialOption) *clientv3.Client {
 	s.t.Helper()
 	return s.newClient(s.clientConfig(dialOpts))

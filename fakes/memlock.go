@@ -22,6 +22,12 @@ import (
 // Advance. Lock waits for a release, an expiry or ExpireNow, never on a
 // ticker. ExpireNow and FailNext inject the faults a real backend has.
 // Create it with NewMemLock; it is safe for concurrent use.
+//
+// Having no client, it calls locks.GateRequest itself: each acquire attempt
+// (TryLock, and every attempt of Lock) is the request "memlock acquire", a
+// renewal "memlock renew" and a release "memlock release", each passed
+// through the locks.Gate of the operation's context, if any, before the
+// lock's state is read.
 type MemLock struct {
 	name string
 	opt  locks.Options
@@ -114,6 +120,8 @@ func (l *MemLock) wait(ctx context.Context, w waitFor, budget <-chan time.Time) 
 // acquire makes one attempt. When the lock is held it returns an error
 // wrapping locks.ErrLocked and what to wait on.
 func (l *MemLock) acquire(ctx context.Context) (locks.Lease, waitFor, error) {
+	done := locks.GateRequest(ctx, "memlock acquire")
+	defer done()
 	l.mu.Lock()
 	if err := l.injectedLocked("acquire"); err != nil {
 		l.mu.Unlock()
@@ -228,6 +236,8 @@ func (o *memLeaseOps) do(ctx context.Context, op string, change func(now time.Ti
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("mem: %s: %w", op, err)
 	}
+	done := locks.GateRequest(ctx, "memlock "+op)
+	defer done()
 	l := o.l
 	l.mu.Lock()
 	defer l.mu.Unlock()

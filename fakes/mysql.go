@@ -184,7 +184,8 @@ func startRealMySQL(test, dsn string) (*MySQLServer, error) {
 	return s, nil
 }
 
-// DB returns the server's ready connection pool, on its database.
+// DB returns the server's ready connection pool, on its database, gated as
+// OpenDB's are.
 func (s *MySQLServer) DB() *sql.DB { return s.db }
 
 // DSN returns a go-sql-driver/mysql DSN for the server's database.
@@ -197,12 +198,15 @@ func (s *MySQLServer) Database() string { return s.database }
 func (s *MySQLServer) Real() bool { return s.real }
 
 // OpenDB opens another connection pool on the server's database, as another
-// process would have, and checks that it answers; Close closes it.
+// process would have, and checks that it answers; Close closes it. Like
+// DB's, its connections pass every round trip through the locks.Gate of the
+// statement's context, as "mysql <KEYWORD>" (see GatedMySQLConnector).
 func (s *MySQLServer) OpenDB() (*sql.DB, error) {
-	db, err := sql.Open("mysql", s.dsn)
+	connector, err := GatedMySQLConnector(s.dsn)
 	if err != nil {
 		return nil, err
 	}
+	db := sql.OpenDB(connector)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := db.PingContext(ctx); err != nil {

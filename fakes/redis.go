@@ -83,6 +83,7 @@ type RedisServer struct {
 	prefix  string
 	clock   *Clock // nil in real-time mode
 	inGroup bool   // a RedisCluster node: the clock is shared
+	index   int    // the node's index in its RedisCluster; 0 for Redis
 	addr    string
 	mini    *miniredis.Miniredis // nil on a real server
 	client  *redis.Client
@@ -104,24 +105,25 @@ func Redis(t testing.TB, opts ...RedisOption) *RedisServer {
 	if !cfg.forceMini {
 		addr = os.Getenv(EnvRedisAddr)
 	}
-	return newNode(t, addr, newPrefix(), cfg.newClock(), false)
+	return newNode(t, addr, newPrefix(), cfg.newClock(), false, 0)
 }
 
 // newPrefix returns a key prefix unique to one fake.
 func newPrefix() string { return "lockproof-test-" + locks.NewOwner()[:8] + ":" }
 
 // newNode starts miniredis (addr == "") or connects to the real server at
-// addr, with the given prefix and clock (nil: real time).
-func newNode(t testing.TB, addr, prefix string, clock *Clock, inGroup bool) *RedisServer {
+// addr, with the given prefix and clock (nil: real time), as node index of
+// its group.
+func newNode(t testing.TB, addr, prefix string, clock *Clock, inGroup bool, index int) *RedisServer {
 	t.Helper()
 	quietDialFailures.Do(func() {
 		redis.SetLogger(logging.NewBlacklistLogger([]string{"failed to dial"}))
 	})
-	r := &RedisServer{t: t, prefix: prefix, clock: clock, inGroup: inGroup, addr: addr}
+	r := &RedisServer{t: t, prefix: prefix, clock: clock, inGroup: inGroup, index: index, addr: addr}
 	if addr == "" {
 		r.startMiniredis()
 	}
-	r.client = redis.NewClient(r.clientOptions())
+	r.client = r.newClient()
 	r.clients = append(r.clients, r.client)
 	t.Cleanup(r.closeAll)
 	if r.mini == nil {
@@ -178,6 +180,19 @@ func (r *RedisServer) clientOptions() *redis.Options {
 	}
 }
 
+// newClient returns a client with clientOptions and the gate hook.
+func (r *RedisServer) newClient() *redis.Client {
+	c := redis.NewClient(r.clientOptions())
+	GateRedis(c, r.GateLabel())
+	return c
+}
+
+// GateLabel is the label of the requests of this server's clients as a
+// locks.Gate sees them: "redis node <i>", i the node's index in its
+// RedisCluster, 0 for a single Redis. Pass it to GateRedis for a client of
+// the server built elsewhere (through a proxy, say).
+func (r *RedisServer) GateLabel() string { return fmt.Sprintf("redis node %d", r.index) }
+
 // deleteKeys deletes every key under the prefix on a real server.
 func (r *RedisServer) deleteKeys() {
 	if err := r.deletePrefix(); err != nil {
@@ -200,12 +215,15 @@ func (r *RedisServer) closeAll() {
 }
 
 // Client returns the fake's own client, ready to use and closed at cleanup.
+// It is gated as NewClient's are.
 func (r *RedisServer) Client() redis.UniversalClient { return r.client }
 
 // NewClient returns another client with its own connection pool, closed at
-// cleanup: a second process talking to the same server.
+// cleanup: a second process talking to the same server. Like the fake's own
+// client, it passes its commands through the locks.Gate of their context
+// (see RedisGateHook), as "redis node <i>: <COMMAND>".
 func (r *RedisServer) NewClient() *redis.Client {
-	c := redis.NewClient(r.clientOptions())
+	c := r.newClient()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.clients = append(r.clients, c)
@@ -344,7 +362,7 @@ func (r *RedisServer) Restart(keepData bool) {
 // flushScripts sends SCRIPT FLUSH on a connection of its own, not counted by
 // CommandCount.
 func (r *RedisServer) flushScripts() error {
-	c := redis.NewClient(r.clientOptions())
+	c := r.newClient()
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

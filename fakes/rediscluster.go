@@ -44,8 +44,8 @@ func RedisCluster(t testing.TB, n int, opts ...RedisOption) *RedisNodes {
 		copy(addrs, realAddrs(t, env, n))
 	}
 	g := &RedisNodes{t: t, prefix: newPrefix(), clock: cfg.newClock()}
-	for _, addr := range addrs {
-		g.nodes = append(g.nodes, newNode(t, addr, g.prefix, g.clock, true))
+	for i, addr := range addrs {
+		g.nodes = append(g.nodes, newNode(t, addr, g.prefix, g.clock, true, i))
 	}
 	return g
 }
@@ -94,7 +94,10 @@ func (g *RedisNodes) Clients() []redis.UniversalClient {
 }
 
 // NewClients returns a fresh client per node, in node order, closed at
-// cleanup: the view of a second process.
+// cleanup: the view of a second process. Node i's client passes its
+// commands through the locks.Gate of their context as "redis node <i>: ..."
+// (see RedisGateHook), so the names of Redlock's parallel requests differ by
+// node and by nothing that changes from run to run.
 func (g *RedisNodes) NewClients() []redis.UniversalClient {
 	cs := make([]redis.UniversalClient, len(g.nodes))
 	for i, n := range g.nodes {

@@ -102,11 +102,12 @@ func (m *machine) foreign(t *rapid.T, pick func(*rapid.T, func(*client) bool) *c
 	if holder == nil {
 		t.Skip("nobody holds the lock")
 	}
-	c := pick(t, func(c *client) bool { return c != holder && len(c.stale) > 0 })
+	c := pick(t, func(c *client) bool { return c != holder && len(c.stale) > 0 && c.op == nil })
 	h := c.stale[rapid.IntRange(0, len(c.stale)-1).Draw(t, "stale lease")]
 	if !m.probeRefused(holder) {
 		return // the lock was not exclusive before the foreign call: nothing to blame on it
 	}
+	m.uncertain = m.rec.now()
 	var err error
 	what := "Renew"
 	if unlock {
@@ -119,10 +120,11 @@ func (m *machine) foreign(t *rapid.T, pick func(*rapid.T, func(*client) bool) *c
 	m.checkSymmetry(fmt.Sprintf("client %d's %s through its stale lease (token %d, owner %d)", c.id, what, h.token, h.owner), holder)
 }
 
-// holder returns the client whose lease is valid, if any.
+// holder returns the client whose lease is valid, if any (a client whose
+// Unlock is under way no longer counts).
 func (m *machine) holder() *client {
 	for _, c := range m.cl {
-		if m.valid(c.cur) {
+		if m.valid(c.cur) && !m.unlocking(c) {
 			return c
 		}
 	}
@@ -183,6 +185,8 @@ func (m *machine) finish() error {
 	for _, c := range m.cl {
 		m.crash(c)
 	}
+	m.sched.settle()
+	m.collect()
 	m.checkDeadlockFreedom()
 	m.checkAvailability()
 	return nil
@@ -212,7 +216,7 @@ func (m *machine) checkDeadlockFreedom() {
 	for refused < maxRefusals && unknown < maxUnknownProbes {
 		step := m.o.TTL / 4
 		for passed := time.Duration(0); passed < m.o.TTL+m.o.Slack; passed += step {
-			m.be.Advance(min(step, m.o.TTL+m.o.Slack-passed))
+			m.advance(min(step, m.o.TTL+m.o.Slack-passed))
 		}
 		if h, err = m.tryLock(m.probe); h != nil {
 			break
@@ -269,7 +273,7 @@ func (m *machine) checkAvailability() {
 	for attempt := range availabilityTries {
 		if attempt > 0 {
 			m.logf("availability probe %d failed (%v): retrying after TTL + Slack", attempt, err)
-			m.be.Advance(m.o.TTL + m.o.Slack)
+			m.advance(m.o.TTL + m.o.Slack)
 		}
 		if h, err = m.tryLock(m.probe); h != nil {
 			break
@@ -339,12 +343,16 @@ func (m *machine) verdict(ctx context.Context, out *outputs) ([]Violation, int, 
 
 // grantWasLegal reports whether the counterexample cex, stuck at the grant
 // h[grant], becomes linearizable without the successful Unlocks and Renews
-// of other owners that had not returned when the grant was asked for. The
-// search may get stuck at a grant after linearizing such calls first (when
-// several share an instant, as on a manual clock, it linearizes as many as
-// it can): the grant itself was legal, and what broke the lock is that a
-// former holder was still told it held the lock, which is symmetry's
-// business. A grant that stays illegal without them is exclusivity's.
+// of other owners that were called at or after the instant the grant
+// returned. The search may get stuck at a grant after linearizing such
+// calls first (when several share an instant, as on a manual clock, it
+// linearizes as many as it can): the grant itself was legal, and what
+// broke the lock is that a former holder was still told it held the lock,
+// which is symmetry's business. A renewal called before the grant returned
+// stays: when the holder renewed honestly while another client's Lock was
+// still waiting, and the Lock then returned granted, the double grant is
+// exclusivity's, not a renewal's fault. A grant that stays illegal without
+// the dropped calls is exclusivity's.
 func grantWasLegal(ctx context.Context, model linearize.Model[linearize.LeaseState, linearize.LeaseInput, linearize.LeaseOutput],
 	h []lockOp, cex []int, grant int, limit time.Duration) bool {
 	g := h[grant]
@@ -353,7 +361,7 @@ func grantWasLegal(ctx context.Context, model linearize.Model[linearize.LeaseSta
 	for _, i := range cex {
 		op := h[i]
 		if op.Input.Op != linearize.Acquire && op.Output.OK && !op.Unknown &&
-			op.Input.Owner != g.Input.Owner && op.Return >= g.Call {
+			op.Input.Owner != g.Input.Owner && op.Call >= g.Return {
 			dropped = true
 			continue
 		}
@@ -469,4 +477,133 @@ func (m *machine) checkLostUpdates() {
 		m.unclaimed["a holder paused past its lease (pause)"] = true
 	}
 	m.violate(Exclusivity, expected, "lost update on the shared register: "+strings.Join(lines, "; "))
+}
+
+// checkGrant: when c is granted h, no other client may still hold a lease
+// that is valid by its own deadline and Done. A correct lock never lets
+// that happen: a holder's local deadline ends no later than the backend's
+// expiry of its lease, and one manual clock stamps both. A lock whose
+// lease ends earlier on the backend than the holder believes (the
+// deadline reckoned from the reply rather than from the request, a drift
+// allowance too small) fails here: two clients then act as holders at
+// once, which is exclusivity broken, whatever the lease model accepts.
+func (m *machine) checkGrant(c *client, h *held) {
+	if !m.valid(h) {
+		return // handed over already expired (it stalled on the way): c does not act as holder
+	}
+	for _, d := range m.cl {
+		if d == c || !m.valid(d.cur) || m.unlocking(d) {
+			continue
+		}
+		m.violate(Exclusivity, false, fmt.Sprintf(
+			"client %d was granted the lock (token %d) at t=%v while client %d's lease (token %d) was still valid by its own deadline, t=%v, and its Done was open",
+			c.id, h.token, time.Duration(m.rec.now()), d.id, d.cur.token, d.cur.lease.Deadline().Sub(m.rec.start)))
+	}
+}
+
+// checkFreed: right after a successful Unlock, with nobody else holding
+// or waiting and nothing in doubt (no operation of unknown outcome, crash
+// or foreign call within TTL + Slack, no backend fault), the lock is free:
+// a probe TryLock must be granted, at once or within Options.Slack (tried
+// at once, then after every quarter of Slack). A lock that leaves
+// something behind after a refused TryLock or an Unlock (a queue entry, a
+// key kept alive) fails here. Reported as deadlock freedom: a free lock
+// refused.
+func (m *machine) checkFreed(c *client, err error) {
+	if err != nil || m.faulted || m.rec.now()-m.uncertain < int64(m.o.TTL+m.o.Slack) && m.uncertain != 0 {
+		return
+	}
+	for _, d := range append(m.cl, m.probe) {
+		if d.op != nil || (d != c && d.cur != nil) {
+			return
+		}
+	}
+	m.ran[DeadlockFreedom] = true
+	unlocked := m.rec.now()
+	var h *held
+	var perr error
+	for waited := time.Duration(0); ; {
+		if h, perr = m.tryLock(m.probe); h != nil || !errors.Is(perr, locks.ErrLocked) || waited >= m.o.Slack {
+			break
+		}
+		step := max(m.o.Slack/4, time.Millisecond)
+		m.advance(step)
+		waited += step
+	}
+	if h != nil {
+		if err := m.unlock(m.probe, h); err != nil {
+			m.logf("freed-lock probe: unlock: %v", err)
+		}
+		return
+	}
+	if !errors.Is(perr, locks.ErrLocked) {
+		m.logf("freed-lock probe without an answer: %v", perr)
+		return
+	}
+	m.violate(DeadlockFreedom, false, fmt.Sprintf(
+		"client %d unlocked at t=%v with nobody else holding or waiting, and a TryLock was still refused %v later (slack %v): the lock was left taken",
+		c.id, time.Duration(unlocked), time.Duration(m.rec.now()-unlocked), m.o.Slack))
+}
+
+// checkRenewLoss: a Renew the backend refused (the lease is not held any
+// more) must leave the lease saying so: Done closed and Err set, at once.
+func (m *machine) checkRenewLoss(c *client, h *held, err error) {
+	if _, unknown := releaseOutcome(err); err == nil || unknown {
+		return
+	}
+	m.ran[Exclusivity] = true
+	if !closed(h.lease.Done()) || h.lease.Err() == nil {
+		m.violate(Exclusivity, false, fmt.Sprintf(
+			"client %d's Renew was refused (%v) but its lease (token %d) did not say it was lost: Done open=%v, Err=%v",
+			c.id, err, h.token, !closed(h.lease.Done()), h.lease.Err()))
+	}
+}
+
+// checkLossSignalled: once a lease is past its deadline by more than
+// Options.Slack, without a renewal, its Done must be closed and Err set. A
+// holder that waits on Done (a watchdog that swallows its renewal failures
+// and never tells) would otherwise go on as if it held the lock. Leases
+// are followed from the moment they stop being valid until they signal
+// the loss or are reported.
+func (m *machine) checkLossSignalled(c *client) {
+	var fresh *held // seen lapsed just now: it gets until the next step to say so
+	if c.cur != nil && !m.valid(c.cur) && !m.unlocking(c) && !closed(c.cur.lease.Done()) {
+		fresh = c.cur
+		m.lapsed = append(m.lapsed, lapsed{c: c, h: c.cur})
+	}
+	kept := m.lapsed[:0]
+	for _, l := range m.lapsed {
+		if l.c != c || l.h == fresh {
+			kept = append(kept, l)
+			continue
+		}
+		end := l.h.lease.Deadline().Add(m.o.Slack)
+		switch {
+		case closed(l.h.lease.Done()) && l.h.lease.Err() != nil:
+		case m.be.Clock.Now().Before(end):
+			kept = append(kept, l)
+		default:
+			m.ran[Exclusivity] = true
+			m.violate(Exclusivity, false, fmt.Sprintf(
+				"client %d's lease (token %d) ended at t=%v, yet at t=%v (slack %v later) its Done was still open (Err=%v): the holder was never told it lost the lock",
+				c.id, l.h.token, l.h.lease.Deadline().Sub(m.rec.start), time.Duration(m.rec.now()), m.o.Slack, l.h.lease.Err()))
+		}
+	}
+	m.lapsed = kept
+}
+
+// lapsed is a lease past its deadline whose Done has not closed yet.
+type lapsed struct {
+	c *client
+	h *held
+}
+
+// closed reports whether ch is closed.
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }

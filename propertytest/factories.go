@@ -49,6 +49,7 @@ func RedisLockWithFailover(lag time.Duration) Factory {
 		return &Backend{
 			NewLocker: func(name string, opts ...locks.Option) (locks.Locker, error) {
 				c := redis.NewClient(&redis.Options{Addr: p.Addr()})
+				fakes.GateRedis(c, g.Node(0).GateLabel())
 				t.Cleanup(func() { _ = c.Close() })
 				return redislock.New(c, name, append(g.LockOptions(), opts...)...)
 			},
@@ -144,6 +145,7 @@ func RedisLockWithNetworkFaults() Factory {
 				// cut-off client gives up at Options.OpTimeout.
 				c := redis.NewClient(&redis.Options{Addr: p.Addr(), ContextTimeoutEnabled: true,
 					ReadTimeout: time.Second, WriteTimeout: time.Second, DialTimeout: time.Second})
+				fakes.GateRedis(c, r.GateLabel())
 				t.Cleanup(func() { _ = c.Close() })
 				return redislock.New(c, name, append(r.LockOptions(), opts...)...)
 			},

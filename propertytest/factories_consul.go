@@ -152,7 +152,8 @@ type consulOn struct {
 
 func (c *consulOn) newClient() (*api.Client, error) {
 	tr := &http.Transport{MaxIdleConnsPerHost: 64}
-	client, err := api.NewClient(&api.Config{Address: c.addr, Scheme: "http", HttpClient: &http.Client{Transport: tr}})
+	client, err := api.NewClient(&api.Config{Address: c.addr, Scheme: "http",
+		HttpClient: &http.Client{Transport: fakes.GateConsulTransport(tr)}})
 	if err != nil {
 		return nil, fmt.Errorf("propertytest: consul client for %s: %w", c.addr, err)
 	}

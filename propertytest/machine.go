@@ -20,16 +20,6 @@ type held struct {
 	fenced bool
 }
 
-// pending is a Lock call running on its own goroutine.
-type pending struct {
-	op     int
-	owner  uint64
-	cancel context.CancelFunc
-	done   chan struct{}
-	lease  locks.Lease
-	err    error
-}
-
 // work is a read-modify-write begun (read done) and not yet written.
 type work struct {
 	h      *held
@@ -43,7 +33,8 @@ type client struct {
 	locker locks.Locker
 	cur    *held   // the lease it believes it holds
 	stale  []*held // leases that ran out without an Unlock: used for foreign calls
-	wait   *pending
+	op     *op     // a live operation: stalled at a gate, or a Lock waiting
+	fin    func()  // what the driver does once op finished
 	work   *work
 }
 
@@ -64,10 +55,13 @@ type machine struct {
 	found     []Violation
 	ran       map[Property]bool // the named checks this run made
 	log       []string
+	sched     *sched
+	lapsed    []lapsed // leases past their deadline, not yet signalled lost
+	uncertain int64    // history time of the last event that may have left the lock taken (unknown outcome, crash, foreign call)
 }
 
 func newMachine(o Options, be *Backend) (*machine, error) {
-	m := &machine{o: o, be: be, rec: newRecorder(be.Clock),
+	m := &machine{o: o, be: be, rec: newRecorder(be.Clock), sched: newSched(),
 		active: map[int]bool{}, used: map[int]bool{}, ran: map[Property]bool{}, unclaimed: map[string]bool{}}
 	for i := 0; i <= o.Clients; i++ {
 		l, err := be.NewLocker(o.Name, locks.WithTTL(o.TTL), locks.WithWatchdog(false), locks.WithObserver(crashObserver{}))
@@ -88,10 +82,6 @@ func (m *machine) logf(format string, args ...any) {
 	m.log = append(m.log, fmt.Sprintf("t=%v ", time.Duration(m.rec.now()))+fmt.Sprintf(format, args...))
 }
 
-func (m *machine) opCtx() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), m.o.OpTimeout)
-}
-
 func (m *machine) newOwner() uint64 { m.owners++; return m.owners }
 
 // valid reports whether h is within its lease's local deadline.
@@ -105,21 +95,6 @@ func (m *machine) held(lease locks.Lease, owner uint64, out linearize.LeaseOutpu
 	return &held{lease: lease, owner: owner, token: out.Token, fenced: fenced}
 }
 
-// tryLock makes one attempt for c and records it.
-func (m *machine) tryLock(c *client) (*held, error) {
-	owner := m.newOwner()
-	i := m.rec.call(c.id, linearize.Acquire, m.o.Name, owner)
-	ctx, cancel := m.opCtx()
-	defer cancel()
-	lease, err := c.locker.TryLock(ctx)
-	out, unknown := acquireOutcome(lease, err, m.rec.syntheticToken)
-	m.rec.ret(i, out, unknown)
-	if out.OK && !unknown {
-		return m.held(lease, owner, out), nil
-	}
-	return nil, err
-}
-
 // crashKey marks the context of a TryLock that CrashInTryLock stops.
 type crashKey struct{}
 
@@ -127,122 +102,226 @@ type crashKey struct{}
 // locks.PointAcquired, within a TryLock whose context carries crashKey, it
 // ends the goroutine (runtime.Goexit): the client dies there, after the
 // backend granted and before TryLock returned, and nothing the lock would
-// do after that point happens. Everywhere else it does nothing.
+// do after that point happens. At every other point it reported, the
+// operation passes its gate (see sched.go): a point is a place where the
+// scheduler may stall the client, a pause before a renewal for instance.
 type crashObserver struct{}
 
 func (crashObserver) Observe(ctx context.Context, e locks.Event) {
+	if e.Point == locks.PointAcquired { // drawn whether or not the lease turns out fenced
+		if s, ok := ctx.Value(synthKey{}).(*synthSlot); ok && s.token == 0 {
+			s.token = s.next()
+		}
+	}
 	if e.Point == locks.PointAcquired && ctx.Value(crashKey{}) != nil {
 		runtime.Goexit()
 	}
+	locks.GateRequest(ctx, "point "+e.Point.String())()
 }
 
-// crashInTryLock makes c call TryLock and die at locks.PointAcquired if
-// the lock reaches it (see crashObserver). The call runs on a goroutine of
-// its own, the one that dies. A crashed acquisition has an unknown
-// outcome and leaves c as crash leaves it; a TryLock that returned (it was
-// refused, or the lock reports no PointAcquired) is taken as a TryLock.
-func (m *machine) crashInTryLock(c *client) {
+// synthKey marks the context of an acquisition: its synthSlot.
+type synthKey struct{}
+
+// synthSlot holds the synthetic token of an acquisition without fencing,
+// drawn when the lock reports locks.PointAcquired (the backend granted),
+// so that grants are numbered in the order they were made even when one
+// stalls before it returns. A lock that reports no PointAcquired gets its
+// number when the call returns.
+type synthSlot struct {
+	token uint64
+	next  func() uint64
+}
+
+func (s *synthSlot) take() uint64 {
+	if s.token == 0 {
+		s.token = s.next()
+	}
+	return s.token
+}
+
+// stallNever is the stall point of an operation that runs to its end.
+const stallNever = -1
+
+// drawStall draws where an operation stops for a while: mostly nowhere,
+// else at its first, second or third gate (a point the lock reports, or a
+// request to the backend). Gate 0 is before anything was sent.
+func drawStall(t *rapid.T) int {
+	if rapid.IntRange(0, 9).Draw(t, "stall?") < 7 {
+		return stallNever
+	}
+	return rapid.IntRange(0, 2).Draw(t, "stall at gate")
+}
+
+// acquire starts an acquisition for c: Lock (blocking) or TryLock, the
+// latter dying at locks.PointAcquired when crash is set. The outcome is
+// recorded when the call returns; the driver's part (c.fin) runs once it
+// finished: a granted lease goes to onGrant, or to take when it is nil.
+func (m *machine) acquire(c *client, blocking, crash bool, stallAt int, onGrant func(h *held)) *op {
 	owner := m.newOwner()
 	i := m.rec.call(c.id, linearize.Acquire, m.o.Name, owner)
-	ctx, cancel := m.opCtx()
-	defer cancel()
-	ctx = context.WithValue(ctx, crashKey{}, true)
 	var lease locks.Lease
 	var err error
 	returned := false
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		lease, err = c.locker.TryLock(ctx)
-		returned = true
-	}()
-	<-done
-	if !returned {
-		m.rec.ret(i, linearize.LeaseOutput{}, true)
-		m.logf("client %d: crashed inside TryLock at %v", c.id, locks.PointAcquired)
-		m.crash(c)
-		return
+	name, budget := "TryLock", m.o.OpTimeout
+	if blocking {
+		name, budget = "Lock", 0
 	}
-	out, unknown := acquireOutcome(lease, err, m.rec.syntheticToken)
-	m.rec.ret(i, out, unknown)
-	if out.OK && !unknown {
-		c.cur = m.held(lease, owner, out)
-		m.logf("client %d: TryLock (no crash point reached) -> granted, token %d", c.id, out.Token)
-		m.beginWork(c)
-		return
-	}
-	m.logf("client %d: TryLock (no crash point reached) -> %v", c.id, err)
-}
-
-// startLock calls Lock for c on its own goroutine.
-func (m *machine) startLock(c *client) {
-	owner := m.newOwner()
-	p := &pending{owner: owner, done: make(chan struct{})}
-	p.op = m.rec.call(c.id, linearize.Acquire, m.o.Name, owner)
-	ctx, cancel := context.WithCancel(context.Background())
-	p.cancel = cancel
-	c.wait = p
-	go func() {
-		defer close(p.done)
-		p.lease, p.err = c.locker.Lock(ctx)
-		out, unknown := acquireOutcome(p.lease, p.err, m.rec.syntheticToken)
-		m.rec.ret(p.op, out, unknown)
-	}()
-}
-
-// settle gives blocked Locks up to Settle of wall time to return.
-func (m *machine) settle() {
-	var waiting []*pending
-	for _, c := range m.cl {
-		if c.wait != nil {
-			waiting = append(waiting, c.wait)
+	synth := &synthSlot{next: m.rec.syntheticToken}
+	o := m.sched.start(c.id, name, budget, stallAt, func(ctx context.Context) {
+		ctx = context.WithValue(ctx, synthKey{}, synth)
+		if crash {
+			ctx = context.WithValue(ctx, crashKey{}, true)
 		}
-	}
-	if len(waiting) == 0 {
-		return
-	}
-	timer := time.NewTimer(m.o.Settle)
-	defer timer.Stop()
-	for _, p := range waiting {
-		select {
-		case <-p.done:
-		case <-timer.C:
+		if blocking {
+			lease, err = c.locker.Lock(ctx)
+		} else {
+			lease, err = c.locker.TryLock(ctx)
+		}
+		returned = true
+		out, unknown := acquireOutcome(lease, err, synth.take)
+		m.rec.ret(i, out, unknown)
+	})
+	c.op = o
+	c.fin = func() {
+		if !returned {
+			m.rec.ret(i, linearize.LeaseOutput{}, true)
+			m.uncertain = m.rec.now()
+			m.logf("client %d: crashed inside %s at %v", c.id, name, locks.PointAcquired)
+			m.crash(c)
 			return
 		}
+		out, unknown := m.outputOf(i)
+		if unknown {
+			m.uncertain = m.rec.now()
+		}
+		if !out.OK || unknown {
+			m.logf("client %d: %s -> %v", c.id, name, err)
+			return
+		}
+		h := m.held(lease, owner, out)
+		m.logf("client %d: %s -> granted, token %d", c.id, name, out.Token)
+		if onGrant == nil {
+			m.take(c, h)
+			return
+		}
+		onGrant(h)
 	}
+	return o
 }
 
-// collect takes in the Locks that returned and retires leases that ran out.
+// take makes h c's lease: it checks the grant against the other clients'
+// leases and starts the holder's read-modify-write.
+func (m *machine) take(c *client, h *held) {
+	_ = h.lease.Done() // a lease may start watching for its loss at the first call
+	m.checkGrant(c, h)
+	c.cur = h
+	m.beginWork(c)
+}
+
+// release starts an Unlock or Renew by c of lease h (its own, or a stale
+// one for a foreign call). done, if set, runs on the driver with the
+// result once the call returned.
+func (m *machine) release(c *client, h *held, unlock bool, stallAt int, done func(err error)) *op {
+	kind, name := linearize.Renew, "Renew"
+	if unlock {
+		kind, name = linearize.Release, "Unlock"
+	}
+	i := m.rec.call(c.id, kind, m.o.Name, h.owner)
+	var err error
+	o := m.sched.start(c.id, name, m.o.OpTimeout, stallAt, func(ctx context.Context) {
+		if unlock {
+			err = h.lease.Unlock(ctx)
+		} else {
+			err = h.lease.Renew(ctx)
+		}
+		out, unknown := releaseOutcome(err)
+		m.rec.ret(i, out, unknown)
+	})
+	c.op = o
+	c.fin = func() {
+		if done != nil {
+			done(err)
+		}
+	}
+	return o
+}
+
+// drive runs c's new operation until it finishes, stalls or (a Lock)
+// blocks, then settles the run and takes in what finished.
+func (m *machine) drive(c *client) {
+	o := c.op
+	m.sched.run(o, o.name == "Lock")
+	m.sched.settle()
+	m.collect()
+}
+
+// now runs c's operation to its end, at once: the suite's own probes, and
+// the calls whose result the next step needs.
+func (m *machine) now(c *client) {
+	o := c.op
+	m.sched.resume(o, false)
+	m.collect()
+}
+
+// tryLock makes one attempt for c, to its end, and returns the lease if
+// granted; c does not take it (the caller decides).
+func (m *machine) tryLock(c *client) (*held, error) {
+	var h *held
+	m.acquire(c, false, false, stallNever, func(g *held) { h = g })
+	i := len(m.rec.lock) - 1
+	m.now(c)
+	if h != nil {
+		return h, nil
+	}
+	if _, unknown := m.outputOf(i); unknown {
+		return nil, errNoAnswer
+	}
+	return nil, locks.ErrLocked
+}
+
+// errNoAnswer is tryLock's error for an attempt of unknown outcome.
+var errNoAnswer = errors.New("no answer (unknown outcome)")
+
+// unlock and renew call the lease for client c (its own or a stale one),
+// to their end, and return the result.
+func (m *machine) unlock(c *client, h *held) error {
+	var err error
+	m.release(c, h, true, stallNever, func(e error) { err = e })
+	m.now(c)
+	return err
+}
+
+func (m *machine) renew(c *client, h *held) error {
+	var err error
+	m.release(c, h, false, stallNever, func(e error) { err = e })
+	m.now(c)
+	return err
+}
+
+// collect takes in the operations that finished, retires leases that ran
+// out, and checks that a lost lease says so.
 func (m *machine) collect() {
-	for _, c := range m.cl {
-		if p := c.wait; p != nil {
-			select {
-			case <-p.done:
-				c.wait = nil
-				p.cancel()
-				m.finishLock(c, p)
-			default:
+	for _, c := range append(m.cl, m.probe) {
+		if o := c.op; o != nil {
+			if st, ok := m.sched.look(o); ok && st == opFinished {
+				fin := c.fin
+				c.op, c.fin = nil, nil
+				m.sched.forget(o)
+				fin()
 			}
 		}
-		if c.cur != nil && !m.valid(c.cur) {
+		m.checkLossSignalled(c)
+		if c.cur != nil && !m.valid(c.cur) && !m.unlocking(c) {
 			if c.cur.lease.Err() == nil || errors.Is(c.cur.lease.Err(), locks.ErrLeaseExpired) {
 				c.stale = append(c.stale, c.cur)
 			}
-			c.cur = nil
+			c.cur = nil // its work, if any, goes on: a holder paused past its lease
 		}
 	}
 }
 
-func (m *machine) finishLock(c *client, p *pending) {
-	out, unknown := m.outputOf(p.op)
-	if out.OK && !unknown {
-		c.cur = m.held(p.lease, p.owner, out)
-		m.logf("client %d: Lock granted, token %d", c.id, out.Token)
-		m.beginWork(c)
-		return
-	}
-	m.logf("client %d: Lock returned %v", c.id, p.err)
-}
+// unlocking reports whether c has an Unlock in progress.
+func (m *machine) unlocking(c *client) bool { return c.op != nil && c.op.name == "Unlock" }
 
 func (m *machine) outputOf(i int) (linearize.LeaseOutput, bool) {
 	m.rec.mu.Lock()
@@ -250,36 +329,20 @@ func (m *machine) outputOf(i int) (linearize.LeaseOutput, bool) {
 	return m.rec.lock[i].Output, m.rec.lock[i].Unknown
 }
 
-// unlock and renew call the lease for client c (its own or a stale one)
-// and record the call.
-func (m *machine) unlock(c *client, h *held) error {
-	i := m.rec.call(c.id, linearize.Release, m.o.Name, h.owner)
-	ctx, cancel := m.opCtx()
-	defer cancel()
-	err := h.lease.Unlock(ctx)
-	out, unknown := releaseOutcome(err)
-	m.rec.ret(i, out, unknown)
-	return err
-}
-
-func (m *machine) renew(c *client, h *held) error {
-	i := m.rec.call(c.id, linearize.Renew, m.o.Name, h.owner)
-	ctx, cancel := m.opCtx()
-	defer cancel()
-	err := h.lease.Renew(ctx)
-	out, unknown := releaseOutcome(err)
-	m.rec.ret(i, out, unknown)
-	return err
-}
-
-// crash stops c without unlocking: its lease is left to expire, a pending
-// Lock is cancelled (its waiter's clean-up is the lock's business).
+// crash stops c without unlocking: its lease is left to expire, an
+// operation in progress is cancelled where it stands (a request it had not
+// sent is never sent).
 func (m *machine) crash(c *client) {
-	if p := c.wait; p != nil {
-		p.cancel()
-		<-p.done
-		c.wait = nil
-		m.finishLock(c, p)
+	if o := c.op; o != nil {
+		m.sched.crash(o)
+		fin := c.fin
+		c.op, c.fin = nil, nil
+		m.sched.forget(o)
+		m.uncertain = m.rec.now()
+		fin()
+	}
+	if c.cur != nil {
+		m.uncertain = m.rec.now()
 	}
 	c.cur, c.work, c.stale = nil, nil, nil
 }
@@ -313,10 +376,10 @@ func (m *machine) finishWork(c *client) {
 	m.logf("client %d: write token %d <- %d admitted=%v late=%v", c.id, w.h.token, w.read+1, ok, late)
 }
 
-// advance moves the backend's time and lets blocked Locks react.
+// advance moves the backend's time and lets the clients react.
 func (m *machine) advance(d time.Duration) {
 	m.be.Advance(d)
-	m.settle()
+	m.sched.settle()
 	m.collect()
 }
 
@@ -326,7 +389,10 @@ func (m *machine) toggleFault(i int) error {
 	if m.active[i] {
 		m.logf("heal %s", f.Name)
 		delete(m.active, i)
-		return f.Heal()
+		err := f.Heal()
+		m.sched.settle()
+		m.collect()
+		return err
 	}
 	m.logf("inject %s", f.Name)
 	m.faulted, m.used[i] = true, true
@@ -339,6 +405,8 @@ func (m *machine) toggleFault(i int) error {
 	if f.Heal != nil {
 		m.active[i] = true
 	}
+	m.sched.settle()
+	m.collect()
 	return nil
 }
 
@@ -356,50 +424,69 @@ func (m *machine) actions() map[string]func(*rapid.T) {
 		}
 		return m.cl[rapid.SampledFrom(ids).Draw(t, "client")]
 	}
-	free := func(c *client) bool { return c.cur == nil && c.wait == nil }
+	free := func(c *client) bool { return c.cur == nil && c.op == nil }
+	idle := func(c *client) bool { return c.cur != nil && c.op == nil }
 	acts := map[string]func(*rapid.T){
 		"": func(*rapid.T) { m.collect() },
 		"Lock": func(t *rapid.T) {
 			c := pick(t, free)
-			m.startLock(c)
-			m.settle()
-			m.collect()
+			m.acquire(c, true, false, drawStall(t), nil)
+			m.drive(c)
 		},
 		"TryLock": func(t *rapid.T) {
 			c := pick(t, free)
-			h, err := m.tryLock(c)
-			c.cur = h
-			m.logf("client %d: TryLock -> %v", c.id, errOr(err, h))
-			if h != nil {
-				m.beginWork(c)
-			}
+			m.acquire(c, false, false, drawStall(t), nil)
+			m.drive(c)
 		},
 		"Unlock": func(t *rapid.T) {
-			c := pick(t, func(c *client) bool { return c.cur != nil && c.work == nil })
-			err := m.unlock(c, c.cur)
-			m.logf("client %d: Unlock token %d -> %v", c.id, c.cur.token, err)
-			c.cur, c.work = nil, nil
+			c := pick(t, func(c *client) bool { return idle(c) && c.work == nil })
+			h := c.cur
+			m.release(c, h, true, drawStall(t), func(err error) {
+				m.logf("client %d: Unlock token %d -> %v", c.id, h.token, err)
+				if c.cur == h {
+					c.cur, c.work = nil, nil
+				}
+				m.checkFreed(c, err)
+			})
+			m.drive(c)
 		},
 		"Renew": func(t *rapid.T) {
-			c := pick(t, func(c *client) bool { return c.cur != nil })
-			err := m.renew(c, c.cur)
-			m.logf("client %d: Renew token %d -> %v", c.id, c.cur.token, err)
+			c := pick(t, idle)
+			h := c.cur
+			m.release(c, h, false, drawStall(t), func(err error) {
+				m.logf("client %d: Renew token %d -> %v", c.id, h.token, err)
+				m.checkRenewLoss(c, h, err)
+			})
+			m.drive(c)
 		},
+		"Resume": func(t *rapid.T) {
+			c := pick(t, func(c *client) bool { return c.op != nil && m.sched.stalled(c.op) })
+			m.logf("client %d: resume its %s", c.id, c.op.name)
+			m.sched.resume(c.op, c.op.name == "Lock")
+			m.sched.settle()
+			m.collect()
+		},
+		"Overtake":      func(t *rapid.T) { m.overtake(t, pick) },
+		"Edge":          func(t *rapid.T) { m.edge(t, pick) },
 		"ForeignUnlock": func(t *rapid.T) { m.foreign(t, pick, true) },
 		"ForeignRenew":  func(t *rapid.T) { m.foreign(t, pick, false) },
 		"BeginWork": func(t *rapid.T) {
-			m.beginWork(pick(t, func(c *client) bool { return m.valid(c.cur) && c.work == nil }))
+			m.beginWork(pick(t, func(c *client) bool { return m.valid(c.cur) && c.work == nil && c.op == nil }))
 		},
 		"FinishWork": func(t *rapid.T) {
 			m.finishWork(pick(t, func(c *client) bool { return c.work != nil }))
 		},
 		"Crash": func(t *rapid.T) {
-			c := pick(t, func(c *client) bool { return c.cur != nil || c.wait != nil })
+			c := pick(t, func(c *client) bool { return c.cur != nil || c.op != nil })
 			m.logf("client %d: crash", c.id)
 			m.crash(c)
+			m.sched.settle()
+			m.collect()
 		},
 		"CrashInTryLock": func(t *rapid.T) {
-			m.crashInTryLock(pick(t, free))
+			c := pick(t, free)
+			m.acquire(c, false, true, stallNever, nil)
+			m.drive(c)
 		},
 		"Advance": func(t *rapid.T) {
 			d := rapid.SampledFrom([]time.Duration{m.o.TTL / 10, m.o.TTL / 3, m.o.TTL + m.o.Slack}).Draw(t, "by")
@@ -419,6 +506,58 @@ func (m *machine) actions() map[string]func(*rapid.T) {
 		}
 	}
 	return acts
+}
+
+// overtake lets a stalled client's lease run out while it is stalled,
+// another client take the lock, and then the stalled operation go on:
+// a renewal or release that reaches the backend late, or an acquisition
+// whose reply comes back late. The holder's lease must survive it.
+func (m *machine) overtake(t *rapid.T, pick func(*rapid.T, func(*client) bool) *client) {
+	c := pick(t, func(c *client) bool { return c.op != nil && m.sched.stalled(c.op) })
+	m.logf("client %d stalls in %s while its lease runs out", c.id, c.op.name)
+	m.advance(m.o.TTL + m.o.Slack)
+	m.intrude(c, "while client %d stalls")
+	what := c.op.name
+	m.logf("client %d: resume its %s", c.id, what)
+	m.sched.resume(c.op, c.op.name == "Lock")
+	m.sched.settle()
+	m.collect()
+	if holder := m.holder(); holder != nil && holder != c {
+		m.checkSymmetry(fmt.Sprintf("client %d's %s, stalled until its lease ran out and resumed", c.id, what), holder)
+	}
+}
+
+// edge moves time to just before or just after a holder's local deadline
+// and probes there: another client's TryLock (granted while the holder
+// still believes it holds is a violation) and the holder's fenced write.
+func (m *machine) edge(t *rapid.T, pick func(*rapid.T, func(*client) bool) *client) {
+	c := pick(t, func(c *client) bool { return m.valid(c.cur) && c.op == nil })
+	eps := rapid.SampledFrom([]time.Duration{-m.o.TTL / 20, -m.o.TTL / 200, -time.Millisecond / 10, 0, m.o.TTL / 200}).Draw(t, "edge")
+	left := c.cur.lease.Deadline().Sub(m.be.Clock.Now()) + eps
+	if left > 0 {
+		m.logf("advance %v to client %d's deadline %+v", left, c.id, eps)
+		m.advance(left)
+	}
+	m.intrude(c, "at client %d's deadline "+fmt.Sprintf("%+v", eps))
+	if c.work != nil {
+		m.finishWork(c)
+	}
+}
+
+// intrude makes the first free client other than c try the lock, and take
+// it if granted; when says when, with a %d for c.
+func (m *machine) intrude(c *client, when string) {
+	for _, d := range m.cl {
+		if d == c || d.cur != nil || d.op != nil {
+			continue
+		}
+		h, err := m.tryLock(d)
+		if h != nil {
+			m.take(d, h)
+		}
+		m.logf("client %d: TryLock "+when+" -> %v", d.id, c.id, errOr(err, h))
+		return
+	}
 }
 
 func errOr(err error, h *held) string {

@@ -153,15 +153,17 @@ func (s *suite) prop(rt *rapid.T) {
 	}
 	defer func() {
 		for _, c := range append(m.cl, m.probe) {
-			if c.wait != nil {
-				c.wait.cancel()
-				<-c.wait.done
+			if c.op != nil {
+				m.sched.crash(c.op)
 			}
 		}
 	}()
 	rt.Repeat(m.actions())
 	if err := m.finish(); err != nil {
 		rt.Fatalf("%v", err)
+	}
+	for _, n := range m.sched.takeNotes() {
+		m.logf("scheduler: %s", n)
 	}
 	found, undecided, err := m.verdict(context.Background(), s.out)
 	if err != nil {

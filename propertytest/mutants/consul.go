@@ -84,8 +84,9 @@ func (l *blindSession) TryLock(ctx context.Context) (locks.Lease, error) {
 	if err == nil && ok {
 		kv, _, rerr := l.c.KV().Get(l.key, (&api.QueryOptions{RequireConsistent: true}).WithContext(ctx))
 		if rerr == nil && kv != nil && kv.Session == id {
-			return &blindSessionLease{l: l, id: id, token: locks.Token(kv.ModifyIndex),
-				deadline: start.Add(l.opt.TTL - locks.Drift(l.opt.TTL)), done: make(chan struct{})}, nil
+			b := &blindSessionLease{l: l, id: id, token: locks.Token(kv.ModifyIndex), done: make(chan struct{})}
+			b.extend(start)
+			return b, nil
 		}
 		err = rerr
 	}
@@ -114,6 +115,35 @@ type blindSessionLease struct {
 	mu       sync.Mutex
 	deadline time.Time
 	unlocked bool
+	closed   bool
+	expiry   locks.Timer
+}
+
+// extend moves the deadline to start + TTL − drift and arms Done to close
+// then: the lease's own clock is honest, only Consul's answers are not.
+func (b *blindSessionLease) extend(start time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.deadline = start.Add(b.l.opt.TTL - locks.Drift(b.l.opt.TTL))
+	if b.expiry != nil {
+		b.expiry.Stop()
+	}
+	b.expiry = b.l.opt.Clock.AfterFunc(b.deadline.Sub(b.l.opt.Clock.Now()), func() {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if !b.l.opt.Clock.Now().Before(b.deadline) {
+			b.closeLocked()
+		}
+	})
+}
+
+// closeLocked closes Done once.
+func (b *blindSessionLease) closeLocked() {
+	if !b.closed {
+		b.closed = true
+		close(b.done)
+		b.expiry.Stop()
+	}
 }
 
 var _ locks.Lease = (*blindSessionLease)(nil)
@@ -124,7 +154,8 @@ func (b *blindSessionLease) Name() string { return b.l.name }
 // Token returns the key's ModifyIndex at the grant.
 func (b *blindSessionLease) Token() (locks.Token, bool) { return b.token, true }
 
-// Done closes at Unlock only: the mutant never learns of a loss.
+// Done closes at Unlock or once the local deadline passed; never when
+// Consul says the session is gone, since the mutant never hears it.
 func (b *blindSessionLease) Done() <-chan struct{} { return b.done }
 
 // Deadline is the local end of validity.
@@ -133,13 +164,16 @@ func (b *blindSessionLease) Deadline() time.Time { b.mu.Lock(); defer b.mu.Unloc
 func (b *blindSessionLease) expired(now time.Time) bool { return !now.Before(b.Deadline()) }
 func (b *blindSessionLease) released() bool             { b.mu.Lock(); defer b.mu.Unlock(); return b.unlocked }
 
-// Err is locks.ErrReleased after Unlock, locks.ErrLeaseExpired past the
-// deadline, else nil.
+// Err is locks.ErrReleased after Unlock, locks.ErrLeaseExpired once past
+// the deadline (for good: a later renewal does not revive it), else nil.
 func (b *blindSessionLease) Err() error {
+	b.mu.Lock()
+	closed := b.closed
+	b.mu.Unlock()
 	switch {
 	case b.released():
 		return locks.ErrReleased
-	case b.expired(b.l.opt.Clock.Now()):
+	case closed || b.expired(b.l.opt.Clock.Now()):
 		return locks.ErrLeaseExpired
 	}
 	return nil
@@ -155,9 +189,10 @@ func (b *blindSessionLease) Renew(ctx context.Context) error {
 	if _, _, err := b.l.c.Session().Renew(b.id, (&api.WriteOptions{}).WithContext(ctx)); err != nil {
 		return fmt.Errorf("mutant: renew: %w", err)
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.deadline = start.Add(b.l.opt.TTL - locks.Drift(b.l.opt.TTL))
+	if b.released() {
+		return nil
+	}
+	b.extend(start)
 	return nil
 }
 
@@ -170,7 +205,7 @@ func (b *blindSessionLease) Unlock(ctx context.Context) error {
 		return locks.ErrReleased
 	}
 	b.unlocked = true
-	close(b.done)
+	b.closeLocked()
 	b.mu.Unlock()
 	w := (&api.WriteOptions{}).WithContext(ctx)
 	ok, _, err := b.l.c.KV().Release(&api.KVPair{Key: b.l.key, Session: b.id}, w)

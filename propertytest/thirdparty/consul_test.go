@@ -127,7 +127,9 @@ func (c *callTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 func (c *consulClient) acquire(ctx context.Context, wait bool) (grant, error) {
-	ct := &callTransport{base: c.tr}
+	// The call's ctx, once set, reaches the fake's gate (a locks.Gate the
+	// suite put in it sees the requests of the Lock call).
+	ct := &callTransport{base: fakes.GateConsulTransport(c.tr)}
 	client, err := api.NewClient(&api.Config{Address: c.addr, Scheme: "http", HttpClient: &http.Client{Transport: ct}})
 	if err != nil {
 		return grant{}, err

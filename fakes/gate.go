@@ -1,0 +1,54 @@
+package fakes
+
+import (
+	"context"
+
+	"github.com/lockproof/lockproof/locks"
+)
+
+// Every client the fakes hand out passes its requests through
+// locks.GateRequest, so that a locks.Gate in the context of a lock
+// operation sees (and may hold) each round trip the operation makes:
+//
+//   - Redis: a go-redis hook (RedisGateHook), "redis node <i>: <COMMAND>";
+//   - Consul: an http.RoundTripper (GateConsulTransport),
+//     "consul <METHOD> <path>" with the variable parts of the path left out;
+//   - MySQL: a database/sql connector (GateMySQLConnector),
+//     "mysql <KEYWORD>";
+//   - etcd: gRPC interceptors (EtcdGateDialOptions), "etcd <Service>/<Method>";
+//   - MemLock calls locks.GateRequest itself: "memlock acquire", and so on.
+//
+// The names never hold a port, a key prefix, a session id or any other value
+// that changes from run to run, so a scheduler may sort an operation's
+// concurrent requests by them.
+//
+// A hook gates the request the client was asked to send, not the work the
+// client does underneath to be able to send it: dialing a connection and its
+// handshake (go-redis's HELLO, MySQL's login) happen inside the window of the
+// request that needed them, when the pool had no idle connection. Whether a
+// pool has one depends on what other goroutines did with it, not on the
+// operation, so gating them would make the sequence of requests depend on the
+// Go scheduler again.
+
+// gatedKey marks a context whose request is already inside a gate's window;
+// a hook seeing it lets the (nested) request through without asking again.
+type gatedKey struct{}
+
+// gated reports whether a request sent with ctx is to be gated: ctx
+// carries a Gate, and the request is not part of one gated already.
+func gated(ctx context.Context) bool {
+	return ctx != nil && locks.GateOf(ctx) != nil && ctx.Value(gatedKey{}) == nil
+}
+
+// gate asks ctx's Gate, if any, to let the request named what go. It
+// returns the context to send the request with, marked so that the
+// requests the client makes on the way (a connection's handshake) are not
+// gated a second time, and the function to call once the reply is in.
+// Without a Gate (or inside a gated request) it returns ctx and a no-op.
+func gate(ctx context.Context, what string) (context.Context, func()) {
+	if !gated(ctx) {
+		return ctx, func() {}
+	}
+	done := locks.GateRequest(ctx, what)
+	return context.WithValue(ctx, gatedKey{}, true), done
+}

@@ -1,0 +1,382 @@
+package propertytest
+
+import (
+	"bytes"
+	"context"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/lockproof/lockproof/locks"
+)
+
+// The suite's scheduler. Every lock operation of a run (TryLock, Lock,
+// Unlock, Renew) runs on a goroutine of its own, with a context that
+// carries the operation's locks.Gate. The backends' clients call the gate
+// before each request (fakes installs the hooks), and the suite's Observer
+// calls it at each locks.Point the lock reports. The gate parks the
+// operation there until the driver, the goroutine that runs rapid's
+// actions, lets it go. So the driver, following the seed, decides which
+// operation's next request is sent, and it may leave one operation parked
+// between two of its requests (stalled) while other clients act and time
+// passes.
+//
+// Whether an operation has reached its next gate, finished, or is blocked
+// waiting (a Lock waiting for a notification) is not a question of wall
+// time: after every step the driver waits until the process is quiescent,
+// that is until two snapshots of every goroutine, taken a moment apart
+// (during which the network poller runs), are identical and show none
+// runnable. Nothing can then happen until the driver acts, and what it
+// sees (who is parked, whose lease closed its Done) is the same in every
+// replay of the seed. The limits: a lock or client that waits on wall-time
+// timers (a retry back-off in real time, an embedded etcd's leases) and
+// tests running in parallel in the same process can still move on their
+// own; the scheduler then gives up waiting after maxQuiesce and says so in
+// the run's log.
+
+// maxQuiesce bounds the wall time the driver waits for quiescence.
+const maxQuiesce = 3 * time.Second
+
+// sched holds the live operations of one run.
+type sched struct {
+	mu     sync.Mutex
+	ops    []*op         // live operations, by id
+	kick   chan struct{} // a gate event happened (capacity 1)
+	nextID int
+	notes  []string // quiescence give-ups, for the run's log
+	buf    []byte
+}
+
+func newSched() *sched { return &sched{kick: make(chan struct{}, 1)} }
+
+// op is one lock operation running on its own goroutine.
+type op struct {
+	s      *sched
+	id     int
+	client int
+	name   string // "TryLock", "Lock", "Unlock", "Renew", ...
+	ctx    context.Context
+	cancel context.CancelFunc
+	budget time.Duration // OpTimeout of running time; 0 for Lock
+	timer  *time.Timer   // cancels ctx once budget of running time passed
+	done   chan struct{} // closed when the operation's function returned
+
+	// Guarded by s.mu.
+	parked   []*gateReq
+	passed   int // gate passages let go so far
+	stallAt  int // the passage to stop at; -1: none
+	crashed  bool
+	finished bool
+}
+
+// gateReq is one parked request.
+type gateReq struct {
+	what string
+	seq  int
+	go_  chan struct{}
+}
+
+// start runs fn on a goroutine of its own, as operation name of client.
+// budget > 0 bounds the wall time the operation may run while not parked
+// (its context is cancelled after that much running time). fn receives a
+// context carrying the operation's gate; finished is called on the
+// operation's goroutine when fn returned (or the goroutine ended).
+func (s *sched) start(client int, name string, budget time.Duration, stallAt int, fn func(ctx context.Context)) *op {
+	ctx, cancel := context.WithCancel(context.Background())
+	s.mu.Lock()
+	s.nextID++
+	o := &op{s: s, id: s.nextID, client: client, name: name, cancel: cancel, budget: budget,
+		done: make(chan struct{}), stallAt: stallAt}
+	s.ops = append(s.ops, o)
+	s.mu.Unlock()
+	o.ctx = locks.WithGate(ctx, opGate{o})
+	if budget > 0 {
+		o.timer = time.AfterFunc(budget, cancel)
+	}
+	go func() {
+		defer func() {
+			s.mu.Lock()
+			o.finished = true
+			s.mu.Unlock()
+			if o.timer != nil {
+				o.timer.Stop()
+			}
+			close(o.done)
+			s.poke()
+		}()
+		fn(o.ctx)
+	}()
+	return o
+}
+
+func (s *sched) poke() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// opGate is an operation's locks.Gate.
+type opGate struct{ o *op }
+
+// Request parks the operation until the driver lets the request go. A
+// crashed operation is never parked: its context is cancelled, and the
+// request fails or is not sent.
+func (g opGate) Request(ctx context.Context, what string) func() {
+	o, s := g.o, g.o.s
+	s.mu.Lock()
+	if o.crashed {
+		s.mu.Unlock()
+		return nil
+	}
+	r := &gateReq{what: what, seq: o.passed + len(o.parked), go_: make(chan struct{})}
+	o.parked = append(o.parked, r)
+	if o.timer != nil {
+		o.timer.Stop()
+	}
+	s.mu.Unlock()
+	s.poke()
+	<-r.go_
+	return nil
+}
+
+// state of an operation, seen from the driver.
+type opState int
+
+const (
+	opParked   opState = iota // waiting at a gate
+	opFinished                // its function returned
+	opBlocked                 // neither, with the process quiescent: waiting for something
+)
+
+// look reports o's state without waiting: parked, finished, or neither
+// (ok false).
+func (s *sched) look(o *op) (opState, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case o.finished:
+		return opFinished, true
+	case len(o.parked) > 0:
+		return opParked, true
+	}
+	return 0, false
+}
+
+// wait waits until o is parked or finished or, when blockedOK, the process
+// is quiescent without either (o is blocked waiting). Without blockedOK
+// it waits for parked or finished only: TryLock, Unlock and Renew do not
+// wait for other clients, and their running time is bounded by their
+// budget.
+func (s *sched) wait(o *op, blockedOK bool) opState {
+	for {
+		if st, ok := s.look(o); ok {
+			return st
+		}
+		if !blockedOK {
+			select {
+			case <-s.kick:
+			case <-o.done:
+			}
+			continue
+		}
+		select {
+		case <-s.kick:
+			continue
+		case <-o.done:
+			continue
+		case <-time.After(200 * time.Microsecond):
+		}
+		if s.quiescent() {
+			if st, ok := s.look(o); ok {
+				return st
+			}
+			return opBlocked
+		}
+	}
+}
+
+// release lets o's first parked request go (by name, then arrival):
+// requests sent in parallel by one operation go in a fixed order.
+func (s *sched) release(o *op) {
+	s.mu.Lock()
+	sort.SliceStable(o.parked, func(i, j int) bool {
+		if o.parked[i].what != o.parked[j].what {
+			return o.parked[i].what < o.parked[j].what
+		}
+		return o.parked[i].seq < o.parked[j].seq
+	})
+	r := o.parked[0]
+	o.parked = o.parked[1:]
+	o.passed++
+	if o.timer != nil && len(o.parked) == 0 {
+		o.timer.Reset(o.budget)
+	}
+	s.mu.Unlock()
+	close(r.go_)
+}
+
+// stalled reports whether o waits at the gate it is to stop at.
+func (s *sched) stalled(o *op) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !o.finished && len(o.parked) > 0 && o.stallAt >= 0 && o.passed >= o.stallAt
+}
+
+// run lets o go until it finishes, stalls (reaches the passage it is to
+// stop at) or, for an operation that may wait (blockedOK), blocks.
+func (s *sched) run(o *op, blockedOK bool) opState {
+	for {
+		st := s.wait(o, blockedOK)
+		if st != opParked {
+			return st
+		}
+		if s.stalled(o) {
+			return opParked
+		}
+		s.release(o)
+	}
+}
+
+// resume clears o's stall and runs it as run does.
+func (s *sched) resume(o *op, blockedOK bool) opState {
+	s.mu.Lock()
+	o.stallAt = -1
+	s.mu.Unlock()
+	return s.run(o, blockedOK)
+}
+
+// crash cancels o and lets its parked requests go (they fail on the
+// cancelled context, or are not sent), then waits for it to end.
+func (s *sched) crash(o *op) {
+	s.mu.Lock()
+	o.crashed = true
+	o.cancel()
+	parked := o.parked
+	o.parked = nil
+	s.mu.Unlock()
+	for _, r := range parked {
+		close(r.go_)
+	}
+	<-o.done
+}
+
+// forget drops finished operations from the live list.
+func (s *sched) forget(o *op) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, x := range s.ops {
+		if x == o {
+			s.ops = append(s.ops[:i], s.ops[i+1:]...)
+			return
+		}
+	}
+}
+
+// settle waits for quiescence, then runs every parked operation that is
+// not stalled (a waiter woken by a release reached its next request), in
+// id order, until none is left: the fixed point every action ends at.
+func (s *sched) settle() {
+	for {
+		s.quiescent()
+		var next *op
+		s.mu.Lock()
+		for _, o := range s.ops {
+			if !o.finished && len(o.parked) > 0 && !(o.stallAt >= 0 && o.passed >= o.stallAt) {
+				next = o
+				break
+			}
+		}
+		s.mu.Unlock()
+		if next == nil {
+			return
+		}
+		s.run(next, true)
+	}
+}
+
+// quiescent waits until the process is quiescent (see the comment at the
+// top of this file) and reports true, or gives up after maxQuiesce and
+// reports false.
+func (s *sched) quiescent() bool {
+	deadline := time.Now().Add(maxQuiesce)
+	pause := 50 * time.Microsecond
+	prev := ""
+	for {
+		snap, busy := s.snapshot()
+		if !busy && snap == prev {
+			return true
+		}
+		if time.Now().After(deadline) {
+			s.mu.Lock()
+			s.notes = append(s.notes, "not quiescent after "+maxQuiesce.String()+": this run may not replay exactly")
+			s.mu.Unlock()
+			return false
+		}
+		prev = snap
+		if busy {
+			runtime.Gosched()
+		}
+		time.Sleep(pause)
+		pause = min(2*pause, time.Millisecond)
+	}
+}
+
+// snapshot renders every goroutine but the caller as its id, state and
+// innermost function, and reports whether any is runnable or running.
+func (s *sched) snapshot() (string, bool) {
+	if s.buf == nil {
+		s.buf = make([]byte, 1<<16)
+	}
+	var n int
+	for {
+		n = runtime.Stack(s.buf, true)
+		if n < len(s.buf) {
+			break
+		}
+		s.buf = make([]byte, 2*len(s.buf))
+	}
+	dump := s.buf[:n]
+	var b strings.Builder
+	busy := false
+	first := true
+	for len(dump) > 0 {
+		var block []byte
+		block, dump, _ = bytes.Cut(dump, []byte("\n\n"))
+		header, rest, _ := bytes.Cut(block, []byte("\n"))
+		if first { // the caller
+			first = false
+			continue
+		}
+		open := bytes.IndexByte(header, '[')
+		closing := bytes.LastIndexByte(header, ']')
+		if open < 0 || closing < open {
+			continue
+		}
+		state := header[open+1 : closing]
+		if i := bytes.IndexByte(state, ','); i >= 0 { // ", 2 minutes", ", locked to thread"
+			state = state[:i]
+		}
+		if bytes.Equal(state, []byte("runnable")) || bytes.Equal(state, []byte("running")) {
+			busy = true
+		}
+		fn, _, _ := bytes.Cut(rest, []byte("\n"))
+		b.Write(header[:open])
+		b.Write(state)
+		b.WriteByte(' ')
+		b.Write(fn)
+		b.WriteByte('\n')
+	}
+	return b.String(), busy
+}
+
+// takeNotes returns and clears the scheduler's notes.
+func (s *sched) takeNotes() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := s.notes
+	s.notes = nil
+	return n
+}
