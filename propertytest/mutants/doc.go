@@ -39,17 +39,17 @@
 //     session" counts as a success: symmetry) and
 //     mysql-takeover-without-expiry-check (the takeover UPDATE ignores the
 //     holder's expiry: exclusivity).
-//   - redisflaws.go, setnxLocker's acquisition with one flaw each, every
-//     one a bug reported against a real lock (the report is cited at the
-//     mutant): unlock-get-then-del (Unlock is GET, compare, DEL in two
-//     commands), validity-adds-drift and deadline-from-reply (the local
-//     deadline outlives the key by the drift allowance, or by the time
-//     spent between the SET and the last reply), renew-ignores-refusal,
-//     renew-extends-any-owner and renew-sets-without-owner-check (a
-//     renewal that lands after the key went to another client counts as
-//     done, extends the other client's key, or takes the key back), all
-//     exclusivity; renewal-failure-only-logged (Done and Err never tell of
-//     the loss: exclusivity).
+//   - redisflaws.go, a SET NX PX lock whose grant draws its fencing token
+//     in the same script, with one flaw each, every one a bug reported
+//     against a real lock (the report is cited at the mutant):
+//     unlock-get-then-del (Unlock is GET, compare, DEL in two commands),
+//     validity-adds-drift (the local deadline outlives the key by the
+//     drift allowance), renew-ignores-refusal, renew-extends-any-owner and
+//     renew-sets-without-owner-check (a renewal that lands after the key
+//     went to another client counts as done, extends the other client's
+//     key, or takes the key back), all exclusivity;
+//     renewal-failure-only-logged (Done and Err never tell of the loss:
+//     exclusivity).
 //   - stamplock.go, a SETNX lock with its expiry in the value:
 //     expired-takeover-get-then-set (two clients that read the same
 //     expired value both take it over: exclusivity).
@@ -59,7 +59,9 @@
 //   - seqserver.go, an in-memory server of sequential nodes bound to
 //     sessions (ZooKeeper's and etcd's lock recipe) whose every request
 //     passes locks.GateRequest: refused-attempt-node-left (a refused
-//     TryLock's node stays with its session: deadlock freedom) and
+//     TryLock's node stays with its session: deadlock freedom),
+//     deadline-from-reply (the lease's clock starts at the reply that
+//     showed the node first, not at its creation: exclusivity) and
 //     done-waits-for-server (Done closes only on the server's refusal of a
 //     keep-alive, never at the deadline: exclusivity).
 //

@@ -35,8 +35,8 @@ func fairFactory(leaveQueue bool) propertytest.Factory {
 // the key (SET PX, the owner as value) is granted only to the first
 // contender in a wait queue (a list, with each entry's timeout in a
 // sorted set); a contender that finds it taken queues itself, and entries
-// whose timeout passed are dropped from the head of the queue. Tokens
-// come from setnxLocker's fencing counter.
+// whose timeout passed are dropped from the head of the queue. The grant
+// draws its token from setnxLocker's fencing counter.
 type fairLocker struct {
 	*setnxLocker
 	leaveQueue bool // a refused TryLock removes its entry (the fix)
@@ -46,10 +46,11 @@ type fairLocker struct {
 
 var _ locks.Locker = (*fairLocker)(nil)
 
-// The fair lock's scripts. KEYS: the lock, the queue, the timeouts.
-// fairAcquire, with ARGV the owner, the TTL in ms, now in Unix ms and
-// the entry timeout in ms, returns 1 when it granted the lock, else 0
-// after queueing the owner (or refreshing its entry). fairLeave, with
+// The fair lock's scripts. KEYS: the lock, the queue, the timeouts (and
+// for fairAcquire the fencing counter). fairAcquire, with ARGV the owner,
+// the TTL in ms, now in Unix ms and the entry timeout in ms, returns the
+// next token when it granted the lock, else 0 after queueing the owner
+// (or refreshing its entry). fairLeave, with
 // ARGV the owner, removes its entry.
 var (
 	fairAcquireScript = redis.NewScript(`
@@ -69,7 +70,7 @@ if redis.call('EXISTS', KEYS[1]) == 0 and (not head or head == ARGV[1]) then
     redis.call('ZREM', KEYS[3], ARGV[1])
   end
   redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-  return 1
+  return redis.call('INCR', KEYS[4])
 end
 if not redis.call('ZSCORE', KEYS[3], ARGV[1]) then
   redis.call('RPUSH', KEYS[2], ARGV[1])
@@ -113,13 +114,13 @@ func (l *fairLocker) leave(ctx context.Context, owner string) {
 	_ = fairLeaveScript.Run(context.WithoutCancel(ctx), l.client, []string{l.key, l.queue, l.timeouts}, owner).Err()
 }
 
-// try runs the acquire script for owner, then draws the token.
+// try runs the acquire script for owner.
 func (l *fairLocker) try(ctx context.Context, owner string) (locks.Lease, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("mutants: try lock: %w", err)
 	}
 	start := l.opt.Clock.Now()
-	n, err := fairAcquireScript.Run(ctx, l.client, []string{l.key, l.queue, l.timeouts},
+	n, err := fairAcquireScript.Run(ctx, l.client, []string{l.key, l.queue, l.timeouts, l.fenceKey},
 		owner, l.opt.TTL.Milliseconds(), start.UnixMilli(), l.entryTimeout().Milliseconds()).Int64()
 	switch {
 	case err != nil:
@@ -127,11 +128,6 @@ func (l *fairLocker) try(ctx context.Context, owner string) (locks.Lease, error)
 	case n == 0:
 		return nil, fmt.Errorf("mutants: queued: %w", locks.ErrLocked)
 	}
-	tok, err := l.nextToken(ctx)
-	if err != nil {
-		_ = l.ops(owner).Release(context.WithoutCancel(ctx)) // owner-checked
-		return nil, fmt.Errorf("mutants: acquire: %w", err)
-	}
-	locks.Observe(ctx, l.opt.Observer, locks.Event{Point: locks.PointAcquired, Name: l.name, Token: tok, Fenced: true})
-	return locks.NewLease(locks.LeaseSpec{Name: l.name, Token: tok, Fenced: true, Start: start}, l.ops(owner), l.opt), nil
+	spec := locks.LeaseSpec{Name: l.name, Token: locks.Token(n), Fenced: true, Start: start}
+	return handOver(ctx, locks.NewLease(spec, l.ops(owner), l.opt), l.opt)
 }

@@ -26,10 +26,6 @@ const (
 	// The drift allowance is added to the validity instead of taken from
 	// it (SPSCommerce/redlock-py PR #3).
 	validityAddsDrift
-	// The lease's clock starts when the last reply of the acquisition
-	// came back, not when its first request left
-	// (mike-marcacci/node-redlock PR #167).
-	deadlineFromReply
 	// A renewal the owner-checked script refused (it answered 0) counts
 	// as done (go-redsync/redsync PRs #38 and #61).
 	renewIgnoresRefusal
@@ -59,12 +55,6 @@ func init() {
 		// validity": ttl - (elapsed - drift) instead of ttl - elapsed - drift.
 		mutant("validity-adds-drift", validityAddsDrift, propertytest.Exclusivity,
 			"the lease's validity is TTL - (elapsed - drift) instead of TTL - elapsed - drift (redlock-py PR #3), so the holder believes in its lease for a drift allowance after the key expired"),
-		// mike-marcacci/node-redlock PR #167, "Fix extension failure
-		// issue" (closed): it moved the start of the lease's timer after
-		// the acquisition's replies; the maintainer answered that the
-		// local expiration must never be later than Redis's.
-		mutant("deadline-from-reply", deadlineFromReply, propertytest.Exclusivity,
-			"the lease's local deadline counts the TTL from when the acquisition's last reply arrived (node-redlock PR #167), not from when the SET was sent, so time spent between the two requests is not discounted"),
 		// go-redsync/redsync PR #38, "fix bug in Extend() and Unlock()",
 		// and PR #61, "Fix Extend and Unlock": the script's 0 was
 		// compared with an int, never equal to the int64 reply, so
@@ -113,8 +103,9 @@ func onSetNX(lock func(base *setnxLocker) locks.Locker) propertytest.Factory {
 	}
 }
 
-// flawedLocker is setnxLocker's lock (SET NX PX with a random owner, then
-// INCR of a fencing counter) with one flaw in how its lease is timed,
+// flawedLocker is a SET NX PX lock with a random owner and a fencing
+// counter drawn in the same script (setnxLocker's key and counter) with
+// one flaw in how its lease is timed,
 // renewed, released or watched.
 type flawedLocker struct {
 	*setnxLocker
@@ -123,39 +114,66 @@ type flawedLocker struct {
 
 var _ locks.Locker = (*flawedLocker)(nil)
 
-// TryLock makes one attempt: SET NX PX, then the token. It returns
-// locks.ErrLocked when another owner holds the key.
+// TryLock makes one attempt: SET NX PX and the token in one script. It
+// returns locks.ErrLocked when another owner holds the key.
 func (l *flawedLocker) TryLock(ctx context.Context) (locks.Lease, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("mutants: try lock: %w", err)
 	}
 	start, owner := l.opt.Clock.Now(), locks.NewOwner()
-	won, err := l.client.SetNX(ctx, l.key, owner, l.opt.TTL).Result()
-	switch {
-	case err != nil:
-		return nil, fmt.Errorf("mutants: acquire: %w", err)
-	case !won:
-		return nil, fmt.Errorf("mutants: %w", locks.ErrLocked)
+	tok, err := l.grant(ctx, owner)
+	if err != nil {
+		return nil, err
 	}
 	ops := flawedOps{ownerOps: l.ops(owner), client: l.client, flaw: l.flaw}
-	tok, err := l.nextToken(ctx)
-	if err != nil {
-		_ = ops.ownerOps.Release(context.WithoutCancel(ctx)) // owner-checked
-		return nil, fmt.Errorf("mutants: acquire: %w", err)
-	}
-	switch l.flaw {
-	case validityAddsDrift:
+	if l.flaw == validityAddsDrift {
 		// validity = TTL - (elapsed - drift): the drift allowance lands
 		// on the wrong side, twice over the honest deadline's.
 		start = start.Add(2 * locks.Drift(l.opt.TTL))
-	case deadlineFromReply:
-		start = l.opt.Clock.Now()
 	}
-	locks.Observe(ctx, l.opt.Observer, locks.Event{Point: locks.PointAcquired, Name: l.name, Token: tok, Fenced: true})
-	var lease locks.Lease = locks.NewLease(locks.LeaseSpec{Name: l.name, Token: tok, Fenced: true, Start: start}, ops, l.opt)
-	if l.flaw == lossOnlyLogged {
+	lease, err := handOver(ctx, locks.NewLease(locks.LeaseSpec{Name: l.name, Token: tok, Fenced: true, Start: start}, ops, l.opt), l.opt)
+	if err == nil && l.flaw == lossOnlyLogged {
 		lease = newQuietLease(lease, false)
 	}
+	return lease, err
+}
+
+// grantScript sets KEYS[1] to the owner ARGV[1] for ARGV[2] ms if the key
+// is free and then returns the next value of the fencing counter KEYS[2],
+// in one step; it returns 0 if the key was taken. A token drawn by a
+// request of its own could come after a successor's, should the client
+// stall between the two.
+var grantScript = redis.NewScript(`
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  return redis.call('INCR', KEYS[2])
+end
+return 0`)
+
+// grant takes the key for owner with grantScript: the token, or
+// locks.ErrLocked.
+func (l *setnxLocker) grant(ctx context.Context, owner string) (locks.Token, error) {
+	tok, err := grantScript.Run(ctx, l.client, []string{l.key, l.fenceKey}, owner, l.opt.TTL.Milliseconds()).Int64()
+	switch {
+	case err != nil:
+		return 0, fmt.Errorf("mutants: acquire: %w", err)
+	case tok == 0:
+		return 0, fmt.Errorf("mutants: %w", locks.ErrLocked)
+	}
+	return locks.Token(tok), nil
+}
+
+// handOver returns a granted lease, reporting locks.PointAcquired, if it
+// is still valid. One whose validity ran out before the grant's answer
+// arrived (its client stalled that long) is released, owner-checked, and
+// reported as locks.ErrLeaseExpired, as redislock does: a grant nobody
+// can use is no grant, and its outcome is unknown to the caller.
+func handOver(ctx context.Context, lease locks.Lease, o locks.Options) (locks.Lease, error) {
+	if err := lease.Err(); err != nil {
+		_ = lease.Unlock(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("mutants: acquired too late: %w", err)
+	}
+	tok, fenced := lease.Token()
+	locks.Observe(ctx, o.Observer, locks.Event{Point: locks.PointAcquired, Name: lease.Name(), Token: tok, Fenced: fenced})
 	return lease, nil
 }
 

@@ -190,36 +190,34 @@ func (gateHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proces
 	}
 }
 
-// gateAt is a locks.Gate that runs f, once, just before the request named
-// in names that comes after skip others so named: the client stalls there
-// while f acts.
+// gateAt is a locks.Gate that runs f, once, just before the first request
+// named in names that comes after a request named after (at once if after
+// is ""): the client stalls there while f acts.
 type gateAt struct {
+	after string
 	names []string
-	skip  int
 	f     func()
 
-	mu   sync.Mutex
-	seen int
+	mu     sync.Mutex
+	primed bool
+	once   sync.Once
 }
 
 func (g *gateAt) Request(_ context.Context, what string) func() {
-	if !slices.Contains(g.names, what) {
-		return nil
-	}
 	g.mu.Lock()
-	g.seen++
-	now := g.seen == g.skip+1
+	ready := g.primed || g.after == ""
+	g.primed = g.primed || what == g.after
 	g.mu.Unlock()
-	if now {
-		g.f()
+	if ready && slices.Contains(g.names, what) {
+		g.once.Do(g.f)
 	}
 	return nil
 }
 
-// stallAt returns a context whose Redis requests stall, at the first one
-// named in names after skip others, while f runs.
-func stallAt(f func(), skip int, names ...string) context.Context {
-	return locks.WithGate(context.Background(), &gateAt{names: names, skip: skip, f: f})
+// stallAt returns a context whose requests stall, at the first one named
+// in names after one named after, while f runs.
+func stallAt(f func(), after string, names ...string) context.Context {
+	return locks.WithGate(context.Background(), &gateAt{after: after, names: names, f: f})
 }
 
 // gated returns a client of s whose Redis commands pass the Gate.
@@ -253,7 +251,7 @@ func TestStalledBetweenRequests(t *testing.T) {
 			ctx := stallAt(func() {
 				s.be.Advance(testTTL + time.Millisecond)
 				next = s.grant(s.client(nil))
-			}, 0, "del", "evalsha", "eval")
+			}, "", "del", "evalsha", "eval")
 			_ = held.Unlock(ctx)
 			_, err := s.client(nil).TryLock(context.Background())
 			return err == nil && s.holds(next)
@@ -266,8 +264,7 @@ func TestStalledBetweenRequests(t *testing.T) {
 			s.grant(s.client(nil))
 			s.be.Advance(testTTL + time.Millisecond)
 			var other locks.Lease
-			// The first "set" is the SETNX.
-			ctx := stallAt(func() { other = s.grant(s.client(nil)) }, 1, "set", "evalsha", "eval")
+			ctx := stallAt(func() { other = s.grant(s.client(nil)) }, "get", "evalsha", "eval")
 			lease, err := s.gated().TryLock(ctx)
 			return err == nil && s.holds(lease) && s.holds(other)
 		})
@@ -275,11 +272,11 @@ func TestStalledBetweenRequests(t *testing.T) {
 }
 
 // Class 2 with class 1's stall: the acquisition stalls before its last
-// request (the token's) while time passes; just before the holder's
-// deadline, another client must still be refused.
+// request (the listing that shows its node first) while time passes; just
+// before the holder's deadline, another client must still be refused.
 func TestStalledAcquisitionDeadline(t *testing.T) {
 	reported(t, "deadline-from-reply", func(s *scene) bool {
-		held, err := s.gated().TryLock(stallAt(func() { s.be.Advance(testTTL / 2) }, 0, "pipeline"))
+		held, err := s.client(nil).TryLock(stallAt(func() { s.be.Advance(testTTL / 2) }, "", "seq children"))
 		if err != nil {
 			t.Fatalf("TryLock: %v", err)
 		}

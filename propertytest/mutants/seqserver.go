@@ -24,6 +24,10 @@ const (
 	// Done closes only when the server refuses a keep-alive, never when
 	// the TTL ran out locally (etcd-io/etcd PR #5603).
 	doneWaitsForServer
+	// The lease's clock starts when the reply that told the contender it
+	// is first arrived, not when it created its node
+	// (mike-marcacci/node-redlock PR #167).
+	deadlineFromReply
 )
 
 func init() {
@@ -36,6 +40,15 @@ func init() {
 		Mutant{Name: "refused-attempt-node-left", Breaks: propertytest.DeadlockFreedom,
 			Bug:     "a ZooKeeper-style lock whose TryLock, finding its sequential node not first, gives up without deleting the node (aiozk PR #34, zk-ruby issue #49): the node, kept by its live session, stands before every later contender after the holder unlocked",
 			Factory: seqFactory(attemptNodeLeft), Fixed: seqFactory(noSeqFlaw), Options: claiming()},
+		// mike-marcacci/node-redlock PR #167, "Fix extension failure
+		// issue" (closed unmerged): it started the lease's timer once the
+		// acquisition's replies were in; the maintainer answered that the
+		// local expiration must never be later than Redis's. A Redlock
+		// grant takes a round trip to each node; here the grant takes
+		// two, the node's creation and the listing that shows it first.
+		Mutant{Name: "deadline-from-reply", Breaks: propertytest.Exclusivity,
+			Bug:     "the lease's local deadline counts the TTL from when the reply showing the contender first arrived (node-redlock PR #167), not from when its node was created, so time spent between the two requests is not discounted and the holder believes in its lease after the node's session ended",
+			Factory: seqFactory(deadlineFromReply), Fixed: seqFactory(noSeqFlaw), Options: claiming()},
 		// etcd-io/etcd PR #5603, "clientv3: close keepalive channel if
 		// TTL locally exceeded": before it, a keep-alive channel (and so
 		// concurrency.Session.Done) was closed only on the server's
@@ -115,15 +128,17 @@ func (s *seqServer) create(ctx context.Context, ttl time.Duration) (n locks.Toke
 	return n, err
 }
 
-// first returns the lowest live node, 0 when there is none.
-func (s *seqServer) first(ctx context.Context) (n locks.Token, err error) {
+// first returns the lowest live node (0 when there is none) and whether
+// node n is still there.
+func (s *seqServer) first(ctx context.Context, n locks.Token) (low locks.Token, live bool, err error) {
 	err = s.request(ctx, "children", func(time.Time) error {
 		if len(s.nodes) > 0 {
-			n = slices.Min(keys(s.nodes))
+			low = slices.Min(keys(s.nodes))
 		}
+		_, live = s.nodes[n]
 		return nil
 	})
-	return n, err
+	return low, live, err
 }
 
 // keepAlive extends node n's session by ttl from now.
@@ -168,31 +183,39 @@ var _ locks.Locker = (*seqLocker)(nil)
 
 // TryLock creates a node and holds the lock if it is the first; if not,
 // it deletes the node again (attemptNodeLeft: it does not) and returns
-// locks.ErrLocked.
+// locks.ErrLocked. A node whose session ended before the listing is an
+// attempt of unknown outcome (locks.ErrLeaseExpired), which ends Lock.
 func (l *seqLocker) TryLock(ctx context.Context) (locks.Lease, error) {
 	start := l.opt.Clock.Now()
 	n, err := l.s.create(ctx, l.opt.TTL)
 	if err != nil {
 		return nil, err
 	}
-	first, err := l.s.first(ctx)
-	if err == nil && first != n {
-		if l.flaw == attemptNodeLeft {
-			return nil, fmt.Errorf("mutants: node %d waits behind %d: %w", n, first, locks.ErrLocked)
-		}
-		err = fmt.Errorf("mutants: node %d waits behind %d: %w", n, first, locks.ErrLocked)
-	}
-	if err != nil {
+	first, live, err := l.s.first(ctx, n)
+	switch {
+	case err != nil:
 		_ = l.s.remove(context.WithoutCancel(ctx), n)
 		return nil, err
+	case !live:
+		// Its session ended before the contender learned where it stood:
+		// it may have held the lock meanwhile, unknowing. Not a refusal.
+		return nil, fmt.Errorf("mutants: node %d: %w before it was seen", n, locks.ErrLeaseExpired)
+	case first != n:
+		err := fmt.Errorf("mutants: node %d waits behind %d: %w", n, first, locks.ErrLocked)
+		if l.flaw != attemptNodeLeft {
+			_ = l.s.remove(context.WithoutCancel(ctx), n)
+		}
+		return nil, err
 	}
-	lease := locks.NewLease(locks.LeaseSpec{Name: l.name, Token: n, Fenced: true, Start: start},
-		seqOps{s: l.s, n: n, ttl: l.opt.TTL}, l.opt)
-	locks.Observe(ctx, l.opt.Observer, locks.Event{Point: locks.PointAcquired, Name: l.name, Token: n, Fenced: true})
-	if l.flaw == doneWaitsForServer {
-		return newQuietLease(lease, true), nil
+	if l.flaw == deadlineFromReply {
+		start = l.opt.Clock.Now()
 	}
-	return lease, nil
+	lease, err := handOver(ctx, locks.NewLease(locks.LeaseSpec{Name: l.name, Token: n, Fenced: true, Start: start},
+		seqOps{s: l.s, n: n, ttl: l.opt.TTL}, l.opt), l.opt)
+	if err == nil && l.flaw == doneWaitsForServer {
+		lease = newQuietLease(lease, true)
+	}
+	return lease, err
 }
 
 // Lock retries TryLock every TTL/10 of the Locker's clock.

@@ -55,15 +55,17 @@ func stampExpired(value string, now time.Time) bool {
 	return err != nil || !now.Before(time.Unix(0, ns))
 }
 
-// The stamp scripts: KEYS[1] the lock. takeover sets ARGV[2] if the value
-// is still ARGV[1]; stampRenew sets ARGV[2] and stampRelease deletes the
-// key if the value's owner is ARGV[1] (the owner and its space). Each
-// returns 1 if it acted.
+// The stamp scripts: KEYS[1] the lock. stampSet (KEYS[2] the fencing
+// counter) sets ARGV[2] and returns the next token if the value is
+// ARGV[1] ("": no value; "*": any value), else 0; stampRenew sets ARGV[2]
+// and stampRelease deletes the key if the value's owner is ARGV[1] (the
+// owner and its space), returning 1 if they acted.
 var (
-	takeoverScript = redis.NewScript(`
-if redis.call('GET', KEYS[1]) == ARGV[1] then
+	stampSetScript = redis.NewScript(`
+local v = redis.call('GET', KEYS[1])
+if (ARGV[1] == '' and not v) or ARGV[1] == '*' or v == ARGV[1] then
   redis.call('SET', KEYS[1], ARGV[2])
-  return 1
+  return redis.call('INCR', KEYS[2])
 end
 return 0`)
 	stampRenewScript = redis.NewScript(`
@@ -89,43 +91,43 @@ func (l *stampLocker) TryLock(ctx context.Context) (locks.Lease, error) {
 	}
 	start, owner := l.opt.Clock.Now(), locks.NewOwner()
 	value := stampValue(owner, start.Add(l.opt.TTL))
-	won, err := l.client.SetNX(ctx, l.key, value, 0).Result()
-	if err == nil && !won {
-		won, err = l.takeOver(ctx, value)
+	tok, err := l.set(ctx, "", value)
+	if err == nil && tok == 0 {
+		tok, err = l.takeOver(ctx, value)
 	}
 	switch {
 	case err != nil:
 		return nil, fmt.Errorf("mutants: acquire: %w", err)
-	case !won:
+	case tok == 0:
 		return nil, fmt.Errorf("mutants: %w", locks.ErrLocked)
 	}
 	ops := &stampOps{client: l.client, key: l.key, owner: owner, ttl: l.opt.TTL, clock: l.opt.Clock}
-	tok, err := l.nextToken(ctx)
-	if err != nil {
-		_ = ops.Release(context.WithoutCancel(ctx)) // owner-checked
-		return nil, fmt.Errorf("mutants: acquire: %w", err)
-	}
-	locks.Observe(ctx, l.opt.Observer, locks.Event{Point: locks.PointAcquired, Name: l.name, Token: tok, Fenced: true})
-	return locks.NewLease(locks.LeaseSpec{Name: l.name, Token: tok, Fenced: true, Start: start}, ops, l.opt), nil
+	return handOver(ctx, locks.NewLease(locks.LeaseSpec{Name: l.name, Token: tok, Fenced: true, Start: start}, ops, l.opt), l.opt)
+}
+
+// set sets value, with a new token, if the key holds expected (see
+// stampSetScript); the token is 0 if it did not.
+func (l *stampLocker) set(ctx context.Context, expected, value string) (locks.Token, error) {
+	tok, err := stampSetScript.Run(ctx, l.client, []string{l.key, l.fenceKey}, expected, value).Int64()
+	return locks.Token(tok), err
 }
 
 // takeOver reads the holder's value and, if its expiry passed, replaces
-// it with value: in one script with cas, else by a plain SET after the
-// GET (THE BUG: whatever the key holds by then).
-func (l *stampLocker) takeOver(ctx context.Context, value string) (bool, error) {
+// it with value if it is still the one read (THE BUG, without cas:
+// whatever the key holds by then).
+func (l *stampLocker) takeOver(ctx context.Context, value string) (locks.Token, error) {
 	seen, err := l.client.Get(ctx, l.key).Result()
 	switch {
 	case errors.Is(err, redis.Nil):
-		return false, nil // freed since the SETNX: the next attempt takes it
+		return 0, nil // freed since the first try: the next attempt takes it
 	case err != nil:
-		return false, err
+		return 0, err
 	case !stampExpired(seen, l.opt.Clock.Now()):
-		return false, nil
+		return 0, nil
 	case l.cas:
-		n, err := takeoverScript.Run(ctx, l.client, []string{l.key}, seen, value).Int64()
-		return n == 1, err
+		return l.set(ctx, seen, value)
 	}
-	return true, l.client.Set(ctx, l.key, value, 0).Err()
+	return l.set(ctx, "*", value)
 }
 
 // Lock retries TryLock every TTL/10 of the Locker's clock.
