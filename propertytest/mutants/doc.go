@@ -42,8 +42,8 @@
 //   - redisflaws.go, a SET NX PX lock whose grant draws its fencing token
 //     in the same script, with one flaw each, every one a bug reported
 //     against a real lock (the report is cited at the mutant):
-//     unlock-get-then-del (Unlock is GET, compare, DEL in two commands),
-//     validity-adds-drift (the local deadline outlives the key by the
+//     unlock-get-then-del (Unlock is GET, compare, DEL in two commands:
+//     symmetry), validity-adds-drift (the local deadline outlives the key by the
 //     drift allowance), renew-ignores-refusal, renew-extends-any-owner and
 //     renew-sets-without-owner-check (a renewal that lands after the key
 //     went to another client counts as done, extends the other client's

@@ -20,7 +20,7 @@ var required = map[string]string{
 	"redis-without-fencing-under-pause":  "exclusivity",
 	"single-node-posing-as-three":        "availability",
 	// Bugs reported against real locks (issue 18's five classes).
-	"unlock-get-then-del":            "exclusivity",
+	"unlock-get-then-del":            "symmetry",
 	"expired-takeover-get-then-set":  "exclusivity",
 	"validity-adds-drift":            "exclusivity",
 	"deadline-from-reply":            "exclusivity",
