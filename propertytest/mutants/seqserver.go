@@ -194,7 +194,7 @@ func (l *seqLocker) TryLock(ctx context.Context) (locks.Lease, error) {
 	first, live, err := l.s.first(ctx, n)
 	switch {
 	case err != nil:
-		_ = l.s.remove(context.WithoutCancel(ctx), n)
+		l.abandon(ctx, n)
 		return nil, err
 	case !live:
 		// Its session ended before the contender learned where it stood:
@@ -216,6 +216,17 @@ func (l *seqLocker) TryLock(ctx context.Context) (locks.Lease, error) {
 		lease = newQuietLease(lease, true)
 	}
 	return lease, err
+}
+
+// abandon deals with node n of an attempt that ended (its context did)
+// before it learned where it stood: a node behind another is deleted; a
+// node that is first may be holding the lock already and is left to end
+// with its session, as a crashed holder's would.
+func (l *seqLocker) abandon(ctx context.Context, n locks.Token) {
+	ctx = context.WithoutCancel(ctx)
+	if first, live, err := l.s.first(ctx, n); err == nil && live && first != n {
+		_ = l.s.remove(ctx, n)
+	}
 }
 
 // Lock retries TryLock every TTL/10 of the Locker's clock.
