@@ -356,22 +356,40 @@ func (m *machine) verdict(ctx context.Context, out *outputs) ([]Violation, int, 
 func grantWasLegal(ctx context.Context, model linearize.Model[linearize.LeaseState, linearize.LeaseInput, linearize.LeaseOutput],
 	h []lockOp, cex []int, grant int, limit time.Duration) bool {
 	g := h[grant]
+	return legalWithout(ctx, model, h, cex, limit, func(op *lockOp) bool {
+		return op.Input.Op != linearize.Acquire && op.Output.OK && !op.Unknown &&
+			op.Input.Owner != g.Input.Owner && op.Call >= g.Return
+	})
+}
+
+// legalWithout reports whether the counterexample cex becomes
+// linearizable once the operations drop picks are left out.
+func legalWithout(ctx context.Context, model linearize.Model[linearize.LeaseState, linearize.LeaseInput, linearize.LeaseOutput],
+	h []lockOp, cex []int, limit time.Duration, drop func(op *lockOp) bool) bool {
 	var rest []lockOp
-	dropped := false
 	for _, i := range cex {
-		op := h[i]
-		if op.Input.Op != linearize.Acquire && op.Output.OK && !op.Unknown &&
-			op.Input.Owner != g.Input.Owner && op.Call >= g.Return {
-			dropped = true
-			continue
+		if !drop(&h[i]) {
+			rest = append(rest, h[i])
 		}
-		rest = append(rest, op)
 	}
-	if !dropped {
+	if len(rest) == len(cex) {
 		return false
 	}
 	res, err := linearize.Check(ctx, model, rest, linearize.Options{TimeLimit: limit, Workers: 1})
 	return err == nil && res.Verdict == linearize.Ok
+}
+
+// legalWithoutRefusals reports whether a counterexample stuck at a grant
+// is linearizable without its refused acquires. The search explains a
+// refusal of a free lock by an acquire of unknown outcome (a client that
+// crashed inside TryLock, say) taking effect just before it, and then gets
+// stuck at the next grant, which that phantom holder blocks: the lock's
+// fault was the refusal, deadlock freedom's business, not a double grant.
+func legalWithoutRefusals(ctx context.Context, model linearize.Model[linearize.LeaseState, linearize.LeaseInput, linearize.LeaseOutput],
+	h []lockOp, cex []int, limit time.Duration) bool {
+	return legalWithout(ctx, model, h, cex, limit, func(op *lockOp) bool {
+		return op.Input.Op == linearize.Acquire && !op.Output.OK && !op.Unknown
+	})
 }
 
 // lockIllegal names the property a non-linearizable lock history breaks,
@@ -390,6 +408,8 @@ func (m *machine) lockIllegal(ctx context.Context, model linearize.Model[lineari
 			p, what = DeadlockFreedom, "an acquire was refused while the lock was free"
 		case op.Input.Op == linearize.Acquire && !op.Unknown && grantWasLegal(ctx, model, h, res.Counterexample, b, m.o.CheckTimeLimit):
 			p, what = Symmetry, "an Unlock or Renew succeeded, at or after a legal grant to another owner, for an owner that no longer held the lock"
+		case op.Input.Op == linearize.Acquire && !op.Unknown && legalWithoutRefusals(ctx, model, h, res.Counterexample, m.o.CheckTimeLimit):
+			p, what = DeadlockFreedom, "an acquire was refused while the lock was free; only an acquire of unknown outcome could explain the refusal, and that acquire then stands in the way of a later grant"
 		}
 		what += fmt.Sprintf(" (stuck at: client %d %s)", op.ClientID, describeLockOp(&op))
 	}
@@ -492,13 +512,52 @@ func (m *machine) checkGrant(c *client, h *held) {
 		return // handed over already expired (it stalled on the way): c does not act as holder
 	}
 	for _, d := range m.cl {
-		if d == c || !m.valid(d.cur) || m.unlocking(d) {
+		if d == c || !m.believes(d) {
 			continue
 		}
-		m.violate(Exclusivity, false, fmt.Sprintf(
+		m.twoHolders(d.cur, h, fmt.Sprintf(
 			"client %d was granted the lock (token %d) at t=%v while client %d's lease (token %d) was still valid by its own deadline, t=%v, and its Done was open",
 			c.id, h.token, time.Duration(m.rec.now()), d.id, d.cur.token, d.cur.lease.Deadline().Sub(m.rec.start)))
 	}
+}
+
+// believes reports whether c acts as the holder: its lease is valid by its
+// deadline and Done, and it is not unlocking.
+func (m *machine) believes(c *client) bool { return m.valid(c.cur) && !m.unlocking(c) }
+
+// checkBelievers: at no moment may two clients hold leases that are both
+// valid by their own deadlines and Done. checkGrant looks at the moment
+// of a grant; this looks after every step, which catches a lease brought
+// back to life (a renewal that reached the backend after the lease ran out
+// and another client took the lock, and reported success).
+func (m *machine) checkBelievers() {
+	for i, c := range m.cl {
+		if !m.believes(c) {
+			continue
+		}
+		for _, d := range m.cl[i+1:] {
+			if !m.believes(d) {
+				continue
+			}
+			m.twoHolders(c.cur, d.cur, fmt.Sprintf(
+				"at t=%v clients %d (token %d, valid until t=%v) and %d (token %d, valid until t=%v) both held leases valid by their own deadlines, with Done open",
+				time.Duration(m.rec.now()), c.id, c.cur.token, c.cur.lease.Deadline().Sub(m.rec.start),
+				d.id, d.cur.token, d.cur.lease.Deadline().Sub(m.rec.start)))
+		}
+	}
+}
+
+// twoHolders reports a and b holding at once, once per pair.
+func (m *machine) twoHolders(a, b *held, detail string) {
+	key := [2]uint64{min(a.owner, b.owner), max(a.owner, b.owner)}
+	if m.pairs[key] {
+		return
+	}
+	if m.pairs == nil {
+		m.pairs = map[[2]uint64]bool{}
+	}
+	m.pairs[key] = true
+	m.violate(Exclusivity, false, detail)
 }
 
 // checkFreed: right after a successful Unlock, with nobody else holding

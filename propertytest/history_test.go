@@ -189,6 +189,20 @@ func TestLockIllegalBlame(t *testing.T) {
 		},
 		want: Exclusivity,
 	}, {
+		// Issue 18, item 6: owner 3's Lock was called at 0.2s and waited;
+		// owner 1 renewed honestly at 0.5s, while it held the lock; the
+		// Lock returned granted at 0.8s, within owner 1's lease. The
+		// renewal returned after the grant was called, but it was made
+		// before the grant returned: a real double grant, exclusivity.
+		name: "double grant with an honest renewal in between",
+		h: []lockOp{
+			op(0, 0, 0, linearize.Acquire, 1, true, 2),
+			{ID: 1, ClientID: 1, Call: int64(200 * time.Millisecond), Return: int64(800 * time.Millisecond),
+				Input: linearize.LeaseInput{Lock: "l", Op: linearize.Acquire, Owner: 3}, Output: linearize.LeaseOutput{OK: true, Token: 7}},
+			op(2, 0, 500*time.Millisecond, linearize.Renew, 1, true, 0),
+		},
+		want: Exclusivity,
+	}, {
 		name: "double grant",
 		h: []lockOp{
 			op(0, 0, 0, linearize.Acquire, 1, true, 2),

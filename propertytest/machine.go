@@ -56,8 +56,9 @@ type machine struct {
 	ran       map[Property]bool // the named checks this run made
 	log       []string
 	sched     *sched
-	lapsed    []lapsed // leases past their deadline, not yet signalled lost
-	uncertain int64    // history time of the last event that may have left the lock taken (unknown outcome, crash, foreign call)
+	lapsed    []lapsed           // leases past their deadline, not yet signalled lost
+	pairs     map[[2]uint64]bool // owners reported holding at once
+	uncertain int64              // history time of the last event that may have left the lock taken (unknown outcome, crash, foreign call)
 }
 
 func newMachine(o Options, be *Backend) (*machine, error) {
@@ -318,6 +319,7 @@ func (m *machine) collect() {
 			c.cur = nil // its work, if any, goes on: a holder paused past its lease
 		}
 	}
+	m.checkBelievers()
 }
 
 // unlocking reports whether c has an Unlock in progress.
@@ -467,6 +469,8 @@ func (m *machine) actions() map[string]func(*rapid.T) {
 			m.collect()
 		},
 		"Overtake":      func(t *rapid.T) { m.overtake(t, pick) },
+		"StallOvertake": func(t *rapid.T) { m.stallOvertake(t, pick) },
+		"SlowGrant":     func(t *rapid.T) { m.slowGrant(t, pick) },
 		"Edge":          func(t *rapid.T) { m.edge(t, pick) },
 		"ForeignUnlock": func(t *rapid.T) { m.foreign(t, pick, true) },
 		"ForeignRenew":  func(t *rapid.T) { m.foreign(t, pick, false) },
@@ -511,19 +515,95 @@ func (m *machine) actions() map[string]func(*rapid.T) {
 // overtake lets a stalled client's lease run out while it is stalled,
 // another client take the lock, and then the stalled operation go on:
 // a renewal or release that reaches the backend late, or an acquisition
-// whose reply comes back late. The holder's lease must survive it.
+// whose reply comes back late. Time moves either to just after the
+// backend let the stalled client's lease go (its deadline plus the drift
+// allowance plus a hair), or by TTL + Slack (a backend that frees a lock
+// later, as Consul with its lock-delay).
 func (m *machine) overtake(t *rapid.T, pick func(*rapid.T, func(*client) bool) *client) {
 	c := pick(t, func(c *client) bool { return c.op != nil && m.sched.stalled(c.op) })
-	m.logf("client %d stalls in %s while its lease runs out", c.id, c.op.name)
-	m.advance(m.o.TTL + m.o.Slack)
-	m.intrude(c, "while client %d stalls")
+	m.overtakeStalled(t, c)
+}
+
+// overtakeStalled is overtake for c, whose operation is stalled.
+func (m *machine) overtakeStalled(t *rapid.T, c *client) {
 	what := c.op.name
+	m.logf("client %d stalls in %s while its lease runs out", c.id, what)
+	by := m.o.TTL + m.o.Slack
+	if c.cur != nil && rapid.Bool().Draw(t, "right after the backend's expiry") {
+		by = c.cur.lease.Deadline().Sub(m.be.Clock.Now()) + locks.Drift(m.o.TTL) + m.o.TTL/100
+	}
+	if by > 0 {
+		m.advance(by)
+	}
+	m.intrude(c, "while client %d stalls")
 	m.logf("client %d: resume its %s", c.id, what)
-	m.sched.resume(c.op, c.op.name == "Lock")
+	m.sched.resume(c.op, what == "Lock")
 	m.sched.settle()
 	m.collect()
+	if what != "Unlock" && what != "Renew" {
+		return // a late acquisition is the grant checks' business
+	}
 	if holder := m.holder(); holder != nil && holder != c {
 		m.checkSymmetry(fmt.Sprintf("client %d's %s, stalled until its lease ran out and resumed", c.id, what), holder)
+	}
+}
+
+// stallOvertake starts an Unlock, a Renew or a TryLock for a client that
+// stops at a drawn gate (0: the first point or request; 1 and 2: after
+// the first or second request went), then overtakes it: the
+// interleaving a check-then-act over two requests, or a renewal held up
+// in the network, needs.
+func (m *machine) stallOvertake(t *rapid.T, pick func(*rapid.T, func(*client) bool) *client) {
+	c := pick(t, func(c *client) bool { return c.op == nil })
+	at := rapid.IntRange(0, 3).Draw(t, "stall at gate")
+	switch {
+	case c.cur == nil:
+		m.acquire(c, false, false, at, nil)
+	case rapid.Bool().Draw(t, "unlock"):
+		if c.work != nil {
+			m.finishWork(c)
+		}
+		h := c.cur
+		m.release(c, h, true, at, func(err error) {
+			m.logf("client %d: Unlock token %d -> %v", c.id, h.token, err)
+			if c.cur == h {
+				c.cur, c.work = nil, nil
+			}
+			m.checkFreed(c, err)
+		})
+	default:
+		h := c.cur
+		m.release(c, h, false, at, func(err error) {
+			m.logf("client %d: Renew token %d -> %v", c.id, h.token, err)
+			m.checkRenewLoss(c, h, err)
+		})
+	}
+	m.drive(c)
+	if c.op != nil && m.sched.stalled(c.op) {
+		m.overtakeStalled(t, c)
+	}
+}
+
+// slowGrant stalls an acquisition at a drawn gate after its first
+// request, lets a fraction of the TTL pass, lets it finish, then probes at
+// the new holder's deadline: a lease reckoned from the reply rather than
+// from the request ends later than the backend's.
+func (m *machine) slowGrant(t *rapid.T, pick func(*rapid.T, func(*client) bool) *client) {
+	c := pick(t, func(c *client) bool { return c.cur == nil && c.op == nil })
+	at := rapid.IntRange(1, 3).Draw(t, "stall at gate")
+	m.acquire(c, false, false, at, nil)
+	m.drive(c)
+	if c.op == nil || !m.sched.stalled(c.op) {
+		return
+	}
+	d := rapid.SampledFrom([]time.Duration{m.o.TTL / 10, m.o.TTL / 3, m.o.TTL / 2}).Draw(t, "reply late by")
+	m.logf("client %d: its TryLock's reply is %v late", c.id, d)
+	m.advance(d)
+	m.sched.resume(c.op, false)
+	m.sched.settle()
+	m.collect()
+	if m.valid(c.cur) {
+		m.edgeOf(t, c)
 	}
 }
 
@@ -531,7 +611,11 @@ func (m *machine) overtake(t *rapid.T, pick func(*rapid.T, func(*client) bool) *
 // and probes there: another client's TryLock (granted while the holder
 // still believes it holds is a violation) and the holder's fenced write.
 func (m *machine) edge(t *rapid.T, pick func(*rapid.T, func(*client) bool) *client) {
-	c := pick(t, func(c *client) bool { return m.valid(c.cur) && c.op == nil })
+	m.edgeOf(t, pick(t, func(c *client) bool { return m.valid(c.cur) && c.op == nil }))
+}
+
+// edgeOf is edge for the holder c.
+func (m *machine) edgeOf(t *rapid.T, c *client) {
 	eps := rapid.SampledFrom([]time.Duration{-m.o.TTL / 20, -m.o.TTL / 200, -time.Millisecond / 10, 0, m.o.TTL / 200}).Draw(t, "edge")
 	left := c.cur.lease.Deadline().Sub(m.be.Clock.Now()) + eps
 	if left > 0 {

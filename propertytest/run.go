@@ -119,6 +119,8 @@ type suite struct {
 
 	mu     sync.Mutex
 	report *Report
+
+	trace func(m *machine) // called at the end of every run; tests of the suite set it
 }
 
 func newSuite(t testing.TB, factory Factory, o Options) (*suite, error) {
@@ -168,6 +170,9 @@ func (s *suite) prop(rt *rapid.T) {
 	found, undecided, err := m.verdict(context.Background(), s.out)
 	if err != nil {
 		rt.Fatalf("%v", err)
+	}
+	if s.trace != nil {
+		s.trace(m)
 	}
 	s.record(found, undecided, m.ran)
 	var failures []string

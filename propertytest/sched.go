@@ -3,6 +3,7 @@ package propertytest
 import (
 	"bytes"
 	"context"
+	"os"
 	"runtime"
 	"sort"
 	"strings"
@@ -47,6 +48,18 @@ type sched struct {
 	nextID int
 	notes  []string // quiescence give-ups, for the run's log
 	buf    []byte
+
+	lastGaveUp bool // the last wait for quiescence ran out
+}
+
+// debugQuiesce prints the snapshots that kept the scheduler from quiescence.
+var debugQuiesce = os.Getenv("LOCKPROOF_DEBUG_QUIESCE") == "1"
+
+// gaveUp reports whether the last wait for quiescence ran out.
+func (s *sched) gaveUp() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lastGaveUp
 }
 
 func newSched() *sched { return &sched{kick: make(chan struct{}, 1)} }
@@ -69,6 +82,7 @@ type op struct {
 	stallAt  int // the passage to stop at; -1: none
 	crashed  bool
 	finished bool
+	parallel bool // it once had two requests parked at once
 }
 
 // gateReq is one parked request.
@@ -127,7 +141,11 @@ type opGate struct{ o *op }
 func (g opGate) Request(ctx context.Context, what string) func() {
 	o, s := g.o, g.o.s
 	s.mu.Lock()
-	if o.crashed {
+	if o.crashed || o.finished {
+		// Crashed: its context is cancelled, the request fails or is not
+		// sent. Finished: a request the lock sends on the operation's
+		// context after it returned (a release in the background) has no
+		// operation to schedule it with.
 		s.mu.Unlock()
 		return nil
 	}
@@ -189,13 +207,23 @@ func (s *sched) wait(o *op, blockedOK bool) opState {
 			continue
 		case <-time.After(200 * time.Microsecond):
 		}
-		if s.quiescent() {
-			if st, ok := s.look(o); ok {
-				return st
-			}
+		quiet := s.quiescent()
+		if st, ok := s.look(o); ok {
+			return st
+		}
+		if quiet || s.gaveUp() {
 			return opBlocked
 		}
 	}
+}
+
+// fanOut reports whether o has ever had two requests parked at once, or
+// has not sent any yet.
+func (s *sched) fanOut(o *op) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o.parallel = o.parallel || len(o.parked) > 1
+	return o.parallel || o.passed == 0 // before its first request, nobody knows
 }
 
 // release lets o's first parked request go (by name, then arrival):
@@ -235,6 +263,13 @@ func (s *sched) run(o *op, blockedOK bool) opState {
 		}
 		if s.stalled(o) {
 			return opParked
+		}
+		if s.fanOut(o) {
+			// Requests sent in parallel (Redlock asks every node at once)
+			// reach the gate in an order the Go runtime picks: wait until
+			// all that are coming have come, so that release's order is
+			// the same in every replay.
+			s.quiescent()
 		}
 		s.release(o)
 	}
@@ -278,13 +313,19 @@ func (s *sched) forget(o *op) {
 // settle waits for quiescence, then runs every parked operation that is
 // not stalled (a waiter woken by a release reached its next request), in
 // id order, until none is left: the fixed point every action ends at.
+//
+// An operation that blocked once during a settle is not run again in the
+// same settle: a waiter that polls on wall-time timers (a retry back-off)
+// would otherwise keep coming back to its gate and the settle would never
+// end. It goes on at the next step.
 func (s *sched) settle() {
+	blocked := map[*op]bool{}
 	for {
 		s.quiescent()
 		var next *op
 		s.mu.Lock()
 		for _, o := range s.ops {
-			if !o.finished && len(o.parked) > 0 && !(o.stallAt >= 0 && o.passed >= o.stallAt) {
+			if !blocked[o] && !o.finished && len(o.parked) > 0 && !(o.stallAt >= 0 && o.passed >= o.stallAt) {
 				next = o
 				break
 			}
@@ -293,7 +334,12 @@ func (s *sched) settle() {
 		if next == nil {
 			return
 		}
-		s.run(next, true)
+		if debugQuiesce {
+			println("propertytest: settle runs op", next.id, next.name, "parked at", next.parked[0].what)
+		}
+		if s.run(next, true) == opBlocked {
+			blocked[next] = true
+		}
 	}
 }
 
@@ -304,6 +350,9 @@ func (s *sched) quiescent() bool {
 	deadline := time.Now().Add(maxQuiesce)
 	pause := 50 * time.Microsecond
 	prev := ""
+	s.mu.Lock()
+	s.lastGaveUp = false
+	s.mu.Unlock()
 	for {
 		snap, busy := s.snapshot()
 		if !busy && snap == prev {
@@ -312,7 +361,11 @@ func (s *sched) quiescent() bool {
 		if time.Now().After(deadline) {
 			s.mu.Lock()
 			s.notes = append(s.notes, "not quiescent after "+maxQuiesce.String()+": this run may not replay exactly")
+			s.lastGaveUp = true
 			s.mu.Unlock()
+			if debugQuiesce {
+				println("propertytest: not quiescent; last two snapshots:\n" + prev + "\n----\n" + snap)
+			}
 			return false
 		}
 		prev = snap

@@ -72,9 +72,7 @@
 //
 // Each mutant is registered by its file's init function. The package's
 // tests check that every mutant is caught with its property named and
-// that its bug-free twin (Mutant.Fixed) passes, except those the tests'
-// suiteGaps and twinGaps list with what the suite still fails to do (run
-// them with -mutants.gaps); reported_test.go walks each mutant of a
+// that its bug-free twin (Mutant.Fixed) passes; reported_test.go walks each mutant of a
 // reported bug through the schedule that shows it, without the suite; mutants on a backend in
 // real time (Mutant.RealTime: the embedded etcd) are caught only with
 //

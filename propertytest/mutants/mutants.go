@@ -18,6 +18,12 @@ type Mutant struct {
 	Bug string
 	// Breaks is the property the suite must report violated.
 	Breaks propertytest.Property
+	// AlsoBreaks are properties the same bug breaks by another path, which
+	// the suite may find first: a renewal that reports success when the
+	// backend refused it breaks exclusivity when the holder goes on
+	// believing in its lease, and symmetry when the renewal came through a
+	// lease that had run out.
+	AlsoBreaks []propertytest.Property
 	// Factory builds the broken lock on its backend.
 	Factory propertytest.Factory
 	// Options are the suite options to run it with (the claims of the lock
@@ -90,4 +96,10 @@ func Lookup(name string) (Mutant, error) {
 		names = append(names, m.Name)
 	}
 	return Mutant{}, fmt.Errorf("mutants: no mutant %q (known: %s)", name, strings.Join(names, ", "))
+}
+
+// also returns m with ps added to its AlsoBreaks.
+func (m Mutant) also(ps ...propertytest.Property) Mutant {
+	m.AlsoBreaks = append(slices.Clone(m.AlsoBreaks), ps...)
+	return m
 }

@@ -91,27 +91,27 @@ func (l *setnxLocker) try(ctx context.Context) (locks.Lease, time.Duration, erro
 		return nil, 0, fmt.Errorf("mutants: try lock: %w", err)
 	}
 	start, owner := l.opt.Clock.Now(), locks.NewOwner()
-	ttl := l.opt.TTL
+	ttl := l.opt.TTL.Milliseconds()
 	if l.bug == expireAfterSetNX {
-		ttl = 0 // go-redis sends a plain SETNX
+		ttl = 0 // the key is set without a TTL
 	}
-	won, err := l.client.SetNX(ctx, l.key, owner, ttl).Result()
+	fenceTTL := int64(0)
+	if l.bug == fenceExpires {
+		fenceTTL = l.opt.TTL.Milliseconds()
+	}
+	// One script takes the key and draws the token, so that tokens follow
+	// the order of the grants even when a client stalls between requests.
+	n, err := setnxGrantScript.Run(ctx, l.client, []string{l.key, l.fenceKey}, owner, ttl, fenceTTL).Int64()
 	if err != nil {
 		return nil, 0, fmt.Errorf("mutants: acquire: %w", err)
 	}
-	if !won {
-		pttl, err := l.client.PTTL(ctx, l.key).Result()
-		if err != nil {
-			pttl = l.opt.TTL
-		}
-		return nil, pttl, fmt.Errorf("mutants: %w", locks.ErrLocked)
+	if n <= 0 {
+		return nil, time.Duration(-n) * time.Millisecond, fmt.Errorf("mutants: %w", locks.ErrLocked)
 	}
-	tok, err := l.nextToken(ctx)
-	if err == nil {
-		locks.Observe(ctx, l.opt.Observer, locks.Event{Point: locks.PointAcquired, Name: l.name, Token: tok, Fenced: true})
-		if l.bug == expireAfterSetNX {
-			err = l.client.PExpire(ctx, l.key, l.opt.TTL).Err()
-		}
+	tok := locks.Token(n)
+	locks.Observe(ctx, l.opt.Observer, locks.Event{Point: locks.PointAcquired, Name: l.name, Token: tok, Fenced: true})
+	if l.bug == expireAfterSetNX {
+		err = l.client.PExpire(ctx, l.key, l.opt.TTL).Err()
 	}
 	if err != nil {
 		_ = l.ops(owner).Release(context.WithoutCancel(ctx)) // owner-checked
@@ -119,23 +119,6 @@ func (l *setnxLocker) try(ctx context.Context) (locks.Lease, time.Duration, erro
 	}
 	spec := locks.LeaseSpec{Name: l.name, Token: tok, Fenced: true, Start: start}
 	return locks.NewLease(spec, l.ops(owner), l.opt), 0, nil
-}
-
-// nextToken increments the fencing counter; with fenceExpires it also
-// gives the counter the lock's TTL.
-func (l *setnxLocker) nextToken(ctx context.Context) (locks.Token, error) {
-	var incr *redis.IntCmd
-	_, err := l.client.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		incr = p.Incr(ctx, l.fenceKey)
-		if l.bug == fenceExpires {
-			p.PExpire(ctx, l.fenceKey, l.opt.TTL)
-		}
-		return nil
-	})
-	if err != nil {
-		return 0, err
-	}
-	return locks.Token(incr.Val()), nil
 }
 
 // Lock waits out the holder's remaining TTL on the Locker's clock (a TTL
@@ -158,6 +141,28 @@ func (l *setnxLocker) Lock(ctx context.Context) (locks.Lease, error) {
 func (l *setnxLocker) ops(owner string) ownerOps {
 	return ownerOps{client: l.client, key: l.key, owner: owner, ttl: l.opt.TTL}
 }
+
+// setnxGrantScript takes KEYS[1] for ARGV[1] with a TTL of ARGV[2] ms (none
+// when 0) and returns the next token of the counter KEYS[2] (given a TTL of
+// ARGV[3] ms unless 0); when the key is held it returns minus its
+// remaining TTL in ms (0 when it has none).
+var setnxGrantScript = redis.NewScript(`
+local ok
+if ARGV[2] == '0' then
+  ok = redis.call('SET', KEYS[1], ARGV[1], 'NX')
+else
+  ok = redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])
+end
+if not ok then
+  local left = redis.call('PTTL', KEYS[1])
+  if left < 0 then left = 0 end
+  return -left
+end
+local tok = redis.call('INCR', KEYS[2])
+if ARGV[3] ~= '0' then
+  redis.call('PEXPIRE', KEYS[2], ARGV[3])
+end
+return tok`)
 
 // The owner-checked scripts: KEYS[1] the lock, ARGV[1] the owner (and
 // ARGV[2] the TTL in ms for a renewal). Each returns 1 if it acted.

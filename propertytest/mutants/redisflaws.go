@@ -62,16 +62,16 @@ func init() {
 		// compared with an int, never equal to the int64 reply, so
 		// Extend reported success for a lock it no longer held.
 		mutant("renew-ignores-refusal", renewIgnoresRefusal, propertytest.Exclusivity,
-			"a renewal whose owner-checked script answered 0 (not the owner) is reported as done (redsync PRs #38 and #61), so a holder whose renewal reached Redis after its key expired and went to another client believes it still holds the lock"),
+			"a renewal whose owner-checked script answered 0 (not the owner) is reported as done (redsync PRs #38 and #61), so a holder whose renewal reached Redis after its key expired and went to another client believes it still holds the lock").also(propertytest.Symmetry),
 		// sbertrang/redis-distlock issue #2, "extent": extending did not
 		// check that the key's value was still the caller's.
 		mutant("renew-sets-without-owner-check", renewSetsBlindly, propertytest.Exclusivity,
-			"a renewal SETs the key to the caller's owner with a fresh TTL without checking who holds it (redis-distlock issue #2), so a renewal that lands after the key went to another client takes it back"),
+			"a renewal SETs the key to the caller's owner with a fresh TTL without checking who holds it (redis-distlock issue #2), so a renewal that lands after the key went to another client takes it back").also(propertytest.Symmetry),
 		// redisson/redisson issue #597, "Check that RLock still belongs to
 		// owner during renewal expiration": the watchdog's renewal reset
 		// the key's TTL without looking at whose key it was.
 		mutant("renew-extends-any-owner", renewExtendsAnyOwner, propertytest.Exclusivity,
-			"a renewal PEXPIREs the key without checking that the caller still owns it (Redisson issue #597), so a renewal that lands after the key went to another client extends that client's key and reports success"),
+			"a renewal PEXPIREs the key without checking that the caller still owns it (Redisson issue #597), so a renewal that lands after the key went to another client extends that client's key and reports success").also(propertytest.Symmetry),
 		// redisson/redisson issue #4698, "Add a callback on lock renewal
 		// failure": the watchdog logs a failed renewal and nothing tells
 		// the application that the lock is gone.

@@ -99,20 +99,3 @@ func TestRegisterRejectsDuplicatesAndIncompleteMutants(t *testing.T) {
 		}()
 	}
 }
-
-// Every entry of the gap lists names a registered mutant (with a Fixed
-// twin, for twinGaps), so that none outlives its mutant.
-func TestGapsNameMutants(t *testing.T) {
-	for gaps, needTwin := range map[*map[string]string]bool{&suiteGaps: false, &twinGaps: true} {
-		for name := range *gaps {
-			m, err := Lookup(name)
-			if err != nil {
-				t.Errorf("gap list: %v", err)
-				continue
-			}
-			if needTwin && m.Fixed == nil {
-				t.Errorf("twinGaps lists %s, which has no Fixed twin", name)
-			}
-		}
-	}
-}
