@@ -14,6 +14,14 @@ type budget struct {
 	memHit    atomic.Bool // MaxMemory exceeded
 	memUsed   atomic.Int64
 	maxMem    int64 // 0: no cap
+	unwatch   func() bool
+}
+
+// stop releases the budget's watch of its ctx.
+func (b *budget) stop() {
+	if b.unwatch != nil {
+		b.unwatch()
+	}
 }
 
 // charge adds n bytes (possibly negative) and reports whether the cap holds.
@@ -378,12 +386,13 @@ func (s *searcher[S, I, O]) step(id uint32, k int32) []uint32 {
 	op := &s.hist[s.ops[k]]
 	s.buf = s.m.Step(s.buf[:0], s.states.state(id), op)
 	s.ids = s.ids[:0]
-	if op.Unknown {
+	optional := op.Unknown && !s.m.superset // a set-valued Step covers no effect itself
+	if optional {
 		s.ids = append(s.ids, id) // no effect, tried first
 	}
 	for i := range s.buf {
 		nid := s.states.id(s.buf[i])
-		if op.Unknown && nid == id {
+		if optional && nid == id {
 			continue // the same as no effect
 		}
 		if !slices.Contains(s.ids, nid) {
@@ -526,7 +535,7 @@ func (s *searcher[S, I, O]) try(k int32, state *uint32, h *uint64) bool {
 		return false // a read of another state (Model.ReadHash)
 	}
 	next := s.step(*state, k)
-	unknown := s.hist[s.ops[k]].Unknown
+	unknown := s.hist[s.ops[k]].Unknown && !s.m.superset
 	if unknown && s.spent[k] != none {
 		next = next[1:]
 	}
