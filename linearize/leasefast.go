@@ -92,6 +92,7 @@ func (set leaseSet) members(dst []LeaseState) []LeaseState {
 func makeLeaseSet(ss []LeaseState, scratch []byte) (leaseSet, []byte) {
 	slices.SortFunc(ss, leaseCmp)
 	ss = slices.CompactFunc(ss, func(a, b LeaseState) bool { return a == b })
+	ss = undominated(ss)
 	set := leaseSet{one: ss[0]}
 	if len(ss) > 1 {
 		scratch = scratch[:0]
@@ -101,6 +102,41 @@ func makeLeaseSet(ss []LeaseState, scratch []byte) (leaseSet, []byte) {
 		set.more = string(scratch)
 	}
 	return set, scratch
+}
+
+// dominates reports whether every sequence of operations the lease model
+// accepts from b it also accepts from a, reaching states that again
+// dominate: the same holder (or both free), and a token, expiry and floor
+// no higher (a free lock's expiry is never read). Each of them only ever
+// forbids: a higher token refuses more grants, a later expiry more
+// grants and failed releases, a higher floor more operations.
+func dominates(a, b LeaseState) bool {
+	return a.Held == b.Held && a.Holder == b.Holder && a.Token <= b.Token && a.Floor <= b.Floor &&
+		(!a.Held || a.Expiry <= b.Expiry)
+}
+
+// undominated returns the states of ss (sorted by leaseCmp, distinct)
+// that no other one dominates, in order; of states that dominate each
+// other (free locks that differ in expiry) the first. A set without the
+// others accepts exactly what the set with them does.
+func undominated(ss []LeaseState) []LeaseState {
+	var arr [8]LeaseState
+	out := arr[:0]
+	for i, b := range ss {
+		dominated := false
+		// Only states of the same holder can dominate b: they are
+		// adjacent in leaseCmp order.
+		for j := i - 1; j >= 0 && ss[j].Held == b.Held && ss[j].Holder == b.Holder && !dominated; j-- {
+			dominated = dominates(ss[j], b)
+		}
+		for j := i + 1; j < len(ss) && ss[j].Held == b.Held && ss[j].Holder == b.Holder && !dominated; j++ {
+			dominated = dominates(ss[j], b) && !dominates(b, ss[j])
+		}
+		if !dominated {
+			out = append(out, b)
+		}
+	}
+	return append(ss[:0], out...)
 }
 
 func leaseStateHash(s LeaseState) uint64 {
@@ -133,7 +169,16 @@ func newLeaseDecider(life int64, model Model[LeaseState, LeaseInput, LeaseOutput
 			}
 			return h
 		},
-		Partition:         func(in LeaseInput) string { return in.Lock },
+		Partition: func(in LeaseInput) string { return in.Lock },
+		// A refused acquire keeps the held states of a set: on sets it is
+		// a filter, not read-only. The search takes a read-only operation
+		// greedily only when its step leaves the state as it is, and for
+		// a filter that is as safe: a linearization that takes it later,
+		// from a set T, goes on from its subset; skipping it there goes on
+		// from T itself, which accepts at least as much.
+		ReadOnly: func(op *Operation[LeaseInput, LeaseOutput]) bool {
+			return op.Input.Op == Acquire && !op.Output.OK && !op.Unknown
+		},
 		DescribeOperation: describeLease,
 		DescribeState: func(s leaseSet) string {
 			return fmt.Sprintf("one of %d lease states", 1+len(s.more)/leaseStateBytes)
