@@ -290,6 +290,13 @@ func (d *leaseDecider) witness(h []Operation[LeaseInput, LeaseOutput], lin []int
 	keep := make([]bool, len(lin))
 	for i := len(lin) - 1; i >= 0; i-- {
 		op := &h[lin[i]]
+		if sets[i].more == "" {
+			// One state before: the path must come from it; whether op
+			// took effect, replay checks.
+			keep[i] = !op.Unknown || sets[i].one != cur
+			cur = sets[i].one
+			continue
+		}
 		members = sets[i].members(members[:0])
 		if op.Unknown && slices.Contains(members, cur) {
 			continue // never took effect
