@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/maphash"
+	"math"
 	"slices"
 	"sort"
 )
@@ -152,20 +153,45 @@ func leaseStateHash(s LeaseState) uint64 {
 type leaseDecider struct {
 	life  int64 // ttl - tolerance
 	model Model[LeaseState, LeaseInput, LeaseOutput]
-	sets  filled[leaseSet, LeaseInput, LeaseOutput]
+	seed  maphash.Seed
 }
 
 func newLeaseDecider(life int64, model Model[LeaseState, LeaseInput, LeaseOutput]) *leaseDecider {
-	d := &leaseDecider{life: life, model: model}
-	seed := maphash.MakeSeed()
-	d.sets = filled[leaseSet, LeaseInput, LeaseOutput]{Model[leaseSet, LeaseInput, LeaseOutput]{
+	return &leaseDecider{life: life, model: model, seed: maphash.MakeSeed()}
+}
+
+// leaseRun is the decider set up for one history: the set model, and the
+// owners the history's releases and renewals name. A lock held by any
+// other owner is held by anon in the sets: the model reads the holder
+// only to compare it with the owner of a release or renewal, so owners no
+// release or renewal names are interchangeable, and merging them lets
+// dominance compare their states.
+type leaseRun struct {
+	*leaseDecider
+	named map[uint64]bool
+	anon  uint64
+	sets  filled[leaseSet, LeaseInput, LeaseOutput]
+}
+
+func (d *leaseDecider) run(h []Operation[LeaseInput, LeaseOutput]) *leaseRun {
+	r := &leaseRun{leaseDecider: d, named: map[uint64]bool{}}
+	for i := range h {
+		if h[i].Input.Op != Acquire {
+			r.named[h[i].Input.Owner] = true
+		}
+	}
+	r.anon = math.MaxUint64
+	for r.named[r.anon] {
+		r.anon--
+	}
+	r.sets = filled[leaseSet, LeaseInput, LeaseOutput]{Model[leaseSet, LeaseInput, LeaseOutput]{
 		Init:  func() leaseSet { return leaseSet{one: LeaseState{}} },
-		Step:  d.setStep(),
+		Step:  r.setStep,
 		Equal: func(a, b leaseSet) bool { return a == b },
 		Hash: func(s leaseSet) uint64 {
 			h := leaseStateHash(s.one)
 			if s.more != "" {
-				h ^= maphash.String(seed, s.more)
+				h ^= maphash.String(d.seed, s.more)
 			}
 			return h
 		},
@@ -185,55 +211,64 @@ func newLeaseDecider(life int64, model Model[LeaseState, LeaseInput, LeaseOutput
 		},
 		superset: true,
 	}}
-	return d
+	return r
+}
+
+// norm replaces a holder no release or renewal names by anon.
+func (r *leaseRun) norm(ss []LeaseState) {
+	for i := range ss {
+		if ss[i].Held && !r.named[ss[i].Holder] {
+			ss[i].Holder = r.anon
+		}
+	}
 }
 
 // setStep is the lease model's Step lifted to sets: the union of the
-// member's next states, and for an unknown operation the set itself too.
-// Each call gets its own scratch buffers (the searchers of the workers
+// members' next states, and for an unknown operation the set itself too.
+// It keeps its scratch space on the stack (the searchers of the workers
 // call it concurrently).
-func (d *leaseDecider) setStep() func(dst []leaseSet, set leaseSet, op *Operation[LeaseInput, LeaseOutput]) []leaseSet {
-	return func(dst []leaseSet, set leaseSet, op *Operation[LeaseInput, LeaseOutput]) []leaseSet {
-		var arr [8]LeaseState
-		var in [4]LeaseState
-		var next []LeaseState
-		if set.more == "" {
-			next = leaseStep(arr[:0], set.one, op, d.life)
-			if op.Unknown {
-				next = append(next, set.one)
-			}
-		} else {
-			members := set.members(in[:0])
-			next = arr[:0]
-			for _, s := range members {
-				next = leaseStep(next, s, op, d.life)
-			}
-			if op.Unknown {
-				next = append(next, members...)
-			}
+func (r *leaseRun) setStep(dst []leaseSet, set leaseSet, op *Operation[LeaseInput, LeaseOutput]) []leaseSet {
+	var arr [8]LeaseState
+	var in [4]LeaseState
+	var next []LeaseState
+	if set.more == "" {
+		next = leaseStep(arr[:0], set.one, op, r.life)
+		if op.Unknown {
+			next = append(next, set.one)
 		}
-		if len(next) == 0 {
-			return dst
+	} else {
+		members := set.members(in[:0])
+		next = arr[:0]
+		for _, s := range members {
+			next = leaseStep(next, s, op, r.life)
 		}
-		if len(next) == 1 {
-			return append(dst, leaseSet{one: next[0]})
+		if op.Unknown {
+			next = append(next, members...)
 		}
-		var buf [4 * leaseStateBytes]byte
-		s, _ := makeLeaseSet(next, buf[:0])
-		return append(dst, s)
 	}
+	if len(next) == 0 {
+		return dst
+	}
+	r.norm(next)
+	if len(next) == 1 {
+		return append(dst, leaseSet{one: next[0]})
+	}
+	var buf [4 * leaseStateBytes]byte
+	s, _ := makeLeaseSet(next, buf[:0])
+	return append(dst, s)
 }
 
 // decide is the Model.fast of the lease model.
 func (d *leaseDecider) decide(parent, ctx context.Context, h []Operation[LeaseInput, LeaseOutput], opts Options, b *budget) (Result, bool) {
-	parts := partition(&d.sets, h)
+	r := d.run(h)
+	parts := partition(&r.sets, h)
 	for pi := range parts {
 		cand := d.evident(h, parts[pi].Ops)
 		if cand == nil {
 			continue
 		}
 		// Confirm on the sub-history, which also names the blocker.
-		sr := newSearcher(&d.sets, h, b, nil)
+		sr := newSearcher(&r.sets, h, b, nil)
 		sr.reset(cand)
 		out := sr.run()
 		if out.verdict != Illegal {
@@ -247,24 +282,24 @@ func (d *leaseDecider) decide(parent, ctx context.Context, h []Operation[LeaseIn
 		if opts.NoMinimize {
 			res.Counterexample = cand
 		} else {
-			res.Counterexample, res.Minimal, res.ShrinkElapsed = shrinkWithin(parent, &d.sets, h, cand, out.blocker, opts)
+			res.Counterexample, res.Minimal, res.ShrinkElapsed = shrinkWithin(parent, &r.sets, h, cand, out.blocker, opts)
 		}
 		return res, true
 	}
 
-	res := decide(ctx, &d.sets, h, opts, b)
+	res := decide(ctx, &r.sets, h, opts, b)
 	switch res.Verdict {
 	case Ok:
 		for i := range res.Partitions {
 			p := &res.Partitions[i]
-			w, ok := d.witness(h, p.Linearization)
+			w, ok := r.witness(h, p.Linearization)
 			if !ok || !allKnown(h, p.Ops, w) {
 				return Result{}, false
 			}
 			p.Linearization = w
 		}
 	case Illegal:
-		res.Counterexample, res.Minimal, res.ShrinkElapsed = shrinkWithin(parent, &d.sets, h,
+		res.Counterexample, res.Minimal, res.ShrinkElapsed = shrinkWithin(parent, &r.sets, h,
 			res.Partitions[res.FailingPartition].Ops, res.Blocker, opts)
 	}
 	return res, true
@@ -274,12 +309,12 @@ func (d *leaseDecider) decide(parent, ctx context.Context, h []Operation[LeaseIn
 // model: it picks a path through the sets backwards, leaving out the
 // unknown operations the path does not need, then replays the path on the
 // lease model. It reports false if that replay fails.
-func (d *leaseDecider) witness(h []Operation[LeaseInput, LeaseOutput], lin []int) ([]int, bool) {
+func (r *leaseRun) witness(h []Operation[LeaseInput, LeaseOutput], lin []int) ([]int, bool) {
 	sets := make([]leaseSet, len(lin)+1)
-	sets[0] = d.sets.Init()
+	sets[0] = r.sets.Init()
 	var buf []leaseSet
 	for i, x := range lin {
-		buf = d.sets.Step(buf[:0], sets[i], &h[x])
+		buf = r.sets.Step(buf[:0], sets[i], &h[x])
 		if len(buf) != 1 {
 			return nil, false
 		}
@@ -303,7 +338,8 @@ func (d *leaseDecider) witness(h []Operation[LeaseInput, LeaseOutput], lin []int
 		}
 		found := false
 		for _, p := range members {
-			next = leaseStep(next[:0], p, op, d.life)
+			next = leaseStep(next[:0], p, op, r.life)
+			r.norm(next)
 			if slices.Contains(next, cur) {
 				cur, found, keep[i] = p, true, true
 				break
@@ -319,7 +355,7 @@ func (d *leaseDecider) witness(h []Operation[LeaseInput, LeaseOutput], lin []int
 			w = append(w, x)
 		}
 	}
-	return w, d.replay(h, w)
+	return w, r.replay(h, w)
 }
 
 // replay reports whether w is a linearization of the lease model: each
