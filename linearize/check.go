@@ -92,6 +92,7 @@ type Partition struct {
 	States int
 
 	blocker int // see outcome.blocker
+	trail   any // see outcome.trail
 }
 
 // Result is the outcome of Check.
@@ -185,7 +186,7 @@ func Check[S, I, O any](ctx context.Context, model Model[S, I, O], history []Ope
 			return res, nil
 		}
 	}
-	res := decide(ctx, &m, history, opts, b)
+	res := decide(ctx, &m, history, nil, opts, b)
 	if res.Verdict == Illegal {
 		res.Counterexample, res.Minimal, res.ShrinkElapsed = shrinkWithin(parent, &m, history, res.Partitions[res.FailingPartition].Ops, res.Blocker, opts)
 	}
@@ -204,12 +205,15 @@ func newBudget(ctx context.Context, maxMem int64) *budget {
 	return b
 }
 
-// decide runs the generic search on every partition of history; for an
-// Illegal verdict it fills in Blocker and FailingPartition, and leaves
-// Counterexample to the caller (nil).
-func decide[S, I, O any](ctx context.Context, m *filled[S, I, O], history []Operation[I, O], opts Options, b *budget) Result {
-	res := Result{FailingPartition: -1, Blocker: -1}
-	res.Partitions = partition(m, history)
+// decide runs the generic search on every partition of history (parts,
+// from partition, or nil to compute them); for an Illegal verdict it fills
+// in Blocker and FailingPartition, and leaves Counterexample to the caller
+// (nil).
+func decide[S, I, O any](ctx context.Context, m *filled[S, I, O], history []Operation[I, O], parts []Partition, opts Options, b *budget) Result {
+	res := Result{FailingPartition: -1, Blocker: -1, Partitions: parts}
+	if parts == nil {
+		res.Partitions = partition(m, history)
+	}
 	runPartitions(m, history, res.Partitions, b, opts.Workers)
 
 	res.Verdict = Ok
@@ -393,7 +397,7 @@ func runPartitions[S, I, O any](m *filled[S, I, O], history []Operation[I, O], p
 			p := &parts[order[i]]
 			s.reset(p.Ops)
 			out := s.run()
-			p.Verdict, p.Linearization, p.States, p.blocker = out.verdict, out.order, out.states, out.blocker
+			p.Verdict, p.Linearization, p.States, p.blocker, p.trail = out.verdict, out.order, out.states, out.blocker, out.trail
 			if out.verdict == Illegal {
 				abort.Store(true)
 			}

@@ -14,7 +14,8 @@
 //   - Check(ctx, model, history, Options): Ok, Illegal or Unknown (ctx done,
 //     Options.TimeLimit passed, Options.MaxMemory reached: never an
 //     out-of-memory crash). Result holds a linearization for Ok, a shrunk
-//     counterexample for Illegal, the cause for Unknown.
+//     counterexample for Illegal, the cause for Unknown. Shrinking has a
+//     budget of its own (Options.ShrinkTimeLimit, Result.ShrinkElapsed).
 //   - Models: NewLeaseModel (a lease lock with TTL, clock tolerance and
 //     fencing tokens), NewRegisterModel, NewFencedRegisterModel (stale
 //     tokens rejected, as locks.Fence), NewKVModel (get/put/append
@@ -112,6 +113,32 @@
 //     not above the last one fails at once) and tracks the earliest instant
 //     a lease may expire, so that a branch relying on an impossible expiry
 //     dies in one step.
+//   - A model from NewLeaseModel is decided by a procedure of its own
+//     (leasefast.go), as long as its Step is not replaced. First, per lock,
+//     the violations a history shows without search: a grant with token 0;
+//     a successful release or renewal for an owner no acquire names; a
+//     grant whose token is not above that of a grant that returned before
+//     it was called; a grant called after another grant returned, that
+//     returns before that grant's lease can expire, with no release for the
+//     first owner called in between. Each is a proof for the whole history,
+//     and its one or two operations, searched alone, are the counterexample
+//     and name the Blocker. Otherwise the generic search runs on the subset
+//     construction of the lease model, as porcupine does for every
+//     nondeterministic model: a state is the set of lease states the
+//     linearized operations may have led to, and an unknown operation
+//     steps to the union of its effect and its absence, so it never splits
+//     the search in two. Splitting it is what made the search of the lease
+//     model itself exponential on histories with many unknown acquires:
+//     every combination of them that took effect gives other holders,
+//     tokens and expiries, so the memo seldom meets a configuration twice.
+//     Two reductions keep the sets small and let the memo meet them: a
+//     state dominated by another of the set (same holder, token, expiry
+//     and floor no higher) is dropped, and owners that no release or
+//     renewal names are one anonymous holder. A refused acquire filters a
+//     set, and is taken greedily when it leaves the set as it is. An Ok
+//     witness is a path through the sets, picked backwards, and is replayed
+//     on the lease model before it is returned (the generic search of the
+//     lease model decides should that replay ever fail).
 //
 // # Performance
 //

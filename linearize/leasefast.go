@@ -214,11 +214,17 @@ func (d *leaseDecider) run(h []Operation[LeaseInput, LeaseOutput]) *leaseRun {
 	return r
 }
 
-// norm replaces a holder no release or renewal names by anon.
-func (r *leaseRun) norm(ss []LeaseState) {
-	for i := range ss {
-		if ss[i].Held && !r.named[ss[i].Holder] {
-			ss[i].Holder = r.anon
+// norm replaces, in the states op led to, a holder no release or renewal
+// names by anon, when op is an unknown acquire (the holders that make
+// sets grow; a known grant's token tells its states apart anyway, and
+// looking every owner up costs a fifth of an easy check). Only an acquire
+// makes its owner the holder.
+func (r *leaseRun) norm(ss []LeaseState, op *Operation[LeaseInput, LeaseOutput]) {
+	if o := op.Input.Owner; op.Input.Op == Acquire && op.Unknown && !r.named[o] {
+		for i := range ss {
+			if ss[i].Held && ss[i].Holder == o {
+				ss[i].Holder = r.anon
+			}
 		}
 	}
 }
@@ -228,7 +234,7 @@ func (r *leaseRun) norm(ss []LeaseState) {
 // It keeps its scratch space on the stack (the searchers of the workers
 // call it concurrently).
 func (r *leaseRun) setStep(dst []leaseSet, set leaseSet, op *Operation[LeaseInput, LeaseOutput]) []leaseSet {
-	var arr [8]LeaseState
+	var arr [4]LeaseState
 	var in [4]LeaseState
 	var next []LeaseState
 	if set.more == "" {
@@ -249,7 +255,7 @@ func (r *leaseRun) setStep(dst []leaseSet, set leaseSet, op *Operation[LeaseInpu
 	if len(next) == 0 {
 		return dst
 	}
-	r.norm(next)
+	r.norm(next, op)
 	if len(next) == 1 {
 		return append(dst, leaseSet{one: next[0]})
 	}
@@ -287,12 +293,13 @@ func (d *leaseDecider) decide(parent, ctx context.Context, h []Operation[LeaseIn
 		return res, true
 	}
 
-	res := decide(ctx, &r.sets, h, opts, b)
+	res := decide(ctx, &r.sets, h, parts, opts, b)
 	switch res.Verdict {
 	case Ok:
 		for i := range res.Partitions {
 			p := &res.Partitions[i]
-			w, ok := r.witness(h, p.Linearization)
+			w, ok := r.witness(h, p.Linearization, p.trail)
+			p.trail = nil
 			if !ok || !allKnown(h, p.Ops, w) {
 				return Result{}, false
 			}
@@ -309,17 +316,12 @@ func (d *leaseDecider) decide(parent, ctx context.Context, h []Operation[LeaseIn
 // model: it picks a path through the sets backwards, leaving out the
 // unknown operations the path does not need, then replays the path on the
 // lease model. It reports false if that replay fails.
-func (r *leaseRun) witness(h []Operation[LeaseInput, LeaseOutput], lin []int) ([]int, bool) {
-	sets := make([]leaseSet, len(lin)+1)
-	sets[0] = r.sets.Init()
-	var buf []leaseSet
-	for i, x := range lin {
-		buf = r.sets.Step(buf[:0], sets[i], &h[x])
-		if len(buf) != 1 {
-			return nil, false
-		}
-		sets[i+1] = buf[0]
+func (r *leaseRun) witness(h []Operation[LeaseInput, LeaseOutput], lin []int, trail any) ([]int, bool) {
+	after, _ := trail.([]leaseSet)
+	if len(after) != len(lin) {
+		return nil, false
 	}
+	sets := append([]leaseSet{r.sets.Init()}, after...)
 	var members, next []LeaseState
 	cur := sets[len(lin)].one
 	keep := make([]bool, len(lin))
@@ -339,7 +341,7 @@ func (r *leaseRun) witness(h []Operation[LeaseInput, LeaseOutput], lin []int) ([
 		found := false
 		for _, p := range members {
 			next = leaseStep(next[:0], p, op, r.life)
-			r.norm(next)
+			r.norm(next, op)
 			if slices.Contains(next, cur) {
 				cur, found, keep[i] = p, true, true
 				break

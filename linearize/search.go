@@ -38,6 +38,7 @@ func (b *budget) charge(n int64) bool {
 type outcome struct {
 	verdict Verdict
 	order   []int // Ok: history indices in linearization order
+	trail   any   // Ok, for a set-valued model (Model.superset): []S, the state after each of order
 	states  int   // memo entries created
 	// blocker, for Illegal: the history index of the operation whose
 	// return stopped the search when it had linearized the most known
@@ -424,12 +425,16 @@ func (s *searcher[S, I, O]) run() outcome {
 	for {
 		if left == 0 {
 			order := make([]int, 0, len(s.stack))
+			var trail []S // set-valued models: the state after each of order
 			for _, f := range s.stack {
-				if s.alts[f.altNext-1] != f.prev || !s.hist[s.ops[f.op]].Unknown {
+				if id := s.alts[f.altNext-1]; id != f.prev || !s.hist[s.ops[f.op]].Unknown {
 					order = append(order, s.ops[f.op])
+					if s.m.superset {
+						trail = append(trail, s.states.state(id))
+					}
 				}
 			}
-			return outcome{verdict: Ok, order: order, states: s.memo.n + s.wide.n, blocker: -1}
+			return outcome{verdict: Ok, order: order, trail: trail, states: s.memo.n + s.wide.n, blocker: -1}
 		}
 		if tick++; tick&1023 == 0 && s.slow != nil {
 			s.slow()
