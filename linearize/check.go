@@ -215,8 +215,14 @@ func decide[S, I, O any](ctx context.Context, m *filled[S, I, O], history []Oper
 		res.Partitions = partition(m, history)
 	}
 	runPartitions(m, history, res.Partitions, b, opts.Workers)
+	verdictOf(ctx, &res, b)
+	return res
+}
 
-	res.Verdict = Ok
+// verdictOf sets res's Verdict from its partitions' (and FailingPartition,
+// Blocker and Cause with it).
+func verdictOf(ctx context.Context, res *Result, b *budget) {
+	res.Verdict, res.FailingPartition, res.Blocker, res.Cause = Ok, -1, -1, nil
 	for i := range res.Partitions {
 		switch res.Partitions[i].Verdict {
 		case Illegal:
@@ -235,7 +241,6 @@ func decide[S, I, O any](ctx context.Context, m *filled[S, I, O], history []Oper
 	case Unknown:
 		res.Cause = unknownCause(ctx, b)
 	}
-	return res
 }
 
 // shrinkWithin shrinks the failing partition ops under a budget of its

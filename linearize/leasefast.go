@@ -154,10 +154,13 @@ type leaseDecider struct {
 	life  int64 // ttl - tolerance
 	model Model[LeaseState, LeaseInput, LeaseOutput]
 	seed  maphash.Seed
+	// plainCap is the stepCap of the search of the lease model itself,
+	// tried first; 0 skips it (tests of the search on sets).
+	plainCap int
 }
 
 func newLeaseDecider(life int64, model Model[LeaseState, LeaseInput, LeaseOutput]) *leaseDecider {
-	return &leaseDecider{life: life, model: model, seed: maphash.MakeSeed()}
+	return &leaseDecider{life: life, model: model, seed: maphash.MakeSeed(), plainCap: 8}
 }
 
 // leaseRun is the decider set up for one history: the set model, and the
@@ -184,7 +187,7 @@ func (d *leaseDecider) run(h []Operation[LeaseInput, LeaseOutput]) *leaseRun {
 	for r.named[r.anon] {
 		r.anon--
 	}
-	r.sets = filled[leaseSet, LeaseInput, LeaseOutput]{Model[leaseSet, LeaseInput, LeaseOutput]{
+	r.sets = filled[leaseSet, LeaseInput, LeaseOutput]{Model: Model[leaseSet, LeaseInput, LeaseOutput]{
 		Init:  func() leaseSet { return leaseSet{one: LeaseState{}} },
 		Step:  r.setStep,
 		Equal: func(a, b leaseSet) bool { return a == b },
@@ -293,21 +296,56 @@ func (d *leaseDecider) decide(parent, ctx context.Context, h []Operation[LeaseIn
 		return res, true
 	}
 
-	res := decide(ctx, &r.sets, h, parts, opts, b)
-	switch res.Verdict {
-	case Ok:
-		for i := range res.Partitions {
-			p := &res.Partitions[i]
-			w, ok := r.witness(h, p.Linearization, p.trail)
-			p.trail = nil
-			if !ok || !allKnown(h, p.Ops, w) {
-				return Result{}, false
-			}
-			p.Linearization = w
+	// The search of the lease model itself is the quickest on most
+	// partitions: it gets a few steps per operation, and the partitions
+	// it does not decide in them go to the search on sets.
+	plain := filled[LeaseState, LeaseInput, LeaseOutput]{Model: d.model, stepCap: d.plainCap}
+	plain.fast = nil
+	var res Result
+	if d.plainCap > 0 {
+		res = decide(ctx, &plain, h, parts, opts, b)
+	} else {
+		res = Result{Verdict: Unknown, Partitions: parts}
+		for i := range parts {
+			parts[i].Verdict = Unknown
 		}
-	case Illegal:
-		res.Counterexample, res.Minimal, res.ShrinkElapsed = shrinkWithin(parent, &r.sets, h,
-			res.Partitions[res.FailingPartition].Ops, res.Blocker, opts)
+	}
+	plainIllegal := res.Verdict == Illegal
+	if res.Verdict == Unknown && !b.cancelled.Load() && !b.memHit.Load() {
+		var rest []Partition
+		var at []int
+		for i := range res.Partitions {
+			if p := &res.Partitions[i]; p.Verdict == Unknown {
+				rest, at = append(rest, Partition{Key: p.Key, Ops: p.Ops}), append(at, i)
+			}
+		}
+		sub := decide(ctx, &r.sets, h, rest, opts, b)
+		for j, i := range at {
+			p := &sub.Partitions[j]
+			if p.Verdict == Ok {
+				w, ok := r.witness(h, p.Linearization, p.trail)
+				if !ok || !allKnown(h, p.Ops, w) {
+					return Result{}, false
+				}
+				p.Linearization = w
+			}
+			p.trail = nil
+			res.Partitions[i] = *p
+		}
+		verdictOf(ctx, &res, b)
+	}
+	if res.Verdict == Illegal {
+		// Shrinking keeps the blocker of the search that found it, so it
+		// runs that search: the plain one capped (a trial it does not
+		// decide leaves the counterexample unminimized), or the one on sets.
+		if plainIllegal {
+			plain.stepCap = 64
+			res.Counterexample, res.Minimal, res.ShrinkElapsed = shrinkWithin(parent, &plain, h,
+				res.Partitions[res.FailingPartition].Ops, res.Blocker, opts)
+		} else {
+			res.Counterexample, res.Minimal, res.ShrinkElapsed = shrinkWithin(parent, &r.sets, h,
+				res.Partitions[res.FailingPartition].Ops, res.Blocker, opts)
+		}
 	}
 	return res, true
 }

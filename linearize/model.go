@@ -94,6 +94,9 @@ func (m *Model[S, I, O]) fastUsable() bool {
 // filled is a model with its defaults in place, ready for the search.
 type filled[S, I, O any] struct {
 	Model[S, I, O]
+	// stepCap, if positive, makes a search of n operations give up
+	// (Unknown, budget untouched) after about stepCap*n + 8192 steps.
+	stepCap int
 }
 
 // fill validates m and fills in the defaults.
@@ -121,7 +124,7 @@ func fill[S, I, O any](m Model[S, I, O]) (filled[S, I, O], error) {
 	if m.DescribeState == nil {
 		m.DescribeState = func(s S) string { return fmt.Sprintf("%v", s) }
 	}
-	return filled[S, I, O]{m}, nil
+	return filled[S, I, O]{Model: m}, nil
 }
 
 func describeOperation[I, O any](op *Operation[I, O]) string {
