@@ -62,7 +62,8 @@ type Options struct {
 	// GOMAXPROCS.
 	Workers int
 	// NoMinimize skips shrinking an Illegal history: Counterexample is then
-	// the whole failing partition. Default false (minimize).
+	// the whole failing partition (or, for a lease model, the operations of
+	// a violation found without search). Default false (minimize).
 	NoMinimize bool
 	// ShrinkTimeLimit bounds the shrinking of a counterexample, which
 	// starts once the verdict is Illegal and has a budget of its own (ctx

@@ -126,6 +126,13 @@ type LeaseState struct {
 // ignored: extending a lease only forbids things, so leaving it out is
 // always at least as permissive.
 //
+// Check decides a history of this model with a procedure of its own (see
+// the package documentation): violations visible without search first,
+// then the search of the model, capped, then a search on sets of states
+// for the locks it left undecided. That holds while the model's Step is
+// the one returned here; a caller who replaces Step gets the generic
+// search of the new Step.
+//
 // It returns ErrInvalidModel unless ttl > 0 and 0 <= tolerance < ttl.
 func NewLeaseModel(ttl, tolerance time.Duration) (Model[LeaseState, LeaseInput, LeaseOutput], error) {
 	if ttl <= 0 || tolerance < 0 || tolerance >= ttl {
