@@ -123,7 +123,7 @@
 //     first owner called in between. Each is a proof for the whole history,
 //     and its one or two operations, searched alone, are the counterexample
 //     and name the Blocker. Then the generic search of the lease model
-//     itself, capped at 8 steps per operation (plus 8192): most locks are
+//     itself, capped at 4 steps per operation (plus 1024): most locks are
 //     decided there, a correct history of 100,000 operations in about the
 //     time the uncapped search takes. The locks it leaves undecided are
 //     searched on the subset construction of the lease model, as

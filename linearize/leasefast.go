@@ -160,7 +160,7 @@ type leaseDecider struct {
 }
 
 func newLeaseDecider(life int64, model Model[LeaseState, LeaseInput, LeaseOutput]) *leaseDecider {
-	return &leaseDecider{life: life, model: model, seed: maphash.MakeSeed(), plainCap: 8}
+	return &leaseDecider{life: life, model: model, seed: maphash.MakeSeed(), plainCap: 4}
 }
 
 // leaseRun is the decider set up for one history: the set model, and the

@@ -95,7 +95,7 @@ func (m *Model[S, I, O]) fastUsable() bool {
 type filled[S, I, O any] struct {
 	Model[S, I, O]
 	// stepCap, if positive, makes a search of n operations give up
-	// (Unknown, budget untouched) after about stepCap*n + 8192 steps.
+	// (Unknown, budget untouched) after about stepCap*n + 1024 steps.
 	stepCap int
 }
 

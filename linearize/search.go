@@ -440,7 +440,7 @@ func (s *searcher[S, I, O]) run() outcome {
 			s.slow()
 		}
 		if tick&1023 == 0 && (s.stopped() || !s.account() ||
-			s.m.stepCap > 0 && int(tick) > s.m.stepCap*len(s.ops)+8192) {
+			s.m.stepCap > 0 && int(tick) > s.m.stepCap*len(s.ops)+1024) {
 			return outcome{verdict: Unknown, states: s.memo.n + s.wide.n, blocker: -1}
 		}
 		if cur != none && cur&1 == 0 {
