@@ -2,6 +2,7 @@ package linearize
 
 import (
 	"context"
+	"fmt"
 	"hash/fnv"
 	"maps"
 	"testing"
@@ -248,4 +249,120 @@ func BenchmarkLock100k(b *testing.B) {
 	}
 	pm, ph := toPorcupine(m, h)
 	benchPair(b, Ok, m, h, pm, ph)
+}
+
+// leaseBatch is a set of leaseSim histories of one class, each with its
+// verdict and porcupine's view of it, for BenchmarkLeaseSim.
+type leaseBatch struct {
+	h     [][]Operation[LeaseInput, LeaseOutput]
+	ph    [][]porcupine.Operation
+	pm    []porcupine.Model
+	want  []Verdict
+	pcOk  []bool // porcupine decides it within the batch's limit
+	nPcOk int
+}
+
+// leaseBatchOf generates n histories of g's class (seeds from g.seed on)
+// and marks those porcupine decides within pcLimit: both checkers are
+// timed on those, and lockproof on all of them too.
+func leaseBatchOf(m Model[LeaseState, LeaseInput, LeaseOutput], g leaseSim, n int, pcLimit time.Duration) leaseBatch {
+	var lb leaseBatch
+	for i := range n {
+		g := g
+		g.seed += uint64(i)
+		h := leaseSimHistory(g)
+		pm, ph := toPorcupine(m, h)
+		ok := porcupine.CheckOperationsTimeout(pm, ph, pcLimit) != porcupine.Unknown
+		want := Ok
+		if g.bug != bugNone {
+			want = Illegal
+		}
+		lb.h, lb.ph, lb.pm, lb.want, lb.pcOk = append(lb.h, h), append(lb.ph, ph), append(lb.pm, pm), append(lb.want, want), append(lb.pcOk, ok)
+		if ok {
+			lb.nPcOk++
+		}
+	}
+	return lb
+}
+
+// BenchmarkLeaseSim times lockproof and porcupine on batches of 20
+// leaseSim histories per class (one key, TTL 100 ms; "single" is 3
+// clients and 100 operations at 35% unknown outcomes, the others 4
+// clients and 150 operations at 20%). "decided-N" is the subset of N
+// histories porcupine decides within 100 ms, on which both run
+// (lockproof as propertytest runs it, shrinking included, and without
+// shrinking); "all-20" is lockproof on the whole batch.
+func BenchmarkLeaseSim(b *testing.B) {
+	m, err := NewLeaseModel(100*time.Millisecond, time.Millisecond)
+	if err != nil {
+		b.Fatal(err)
+	}
+	classes := []struct {
+		name string
+		g    leaseSim
+	}{
+		{"single-ok-35", leaseSim{seed: 1 << 20, ops: 100, clients: 3, unknown: 0.35}},
+		{"ok-20", leaseSim{seed: 2 << 20, ops: 150, clients: 4, unknown: 0.20}},
+		{"double-grant-20", leaseSim{seed: 3 << 20, ops: 150, clients: 4, unknown: 0.20, bug: bugDoubleGrant}},
+		{"phantom-release-20", leaseSim{seed: 4 << 20, ops: 150, clients: 4, unknown: 0.20, bug: bugPhantomRelease}},
+		{"token-regress-20", leaseSim{seed: 5 << 20, ops: 150, clients: 4, unknown: 0.20, bug: bugTokenRegress}},
+	}
+	run := func(b *testing.B, lb *leaseBatch, pcOnly, nomin bool) {
+		b.ReportAllocs()
+		for b.Loop() {
+			for i, h := range lb.h {
+				if pcOnly && !lb.pcOk[i] {
+					continue
+				}
+				res, err := Check(context.Background(), m, h, Options{NoMinimize: nomin, Workers: 1})
+				if err != nil || res.Verdict != lb.want[i] {
+					b.Fatalf("history %d: verdict %v, err %v; want %v", i, res.Verdict, err, lb.want[i])
+				}
+			}
+		}
+	}
+	for _, c := range classes {
+		c.g.keys, c.g.ttl, c.g.tol = 1, 100*time.Millisecond, time.Millisecond
+		lb := leaseBatchOf(m, c.g, 20, 100*time.Millisecond)
+		b.Run(c.name, func(b *testing.B) {
+			if lb.nPcOk > 0 {
+				b.Run(fmt.Sprintf("decided-%d", lb.nPcOk), func(b *testing.B) {
+					b.Run("lockproof", func(b *testing.B) { run(b, &lb, true, false) })
+					b.Run("lockproof-nominimize", func(b *testing.B) { run(b, &lb, true, true) })
+					b.Run("porcupine", func(b *testing.B) {
+						b.ReportAllocs()
+						for b.Loop() {
+							for i := range lb.h {
+								if !lb.pcOk[i] {
+									continue
+								}
+								if got := pcVerdict(porcupine.CheckOperations(lb.pm[i], lb.ph[i])); got != lb.want[i] {
+									b.Fatalf("history %d: porcupine verdict %v; want %v", i, got, lb.want[i])
+								}
+							}
+						}
+					})
+				})
+			}
+			b.Run("all-20/lockproof", func(b *testing.B) { run(b, &lb, false, false) })
+		})
+	}
+}
+
+// BenchmarkLease100k checks leaseSim histories of 100,000 operations on
+// 100 locks, 8 clients, 5% and 20% of the calls with unknown outcomes
+// (porcupine alongside).
+func BenchmarkLease100k(b *testing.B) {
+	m, err := NewLeaseModel(100*time.Millisecond, time.Millisecond)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, u := range []float64{0.05, 0.2} {
+		g := leaseSim{seed: 100_000, ops: 100_000, clients: 8, keys: 100, unknown: u, ttl: 100 * time.Millisecond, tol: time.Millisecond}
+		h := leaseSimHistory(g)
+		b.Run(fmt.Sprintf("unknown%02.0f", 100*u), func(b *testing.B) {
+			pm, ph := toPorcupine(m, h)
+			benchPair(b, Ok, m, h, pm, ph)
+		})
+	}
 }

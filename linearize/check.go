@@ -47,10 +47,10 @@ const DefaultMaxMemory = 4 << 30
 // Options bound and tune a check. The zero value is ready: no time limit
 // but ctx, DefaultMaxMemory, GOMAXPROCS workers, counterexamples minimized.
 type Options struct {
-	// TimeLimit bounds the whole check, minimization included; zero means
-	// only ctx bounds it. When it passes the verdict is Unknown with Cause
-	// ErrTimeLimit (or Illegal with a counterexample that may not be
-	// minimal, if the violation was already found).
+	// TimeLimit bounds the decision; zero means only ctx bounds it. When
+	// it passes the verdict is Unknown with Cause ErrTimeLimit. Shrinking
+	// the counterexample of an Illegal verdict has a budget of its own
+	// (ShrinkTimeLimit).
 	TimeLimit time.Duration
 	// MaxMemory caps the bytes held at once by the memo tables of the
 	// searches in flight (their own arrays; memory that states point to is
@@ -62,8 +62,15 @@ type Options struct {
 	// GOMAXPROCS.
 	Workers int
 	// NoMinimize skips shrinking an Illegal history: Counterexample is then
-	// the whole failing partition. Default false (minimize).
+	// the whole failing partition (or, for a lease model, the operations of
+	// a violation found without search). Default false (minimize).
 	NoMinimize bool
+	// ShrinkTimeLimit bounds the shrinking of a counterexample, which
+	// starts once the verdict is Illegal and has a budget of its own (ctx
+	// still bounds it); zero means TimeLimit again. When it passes,
+	// Counterexample is the smallest failing sub-history found so far and
+	// Minimal is false.
+	ShrinkTimeLimit time.Duration
 
 	_ struct{} // keyed literals only
 }
@@ -86,6 +93,7 @@ type Partition struct {
 	States int
 
 	blocker int // see outcome.blocker
+	trail   any // see outcome.trail
 }
 
 // Result is the outcome of Check.
@@ -119,8 +127,11 @@ type Result struct {
 	// FailingPartition is the index in Partitions of the partition the
 	// counterexample comes from; -1 unless Illegal.
 	FailingPartition int
-	// Elapsed is the wall time of the check.
+	// Elapsed is the wall time of the check, shrinking included.
 	Elapsed time.Duration
+	// ShrinkElapsed is the part of Elapsed spent shrinking the
+	// counterexample (under Options.ShrinkTimeLimit).
+	ShrinkElapsed time.Duration
 }
 
 // Linearization returns the witness of an Ok result: for each partition,
@@ -148,7 +159,7 @@ func (r *Result) Linearization() [][]int {
 // unless Workers is 1.
 func Check[S, I, O any](ctx context.Context, model Model[S, I, O], history []Operation[I, O], opts Options) (Result, error) {
 	start := time.Now()
-	if opts.TimeLimit < 0 || opts.MaxMemory < 0 || opts.Workers < 0 {
+	if opts.TimeLimit < 0 || opts.MaxMemory < 0 || opts.Workers < 0 || opts.ShrinkTimeLimit < 0 {
 		return Result{}, fmt.Errorf("%w: negative limit in %+v", ErrInvalidOptions, opts)
 	}
 	m, err := fill(model)
@@ -158,26 +169,61 @@ func Check[S, I, O any](ctx context.Context, model Model[S, I, O], history []Ope
 	if err := validateHistory(history); err != nil {
 		return Result{}, err
 	}
+	if opts.MaxMemory == 0 {
+		opts.MaxMemory = DefaultMaxMemory
+	}
+	parent := ctx
 	if opts.TimeLimit > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, opts.TimeLimit, ErrTimeLimit)
 		defer cancel()
 	}
-	if opts.MaxMemory == 0 {
-		opts.MaxMemory = DefaultMaxMemory
+	b := newBudget(ctx, opts.MaxMemory)
+	defer b.stop()
+
+	if model.fastUsable() {
+		if res, ok := model.fast(parent, ctx, history, opts, b); ok {
+			res.Elapsed = time.Since(start)
+			return res, nil
+		}
 	}
-	b := &budget{maxMem: opts.MaxMemory}
-	stopWatch := context.AfterFunc(ctx, func() { b.cancelled.Store(true) })
-	defer stopWatch()
+	res := decide(ctx, &m, history, nil, opts, b)
+	if res.Verdict == Illegal {
+		res.Counterexample, res.Minimal, res.ShrinkElapsed = shrinkWithin(parent, &m, history, res.Partitions[res.FailingPartition].Ops, res.Blocker, opts)
+	}
+	res.Elapsed = time.Since(start)
+	return res, nil
+}
+
+// newBudget returns a budget cancelled when ctx is done; stop releases
+// its watch of ctx.
+func newBudget(ctx context.Context, maxMem int64) *budget {
+	b := &budget{maxMem: maxMem}
+	b.unwatch = context.AfterFunc(ctx, func() { b.cancelled.Store(true) })
 	if ctx.Err() != nil {
 		b.cancelled.Store(true)
 	}
+	return b
+}
 
-	res := Result{FailingPartition: -1, Blocker: -1}
-	res.Partitions = partition(&m, history)
-	runPartitions(&m, history, res.Partitions, b, opts.Workers)
+// decide runs the generic search on every partition of history (parts,
+// from partition, or nil to compute them); for an Illegal verdict it fills
+// in Blocker and FailingPartition, and leaves Counterexample to the caller
+// (nil).
+func decide[S, I, O any](ctx context.Context, m *filled[S, I, O], history []Operation[I, O], parts []Partition, opts Options, b *budget) Result {
+	res := Result{FailingPartition: -1, Blocker: -1, Partitions: parts}
+	if parts == nil {
+		res.Partitions = partition(m, history)
+	}
+	runPartitions(m, history, res.Partitions, b, opts.Workers)
+	verdictOf(ctx, &res, b)
+	return res
+}
 
-	res.Verdict = Ok
+// verdictOf sets res's Verdict from its partitions' (and FailingPartition,
+// Blocker and Cause with it).
+func verdictOf(ctx context.Context, res *Result, b *budget) {
+	res.Verdict, res.FailingPartition, res.Blocker, res.Cause = Ok, -1, -1, nil
 	for i := range res.Partitions {
 		switch res.Partitions[i].Verdict {
 		case Illegal:
@@ -192,18 +238,34 @@ func Check[S, I, O any](ctx context.Context, model Model[S, I, O], history []Ope
 	}
 	switch res.Verdict {
 	case Illegal:
-		p := &res.Partitions[res.FailingPartition]
-		res.Blocker = p.blocker
-		if opts.NoMinimize {
-			res.Counterexample = slices.Clone(p.Ops)
-		} else {
-			res.Counterexample, res.Minimal = shrink(&m, history, p.Ops, p.blocker, b)
-		}
+		res.Blocker = res.Partitions[res.FailingPartition].blocker
 	case Unknown:
 		res.Cause = unknownCause(ctx, b)
 	}
-	res.Elapsed = time.Since(start)
-	return res, nil
+}
+
+// shrinkWithin shrinks the failing partition ops under a budget of its
+// own: Options.ShrinkTimeLimit (or, if zero, TimeLimit) from now on, within
+// parent (the caller's ctx). With NoMinimize it returns ops unchanged.
+func shrinkWithin[S, I, O any](parent context.Context, m *filled[S, I, O], history []Operation[I, O], ops []int, blocker int, opts Options) (cex []int, minimal bool, took time.Duration) {
+	if opts.NoMinimize {
+		return slices.Clone(ops), false, 0
+	}
+	start := time.Now()
+	ctx := parent
+	limit := opts.ShrinkTimeLimit
+	if limit == 0 {
+		limit = opts.TimeLimit
+	}
+	if limit > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(parent, limit, ErrTimeLimit)
+		defer cancel()
+	}
+	b := newBudget(ctx, opts.MaxMemory)
+	defer b.stop()
+	cex, minimal = shrink(m, history, ops, blocker, b)
+	return cex, minimal, time.Since(start)
 }
 
 func unknownCause(ctx context.Context, b *budget) error {
@@ -341,7 +403,7 @@ func runPartitions[S, I, O any](m *filled[S, I, O], history []Operation[I, O], p
 			p := &parts[order[i]]
 			s.reset(p.Ops)
 			out := s.run()
-			p.Verdict, p.Linearization, p.States, p.blocker = out.verdict, out.order, out.states, out.blocker
+			p.Verdict, p.Linearization, p.States, p.blocker, p.trail = out.verdict, out.order, out.states, out.blocker, out.trail
 			if out.verdict == Illegal {
 				abort.Store(true)
 			}

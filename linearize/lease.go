@@ -3,6 +3,7 @@ package linearize
 import (
 	"fmt"
 	"math"
+	"reflect"
 	"time"
 )
 
@@ -125,6 +126,13 @@ type LeaseState struct {
 // ignored: extending a lease only forbids things, so leaving it out is
 // always at least as permissive.
 //
+// Check decides a history of this model with a procedure of its own (see
+// the package documentation): violations visible without search first,
+// then the search of the model, capped, then a search on sets of states
+// for the locks it left undecided. That holds while the model's Step is
+// the one returned here; a caller who replaces Step gets the generic
+// search of the new Step.
+//
 // It returns ErrInvalidModel unless ttl > 0 and 0 <= tolerance < ttl.
 func NewLeaseModel(ttl, tolerance time.Duration) (Model[LeaseState, LeaseInput, LeaseOutput], error) {
 	if ttl <= 0 || tolerance < 0 || tolerance >= ttl {
@@ -133,7 +141,7 @@ func NewLeaseModel(ttl, tolerance time.Duration) (Model[LeaseState, LeaseInput, 
 			ErrInvalidModel, ttl, tolerance)
 	}
 	life := int64(ttl - tolerance)
-	return Model[LeaseState, LeaseInput, LeaseOutput]{
+	m := Model[LeaseState, LeaseInput, LeaseOutput]{
 		Init: func() LeaseState { return LeaseState{} },
 		Step: func(dst []LeaseState, s LeaseState, op *Operation[LeaseInput, LeaseOutput]) []LeaseState {
 			return leaseStep(dst, s, op, life)
@@ -144,15 +152,8 @@ func NewLeaseModel(ttl, tolerance time.Duration) (Model[LeaseState, LeaseInput, 
 		ReadOnly: func(op *Operation[LeaseInput, LeaseOutput]) bool {
 			return op.Input.Op == Acquire && !op.Output.OK && !op.Unknown
 		},
-		Equal: func(a, b LeaseState) bool { return a == b },
-		Hash: func(s LeaseState) uint64 {
-			h := s.Holder*0x9e3779b97f4a7c15 ^ s.Token*0xc2b2ae3d27d4eb4f ^
-				uint64(s.Expiry)*0x165667b19e3779f9 ^ uint64(s.Floor)*0x27d4eb2f165667c5
-			if s.Held {
-				h = ^h
-			}
-			return h
-		},
+		Equal:             func(a, b LeaseState) bool { return a == b },
+		Hash:              leaseStateHash,
 		DescribeOperation: describeLease,
 		DescribeState: func(s LeaseState) string {
 			if !s.Held {
@@ -160,7 +161,10 @@ func NewLeaseModel(ttl, tolerance time.Duration) (Model[LeaseState, LeaseInput, 
 			}
 			return fmt.Sprintf("held by %d token %d (may expire from %d)", s.Holder, s.Token, s.Expiry)
 		},
-	}, nil
+	}
+	m.fast = newLeaseDecider(life, m).decide
+	m.fastStep = reflect.ValueOf(m.Step).Pointer()
+	return m, nil
 }
 
 func leaseStep(dst []LeaseState, s LeaseState, op *Operation[LeaseInput, LeaseOutput], life int64) []LeaseState {

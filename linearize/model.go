@@ -1,6 +1,7 @@
 package linearize
 
 import (
+	"context"
 	"fmt"
 	"reflect"
 )
@@ -66,12 +67,36 @@ type Model[S, I, O any] struct {
 	// DescribeState renders a state for pictures. Default: fmt's %v.
 	DescribeState func(s S) string
 
+	// fast, set by a model constructor (NewLeaseModel), decides a history
+	// by a procedure of its own before the generic search, under the
+	// decision's ctx and budget b (parent is the caller's ctx, for
+	// shrinking); it returns a complete Result, or false to leave the
+	// history to the generic search. It is used only
+	// while Step is still the constructor's (fastStep), so that a caller
+	// who replaces Step gets the generic search of the new Step.
+	fast     func(parent, ctx context.Context, h []Operation[I, O], opts Options, b *budget) (Result, bool)
+	fastStep uintptr
+	// superset: for an unknown operation Step appends exactly one state,
+	// which stands for a set of states that includes the state it was
+	// given, so that it covers "never took effect" too (the set-valued
+	// models of the fast deciders); the search then does not add the
+	// no-effect step of its own.
+	superset bool
+
 	_ struct{} // keyed literals only
+}
+
+// fastUsable reports whether m's fast decider may decide for it.
+func (m *Model[S, I, O]) fastUsable() bool {
+	return m.fast != nil && m.Step != nil && reflect.ValueOf(m.Step).Pointer() == m.fastStep
 }
 
 // filled is a model with its defaults in place, ready for the search.
 type filled[S, I, O any] struct {
 	Model[S, I, O]
+	// stepCap, if positive, makes a search of n operations give up
+	// (Unknown, budget untouched) after about stepCap*n + 1024 steps.
+	stepCap int
 }
 
 // fill validates m and fills in the defaults.
@@ -99,7 +124,7 @@ func fill[S, I, O any](m Model[S, I, O]) (filled[S, I, O], error) {
 	if m.DescribeState == nil {
 		m.DescribeState = func(s S) string { return fmt.Sprintf("%v", s) }
 	}
-	return filled[S, I, O]{m}, nil
+	return filled[S, I, O]{Model: m}, nil
 }
 
 func describeOperation[I, O any](op *Operation[I, O]) string {

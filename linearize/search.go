@@ -14,6 +14,14 @@ type budget struct {
 	memHit    atomic.Bool // MaxMemory exceeded
 	memUsed   atomic.Int64
 	maxMem    int64 // 0: no cap
+	unwatch   func() bool
+}
+
+// stop releases the budget's watch of its ctx.
+func (b *budget) stop() {
+	if b.unwatch != nil {
+		b.unwatch()
+	}
 }
 
 // charge adds n bytes (possibly negative) and reports whether the cap holds.
@@ -30,6 +38,7 @@ func (b *budget) charge(n int64) bool {
 type outcome struct {
 	verdict Verdict
 	order   []int // Ok: history indices in linearization order
+	trail   any   // Ok, for a set-valued model (Model.superset): []S, the state after each of order
 	states  int   // memo entries created
 	// blocker, for Illegal: the history index of the operation whose
 	// return stopped the search when it had linearized the most known
@@ -378,12 +387,13 @@ func (s *searcher[S, I, O]) step(id uint32, k int32) []uint32 {
 	op := &s.hist[s.ops[k]]
 	s.buf = s.m.Step(s.buf[:0], s.states.state(id), op)
 	s.ids = s.ids[:0]
-	if op.Unknown {
+	optional := op.Unknown && !s.m.superset // a set-valued Step covers no effect itself
+	if optional {
 		s.ids = append(s.ids, id) // no effect, tried first
 	}
 	for i := range s.buf {
 		nid := s.states.id(s.buf[i])
-		if op.Unknown && nid == id {
+		if optional && nid == id {
 			continue // the same as no effect
 		}
 		if !slices.Contains(s.ids, nid) {
@@ -415,17 +425,22 @@ func (s *searcher[S, I, O]) run() outcome {
 	for {
 		if left == 0 {
 			order := make([]int, 0, len(s.stack))
+			var trail []S // set-valued models: the state after each of order
 			for _, f := range s.stack {
-				if s.alts[f.altNext-1] != f.prev || !s.hist[s.ops[f.op]].Unknown {
+				if id := s.alts[f.altNext-1]; id != f.prev || !s.hist[s.ops[f.op]].Unknown {
 					order = append(order, s.ops[f.op])
+					if s.m.superset {
+						trail = append(trail, s.states.state(id))
+					}
 				}
 			}
-			return outcome{verdict: Ok, order: order, states: s.memo.n + s.wide.n, blocker: -1}
+			return outcome{verdict: Ok, order: order, trail: trail, states: s.memo.n + s.wide.n, blocker: -1}
 		}
 		if tick++; tick&1023 == 0 && s.slow != nil {
 			s.slow()
 		}
-		if tick&1023 == 0 && (s.stopped() || !s.account()) {
+		if tick&1023 == 0 && (s.stopped() || !s.account() ||
+			s.m.stepCap > 0 && int(tick) > s.m.stepCap*len(s.ops)+1024) {
 			return outcome{verdict: Unknown, states: s.memo.n + s.wide.n, blocker: -1}
 		}
 		if cur != none && cur&1 == 0 {
@@ -526,7 +541,7 @@ func (s *searcher[S, I, O]) try(k int32, state *uint32, h *uint64) bool {
 		return false // a read of another state (Model.ReadHash)
 	}
 	next := s.step(*state, k)
-	unknown := s.hist[s.ops[k]].Unknown
+	unknown := s.hist[s.ops[k]].Unknown && !s.m.superset
 	if unknown && s.spent[k] != none {
 		next = next[1:]
 	}
