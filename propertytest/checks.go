@@ -387,7 +387,11 @@ func legalWithout(ctx context.Context, model linearize.Model[linearize.LeaseStat
 // fault was the refusal, deadlock freedom's business, not a double grant.
 func legalWithoutRefusals(ctx context.Context, model linearize.Model[linearize.LeaseState, linearize.LeaseInput, linearize.LeaseOutput],
 	h []lockOp, cex []int, limit time.Duration) bool {
-	return legalWithout(ctx, model, h, cex, limit, func(op *lockOp) bool {
+	phantom := false
+	for _, i := range cex {
+		phantom = phantom || (h[i].Input.Op == linearize.Acquire && h[i].Unknown)
+	}
+	return phantom && legalWithout(ctx, model, h, cex, limit, func(op *lockOp) bool {
 		return op.Input.Op == linearize.Acquire && !op.Output.OK && !op.Unknown
 	})
 }

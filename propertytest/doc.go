@@ -34,18 +34,27 @@
 // # One run
 //
 // A run builds a fresh backend, then rapid draws actions (-rapid.steps of
-// them on average): Lock (blocking, on its own goroutine, given Settle of
-// wall time to return after every move of time), TryLock, Unlock, Renew,
-// a foreign Unlock or Renew (a client using a lease of its own that ran
-// out, while another client holds the lock), FinishWork and BeginWork,
-// Crash (stop without unlocking), CrashInTryLock (a client dies inside
+// them on average): Lock, TryLock, Unlock and Renew (each may stall at a
+// drawn gate, see below), Resume (a stalled call goes on), Overtake (a
+// stalled client's lease runs out, to just past the backend's expiry or by
+// TTL + Slack, another client takes the lock, then the stalled call goes
+// on: a renewal or release that reaches the backend late, a reply that
+// comes back late), StallOvertake (an Unlock, Renew or TryLock stopped at
+// its first, second, third or fourth gate and overtaken at once: the
+// check-then-act over two requests), SlowGrant (an acquisition whose
+// reply is late by a part of the TTL, then probed at the holder's
+// deadline), Edge (time moves to just before or after a holder's own
+// deadline, by ± TTL/200 and the like, and another client's TryLock and the
+// holder's fenced write probe there), a foreign Unlock or Renew (a client
+// using a lease of its own that ran out, while another client holds the
+// lock), FinishWork and BeginWork, Crash (stop without unlocking, a call
+// in progress cut where it stands), CrashInTryLock (a client dies inside
 // TryLock at locks.PointAcquired, after the backend granted and before
 // TryLock returned: the suite's Observer ends that goroutine, so a lock
 // that still had work to do there, such as setting the key's TTL, never
-// does it; a lock that reports no PointAcquired just makes a TryLock),
-// Advance (TTL/10, TTL/3 or TTL+Slack of the manual clock) and Fault
-// (inject or heal one of the Backend's faults). Every grant starts the
-// holder's read-modify-write of a shared register (read now, write
+// does it), Advance (TTL/10, TTL/3 or TTL+Slack of the manual clock) and
+// Fault (inject or heal one of the Backend's faults). Every grant starts
+// the holder's read-modify-write of a shared register (read now, write
 // value+1 at a later FinishWork, with the lease's fencing token; a lease
 // without a token writes unguarded): time passing between the two is a GC
 // pause.
@@ -55,6 +64,24 @@
 // reply, a cancelled wait, Unlock of a lease that ran out) is recorded as
 // unknown. At the end the run heals its faults, crashes every client and
 // runs the checks below.
+//
+// # The scheduler
+//
+// Every operation runs on a goroutine of its own, with a context that
+// carries a locks.Gate. The backends' clients call the gate before each
+// request (fakes installs the hooks: go-redis, Consul's HTTP transport,
+// database/sql, etcd's gRPC; MemLock calls it itself), and the suite's
+// Observer calls it at every locks.Point the lock reports. The gate parks
+// the operation until the driver, the goroutine running rapid's actions,
+// lets it go. So the seed decides which request goes next, and a client
+// can be stalled between two of its requests while others act and time
+// passes. Whether an operation has reached its next gate, finished or is
+// blocked waiting (a Lock waiting for a notification) is decided by
+// quiescence, not by wall time: after each step the driver waits until
+// two snapshots of every goroutine, a moment apart, are identical and show
+// none runnable. A seed then replays the same interleaving and the same
+// history, byte for byte, on miniredis, miniconsul, go-mysql-server and
+// MemLock (TestSeedReplaysExactly).
 //
 // # Properties
 //
@@ -83,6 +110,35 @@
 //     late); a probe that gets no answer at all is retried up to five
 //     times, since it is no evidence either way. The lease model also
 //     refuses a refusal of a lock known to be free.
+//
+// Three checks belong to the properties above rather than standing as
+// properties of their own, because each is one of them seen from another
+// side:
+//
+//   - Two holders at once (exclusivity): at no step may two clients hold
+//     leases that are both valid by their own Deadline and Done, and a
+//     grant while another client's lease is so valid is reported at once.
+//     A correct lock cannot get there: a holder's deadline ends no later
+//     than the backend's expiry. A lock whose lease ends on the backend
+//     earlier than the holder believes (a deadline reckoned from the
+//     reply, a drift allowance added instead of taken away), or a renewal
+//     that reached the backend late and reported success, is caught here
+//     whatever the lease model accepts: two clients act as holders.
+//
+//   - Loss signalled (exclusivity): a lease must say it is lost. After a
+//     Renew the backend refused, Done must be closed and Err set at once;
+//     once past its Deadline by more than Slack, without a renewal, the
+//     same. A holder that waits on Done (a watchdog that logs and swallows
+//     its failures) would otherwise act as holder after the lock went to
+//     someone else.
+//
+//   - Freed means free (deadlock freedom): right after a successful Unlock,
+//     with nobody else holding or waiting and nothing in doubt (no
+//     operation of unknown outcome, crash or foreign call within TTL +
+//     Slack, no backend fault), a TryLock must be granted, at once or
+//     within Slack. A lock that leaves a queue entry behind after a refused
+//     TryLock, or a key kept alive, is refused here: a free lock refused.
+//
 //   - Availability: for a Backend with at least 3 Nodes, StopNode and
 //     StartNode, with a minority of nodes stopped, TryLock, Renew and
 //     Unlock must succeed. A refused TryLock is retried twice, TTL + Slack
@@ -105,11 +161,19 @@
 //
 // # Limits
 //
-// Replays are exact up to the wall-time Settle given to blocked Locks:
-// whether a Lock returned within it can vary under load, which rapid may
-// then report as a flaky failure (still a failure, with its seed). Leases
-// without fencing tokens (Redlock) get tokens numbered in the order the
-// grants returned, so that the lease model can order them, in steps of
+// Replays are exact on backends in manual time whose locks keep no timers
+// of wall time. A lock or client that waits on wall-time timers (Redlock's
+// per-node request timeout, redsync's retry back-off), a backend in real
+// time (the embedded etcd, a real server) and tests running in parallel
+// in the same process can still move on their own: their replays are best
+// effort, and a run in which the scheduler gave up waiting for quiescence
+// says so in its log. Requests a lock sends on a context of its own (a
+// watchdog, a background clean-up) are not gated. Leases without fencing
+// tokens (Redlock) get tokens numbered in the order the backend granted
+// them (at locks.PointAcquired, else when the call returned), in steps of
 // 65536 that leave room for the unknown acquires (a client that died in
-// TryLock) the model may place between two grants.
+// TryLock) the model may place between two grants. A failing run is
+// shrunk by rapid within -rapid.shrinktime (Main sets 2s; rapid's own
+// default is 30s), and each history check shrinks its counterexample
+// within CheckTimeLimit of its own.
 package propertytest

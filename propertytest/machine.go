@@ -62,7 +62,7 @@ type machine struct {
 }
 
 func newMachine(o Options, be *Backend) (*machine, error) {
-	m := &machine{o: o, be: be, rec: newRecorder(be.Clock), sched: newSched(),
+	m := &machine{o: o, be: be, rec: newRecorder(be.Clock), sched: newSched(o.Settle),
 		active: map[int]bool{}, used: map[int]bool{}, ran: map[Property]bool{}, unclaimed: map[string]bool{}}
 	for i := 0; i <= o.Clients; i++ {
 		l, err := be.NewLocker(o.Name, locks.WithTTL(o.TTL), locks.WithWatchdog(false), locks.WithObserver(crashObserver{}))
@@ -110,8 +110,11 @@ type crashObserver struct{}
 
 func (crashObserver) Observe(ctx context.Context, e locks.Event) {
 	if e.Point == locks.PointAcquired { // drawn whether or not the lease turns out fenced
-		if s, ok := ctx.Value(synthKey{}).(*synthSlot); ok && s.token == 0 {
-			s.token = s.next()
+		if s, ok := ctx.Value(synthKey{}).(*synthSlot); ok {
+			if s.token == 0 {
+				s.token = s.next()
+			}
+			s.acquired, s.fence, s.fenced = true, e.Token, e.Fenced
 		}
 	}
 	if e.Point == locks.PointAcquired && ctx.Value(crashKey{}) != nil {
@@ -131,6 +134,12 @@ type synthKey struct{}
 type synthSlot struct {
 	token uint64
 	next  func() uint64
+
+	// What the lock reported at PointAcquired: the backend granted, with
+	// this token. A client that dies there did hold the lock.
+	acquired bool
+	fence    locks.Token
+	fenced   bool
 }
 
 func (s *synthSlot) take() uint64 {
@@ -185,7 +194,13 @@ func (m *machine) acquire(c *client, blocking, crash bool, stallAt int, onGrant 
 	c.op = o
 	c.fin = func() {
 		if !returned {
-			m.rec.ret(i, linearize.LeaseOutput{}, true)
+			// It died at PointAcquired: the backend had granted it, with
+			// the token the lock reported there (or the synthetic one).
+			out := linearize.LeaseOutput{OK: true, Token: synth.take()}
+			if synth.fenced {
+				out.Token = uint64(synth.fence)
+			}
+			m.rec.ret(i, out, !synth.acquired)
 			m.uncertain = m.rec.now()
 			m.logf("client %d: crashed inside %s at %v", c.id, name, locks.PointAcquired)
 			m.crash(c)

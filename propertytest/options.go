@@ -52,8 +52,11 @@ type Options struct {
 	// (Redlock) should claim only FaultCrash (and what its backend
 	// survives, such as FaultNodeDown for a minority of Redlock nodes).
 	Claims []FaultKind
-	// Settle is the wall time the suite gives a blocked Lock to return
-	// after it was called or after time moved. Default 20ms.
+	// Settle is the least wall time the suite gives a Lock before it
+	// counts as blocked waiting; beyond it, the suite's scheduler waits
+	// until the process is quiescent (see the package doc). Backends in
+	// manual time need none; a backend that moves in real time (the
+	// embedded etcd, a real server) needs its round trip. Default 0.
 	Settle time.Duration
 	// OpTimeout bounds each lock operation in wall time; an operation that
 	// runs out has an unknown outcome. Default 2s.
@@ -84,9 +87,6 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.Claims == nil {
 		o.Claims = []FaultKind{FaultCrash, FaultPause}
-	}
-	if o.Settle == 0 {
-		o.Settle = 20 * time.Millisecond
 	}
 	if o.OpTimeout == 0 {
 		o.OpTimeout = 2 * time.Second

@@ -185,7 +185,11 @@ func (s *suite) prop(rt *rapid.T) {
 	}
 	if len(failures) > 0 {
 		rt.Logf("run log:\n  %s", strings.Join(m.log, "\n  "))
-		rt.Fatalf("propertytest: %d propert(y/ies) violated:\n%s", len(failures), strings.Join(failures, "\n\n"))
+		n := len(failures)
+		if s.out.temporary() {
+			failures = append(failures, "(the timelines are in the test's temporary directory, removed when the test ends: keep them with -propertytest.out=DIR or "+EnvOut+"=DIR)")
+		}
+		rt.Fatalf("propertytest: %s violated:\n%s", plural(n, "property", "properties"), strings.Join(failures, "\n\n"))
 	}
 }
 
@@ -234,7 +238,24 @@ type outputs struct {
 	t   testing.TB
 	dir string
 
-	mu sync.Mutex
+	mu   sync.Mutex
+	temp bool // dir is the test's temporary directory
+}
+
+// temporary reports whether the timelines went to the test's temporary
+// directory.
+func (o *outputs) temporary() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.temp
+}
+
+// plural renders n and the noun for it.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
@@ -251,7 +272,7 @@ func (o *outputs) write(p Property, render func(w writer) error) string {
 		case os.Getenv(EnvOut) != "":
 			o.dir = os.Getenv(EnvOut)
 		default:
-			o.dir = o.t.TempDir()
+			o.dir, o.temp = o.t.TempDir(), true
 		}
 	}
 	if err := os.MkdirAll(o.dir, 0o755); err != nil {

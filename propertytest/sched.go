@@ -49,7 +49,8 @@ type sched struct {
 	notes  []string // quiescence give-ups, for the run's log
 	buf    []byte
 
-	lastGaveUp bool // the last wait for quiescence ran out
+	lastGaveUp bool          // the last wait for quiescence ran out
+	minBlock   time.Duration // Options.Settle
 }
 
 // debugQuiesce prints the snapshots that kept the scheduler from quiescence.
@@ -62,7 +63,9 @@ func (s *sched) gaveUp() bool {
 	return s.lastGaveUp
 }
 
-func newSched() *sched { return &sched{kick: make(chan struct{}, 1)} }
+func newSched(minBlock time.Duration) *sched {
+	return &sched{kick: make(chan struct{}, 1), minBlock: minBlock}
+}
 
 // op is one lock operation running on its own goroutine.
 type op struct {
@@ -189,6 +192,7 @@ func (s *sched) look(o *op) (opState, bool) {
 // wait for other clients, and their running time is bounded by their
 // budget.
 func (s *sched) wait(o *op, blockedOK bool) opState {
+	began := time.Now()
 	for {
 		if st, ok := s.look(o); ok {
 			return st
@@ -210,6 +214,10 @@ func (s *sched) wait(o *op, blockedOK bool) opState {
 		quiet := s.quiescent()
 		if st, ok := s.look(o); ok {
 			return st
+		}
+		if left := s.minBlock - time.Since(began); left > 0 {
+			time.Sleep(left) // a backend in real time: give it its round trip
+			continue
 		}
 		if quiet || s.gaveUp() {
 			return opBlocked
