@@ -379,23 +379,6 @@ func legalWithout(ctx context.Context, model linearize.Model[linearize.LeaseStat
 	return err == nil && res.Verdict == linearize.Ok
 }
 
-// legalWithoutRefusals reports whether a counterexample stuck at a grant
-// is linearizable without its refused acquires. The search explains a
-// refusal of a free lock by an acquire of unknown outcome (a client that
-// crashed inside TryLock, say) taking effect just before it, and then gets
-// stuck at the next grant, which that phantom holder blocks: the lock's
-// fault was the refusal, deadlock freedom's business, not a double grant.
-func legalWithoutRefusals(ctx context.Context, model linearize.Model[linearize.LeaseState, linearize.LeaseInput, linearize.LeaseOutput],
-	h []lockOp, cex []int, limit time.Duration) bool {
-	phantom := false
-	for _, i := range cex {
-		phantom = phantom || (h[i].Input.Op == linearize.Acquire && h[i].Unknown)
-	}
-	return phantom && legalWithout(ctx, model, h, cex, limit, func(op *lockOp) bool {
-		return op.Input.Op == linearize.Acquire && !op.Output.OK && !op.Unknown
-	})
-}
-
 // lockIllegal names the property a non-linearizable lock history breaks,
 // from the operation the search got stuck at.
 func (m *machine) lockIllegal(ctx context.Context, model linearize.Model[linearize.LeaseState, linearize.LeaseInput, linearize.LeaseOutput],
@@ -412,8 +395,6 @@ func (m *machine) lockIllegal(ctx context.Context, model linearize.Model[lineari
 			p, what = DeadlockFreedom, "an acquire was refused while the lock was free"
 		case op.Input.Op == linearize.Acquire && !op.Unknown && grantWasLegal(ctx, model, h, res.Counterexample, b, m.o.CheckTimeLimit):
 			p, what = Symmetry, "an Unlock or Renew succeeded, at or after a legal grant to another owner, for an owner that no longer held the lock"
-		case op.Input.Op == linearize.Acquire && !op.Unknown && legalWithoutRefusals(ctx, model, h, res.Counterexample, m.o.CheckTimeLimit):
-			p, what = DeadlockFreedom, "an acquire was refused while the lock was free; only an acquire of unknown outcome could explain the refusal, and that acquire then stands in the way of a later grant"
 		}
 		what += fmt.Sprintf(" (stuck at: client %d %s)", op.ClientID, describeLockOp(&op))
 	}

@@ -58,6 +58,7 @@ type machine struct {
 	sched     *sched
 	lapsed    []lapsed           // leases past their deadline, not yet signalled lost
 	pairs     map[[2]uint64]bool // owners reported holding at once
+	fenced    int                // 1: the lock's leases are fenced, -1: they are not, 0: no lease seen yet
 	uncertain int64              // history time of the last event that may have left the lock taken (unknown outcome, crash, foreign call)
 }
 
@@ -196,11 +197,22 @@ func (m *machine) acquire(c *client, blocking, crash bool, stallAt int, onGrant 
 		if !returned {
 			// It died at PointAcquired: the backend had granted it, with
 			// the token the lock reported there (or the synthetic one).
-			out := linearize.LeaseOutput{OK: true, Token: synth.take()}
-			if synth.fenced {
+			// Which token stands for it depends on whether this lock's
+			// leases are fenced, which only a returned lease tells: until
+			// one did, the grant stays of unknown outcome.
+			out, known := linearize.LeaseOutput{OK: true}, synth.acquired
+			switch {
+			case m.fenced == 1 && synth.fenced:
 				out.Token = uint64(synth.fence)
+			case m.fenced == -1:
+				out.Token = synth.take()
+			default:
+				known = false
 			}
-			m.rec.ret(i, out, !synth.acquired)
+			if !known {
+				out = linearize.LeaseOutput{}
+			}
+			m.rec.ret(i, out, !known)
 			m.uncertain = m.rec.now()
 			m.logf("client %d: crashed inside %s at %v", c.id, name, locks.PointAcquired)
 			m.crash(c)
@@ -215,6 +227,10 @@ func (m *machine) acquire(c *client, blocking, crash bool, stallAt int, onGrant 
 			return
 		}
 		h := m.held(lease, owner, out)
+		m.fenced = -1
+		if h.fenced {
+			m.fenced = 1
+		}
 		m.logf("client %d: %s -> granted, token %d", c.id, name, out.Token)
 		if onGrant == nil {
 			m.take(c, h)
@@ -551,6 +567,9 @@ func (m *machine) overtakeStalled(t *rapid.T, c *client) {
 		m.advance(by)
 	}
 	m.intrude(c, "while client %d stalls")
+	if c.op == nil { // it gave up on its own meanwhile (a timeout of wall time)
+		return
+	}
 	m.logf("client %d: resume its %s", c.id, what)
 	m.sched.resume(c.op, what == "Lock")
 	m.sched.settle()
@@ -614,6 +633,9 @@ func (m *machine) slowGrant(t *rapid.T, pick func(*rapid.T, func(*client) bool) 
 	d := rapid.SampledFrom([]time.Duration{m.o.TTL / 10, m.o.TTL / 3, m.o.TTL / 2}).Draw(t, "reply late by")
 	m.logf("client %d: its TryLock's reply is %v late", c.id, d)
 	m.advance(d)
+	if c.op == nil {
+		return
+	}
 	m.sched.resume(c.op, false)
 	m.sched.settle()
 	m.collect()

@@ -116,7 +116,12 @@ func (s *sched) start(client int, name string, budget time.Duration, stallAt int
 		defer func() {
 			s.mu.Lock()
 			o.finished = true
+			left := o.parked // sent in parallel and given up on (a timeout of wall time)
+			o.parked = nil
 			s.mu.Unlock()
+			for _, r := range left {
+				close(r.go_)
+			}
 			if o.timer != nil {
 				o.timer.Stop()
 			}

@@ -16,7 +16,7 @@ var realTime = flag.Bool("mutants.realtime", false, "also run the mutants whose 
 
 // killChecks is the number of runs a mutant is given to be caught by
 // default; rapid stops at the first that catches it.
-const killChecks = 100
+const killChecks = 300
 
 // deepSeeds is how many seeds each mutant must be caught with under
 // LOCKPROOF_DEEP=1.

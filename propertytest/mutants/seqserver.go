@@ -209,6 +209,16 @@ func (l *seqLocker) TryLock(ctx context.Context) (locks.Lease, error) {
 	}
 	if l.flaw == deadlineFromReply {
 		start = l.opt.Clock.Now()
+	} else {
+		// The node became first when its predecessor went, maybe long after
+		// it was created: the session is kept alive from now, so that the
+		// lease counts from a moment after the grant, as etcd's and
+		// Curator's recipes do on acquiring.
+		start = l.opt.Clock.Now()
+		if err := l.s.keepAlive(ctx, n, l.opt.TTL); err != nil {
+			l.abandon(ctx, n)
+			return nil, fmt.Errorf("mutants: node %d: keep alive on grant: %w", n, err)
+		}
 	}
 	lease, err := handOver(ctx, locks.NewLease(locks.LeaseSpec{Name: l.name, Token: n, Fenced: true, Start: start},
 		seqOps{s: l.s, n: n, ttl: l.opt.TTL}, l.opt), l.opt)
