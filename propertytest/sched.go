@@ -38,7 +38,7 @@ import (
 // the run's log.
 
 // maxQuiesce bounds the wall time the driver waits for quiescence.
-const maxQuiesce = 3 * time.Second
+const maxQuiesce = 250 * time.Millisecond
 
 // sched holds the live operations of one run.
 type sched struct {
