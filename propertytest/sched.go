@@ -49,19 +49,11 @@ type sched struct {
 	notes  []string // quiescence give-ups, for the run's log
 	buf    []byte
 
-	lastGaveUp bool          // the last wait for quiescence ran out
-	minBlock   time.Duration // Options.Settle
+	minBlock time.Duration // Options.Settle
 }
 
 // debugQuiesce prints the snapshots that kept the scheduler from quiescence.
 var debugQuiesce = os.Getenv("LOCKPROOF_DEBUG_QUIESCE") == "1"
-
-// gaveUp reports whether the last wait for quiescence ran out.
-func (s *sched) gaveUp() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.lastGaveUp
-}
 
 func newSched(minBlock time.Duration) *sched {
 	return &sched{kick: make(chan struct{}, 1), minBlock: minBlock}
@@ -216,7 +208,7 @@ func (s *sched) wait(o *op, blockedOK bool) opState {
 			continue
 		case <-time.After(200 * time.Microsecond):
 		}
-		quiet := s.quiescent()
+		s.quiescent() // quiescent, or given up on: either way nothing more to wait for
 		if st, ok := s.look(o); ok {
 			return st
 		}
@@ -224,9 +216,7 @@ func (s *sched) wait(o *op, blockedOK bool) opState {
 			time.Sleep(left) // a backend in real time: give it its round trip
 			continue
 		}
-		if quiet || s.gaveUp() {
-			return opBlocked
-		}
+		return opBlocked
 	}
 }
 
@@ -347,9 +337,6 @@ func (s *sched) settle() {
 		if next == nil {
 			return
 		}
-		if debugQuiesce {
-			println("propertytest: settle runs op", next.id, next.name, "parked at", next.parked[0].what)
-		}
 		if s.run(next, true) == opBlocked {
 			blocked[next] = true
 		}
@@ -363,9 +350,6 @@ func (s *sched) quiescent() bool {
 	deadline := time.Now().Add(maxQuiesce)
 	pause := 50 * time.Microsecond
 	prev := ""
-	s.mu.Lock()
-	s.lastGaveUp = false
-	s.mu.Unlock()
 	for {
 		snap, busy := s.snapshot()
 		if !busy && snap == prev {
@@ -374,7 +358,6 @@ func (s *sched) quiescent() bool {
 		if time.Now().After(deadline) {
 			s.mu.Lock()
 			s.notes = append(s.notes, "not quiescent after "+maxQuiesce.String()+": this run may not replay exactly")
-			s.lastGaveUp = true
 			s.mu.Unlock()
 			if debugQuiesce {
 				println("propertytest: not quiescent; last two snapshots:\n" + prev + "\n----\n" + snap)
