@@ -50,13 +50,29 @@ func GateOf(ctx context.Context) Gate {
 // request: it calls the Gate that ctx carries, if any, and returns the
 // function to call once the request is over. Without a Gate it returns at
 // once, with a no-op function.
+//
+// The time g.Request takes does not count toward the bound of a
+// RequestContext that ctx derives from.
 func GateRequest(ctx context.Context, what string) (done func()) {
-	if g := GateOf(ctx); g != nil {
-		if done := g.Request(ctx, what); done != nil {
-			return done
-		}
+	g := GateOf(ctx)
+	if g == nil {
+		return noop
 	}
-	return noop
+	var held []*heldCtx
+	for v := ctx.Value(heldKey{}); v != nil; v = v.(*heldCtx).parent.Value(heldKey{}) {
+		held = append(held, v.(*heldCtx))
+	}
+	for _, c := range held {
+		c.hold()
+	}
+	done = g.Request(ctx, what)
+	for _, c := range held {
+		c.unhold()
+	}
+	if done == nil {
+		return noop
+	}
+	return done
 }
 
 func noop() {}

@@ -3,6 +3,8 @@ package locks
 import (
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
+	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -43,6 +45,29 @@ type Options struct {
 	Observer Observer
 
 	requestTimeoutSet bool
+	rand              *lockedRand // nil: the process-wide source
+}
+
+// lockedRand is a rand.Rand safe for concurrent use.
+type lockedRand struct {
+	mu sync.Mutex
+	r  *rand.Rand
+}
+
+// Jitter returns a random duration in [0, n), or 0 when n ≤ 0: the random
+// part of a waiter's pause before it tries again. It draws from the source
+// given by WithRand, else from math/rand/v2's process-wide source. Locks
+// draw every random delay here, so that a seeded source fixes them.
+func (o Options) Jitter(n time.Duration) time.Duration {
+	if n <= 0 {
+		return 0
+	}
+	if o.rand == nil {
+		return rand.N(n)
+	}
+	o.rand.mu.Lock()
+	defer o.rand.mu.Unlock()
+	return time.Duration(o.rand.r.Int64N(int64(n)))
 }
 
 // Option sets one field of Options.
@@ -72,6 +97,21 @@ func WithPrefix(p string) Option { return func(o *Options) { o.Prefix = p } }
 
 // WithClock sets the clock (default SystemClock). A nil clock is rejected.
 func WithClock(c Clock) Option { return func(o *Options) { o.Clock = c } }
+
+// WithRand makes the lock draw its random delays (the jitter of a waiter's
+// retries, see Options.Jitter) from src, used under a lock of its own,
+// instead of math/rand/v2's process-wide source. With a seeded src the
+// delays are the same from run to run: a deterministic test (propertytest
+// gives each client a source seeded by the run) replays them. nil means the
+// process-wide source.
+func WithRand(src rand.Source) Option {
+	return func(o *Options) {
+		o.rand = nil
+		if src != nil {
+			o.rand = &lockedRand{r: rand.New(src)}
+		}
+	}
+}
 
 // WithLogger sets the logger (default: discard). nil means discard.
 func WithLogger(l *slog.Logger) Option { return func(o *Options) { o.Logger = l } }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"runtime"
 	"time"
 
@@ -62,11 +63,12 @@ type machine struct {
 	uncertain int64              // history time of the last event that may have left the lock taken (unknown outcome, crash, foreign call)
 }
 
-func newMachine(o Options, be *Backend) (*machine, error) {
+func newMachine(o Options, be *Backend, jitterSeed uint64) (*machine, error) {
 	m := &machine{o: o, be: be, rec: newRecorder(be.Clock), sched: newSched(o.Settle),
 		active: map[int]bool{}, used: map[int]bool{}, ran: map[Property]bool{}, unclaimed: map[string]bool{}}
 	for i := 0; i <= o.Clients; i++ {
-		l, err := be.NewLocker(o.Name, locks.WithTTL(o.TTL), locks.WithWatchdog(false), locks.WithObserver(crashObserver{}))
+		l, err := be.NewLocker(o.Name, locks.WithTTL(o.TTL), locks.WithWatchdog(false), locks.WithObserver(crashObserver{}),
+			locks.WithRand(rand.NewPCG(jitterSeed, uint64(i))))
 		if err != nil {
 			return nil, fmt.Errorf("propertytest: new locker for client %d: %w", i, err)
 		}

@@ -149,7 +149,9 @@ func (s *suite) prop(rt *rapid.T) {
 	if be.Close != nil {
 		defer be.Close()
 	}
-	m, err := newMachine(s.o, be)
+	// The clients' random delays (the jitter of their retries) come from
+	// the run's seed too.
+	m, err := newMachine(s.o, be, rapid.Uint64().Draw(rt, "jitter seed"))
 	if err != nil {
 		rt.Fatalf("%v", err)
 	}

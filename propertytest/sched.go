@@ -233,6 +233,12 @@ func (s *sched) fanOut(o *op) bool {
 // requests sent in parallel by one operation go in a fixed order.
 func (s *sched) release(o *op) {
 	s.mu.Lock()
+	if len(o.parked) == 0 {
+		// It ended between the look and now (a timeout of its own let its
+		// parked requests go) or a request it parked was given up on.
+		s.mu.Unlock()
+		return
+	}
 	sort.SliceStable(o.parked, func(i, j int) bool {
 		if o.parked[i].what != o.parked[j].what {
 			return o.parked[i].what < o.parked[j].what

@@ -112,14 +112,9 @@ func TestRedisLockOnRealServer(t *testing.T) {
 	}
 }
 
+// On real Redis servers (LOCKPROOF_REDIS_ADDRS), the suite runs Redlock in
+// real time and finds nothing wrong with it.
 func TestRedlockOnRealServer(t *testing.T) {
-	// Known gap (issue 18, left open): under the suite's scheduler this run
-	// does not finish on real Redis servers in real time (it ran past 5
-	// minutes in CI; Redlock's per-node timeouts of wall time and the
-	// quiescence waits interact). Skipped until that is found and fixed.
-	if os.Getenv("LOCKPROOF_REDLOCK_REAL") != "1" {
-		t.Skip("Redlock on real servers hangs under the scheduler (issue 18 open): set LOCKPROOF_REDLOCK_REAL=1 to run it")
-	}
 	env := os.Getenv(fakes.EnvRedisAddrs)
 	if env == "" {
 		t.Skipf("no real Redis servers: set %s to run this test", fakes.EnvRedisAddrs)

@@ -195,7 +195,7 @@ func (l *Locker) errorf(format string, args ...any) error {
 
 // request bounds a non-blocking request by the request timeout.
 func (l *Locker) request(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, l.opt.RequestTimeout)
+	return locks.RequestContext(ctx, l.opt.RequestTimeout)
 }
 
 func writeOpts(ctx context.Context) *api.WriteOptions { return (&api.WriteOptions{}).WithContext(ctx) }

@@ -145,7 +145,7 @@ func (a *attempt) grant(ctx context.Context) (locks.Lease, error) {
 // timeout. The release comes first: destroying a session that holds the
 // key would start the lock-delay for everybody.
 func (a *attempt) abandon() {
-	ctx, cancel := context.WithTimeout(context.Background(), a.l.opt.RequestTimeout)
+	ctx, cancel := locks.RequestContext(context.Background(), a.l.opt.RequestTimeout)
 	defer cancel()
 	if err := a.l.releaseAndDestroy(ctx, a.session, a.entry); err != nil && !errors.Is(err, locks.ErrNotHeld) {
 		a.l.opt.Logger.Warn("lockproof: could not clean up a session; it will expire by its TTL",

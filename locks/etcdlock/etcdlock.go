@@ -209,7 +209,7 @@ func (l *Locker) release(ctx context.Context, key string, rev int64) (bool, erro
 		if !transient(err) || l.opt.Clock.Now().Sub(start) >= l.opt.TTL {
 			return false, err
 		}
-		t := l.opt.Clock.NewTimer(backoff(tries))
+		t := l.opt.Clock.NewTimer(backoff(tries, l.opt.Jitter))
 		select {
 		case <-t.C():
 		case <-ctx.Done():
@@ -223,7 +223,7 @@ func (l *Locker) release(ctx context.Context, key string, rev int64) (bool, erro
 // the lock on if it had just been granted, and keeps the session for reuse
 // when that worked.
 func (l *Locker) abandon(s *session, key string, rev int64) {
-	ctx, cancel := context.WithTimeout(context.Background(), l.opt.RequestTimeout)
+	ctx, cancel := locks.RequestContext(context.Background(), l.opt.RequestTimeout)
 	defer cancel()
 	ok, err := l.release(ctx, key, rev)
 	switch {
@@ -239,7 +239,7 @@ func (l *Locker) abandon(s *session, key string, rev int64) {
 // failed or was cancelled in flight, and may have put a key): the server
 // deletes every key bound to the lease with it.
 func (l *Locker) discard(s *session) {
-	ctx, cancel := context.WithTimeout(context.Background(), l.opt.RequestTimeout)
+	ctx, cancel := locks.RequestContext(context.Background(), l.opt.RequestTimeout)
 	defer cancel()
 	if _, err := l.client.Revoke(ctx, s.id); err != nil {
 		l.opt.Logger.Warn("lockproof: could not revoke a lease after a failed request; its key goes with its TTL",
@@ -266,7 +266,7 @@ func (o *leaseOps) Renew(ctx context.Context) error {
 	if err := o.l.keepAlive(ctx, o.s); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, o.l.opt.RequestTimeout)
+	ctx, cancel := locks.RequestContext(ctx, o.l.opt.RequestTimeout)
 	defer cancel()
 	resp, err := o.l.client.Get(ctx, o.key, clientv3.WithKeysOnly())
 	if err != nil {

@@ -111,7 +111,7 @@ func (l *Locker) putIdle(s *session) {
 // server no longer has gives an error wrapping ErrSessionLost and
 // locks.ErrNotHeld.
 func (l *Locker) keepAlive(ctx context.Context, s *session) error {
-	ctx, cancel := context.WithTimeout(ctx, l.opt.RequestTimeout)
+	ctx, cancel := locks.RequestContext(ctx, l.opt.RequestTimeout)
 	defer cancel()
 	start := l.opt.Clock.Now()
 	_, err := l.client.KeepAliveOnce(ctx, s.id)

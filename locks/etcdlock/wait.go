@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -155,7 +154,7 @@ func (l *Locker) pauseAfter(ctx context.Context, err error, tries *int, began ti
 	*tries++
 	budget, stop := l.budgetTimer(began)
 	defer stop()
-	t := l.opt.Clock.NewTimer(backoff(*tries))
+	t := l.opt.Clock.NewTimer(backoff(*tries, l.opt.Jitter))
 	defer t.Stop()
 	select {
 	case <-t.C():
@@ -169,9 +168,9 @@ func (l *Locker) pauseAfter(ctx context.Context, err error, tries *int, began ti
 
 // backoff is the pause before retry number tries: 10 ms doubling up to
 // 500 ms, plus up to half again of jitter.
-func backoff(tries int) time.Duration {
+func backoff(tries int, jitter func(time.Duration) time.Duration) time.Duration {
 	d := min(5*time.Millisecond<<min(tries, 7), 500*time.Millisecond)
-	return d + rand.N(d/2+1)
+	return d + jitter(d/2+1)
 }
 
 // transient reports whether err is one that the same request may not meet

@@ -166,7 +166,7 @@ func (l *Locker) readBack(ctx context.Context, owner string, r attemptResult, ca
 // forget releases owner's row, if it was taken by an attempt whose outcome
 // could not be read, so that the lock does not wait out a whole TTL.
 func (l *Locker) forget(owner string) {
-	ctx, cancel := context.WithTimeout(context.Background(), l.opt.RequestTimeout)
+	ctx, cancel := locks.RequestContext(context.Background(), l.opt.RequestTimeout)
 	defer cancel()
 	if _, err := l.exec(ctx, l.q.release, l.name, owner); err != nil {
 		l.opt.Logger.Warn("lockproof: could not release an acquisition of unknown outcome; it expires by TTL",

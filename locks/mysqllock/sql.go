@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"time"
 
@@ -115,7 +114,7 @@ func (l *Locker) retry(ctx context.Context, f func() error) error {
 		if err == nil || !retryable(err) || i == retries || ctx.Err() != nil {
 			return classify(err)
 		}
-		pause := time.Duration(1+rand.IntN(5<<i)) * time.Millisecond
+		pause := time.Millisecond + l.opt.Jitter(time.Duration(5<<i)*time.Millisecond)
 		t := l.opt.Clock.NewTimer(pause)
 		select {
 		case <-t.C():

@@ -3,7 +3,6 @@ package mysqllock
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"time"
 
 	"github.com/lockproof/lockproof/locks"
@@ -44,7 +43,7 @@ func (l *Locker) Lock(ctx context.Context) (locks.Lease, error) {
 			owner = newOwner()
 			continue
 		}
-		pause := step/2 + rand.N(step/2+1)
+		pause := step/2 + l.opt.Jitter(step/2+1)
 		if r.left >= 0 {
 			pause = min(pause, r.left+time.Millisecond)
 		}

@@ -3,7 +3,6 @@ package redislock
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"time"
 
 	"github.com/lockproof/lockproof/locks"
@@ -93,7 +92,7 @@ func (l *Locker) wait(ctx context.Context, owner string, ch chan locks.Token, be
 func (l *Locker) sleep(ctx context.Context, ch chan locks.Token, pttl time.Duration, began time.Time) (locks.Token, bool, error) {
 	d := l.opt.TTL
 	if pttl >= 0 {
-		d = pttl + jitter(pttl)
+		d = pttl + l.jitter(pttl)
 	}
 	budgetLeft := time.Duration(-1)
 	if l.opt.WaitBudget > 0 {
@@ -119,12 +118,12 @@ func (l *Locker) sleep(ctx context.Context, ch chan locks.Token, pttl time.Durat
 }
 
 // jitter spreads waiters' re-checks: up to a tenth of the wait, at most 10 ms.
-func jitter(d time.Duration) time.Duration {
+func (l *Locker) jitter(d time.Duration) time.Duration {
 	j := min(d/10, 10*time.Millisecond)
 	if j <= 0 {
 		return time.Millisecond
 	}
-	return rand.N(j) + time.Millisecond
+	return l.opt.Jitter(j) + time.Millisecond
 }
 
 // handover turns a hand-over into a lease. since is when the waiter last saw
@@ -152,7 +151,7 @@ func (l *Locker) handover(ctx context.Context, owner string, fence locks.Token, 
 // a waiter that gave up never keeps the lock until its TTL.
 func (l *Locker) abandon(owner string) {
 	l.leave(owner)
-	ctx, cancel := context.WithTimeout(context.Background(), l.opt.RequestTimeout)
+	ctx, cancel := locks.RequestContext(context.Background(), l.opt.RequestTimeout)
 	defer cancel()
 	if _, err := l.release(ctx, owner, l.member(owner)); err != nil {
 		l.opt.Logger.Warn("lockproof: could not leave the queue; a hand-over to this waiter will expire by TTL",

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockproof/lockproof/locks"
 )
 
 // NodeError is the failure of one node in a request sent to every node. The
@@ -54,7 +56,7 @@ func (r result[T]) nodeErr() error { return &NodeError{Node: r.node.index, Err: 
 func fanOut[T any](ctx context.Context, nodes []node, timeout time.Duration,
 	op func(ctx context.Context, c redis.UniversalClient) (T, error),
 ) []result[T] {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel := locks.RequestContext(ctx, timeout)
 	defer cancel()
 	type answer struct {
 		i int

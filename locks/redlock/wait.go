@@ -3,7 +3,6 @@ package redlock
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"time"
 
 	"github.com/lockproof/lockproof/locks"
@@ -68,7 +67,7 @@ func (l *Locker) wait(ctx context.Context, s *subscription, budget <-chan time.T
 		if !errors.Is(err, locks.ErrLocked) {
 			return lease, err
 		}
-		w := plan(h, prev)
+		w := plan(h, prev, l.opt.Jitter)
 		prev = h
 		if w.listen {
 			s.expect(h.holder)
@@ -94,11 +93,11 @@ type pause struct {
 //     them all in lock-step; instead retry after a random part of twice the
 //     attempt's duration, so that one of them goes first;
 //   - a split that persists: wait for any release or the first expiry.
-func plan(h, prev hint) pause {
+func plan(h, prev hint, jitter func(time.Duration) time.Duration) pause {
 	if h.holder == "" && newOwners(h.held, prev.held) {
-		return pause{delay: rand.N(2*max(h.took, 0) + 1)}
+		return pause{delay: jitter(2*max(h.took, 0) + 1)}
 	}
-	return pause{listen: true, delay: h.expiry + rand.N(maxJitter)}
+	return pause{listen: true, delay: h.expiry + jitter(maxJitter)}
 }
 
 // newOwners reports whether now has an owner that before has not.

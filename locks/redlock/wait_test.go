@@ -149,7 +149,7 @@ func TestPlan(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			for range 100 {
-				p := plan(tt.h, tt.prev)
+				p := plan(tt.h, tt.prev, locks.Options{}.Jitter)
 				if p.listen != tt.listen || p.delay < tt.min || p.delay >= tt.below {
 					t.Fatalf("plan = %+v, want listen %v and delay in [%v, %v)", p, tt.listen, tt.min, tt.below)
 				}
