@@ -124,6 +124,11 @@ func grab(ctx context.Context, addr string, cfg Config, mode Mode) (int, error) 
 	for i := range cfg.Instances {
 		client := redis.NewClient(&redis.Options{Addr: addr})
 		defer client.Close()
+		// Connected before the start: a dial inside the race window would
+		// let one instance finish before the others begin.
+		if err := client.Ping(ctx).Err(); err != nil {
+			return 0, err
+		}
 		var local sync.Mutex // one per instance, as a process-local lock is
 		locker, err := redislock.New(client, order, locks.WithTTL(10*time.Second))
 		if err != nil {
