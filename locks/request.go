@@ -32,25 +32,29 @@ func RequestContext(ctx context.Context, d time.Duration) (context.Context, cont
 // heldContext is RequestContext under a Gate, on clock.
 func heldContext(ctx context.Context, d time.Duration, clock Clock) (context.Context, context.CancelFunc) {
 	c := &heldCtx{parent: ctx, clock: clock, done: make(chan struct{}), left: d, since: clock.Now()}
+	// Set up under the lock: either callback may run at once (d ≤ 0, ctx
+	// already ended), and it must find both set.
+	c.mu.Lock()
 	c.timer = clock.AfterFunc(d, c.expire)
 	c.stopParent = context.AfterFunc(ctx, func() { c.end(ctx.Err()) })
+	c.mu.Unlock()
 	return c, func() { c.end(context.Canceled) }
 }
 
 // heldCtx is the context RequestContext returns under a Gate: its timer
 // stops while any request made with it is held at the Gate.
 type heldCtx struct {
-	parent     context.Context
-	clock      Clock
-	done       chan struct{}
-	stopParent func() bool
+	parent context.Context
+	clock  Clock
+	done   chan struct{}
 
-	mu    sync.Mutex
-	err   error
-	held  int           // requests held at the gate now
-	left  time.Duration // time left when the timer is stopped
-	since time.Time     // when the timer last started
-	timer Timer         // nil while held
+	mu         sync.Mutex
+	err        error
+	held       int           // requests held at the gate now
+	left       time.Duration // time left when the timer is stopped
+	since      time.Time     // when the timer last started
+	timer      Timer         // nil while held
+	stopParent func() bool   // stops watching parent
 }
 
 // heldKey is the context key under which a heldCtx finds itself.
@@ -100,8 +104,9 @@ func (c *heldCtx) end(err error) {
 	if c.timer != nil {
 		c.timer.Stop()
 	}
+	stop := c.stopParent
 	c.mu.Unlock()
-	c.stopParent()
+	stop()
 	close(c.done)
 }
 

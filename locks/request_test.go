@@ -107,6 +107,21 @@ func TestRequestContextEndsWithItsParentAndCancel(t *testing.T) {
 		t.Fatalf("err after the parent's cancel %v, want Canceled", err)
 	}
 
+	// A parent that ended before: the context ends at once.
+	done, cancelDone := context.WithCancel(locks.WithGate(context.Background(), g))
+	cancelDone()
+	late, cancelLate := locks.HeldContext(done, time.Second, clock)
+	defer cancelLate()
+	if err := ended(late); !errors.Is(err, context.Canceled) {
+		t.Fatalf("err of a context made from an ended parent %v, want Canceled", err)
+	}
+	// No time at all: it ends at once too.
+	none, cancelNone := locks.HeldContext(locks.WithGate(context.Background(), g), 0, clock)
+	defer cancelNone()
+	if err := ended(none); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err of a context with no time %v, want DeadlineExceeded", err)
+	}
+
 	own, cancelOwn := locks.HeldContext(locks.WithGate(context.Background(), g), time.Second, clock)
 	cancelOwn()
 	cancelOwn() // twice is harmless

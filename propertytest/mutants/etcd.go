@@ -161,7 +161,7 @@ func (l *blindWaiter) waitDelete(ctx context.Context, id clientv3.LeaseID, rev i
 
 // revoke ends a session, and with it the contender's key.
 func (l *blindWaiter) revoke(id clientv3.LeaseID) {
-	ctx, cancel := context.WithTimeout(context.Background(), l.opt.RequestTimeout)
+	ctx, cancel := locks.RequestContext(context.Background(), l.opt.RequestTimeout)
 	defer cancel()
 	_, _ = l.c.Revoke(ctx, id) // a session not revoked expires by its TTL
 }

@@ -87,7 +87,7 @@ type votes struct{ yes, no, failed int }
 // each runs op on every node at once, each call bounded by the request
 // timeout, and counts the answers.
 func (l *quorumLocker) each(ctx context.Context, op func(ctx context.Context, c redis.UniversalClient) (bool, error)) votes {
-	ctx, cancel := context.WithTimeout(ctx, l.opt.RequestTimeout)
+	ctx, cancel := locks.RequestContext(ctx, l.opt.RequestTimeout)
 	defer cancel()
 	var mu sync.Mutex
 	var wg sync.WaitGroup
