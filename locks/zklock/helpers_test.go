@@ -36,7 +36,12 @@ type zkServer struct {
 
 // server returns the test's ZooKeeper server, or skips the test without
 // one. It is the one place that knows where the server comes from: the
-// real server at LOCKPROOF_ZK_ADDR (host:port) for now.
+// real server at LOCKPROOF_ZK_ADDR (host:port) for now. A standalone
+// server with tickTime=200, minSessionTimeout=400 and
+// maxSessionTimeout=60000 grants every timeout the tests ask for; with
+// ZooKeeper's defaults (tickTime=2000: sessions of 4 to 40 s) they pass
+// too, TestNetworkCutEndsLeaseBeforeExpiry more slowly (its 1.5 s session
+// is granted as 4 s, which only delays the waiter).
 func server(t testing.TB) *zkServer {
 	t.Helper()
 	addr := os.Getenv("LOCKPROOF_ZK_ADDR")
