@@ -97,3 +97,44 @@ func UnlockOnce(t testing.TB, lease locks.Lease) {
 		t.Fatalf("renew after unlock: %v, want ErrReleased", err)
 	}
 }
+
+// Result is what a Lock started by LockAsync returned.
+type Result struct {
+	Lease locks.Lease
+	Err   error
+}
+
+// LockAsync runs l.Lock(ctx) in a goroutine; the channel receives its
+// result.
+func LockAsync(ctx context.Context, l locks.Locker) <-chan Result {
+	ch := make(chan Result, 1)
+	go func() {
+		lease, err := l.Lock(ctx)
+		ch <- Result{lease, err}
+	}()
+	return ch
+}
+
+// Receive waits for the result of a LockAsync, on the wall clock, or fails
+// the test after LockTimeout.
+func Receive(t testing.TB, ch <-chan Result) Result {
+	t.Helper()
+	select {
+	case r := <-ch:
+		return r
+	case <-time.After(LockTimeout):
+		t.Fatal("Lock did not return")
+		return Result{}
+	}
+}
+
+// Closed waits for ch to close, on the wall clock, or fails the test after
+// LockTimeout; what names the channel in the failure ("Done").
+func Closed(t testing.TB, what string, ch <-chan struct{}) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(LockTimeout):
+		t.Fatalf("%s did not close within %v", what, LockTimeout)
+	}
+}

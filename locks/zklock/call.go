@@ -1,0 +1,198 @@
+package zklock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/lockproof/lockproof/locks"
+)
+
+// errGaveUp marks the error of a request whose reply do stopped waiting
+// for: it may still be applied.
+var errGaveUp = errors.New("gave up waiting for the reply")
+
+// do sends one ZooKeeper request, f, on behalf of the operation whose
+// context is ctx. The request first passes ctx's Gate as "zk <op>" (see
+// locks.GateRequest; go-zookeeper has no hook, so the lock gates its own
+// requests); with bounded it is bounded by the request timeout
+// (locks.RequestContext).
+//
+// go-zookeeper's calls take no context. f runs in a goroutine of its own;
+// when ctx or the bound ends first, do returns at once with an error
+// wrapping the context's error and errGaveUp, and f finishes in the background: the
+// connection answers or fails every request in bounded time (a request
+// sent on a connection that dies fails with zk.ErrConnectionClosed once
+// the connection is found dead, one queued while no server can be reached
+// with zk.ErrNoServer at each round of dialling, and all of them with
+// zk.ErrClosing when the connection is closed), so the goroutine ends too.
+// late, when not nil, is then called with f's result from that goroutine:
+// the create of a node nobody waits for any more deletes the node that way.
+// Gate's done is called when do returns. Callers read what f wrote only
+// when do returns nil: after an error f may still be writing it.
+func (l *Locker) do(ctx context.Context, op string, bounded bool, f func() error, late func(error)) error {
+	if bounded {
+		var cancel context.CancelFunc
+		ctx, cancel = locks.RequestContext(ctx, l.opt.RequestTimeout)
+		defer cancel()
+	}
+	done := locks.GateRequest(ctx, "zk "+op)
+	defer done()
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("zk %s: %w", op, err)
+	}
+	const running, taken, abandoned = 0, 1, 2
+	var state atomic.Int32
+	res := make(chan error, 1)
+	go func() {
+		err := f()
+		if state.CompareAndSwap(running, taken) {
+			res <- err
+			return
+		}
+		if late != nil {
+			late(err)
+		}
+	}()
+	select {
+	case err := <-res:
+		return err
+	case <-ctx.Done():
+		if state.CompareAndSwap(running, abandoned) {
+			return fmt.Errorf("zk %s: %w (%w)", op, ctx.Err(), errGaveUp)
+		}
+		return <-res // it finished just now
+	}
+}
+
+// children lists the lock node's children.
+func (l *Locker) children(ctx context.Context) ([]string, error) {
+	var kids []string
+	err := l.do(ctx, "getChildren", true, func() (err error) {
+		kids, _, err = l.conn.Children(l.path)
+		return err
+	}, nil)
+	if err != nil {
+		return nil, err // kids may still be written by a call given up on
+	}
+	return kids, nil
+}
+
+// stat reads a node's Stat; nil when the node does not exist.
+func (l *Locker) stat(ctx context.Context, path string) (*zk.Stat, error) {
+	var (
+		ok bool
+		st *zk.Stat
+	)
+	err := l.do(ctx, "exists", true, func() (err error) {
+		ok, st, err = l.conn.Exists(path)
+		return err
+	}, nil)
+	if err != nil || !ok { // st may still be written by a call given up on
+		return nil, err
+	}
+	return st, nil
+}
+
+// watch sets a watch on path, which fires when the node is deleted or its
+// data changes, or when the watch is lost (session expired, connection
+// closed). ok is false, and no watch is set, when the node does not exist.
+func (l *Locker) watch(ctx context.Context, path string) (<-chan zk.Event, *zk.Stat, bool, error) {
+	var (
+		ch <-chan zk.Event
+		st *zk.Stat
+	)
+	err := l.do(ctx, "getData", true, func() (err error) {
+		_, st, ch, err = l.conn.GetW(path)
+		return err
+	}, nil)
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
+		return nil, nil, false, nil
+	case err != nil:
+		return nil, nil, false, err // ch and st may still be written by a call given up on
+	}
+	return ch, st, true, nil
+}
+
+// ensureParents creates the lock's node and the prefix's nodes above it,
+// each where it is missing. The prefix's nodes are persistent; the lock's
+// node is a container, which the server deletes some time after its last
+// child goes (every lock name would otherwise leave a node behind).
+func (l *Locker) ensureParents(ctx context.Context) error {
+	for i := 1; i <= len(l.path); i++ {
+		if i < len(l.path) && l.path[i] != '/' {
+			continue
+		}
+		p := l.path[:i]
+		err := l.do(ctx, "create", true, func() error {
+			if p == l.path {
+				_, err := l.conn.CreateContainer(p, nil, zk.FlagContainer, l.acl)
+				return err
+			}
+			_, err := l.conn.Create(p, nil, zk.FlagPersistent, l.acl)
+			return err
+		}, nil)
+		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			return fmt.Errorf("create %s: %w", p, err)
+		}
+	}
+	return nil
+}
+
+// transient reports whether a request that failed with err may succeed if
+// sent again: the connection was lost or no server could be reached (the
+// session may live on), the session moved, the session expired (the
+// connection goes on with a new one; callers that had a node in the old
+// session deal with its loss first), or the request's own bound ran out
+// (callers check their ctx first).
+func transient(err error) bool {
+	return errors.Is(err, zk.ErrConnectionClosed) || errors.Is(err, zk.ErrNoServer) ||
+		errors.Is(err, zk.ErrSessionMoved) || errors.Is(err, zk.ErrSessionExpired) ||
+		errors.Is(err, context.DeadlineExceeded)
+}
+
+// backoff is the pause before retry number tries: 10 ms doubling up to
+// 500 ms, plus up to half again of jitter.
+func backoff(tries int, jitter func(time.Duration) time.Duration) time.Duration {
+	d := min(5*time.Millisecond<<min(tries, 7), 500*time.Millisecond)
+	return d + jitter(d/2+1)
+}
+
+// pause waits before another try after err: a transient error is retried
+// after a pause that grows with *tries, until ctx or the wait budget (nil
+// budget: none) ends; anything else is returned as it is.
+func (l *Locker) pause(ctx context.Context, err error, tries *int, budget <-chan time.Time) error {
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return fmt.Errorf("%w (last error: %w)", ctxErr, err)
+	}
+	if !transient(err) {
+		return err
+	}
+	*tries++
+	t := l.opt.Clock.NewTimer(backoff(*tries, l.opt.Jitter))
+	defer t.Stop()
+	select {
+	case <-t.C():
+		return nil
+	case <-budget:
+		return fmt.Errorf("%w after %v (last error: %w)", locks.ErrWaitBudget, l.opt.WaitBudget, err)
+	case <-ctx.Done():
+		return fmt.Errorf("%w (last error: %w)", ctx.Err(), err)
+	}
+}
+
+// budgetTimer returns a channel that fires when the wait budget of a Lock
+// that began at began runs out (nil without a budget) and a function to
+// stop it.
+func (l *Locker) budgetTimer(began time.Time) (<-chan time.Time, func()) {
+	if l.opt.WaitBudget <= 0 {
+		return nil, func() {}
+	}
+	t := l.opt.Clock.NewTimer(l.opt.WaitBudget - l.opt.Clock.Now().Sub(began))
+	return t.C(), func() { t.Stop() }
+}

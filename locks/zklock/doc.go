@@ -1,0 +1,105 @@
+// Package zklock is a fenced lock on a ZooKeeper ensemble, built on
+// github.com/go-zookeeper/zk: the classic recipe of ephemeral sequential
+// nodes, with protected names, a fencing token and a lease.
+//
+// One lock is one node, <prefix>/<name> (New; DefaultPrefix "/lockproof"),
+// created as a container where missing (the server deletes it some time
+// after its last child goes; ZooKeeper 3.5.3 or later). Each Lock or
+// TryLock call creates a child of its own, ephemeral and sequential, named
+// "_c_<GUID>-lock-" and the sequence number the server appends. The child
+// with the lowest sequence number holds the lock.
+//
+//   - Lock creates its child and lists the children. With none ahead of its
+//     own, it holds the lock. Otherwise it watches its immediate predecessor
+//     alone (getData with a watch), so a release wakes the next waiter in
+//     line and nobody else (no thundering herd), and after every wake-up it
+//     lists the children again: the predecessor that went may have been a
+//     waiter that gave up. It never polls. A waiter that gives up (ctx, wait
+//     budget) deletes its child before Lock returns.
+//   - TryLock lists the children and gives up at once if there is a
+//     contender; otherwise it creates its child and, should another have
+//     come first meanwhile, deletes it again: a refused TryLock leaves
+//     nothing behind.
+//   - Unlock deletes the child, version-checked.
+//
+// Protected names: a create whose reply is lost (the connection dropped
+// after the request went out) may or may not have made the child. The GUID
+// in the name (as in Curator's protected mode) lets the contender list the
+// children after reconnecting and adopt its child if it is there, or create
+// it again if not; a create still in flight when its caller gives up deletes
+// its child once it lands. An unrecognisable child would stay, ahead of
+// every later contender, for as long as the session lives.
+//
+// Fencing token: the child's czxid, the zxid of the transaction that created
+// it. Zxids are the ensemble's single, strictly increasing transaction
+// counter, and a contender holds only once every child created before its
+// own is gone, so each holder's czxid is above every earlier holder's.
+//
+// The lease (a locks.ManagedLease) is the ZooKeeper session: ephemeral
+// children live exactly as long as the session that made them. The server
+// expires a session once it has heard nothing from it for the session
+// timeout, so a request that succeeded proves the session will live at least
+// the timeout from the moment the request was sent. Hence the TTL
+// (locks.WithTTL) is the session timeout the server granted the connection,
+// or less, and Done closes at the first of:
+//
+//   - the node is deleted by someone else, or the session expires or the
+//     connection is closed: a watch on the node says so at once, and Err
+//     wraps locks.ErrNotHeld (and ErrSessionLost for the session);
+//   - the lease cannot be trusted any more: no round trip has proved the
+//     session alive and the node ours (the acquiring read, then each
+//     renewal: one exists request) for TTL − locks.Drift(TTL), measured on
+//     the Locker's clock from the moment the request was sent. The watchdog
+//     proves it every TTL/3 and gives up, closing Done with
+//     locks.ErrLeaseExpired, once less than the request timeout is left. So
+//     a connection that goes down ends the lease between 2/3 of the TTL
+//     and the whole TTL after it went down (less the drift allowance and
+//     the request timeout), always before the server may expire the
+//     session.
+//
+// Why not the rule "lost once disconnected for longer than 2/3 of the
+// session timeout", measured from the moment the client sees the connection
+// drop: go-zookeeper notices a silently dead connection only when nothing
+// has come from the server for 2/3 of the session timeout, so the drop is
+// seen up to that late, and the server may expire the session the full
+// timeout after it last heard from the client: a rule counted from the drop
+// as seen could trust a session 4/3 of the timeout after its last sign of
+// life. Counting from the last proof is safe whatever the detection delay;
+// besides, the connection's state events go to the channel zk.Connect
+// returned, which belongs to the caller.
+//
+// Session expiry: go-zookeeper learns of it when it reconnects, then goes on
+// with a new session. The holder's lease ends (the watch on its node is
+// dropped with zk.ErrSessionExpired, and a renewal finds the connection on
+// another session); by then the server has deleted the child and the next
+// waiter holds the lock. A waiter whose session expired queues again with a
+// new child, at the back. A lease that ends for any reason but Unlock
+// deletes its child if it is still there (without the watchdog a lease
+// lives one TTL, and the session would otherwise keep the lock from the
+// others for as long as the connection lives); call Unlock all the same.
+//
+// Compared with go-zookeeper's own zk.Lock (which uses the same names, so
+// the two exclude each other on one node): zk.Lock gives no fencing token,
+// no lease (nothing tells its holder that its session expired or its node
+// went), no way to stop waiting (no context), and no TryLock; and its
+// protected create (CreateProtectedEphemeralSequential) looks for its GUID
+// only after zk.ErrConnectionClosed, up to three tries, and returns the error
+// of a failed look-up as is, leaving any child it made to stand ahead of
+// every later contender until the session ends.
+//
+// Requests: every request made on behalf of an operation passes the
+// locks.Gate of the operation's context as "zk <op>" (create, getChildren,
+// getData, exists, delete): go-zookeeper has no hook, so the lock gates its
+// own requests. go-zookeeper's calls take no context; each runs in a
+// goroutine of its own, and the operation returns as soon as its ctx (or the
+// request timeout, locks.WithRequestTimeout, for every request but the
+// create of a child) ends, while the call finishes in the background
+// (go-zookeeper fails every request in bounded time once its connection is
+// lost, and all of them when the connection is closed). Transient failures
+// (connection lost, no server, request timeout) are retried after a short,
+// growing, jittered pause (Options.Jitter) on the Locker's clock while ctx
+// and the wait budget last. Reads are not synced (no sync request): on an
+// ensemble, a follower behind the leader may show a deleted node a little
+// longer, which delays a hand-off but never grants two holders, as a node
+// that exists on a follower has not been deleted on it.
+package zklock

@@ -1,0 +1,200 @@
+package zklock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/lockproof/lockproof/locks"
+)
+
+// leaseOps are the owner-checked operations on one acquisition: its node,
+// known by path and czxid, in its session.
+type leaseOps struct {
+	l       *Locker
+	path    string
+	czxid   int64
+	version int32
+	session int64
+
+	mu   sync.Mutex
+	lost error // why the monitor found the acquisition lost; nil until then
+}
+
+var _ locks.LeaseOps = (*leaseOps)(nil)
+
+func (o *leaseOps) setLost(err error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.lost == nil {
+		o.lost = err
+	}
+}
+
+func (o *leaseOps) lostErr() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.lost
+}
+
+// sessionErr returns an error wrapping ErrSessionLost and locks.ErrNotHeld
+// once the connection no longer has the acquisition's session:
+// go-zookeeper replaces an expired session with a new one, which owns none
+// of the old one's nodes.
+func (o *leaseOps) sessionErr() error {
+	if o.l.conn.SessionID() != o.session {
+		return o.sessionLost()
+	}
+	return nil
+}
+
+func (o *leaseOps) sessionLost() error {
+	return fmt.Errorf("%w (session %x): %w", ErrSessionLost, o.session, locks.ErrNotHeld)
+}
+
+func (o *leaseOps) nodeGone() error {
+	return fmt.Errorf("zklock: node %s is gone: %w", o.path, locks.ErrNotHeld)
+}
+
+// Renew proves the session alive and the node still this acquisition's,
+// in one round trip (exists): the node must exist with the acquisition's
+// czxid and be owned by the session, and the connection must still have
+// that session. The server heard from the session when it answered, so it
+// will not expire it before the TTL has passed from the moment the request
+// was sent, where ManagedLease moves the deadline from. (go-zookeeper's
+// own pings keep the session alive too, but the lock cannot see them.)
+func (o *leaseOps) Renew(ctx context.Context) error {
+	if err := o.lostErr(); err != nil {
+		return err
+	}
+	if err := o.sessionErr(); err != nil {
+		return err
+	}
+	st, err := o.l.stat(ctx, o.path)
+	switch {
+	case errors.Is(err, zk.ErrSessionExpired), errors.Is(err, zk.ErrClosing):
+		return o.sessionLost()
+	case err != nil:
+		return fmt.Errorf("zklock: %w", err)
+	}
+	if err := o.sessionErr(); err != nil {
+		return err
+	}
+	if st == nil || st.Czxid != o.czxid || st.EphemeralOwner != o.session {
+		return o.nodeGone()
+	}
+	return nil
+}
+
+// Release deletes the node, version-checked. Should someone have changed
+// the node's data (its version moved), it is read again and deleted at
+// its new version while it still has the acquisition's czxid. Transient
+// failures are retried while ctx lasts, for at most one TTL.
+func (o *leaseOps) Release(ctx context.Context) error {
+	start := o.l.opt.Clock.Now()
+	version := o.version
+	for tries := 0; ; {
+		err := o.l.do(ctx, "delete", true, func() error { return o.l.conn.Delete(o.path, version) }, nil)
+		switch {
+		case err == nil:
+			return nil
+		case errors.Is(err, zk.ErrNoNode):
+			return o.nodeGone()
+		case errors.Is(err, zk.ErrBadVersion):
+			var st *zk.Stat
+			if st, err = o.l.stat(ctx, o.path); err == nil {
+				if st == nil || st.Czxid != o.czxid {
+					return o.nodeGone()
+				}
+				version = st.Version
+				continue
+			}
+		}
+		if o.l.opt.Clock.Now().Sub(start) >= o.l.opt.TTL {
+			return fmt.Errorf("zklock: delete %s: %w", o.path, err)
+		}
+		if perr := o.l.pause(ctx, err, &tries, nil); perr != nil {
+			return fmt.Errorf("zklock: delete %s: %w", o.path, perr)
+		}
+	}
+}
+
+// monitor watches the node for as long as the lease lives and ends the
+// lease as soon as the node is deleted (by someone else: Unlock closes
+// Done first) or the session is found expired or closed, without waiting
+// for the watchdog's next renewal. Once Done has closed for any reason but
+// Unlock (the lease expired locally, or was lost), it deletes the node if
+// it is still there: a lease the client no longer trusts must not keep the
+// lock from the others for as long as the connection lives.
+func (o *leaseOps) monitor(lease *locks.ManagedLease) {
+	go func() {
+		if err := o.watchNode(lease); err != nil {
+			o.setLost(err)
+			_ = lease.Renew(context.Background()) // fails with ErrNotHeld, which ends the lease
+		}
+		<-lease.Done()
+		if errors.Is(lease.Err(), locks.ErrReleased) {
+			return
+		}
+		ctx, cancel := locks.RequestContext(context.Background(), o.l.opt.RequestTimeout)
+		defer cancel()
+		err := o.l.do(ctx, "delete", false, func() error { return o.l.conn.Delete(o.path, o.version) }, nil)
+		if err != nil && !errors.Is(err, zk.ErrNoNode) {
+			o.l.opt.Logger.Warn("lockproof: could not delete the node of a lease that ended; it goes with the session or Unlock",
+				"lock", o.l.name, "node", o.path, "err", err)
+		}
+	}()
+}
+
+// watchNode returns why the lease is lost, or nil once Done has closed.
+func (o *leaseOps) watchNode(lease *locks.ManagedLease) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-lease.Done():
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	for tries := 0; ; {
+		if err := o.sessionErr(); err != nil {
+			return err
+		}
+		ch, st, ok, err := o.l.watch(ctx, o.path)
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case err == nil && (!ok || st.Czxid != o.czxid || st.EphemeralOwner != o.session):
+			return o.nodeGone()
+		case errors.Is(err, zk.ErrSessionExpired), errors.Is(err, zk.ErrClosing):
+			return o.sessionLost()
+		case err != nil:
+			// The watchdog decides whether the lease survives an
+			// unreachable server; watch again a little later.
+			if o.l.pause(ctx, err, &tries, nil) != nil {
+				return nil
+			}
+			continue
+		}
+		tries = 0
+		select {
+		case ev := <-ch:
+			switch {
+			case lease.Err() != nil:
+				return nil
+			case ev.Type == zk.EventNodeDeleted:
+				return o.nodeGone()
+			case ev.Type == zk.EventNotWatching &&
+				(errors.Is(ev.Err, zk.ErrSessionExpired) || errors.Is(ev.Err, zk.ErrClosing)):
+				return o.sessionLost()
+			}
+			// The data changed, or the watch was lost another way: watch again.
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}

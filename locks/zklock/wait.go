@@ -1,0 +1,341 @@
+package zklock
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/lockproof/lockproof/locks"
+)
+
+// errRequeue says a contender's node is gone, or no longer of the
+// connection's session (the session expired and the connection has a new
+// one), or it won too late to use the lock: Lock queues again with a new
+// node.
+var errRequeue = errors.New("zklock: requeue")
+
+// Contender names: "_c_" + 32 hex digits (the GUID) + "-lock-", to which the
+// server appends the sequence number. It is the name Curator's protected
+// mode and go-zookeeper's zk.Lock give their nodes, so that the three
+// queue together on one node.
+const (
+	protectedPrefix = "_c_"
+	lockMarker      = "lock-"
+)
+
+// contender is one Lock or TryLock call's place in the queue: its node.
+type contender struct {
+	guid    string
+	prefix  string // the path the node is created with; the server appends the sequence
+	name    string // the node's name once it exists, "" before
+	path    string
+	session int64 // the session the node was created in
+}
+
+func newContender(l *Locker) *contender {
+	g := locks.NewOwner()
+	return &contender{guid: g, prefix: l.path + "/" + protectedPrefix + g + "-" + lockMarker}
+}
+
+// mine reports whether child is c's node, by its GUID.
+func (c *contender) mine(child string) bool {
+	_, ok := sequence(child)
+	return ok && strings.HasPrefix(child, protectedPrefix+c.guid+"-")
+}
+
+func (c *contender) set(l *Locker, name string, session int64) {
+	c.name, c.path, c.session = name, l.path+"/"+name, session
+}
+
+// entry is one contender as listed: its node's name and sequence number.
+type entry struct {
+	name string
+	seq  int64
+}
+
+// contenders returns the children that are contenders' nodes, in queue
+// order (sequence number). Other children are not the lock's and are left
+// alone.
+func contenders(kids []string) []entry {
+	var out []entry
+	for _, k := range kids {
+		if s, ok := sequence(k); ok {
+			out = append(out, entry{k, s})
+		}
+	}
+	slices.SortFunc(out, func(a, b entry) int { return cmp.Compare(a.seq, b.seq) })
+	return out
+}
+
+// sequence parses the sequence number the server appended to a contender's
+// name: the digits after its last "lock-".
+func sequence(name string) (int64, bool) {
+	i := strings.LastIndex(name, lockMarker)
+	if i < 0 {
+		return 0, false
+	}
+	s, err := strconv.ParseInt(name[i+len(lockMarker):], 10, 64)
+	return s, err == nil
+}
+
+// Lock waits until the lock is held, ctx ends (an error wrapping ctx.Err()),
+// the wait budget runs out (locks.ErrWaitBudget) or the connection is
+// closed.
+//
+// The contender creates its node (ephemeral, sequential, protected by its
+// GUID) and lists the lock's children: with no node ahead of its own, it
+// holds the lock. Otherwise it watches its immediate predecessor alone (no
+// thundering herd) and, after every wake-up, lists the children again: the
+// predecessor that went may have been a waiter that gave up, and the one
+// before it still holds. It never polls. Requests that fail on a lost
+// connection are retried after a short, growing, jittered pause; a create
+// whose reply was lost is recognised by its GUID and adopted. A waiter whose
+// node went (its session expired, or someone deleted it) queues again with
+// a new node, at the back. A Lock that gives up deletes its node.
+func (l *Locker) Lock(ctx context.Context) (locks.Lease, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, l.errorf("lock: %w", err)
+	}
+	began := l.opt.Clock.Now()
+	for {
+		c, err := l.enqueue(ctx, newContender(l), began)
+		if err != nil {
+			return nil, err
+		}
+		lease, err := l.waitTurn(ctx, c, began)
+		if !errors.Is(err, errRequeue) {
+			return lease, err
+		}
+	}
+}
+
+// enqueue creates c's node, ephemeral and sequential, named with c's GUID.
+// The parents are created where missing. A create whose outcome is unknown
+// (the connection was lost after the request was sent) is followed by a
+// look-up of the children for c's GUID: the node is adopted if it exists,
+// created again if not. A create still in flight when ctx ends is left to
+// finish in the background, and its node deleted if it was created.
+func (l *Locker) enqueue(ctx context.Context, c *contender, began time.Time) (*contender, error) {
+	budget, stop := l.budgetTimer(began)
+	defer stop()
+	unknown := false // a create of c's node may have been applied unseen
+	for tries := 0; ; {
+		var err error
+		if unknown {
+			var found bool
+			if found, err = l.recoverNode(ctx, c); err == nil {
+				if found {
+					return c, nil
+				}
+				unknown = false
+			}
+		}
+		if !unknown {
+			err = l.create(ctx, c)
+			switch {
+			case err == nil:
+				return c, nil
+			case errors.Is(err, zk.ErrNoNode):
+				err = l.ensureParents(ctx)
+			case errors.Is(err, zk.ErrConnectionClosed), errors.Is(err, zk.ErrSessionMoved):
+				unknown = true // the request was sent, its reply lost
+			}
+		}
+		if err == nil {
+			continue
+		}
+		if perr := l.pause(ctx, err, &tries, budget); perr != nil {
+			if unknown {
+				l.abandonUnknown(c)
+			}
+			return nil, l.errorf("lock: create a node: %w", perr)
+		}
+	}
+}
+
+// create sends the create of c's node once. The request is bounded by ctx
+// alone: go-zookeeper ends it in bounded time (see do), and a create given
+// up on leaves an outcome to clean up. If ctx ends first, the create
+// finishes in the background, which deletes the node if it was created;
+// create waits up to the request timeout for that, so that a Lock that
+// gives up mostly returns with its node gone.
+func (l *Locker) create(ctx context.Context, c *contender) error {
+	session := l.conn.SessionID()
+	var path string
+	cleaned := make(chan struct{})
+	err := l.do(ctx, "create", false, func() (err error) {
+		path, err = l.conn.Create(c.prefix, nil, zk.FlagEphemeralSequential, l.acl)
+		return err
+	}, func(err error) {
+		defer close(cleaned)
+		switch {
+		case err == nil:
+			l.deleteNode(path)
+		case errors.Is(err, zk.ErrConnectionClosed), errors.Is(err, zk.ErrSessionMoved):
+			l.abandonUnknown(c)
+		}
+	})
+	switch {
+	case err == nil:
+		c.set(l, path[len(l.path)+1:], session)
+	case errors.Is(err, errGaveUp):
+		t := l.opt.Clock.NewTimer(l.opt.RequestTimeout)
+		defer t.Stop()
+		select {
+		case <-cleaned:
+		case <-t.C():
+		}
+	}
+	return err
+}
+
+// recoverNode looks for c's node among the lock's children, by c's GUID,
+// and adopts it if it is there.
+func (l *Locker) recoverNode(ctx context.Context, c *contender) (bool, error) {
+	session := l.conn.SessionID()
+	kids, err := l.children(ctx)
+	if errors.Is(err, zk.ErrNoNode) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	for _, k := range kids {
+		if c.mine(k) {
+			c.set(l, k, session)
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// first lists the lock's children and reports whether c's node comes
+// first; errRequeue when the node is gone or its session was replaced.
+func (l *Locker) first(ctx context.Context, c *contender) (bool, error) {
+	_, i, err := l.position(ctx, c)
+	return err == nil && i == 0, err
+}
+
+// position lists the lock's children in queue order and finds c's node
+// among them; errRequeue when the node is gone or its session was
+// replaced (the connection has a new session: the old one expired, and
+// its nodes with it).
+func (l *Locker) position(ctx context.Context, c *contender) ([]entry, int, error) {
+	kids, err := l.children(ctx)
+	switch {
+	case errors.Is(err, zk.ErrSessionExpired):
+		return nil, -1, errRequeue
+	case err != nil:
+		return nil, -1, err
+	case l.conn.SessionID() != c.session:
+		return nil, -1, errRequeue
+	}
+	order := contenders(kids)
+	i := slices.IndexFunc(order, func(e entry) bool { return e.name == c.name })
+	if i < 0 {
+		return nil, -1, errRequeue
+	}
+	return order, i, nil
+}
+
+// waitTurn waits until c's node comes first, then grants the lease. See
+// Lock.
+func (l *Locker) waitTurn(ctx context.Context, c *contender, began time.Time) (locks.Lease, error) {
+	budget, stop := l.budgetTimer(began)
+	defer stop()
+	for tries := 0; ; {
+		order, i, err := l.position(ctx, c)
+		if err == nil && i == 0 {
+			lease, err := l.grant(ctx, c)
+			if errors.Is(err, locks.ErrLeaseExpired) && ctx.Err() == nil {
+				return nil, errRequeue // won too late to use it; grant passed the lock on
+			}
+			return lease, err
+		}
+		var ch <-chan zk.Event
+		if err == nil {
+			var ok bool
+			ch, _, ok, err = l.watch(ctx, l.path+"/"+order[i-1].name)
+			if err == nil && !ok {
+				continue // the predecessor went meanwhile: look again
+			}
+		}
+		if err == nil {
+			err = l.await(ctx, ch, budget)
+		}
+		switch {
+		case err == nil:
+			tries = 0
+			continue
+		case errors.Is(err, errRequeue), errors.Is(err, zk.ErrSessionExpired):
+			l.abandon(c)
+			return nil, errRequeue
+		}
+		if perr := l.pause(ctx, err, &tries, budget); perr != nil {
+			l.abandon(c)
+			return nil, l.errorf("lock: %w", perr)
+		}
+	}
+}
+
+// await waits for the predecessor's watch to fire (nil: look again),
+// ctx to end or the wait budget to run out.
+func (l *Locker) await(ctx context.Context, ch <-chan zk.Event, budget <-chan time.Time) error {
+	select {
+	case ev := <-ch:
+		if ev.Type == zk.EventNotWatching {
+			if errors.Is(ev.Err, zk.ErrSessionExpired) {
+				return errRequeue
+			}
+			if ev.Err != nil && !transient(ev.Err) {
+				return ev.Err // the connection was closed
+			}
+		}
+		return nil
+	case <-budget:
+		return l.errorf("lock: %w after %v", locks.ErrWaitBudget, l.opt.WaitBudget)
+	case <-ctx.Done():
+		return l.errorf("lock: %w", ctx.Err())
+	}
+}
+
+// abandon deletes a contender's node after a failed, refused or cancelled
+// attempt, on a context of its own bounded by the request timeout.
+func (l *Locker) abandon(c *contender) {
+	if c.path != "" {
+		l.deleteNode(c.path)
+	}
+}
+
+// abandonUnknown deletes c's node if a create whose outcome is unknown
+// made it: it looks the node up by c's GUID.
+func (l *Locker) abandonUnknown(c *contender) {
+	ctx, cancel := locks.RequestContext(context.Background(), l.opt.RequestTimeout)
+	defer cancel()
+	found, err := l.recoverNode(ctx, c)
+	switch {
+	case err != nil:
+		l.opt.Logger.Warn("lockproof: could not look for a node whose create was cut off; it goes with the session",
+			"lock", l.name, "guid", c.guid, "err", err)
+	case found:
+		l.deleteNode(c.path)
+	}
+}
+
+// deleteNode deletes one of the Locker's own nodes, whatever its version,
+// on a context of its own bounded by the request timeout.
+func (l *Locker) deleteNode(path string) {
+	ctx, cancel := locks.RequestContext(context.Background(), l.opt.RequestTimeout)
+	defer cancel()
+	err := l.do(ctx, "delete", false, func() error { return l.conn.Delete(path, -1) }, nil)
+	if err != nil && !errors.Is(err, zk.ErrNoNode) {
+		l.opt.Logger.Warn("lockproof: could not delete a contender's node; it goes with the session",
+			"lock", l.name, "node", path, "err", err)
+	}
+}

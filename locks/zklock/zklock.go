@@ -1,0 +1,213 @@
+package zklock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/lockproof/lockproof/locks"
+)
+
+// DefaultPrefix is the parent path of every lock's node unless
+// locks.WithPrefix says otherwise.
+const DefaultPrefix = "/lockproof"
+
+// ErrSessionLost means the ZooKeeper session that owned a contender's node
+// expired or was closed: the server deleted the node with it. A holder's
+// lease closes Done with an error wrapping both ErrSessionLost and
+// locks.ErrNotHeld.
+var ErrSessionLost = errors.New("zklock: session lost")
+
+// Locker is one named lock on one ZooKeeper ensemble, through one
+// connection. It is safe for concurrent use: every Lock or TryLock call
+// creates a node of its own, so goroutines sharing a Locker (and its
+// connection's session) queue as separate contenders. A Locker holds no
+// goroutine while nobody waits and no lease is held, so it needs no Close;
+// the connection stays the caller's to close.
+type Locker struct {
+	conn *zk.Conn
+	name string
+	opt  locks.Options
+	path string // the lock's node: the contenders are its children
+	acl  []zk.ACL
+}
+
+var _ locks.Locker = (*Locker)(nil)
+
+// New returns the lock called name on the ZooKeeper ensemble behind conn.
+//
+// Options: locks.WithTTL is the session timeout the server granted conn
+// (default locks.DefaultTTL, 10s: connect with zk.Connect(servers,
+// 10*time.Second) on a server whose maxSessionTimeout allows it). The lease
+// is trusted for TTL − locks.Drift(TTL) after the last round trip that
+// proved the session alive, which is safe only if the server will not
+// expire the session sooner: never give a TTL above the granted timeout
+// (servers clamp the requested one into [minSessionTimeout,
+// maxSessionTimeout], by default 2 and 20 ticks). WithWatchdog (default on:
+// the session is proved alive and the node checked every TTL/3),
+// WithWaitBudget, WithRequestTimeout (default TTL/10: bounds every request
+// but the create of a contender's node, which ctx bounds), WithPrefix (an
+// absolute ZooKeeper path, default DefaultPrefix), WithClock (the local
+// deadline, the watchdog's schedule, the wait budget and retry pauses),
+// WithRand, WithLogger, WithObserver.
+//
+// Names may hold any character locks.ValidateName accepts: "%", "/" and
+// the characters ZooKeeper refuses in a path are percent-encoded, so that
+// every lock is one node directly under the prefix (see NodePath).
+func New(conn *zk.Conn, name string, opts ...locks.Option) (*Locker, error) {
+	if conn == nil {
+		return nil, fmt.Errorf("zklock: %w", locks.ErrNilClient)
+	}
+	if err := locks.ValidateName(name); err != nil {
+		return nil, fmt.Errorf("zklock: %w", err)
+	}
+	o, err := locks.Resolve(DefaultPrefix, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("zklock: %w", err)
+	}
+	prefix := strings.TrimSuffix(o.Prefix, "/")
+	if err := validatePrefix(prefix); err != nil {
+		return nil, fmt.Errorf("zklock: %w", err)
+	}
+	return &Locker{
+		conn: conn,
+		name: name,
+		opt:  o,
+		path: prefix + "/" + escapeName(name),
+		acl:  zk.WorldACL(zk.PermAll),
+	}, nil
+}
+
+// validatePrefix accepts an absolute ZooKeeper path ("" stands for the
+// root, "/" with its slash trimmed) whose segments are neither empty nor
+// "." nor "..", and hold no character ZooKeeper refuses.
+func validatePrefix(p string) error {
+	if p == "" {
+		return nil
+	}
+	if !strings.HasPrefix(p, "/") {
+		return fmt.Errorf("%w: prefix %q is not an absolute ZooKeeper path", locks.ErrInvalidOption, p)
+	}
+	for _, seg := range strings.Split(p[1:], "/") {
+		if seg == "" || seg == "." || seg == ".." || strings.ContainsFunc(seg, refused) || !utf8.ValidString(seg) {
+			return fmt.Errorf("%w: prefix %q is not a valid ZooKeeper path", locks.ErrInvalidOption, p)
+		}
+	}
+	return nil
+}
+
+// refused reports whether ZooKeeper refuses r in a path. The server checks
+// UTF-16 code units: controls, U+D800–U+F8FF (surrogates, so every rune
+// beyond U+FFFF, and the private use area) and U+FFF0–U+FFFF.
+func refused(r rune) bool {
+	return r < 0x20 || (r >= 0x7f && r <= 0x9f) || (r >= 0xd800 && r <= 0xf8ff) || r >= 0xfff0
+}
+
+// escapeName turns a lock name into one node name: "%", "/" and the
+// characters ZooKeeper refuses become %XX for each of their UTF-8 bytes,
+// and a name of dots alone ("." or "..", which a path cannot hold) has its
+// dots encoded. Distinct names give distinct node names.
+func escapeName(name string) string {
+	if name == "." || name == ".." {
+		return strings.Repeat("%2E", len(name))
+	}
+	var b strings.Builder
+	for _, r := range name {
+		if r != '%' && r != '/' && !refused(r) {
+			b.WriteRune(r)
+			continue
+		}
+		var buf [utf8.UTFMax]byte
+		for _, c := range buf[:utf8.EncodeRune(buf[:], r)] {
+			fmt.Fprintf(&b, "%%%02X", c)
+		}
+	}
+	return b.String()
+}
+
+// Name returns the lock's name.
+func (l *Locker) Name() string { return l.name }
+
+// NodePath returns the lock's node: the prefix, "/", and the name with "%",
+// "/" and the characters ZooKeeper refuses percent-encoded. Its children
+// are the contenders, "_c_<32 hex digits>-lock-<sequence>"; the one with the
+// lowest sequence number holds the lock.
+func (l *Locker) NodePath() string { return l.path }
+
+// TryLock makes one attempt; it returns locks.ErrLocked when the lock is
+// held or has waiters. It first lists the lock's children and gives up at
+// once if there is any contender; otherwise it creates its node, and if a
+// contender created meanwhile is ahead of it, deletes the node again before
+// returning locks.ErrLocked: a refused TryLock leaves nothing behind.
+func (l *Locker) TryLock(ctx context.Context) (locks.Lease, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, l.errorf("try lock: %w", err)
+	}
+	kids, err := l.children(ctx)
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
+	case err != nil:
+		return nil, l.errorf("try lock: %w", err)
+	case len(contenders(kids)) > 0:
+		return nil, l.errorf("%w", locks.ErrLocked)
+	}
+	c, err := l.enqueue(ctx, newContender(l), l.opt.Clock.Now())
+	if err != nil {
+		return nil, err
+	}
+	first, err := l.first(ctx, c)
+	if err == nil && !first {
+		err = l.errorf("%w", locks.ErrLocked)
+	}
+	if err != nil {
+		l.abandon(c)
+		if errors.Is(err, errRequeue) {
+			err = l.errorf("try lock: %w: %w", ErrSessionLost, locks.ErrNotHeld)
+		}
+		return nil, err
+	}
+	lease, err := l.grant(ctx, c)
+	if errors.Is(err, errRequeue) {
+		err = l.errorf("try lock: %w: %w", ErrSessionLost, locks.ErrNotHeld)
+	}
+	return lease, err
+}
+
+// grant turns a contender at the head of the queue into a lease. One read
+// of its node gives the fencing token (the node's czxid) and proves the
+// session alive: the server had not expired it when it answered, and, as
+// it heard from the session then, will not before the TTL has passed from
+// the moment the read was sent, which is where the lease's validity
+// starts. errRequeue: the node or the session is gone.
+func (l *Locker) grant(ctx context.Context, c *contender) (locks.Lease, error) {
+	start := l.opt.Clock.Now()
+	st, err := l.stat(ctx, c.path)
+	switch {
+	case errors.Is(err, zk.ErrSessionExpired):
+		return nil, errRequeue
+	case err != nil:
+		l.abandon(c)
+		return nil, l.errorf("read the node: %w", err)
+	case st == nil || st.EphemeralOwner != c.session || l.conn.SessionID() != c.session:
+		l.abandon(c)
+		return nil, errRequeue
+	}
+	tok := locks.Token(st.Czxid)
+	ops := &leaseOps{l: l, path: c.path, czxid: st.Czxid, version: st.Version, session: c.session}
+	lease := locks.NewLease(locks.LeaseSpec{Name: l.name, Token: tok, Fenced: true, Start: start}, ops, l.opt)
+	if err := lease.Err(); err != nil {
+		_ = lease.Unlock(context.WithoutCancel(ctx)) // deletes the node: the lock passes on
+		return nil, l.errorf("acquired too late: %w", err)
+	}
+	ops.monitor(lease)
+	locks.Observe(ctx, l.opt.Observer, locks.Event{Point: locks.PointAcquired, Name: l.name, Token: tok, Fenced: true})
+	return lease, nil
+}
+
+func (l *Locker) errorf(format string, args ...any) error {
+	return fmt.Errorf("zklock %q: "+format, append([]any{l.name}, args...)...)
+}

@@ -1,0 +1,598 @@
+package zklock
+
+import (
+	"context"
+	"errors"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/lockproof/lockproof/locks"
+	"github.com/lockproof/lockproof/locks/internal/locktest"
+)
+
+func TestNewValidation(t *testing.T) {
+	conn := new(zk.Conn) // never used: New only checks its arguments
+	for _, tc := range []struct {
+		what string
+		conn *zk.Conn
+		name string
+		opts []locks.Option
+		want error
+	}{
+		{"nil conn", nil, "a", nil, locks.ErrNilClient},
+		{"empty name", conn, "", nil, locks.ErrInvalidName},
+		{"control character", conn, "a\nb", nil, locks.ErrInvalidName},
+		{"TTL too short", conn, "a", []locks.Option{locks.WithTTL(time.Millisecond)}, locks.ErrInvalidTTL},
+		{"request timeout not below TTL", conn, "a", []locks.Option{locks.WithRequestTimeout(time.Minute)}, locks.ErrInvalidOption},
+		{"relative prefix", conn, "a", []locks.Option{locks.WithPrefix("locks")}, locks.ErrInvalidOption},
+		{"empty segment", conn, "a", []locks.Option{locks.WithPrefix("/a//b")}, locks.ErrInvalidOption},
+		{"dot segment", conn, "a", []locks.Option{locks.WithPrefix("/a/./b")}, locks.ErrInvalidOption},
+		{"dot-dot segment", conn, "a", []locks.Option{locks.WithPrefix("/a/..")}, locks.ErrInvalidOption},
+		{"refused character", conn, "a", []locks.Option{locks.WithPrefix("/a\ufff5")}, locks.ErrInvalidOption},
+	} {
+		t.Run(tc.what, func(t *testing.T) {
+			l, err := New(tc.conn, tc.name, tc.opts...)
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("New = %v, %v; want an error wrapping %v", l, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestNodePath(t *testing.T) {
+	conn := new(zk.Conn)
+	for _, tc := range []struct {
+		prefix, name, want string
+	}{
+		{"", "orders/42", "/lockproof/orders%2F42"},
+		{"", "100%", "/lockproof/100%25"},
+		{"", ".", "/lockproof/%2E"},
+		{"", "..", "/lockproof/%2E%2E"},
+		{"", "a.b", "/lockproof/a.b"},
+		{"", "é", "/lockproof/é"},
+		{"", "🔒", "/lockproof/%F0%9F%94%92"},
+		{"", "\ue000", "/lockproof/%EE%80%80"},
+		{"/", "x", "/x"},
+		{"/apps/locks/", "x", "/apps/locks/x"},
+	} {
+		var opts []locks.Option
+		if tc.prefix != "" {
+			opts = append(opts, locks.WithPrefix(tc.prefix))
+		}
+		l, err := New(conn, tc.name, opts...)
+		if err != nil {
+			t.Fatalf("New(%q, prefix %q): %v", tc.name, tc.prefix, err)
+		}
+		if got := l.NodePath(); got != tc.want {
+			t.Errorf("NodePath of %q under %q = %q, want %q", tc.name, tc.prefix, got, tc.want)
+		}
+	}
+}
+
+// contenderName is the form of a contender's node.
+var contenderName = regexp.MustCompile(`^_c_[0-9a-f]{32}-lock-[0-9]{10}$`)
+
+// TestLockUnlock: one acquisition: one protected child, whose czxid is the
+// token; Renew works; Unlock deletes the child, and the lease cannot be
+// used again.
+func TestLockUnlock(t *testing.T) {
+	s := server(t)
+	conn := s.connect(t)
+	l := s.newLocker(t, conn, "basic")
+	lease := locktest.MustLock(t, l)
+	tok := locktest.Token(t, lease)
+	kids := children(t, conn, l)
+	if len(kids) != 1 || !contenderName.MatchString(kids[0]) {
+		t.Fatalf("children %v, want one protected contender", kids)
+	}
+	_, st, err := conn.Get(l.NodePath() + "/" + kids[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if locks.Token(st.Czxid) != tok || st.EphemeralOwner != conn.SessionID() {
+		t.Fatalf("token %v, child czxid %d owner %x; want the czxid, owned by session %x", tok, st.Czxid, st.EphemeralOwner, conn.SessionID())
+	}
+	if !lease.Deadline().After(time.Now()) {
+		t.Fatalf("deadline %v already passed", lease.Deadline())
+	}
+	if err := lease.Renew(context.Background()); err != nil {
+		t.Fatalf("Renew: %v", err)
+	}
+	locktest.UnlockOnce(t, lease)
+	if kids := children(t, conn, l); len(kids) != 0 {
+		t.Fatalf("children %v left after Unlock", kids)
+	}
+	if err := lease.Err(); !errors.Is(err, locks.ErrReleased) {
+		t.Fatalf("Err after Unlock = %v, want ErrReleased", err)
+	}
+}
+
+// TestExclusionThroughFence: 12 goroutines in 4 "processes" (each its own
+// connection and Locker) × 15 acquisitions, each a read-modify-write
+// through a Fence. No update may be lost and no access refused.
+func TestExclusionThroughFence(t *testing.T) {
+	s := server(t)
+	const procs, perProc, rounds = 4, 3, 15
+	var fence locks.Fence[int]
+	var inside atomic.Int32
+	var wg sync.WaitGroup
+	errs := make(chan error, procs*perProc)
+	var conn *zk.Conn
+	var l *Locker
+	for range procs {
+		conn = s.connect(t)
+		l = s.newLocker(t, conn, "counter")
+		for range perProc {
+			wg.Go(func() { errs <- locktest.FencedIncrements(l, &fence, &inside, rounds, time.Minute) })
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := fence.Value(), procs*perProc*rounds; got != want {
+		t.Fatalf("counter = %d, want %d: lost updates", got, want)
+	}
+	if st := fence.Stats(); st.Rejected != 0 {
+		t.Fatalf("fence rejected %d stale accesses", st.Rejected)
+	}
+	if kids := children(t, conn, l); len(kids) != 0 {
+		t.Fatalf("children %v left after every unlock", kids)
+	}
+}
+
+// TestTokensIncrease: acquisitions by two connections, by Lock and by
+// TryLock, one after the other: every token is above the one before.
+func TestTokensIncrease(t *testing.T) {
+	s := server(t)
+	ls := []*Locker{s.newLocker(t, s.connect(t), "tokens"), s.newLocker(t, s.connect(t), "tokens")}
+	var last locks.Token
+	for i := range 10 {
+		l := ls[i%2]
+		var lease locks.Lease
+		if i%3 == 0 {
+			var err error
+			if lease, err = l.TryLock(context.Background()); err != nil {
+				t.Fatalf("TryLock: %v", err)
+			}
+		} else {
+			lease = locktest.MustLock(t, l)
+		}
+		tok := locktest.Token(t, lease)
+		if tok <= last {
+			t.Fatalf("acquisition %d: token %v after %v", i, tok, last)
+		}
+		last = tok
+		if err := lease.Unlock(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// gateFunc adapts a function to locks.Gate.
+type gateFunc func(ctx context.Context, what string) func()
+
+func (f gateFunc) Request(ctx context.Context, what string) func() { return f(ctx, what) }
+
+// TestTryLockRefusedLeavesNothing: TryLock on a held lock is refused
+// without creating anything; one that creates its child only to find
+// another contender come first deletes it again.
+func TestTryLockRefusedLeavesNothing(t *testing.T) {
+	s := server(t)
+	conn, other := s.connect(t), s.connect(t)
+	l, l2 := s.newLocker(t, conn, "try"), s.newLocker(t, other, "try")
+	holder := locktest.MustLock(t, l)
+	if _, err := l2.TryLock(context.Background()); !errors.Is(err, locks.ErrLocked) {
+		t.Fatalf("TryLock on a held lock: %v, want ErrLocked", err)
+	}
+	if kids := children(t, conn, l); len(kids) != 1 {
+		t.Fatalf("children %v, want the holder's alone", kids)
+	}
+	if err := holder.Unlock(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+
+	// A contender arrives between TryLock's look and its create: the gate
+	// creates it just before TryLock's create goes out.
+	var once sync.Once
+	var rival string
+	gate := gateFunc(func(_ context.Context, what string) func() {
+		if what == "zk create" {
+			once.Do(func() {
+				c := newContender(l)
+				var err error
+				if rival, err = conn.Create(c.prefix, nil, zk.FlagEphemeralSequential, zk.WorldACL(zk.PermAll)); err != nil {
+					t.Errorf("create the rival: %v", err)
+				}
+			})
+		}
+		return func() {}
+	})
+	if _, err := l2.TryLock(locks.WithGate(context.Background(), gate)); !errors.Is(err, locks.ErrLocked) {
+		t.Fatalf("TryLock behind a rival: %v, want ErrLocked", err)
+	}
+	if kids := children(t, conn, l); len(kids) != 1 || l.NodePath()+"/"+kids[0] != rival {
+		t.Fatalf("children %v, want the rival's alone (%s)", kids, rival)
+	}
+}
+
+// TestHandOffInOrderWithoutHerd: five waiters queue one after the other
+// behind a holder; each release hands the lock to the next in line, and
+// wakes it alone. Watch events are counted on every connection: per
+// release, the releaser's own watch on its node (its lease's monitor) and
+// the next waiter's watch on its predecessor, never the waiters further
+// back.
+func TestHandOffInOrderWithoutHerd(t *testing.T) {
+	s := server(t)
+	const waiters = 5
+	var deletions atomic.Int64
+	count := func(ev zk.Event) {
+		if ev.Type == zk.EventNodeDeleted && strings.HasPrefix(ev.Path, s.prefix) {
+			deletions.Add(1)
+		}
+	}
+	conn := s.connectWith(t, connOpts{events: count})
+	l := s.newLocker(t, conn, "fifo")
+	lease := locktest.MustLock(t, l)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	results := make([]<-chan locktest.Result, waiters)
+	for i := range waiters {
+		results[i] = locktest.LockAsync(ctx, s.newLocker(t, s.connectWith(t, connOpts{events: count}), "fifo"))
+		waitChildren(t, conn, l, i+2)
+	}
+	for i := range waiters {
+		if err := lease.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		r := locktest.Receive(t, results[i])
+		if r.Err != nil {
+			t.Fatalf("waiter %d: %v", i, r.Err)
+		}
+		for j := i + 1; j < waiters; j++ {
+			select {
+			case r := <-results[j]:
+				t.Fatalf("waiter %d returned before waiter %d: %v", j, i, r.Err)
+			default:
+			}
+		}
+		lease = r.Lease
+	}
+	if err := lease.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitChildren(t, conn, l, 0)
+	got, most := deletions.Load(), int64(2*waiters+1)
+	t.Logf("%d node-deleted watch events for %d hand-offs", got, waiters)
+	if got > most || got < waiters {
+		t.Fatalf("%d node-deleted watch events for %d hand-offs, want between %d and %d: a herd", got, waiters, waiters, most)
+	}
+}
+
+// TestNodeDeletedEndsLease: someone else deletes the holder's child. Done
+// closes at once (ErrNotHeld), Unlock says so, and the lock is free.
+func TestNodeDeletedEndsLease(t *testing.T) {
+	s := server(t)
+	conn, other := s.connect(t), s.connect(t)
+	l := s.newLocker(t, conn, "deleted")
+	lease := locktest.MustLock(t, l)
+	tok := locktest.Token(t, lease)
+	kids := children(t, other, l)
+	if err := other.Delete(l.NodePath()+"/"+kids[0], -1); err != nil {
+		t.Fatal(err)
+	}
+	locktest.Closed(t, "Done after the child was deleted", lease.Done())
+	if err := lease.Err(); !errors.Is(err, locks.ErrNotHeld) {
+		t.Fatalf("Err = %v, want ErrNotHeld", err)
+	}
+	if err := lease.Renew(context.Background()); !errors.Is(err, locks.ErrNotHeld) {
+		t.Fatalf("Renew of a lost lease = %v, want ErrNotHeld", err)
+	}
+	if err := lease.Unlock(context.Background()); !errors.Is(err, locks.ErrNotHeld) {
+		t.Fatalf("Unlock of a lost lease = %v, want ErrNotHeld", err)
+	}
+	if err := lease.Unlock(context.Background()); !errors.Is(err, locks.ErrReleased) {
+		t.Fatalf("second Unlock = %v, want ErrReleased", err)
+	}
+	next, err := s.newLocker(t, other, "deleted").TryLock(context.Background())
+	if err != nil {
+		t.Fatalf("TryLock after the loss: %v", err)
+	}
+	if got := locktest.Token(t, next); got <= tok {
+		t.Fatalf("token %v after %v", got, tok)
+	}
+	locktest.UnlockOnce(t, next)
+}
+
+// TestSessionExpiryEndsLease: the holder's session is closed on the server
+// (as an expiry would: its ephemeral nodes go). Done closes well within
+// the TTL, the waiter gets the lock with a higher token, the old holder's
+// fenced write is refused, and the Locker acquires again on the
+// connection's new session.
+func TestSessionExpiryEndsLease(t *testing.T) {
+	s := server(t)
+	d := &faultDialer{}
+	conn := s.connectWith(t, connOpts{dialer: d})
+	l := s.newLocker(t, conn, "expiry")
+	waiter := s.newLocker(t, s.connect(t), "expiry")
+	lease := locktest.MustLock(t, l)
+	tok := locktest.Token(t, lease)
+	var fence locks.Fence[string]
+	if err := fence.Write(tok, "old"); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res := locktest.LockAsync(ctx, waiter)
+	waitChildren(t, conn, l, 2)
+
+	id, passwd := d.credentials()
+	if id != conn.SessionID() {
+		t.Fatalf("recorded session %x, connection has %x", id, conn.SessionID())
+	}
+	killed := time.Now()
+	killSession(t, s.addr, id, passwd)
+	locktest.Closed(t, "Done after the session was closed", lease.Done())
+	if waited := time.Since(killed); waited > sessionTimeout/2 {
+		t.Errorf("Done closed %v after the session ended; the watch should say at once", waited)
+	}
+	if err := lease.Err(); !errors.Is(err, locks.ErrNotHeld) {
+		t.Fatalf("Err = %v, want ErrNotHeld", err)
+	}
+	r := locktest.Receive(t, res)
+	if r.Err != nil {
+		t.Fatalf("waiter: %v", r.Err)
+	}
+	newTok := locktest.Token(t, r.Lease)
+	if newTok <= tok {
+		t.Fatalf("token %v after %v", newTok, tok)
+	}
+	if err := fence.Write(newTok, "new"); err != nil {
+		t.Fatal(err)
+	}
+	if err := fence.Write(tok, "stale"); !errors.Is(err, locks.ErrStaleToken) {
+		t.Fatalf("stale holder's write: %v, want ErrStaleToken", err)
+	}
+	if err := lease.Unlock(ctx); !errors.Is(err, locks.ErrNotHeld) {
+		t.Fatalf("Unlock of the lost lease = %v, want ErrNotHeld", err)
+	}
+	locktest.UnlockOnce(t, r.Lease)
+
+	again := locktest.MustLock(t, l)
+	if conn.SessionID() == id {
+		t.Fatalf("the connection still has session %x", id)
+	}
+	if got := locktest.Token(t, again); got <= newTok {
+		t.Fatalf("token %v after %v", got, newTok)
+	}
+	locktest.UnlockOnce(t, again)
+}
+
+// TestNetworkCutEndsLeaseBeforeExpiry: the holder's network goes silent.
+// Its lease ends (ErrLeaseExpired) before the server expires its session
+// and the waiter gets the lock: the lease is counted from the last proof
+// that the session was alive, not from when the client noticed.
+func TestNetworkCutEndsLeaseBeforeExpiry(t *testing.T) {
+	s := server(t)
+	const short = 1500 * time.Millisecond
+	d := &faultDialer{}
+	conn := s.connectWith(t, connOpts{dialer: d, timeout: short})
+	l := s.newLocker(t, conn, "cut", locks.WithTTL(short))
+	other := s.connect(t)
+	waiter := s.newLocker(t, other, "cut")
+	lease := locktest.MustLock(t, l)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res := locktest.LockAsync(ctx, waiter)
+	waitChildren(t, other, waiter, 2)
+
+	d.setCut(true)
+	cut := time.Now()
+	locktest.Closed(t, "Done after the network was cut", lease.Done())
+	ended := time.Now()
+	if err := lease.Err(); !errors.Is(err, locks.ErrLeaseExpired) {
+		t.Fatalf("Err = %v, want ErrLeaseExpired", err)
+	}
+	r := locktest.Receive(t, res)
+	got := time.Now()
+	if r.Err != nil {
+		t.Fatalf("waiter: %v", r.Err)
+	}
+	t.Logf("cut at 0, lease ended at %v, waiter got the lock at %v", ended.Sub(cut), got.Sub(cut))
+	if !ended.Before(got) {
+		t.Fatalf("the waiter got the lock (%v after the cut) before the holder's lease ended (%v)", got.Sub(cut), ended.Sub(cut))
+	}
+	if ended.Sub(cut) > short {
+		t.Fatalf("the lease ended %v after the cut, more than the session timeout %v", ended.Sub(cut), short)
+	}
+	d.setCut(false)
+	if err := lease.Unlock(ctx); err == nil {
+		t.Fatal("Unlock of an expired lease succeeded")
+	}
+	locktest.UnlockOnce(t, r.Lease)
+}
+
+// TestLostCreateReplyRecovered: the connection drops just as the reply to
+// the contender's create comes back (the node was made, the client never
+// heard). Lock finds its node by its GUID after reconnecting and adopts
+// it: one child, not two.
+func TestLostCreateReplyRecovered(t *testing.T) {
+	s := server(t)
+	d := &faultDialer{}
+	conn := s.connectWith(t, connOpts{dialer: d})
+	l := s.newLocker(t, conn, "lostreply")
+	if err := l.ensureParents(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	d.armDrop()
+	lease := locktest.MustLock(t, l)
+	if d.drops() != 1 {
+		t.Fatalf("%d connections dropped at a create's reply, want 1", d.drops())
+	}
+	kids := children(t, conn, l)
+	if len(kids) != 1 {
+		t.Fatalf("children %v, want one: the recovered node", kids)
+	}
+	_, st, err := conn.Get(l.NodePath() + "/" + kids[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tok := locktest.Token(t, lease); locks.Token(st.Czxid) != tok {
+		t.Fatalf("token %v, the child's czxid %d", tok, st.Czxid)
+	}
+	locktest.UnlockOnce(t, lease)
+	if kids := children(t, conn, l); len(kids) != 0 {
+		t.Fatalf("children %v left after Unlock", kids)
+	}
+}
+
+// TestRecoveryAdoptsProtectedNode: the recovery path on its own: the node
+// of a contender's GUID exists (its create went through, unseen); the
+// look-up finds it and the contender holds the lock through it.
+func TestRecoveryAdoptsProtectedNode(t *testing.T) {
+	s := server(t)
+	conn := s.connect(t)
+	l := s.newLocker(t, conn, "recover")
+	ctx := context.Background()
+	if err := l.ensureParents(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c := newContender(l)
+	path, err := conn.Create(c.prefix, nil, zk.FlagEphemeralSequential, zk.WorldACL(zk.PermAll))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if found, err := l.recoverNode(ctx, c); err != nil || !found || c.path != path {
+		t.Fatalf("recoverNode = %v, %v with path %q; want it to find %q", found, err, c.path, path)
+	}
+	lease, err := l.waitTurn(ctx, c, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, st, err := conn.Get(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tok := locktest.Token(t, lease); locks.Token(st.Czxid) != tok {
+		t.Fatalf("token %v, the adopted node's czxid %d", tok, st.Czxid)
+	}
+	if kids := children(t, conn, l); len(kids) != 1 {
+		t.Fatalf("children %v, want the adopted node alone", kids)
+	}
+	locktest.UnlockOnce(t, lease)
+}
+
+// TestGivingUpRemovesNode: a waiter whose ctx is cancelled, and one whose
+// wait budget runs out, delete their nodes before Lock returns.
+func TestGivingUpRemovesNode(t *testing.T) {
+	s := server(t)
+	conn, other := s.connect(t), s.connect(t)
+	l := s.newLocker(t, conn, "giveup")
+	holder := locktest.MustLock(t, l)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	res := locktest.LockAsync(ctx, s.newLocker(t, other, "giveup"))
+	waitChildren(t, conn, l, 2)
+	cancel()
+	if r := locktest.Receive(t, res); !errors.Is(r.Err, context.Canceled) {
+		t.Fatalf("cancelled Lock: %v, want context.Canceled", r.Err)
+	}
+	if kids := children(t, conn, l); len(kids) != 1 {
+		t.Fatalf("children %v after the cancelled Lock, want the holder's alone", kids)
+	}
+
+	budget := s.newLocker(t, other, "giveup", locks.WithWaitBudget(300*time.Millisecond))
+	if _, err := budget.Lock(context.Background()); !errors.Is(err, locks.ErrWaitBudget) {
+		t.Fatalf("Lock with a wait budget: %v, want ErrWaitBudget", err)
+	}
+	if kids := children(t, conn, l); len(kids) != 1 {
+		t.Fatalf("children %v after the wait budget ran out, want the holder's alone", kids)
+	}
+	locktest.UnlockOnce(t, holder)
+}
+
+// TestGateAndObserver: every request of Lock, Renew and Unlock passes the
+// Gate of its context, under a stable name, and the observer hears of the
+// acquisition, the renewal and the unlock.
+func TestGateAndObserver(t *testing.T) {
+	s := server(t)
+	var mu sync.Mutex
+	var requests []string
+	var points []locks.Point
+	gate := gateFunc(func(_ context.Context, what string) func() {
+		mu.Lock()
+		defer mu.Unlock()
+		requests = append(requests, what)
+		return func() {}
+	})
+	obs := locks.ObserverFunc(func(_ context.Context, e locks.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		points = append(points, e.Point)
+	})
+	l := s.newLocker(t, s.connect(t), "gated", locks.WithObserver(obs), locks.WithWatchdog(false))
+	ctx := locks.WithGate(context.Background(), gate)
+	lease, err := l.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lease.Renew(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := lease.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, want := range []string{"zk create", "zk getChildren", "zk exists", "zk delete"} {
+		if !slices.Contains(requests, want) {
+			t.Errorf("the gate saw %q, not %q", requests, want)
+		}
+	}
+	for _, r := range requests {
+		if !strings.HasPrefix(r, "zk ") || strings.ContainsAny(r, "/0123456789") {
+			t.Errorf("request name %q is not a stable \"zk <op>\"", r)
+		}
+	}
+	want := []locks.Point{locks.PointAcquired, locks.PointBeforeRenew, locks.PointBeforeUnlock}
+	if !slices.Equal(points, want) {
+		t.Errorf("observer saw %v, want %v", points, want)
+	}
+}
+
+// TestExcludesZkLock: go-zookeeper's zk.Lock names its nodes as zklock
+// does, so the two exclude each other on one lock node.
+func TestExcludesZkLock(t *testing.T) {
+	s := server(t)
+	conn := s.connect(t)
+	l := s.newLocker(t, conn, "interop")
+	theirs := zk.NewLock(s.connect(t), l.NodePath(), zk.WorldACL(zk.PermAll))
+	if err := theirs.Lock(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.TryLock(context.Background()); !errors.Is(err, locks.ErrLocked) {
+		t.Fatalf("TryLock while zk.Lock holds: %v, want ErrLocked", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res := locktest.LockAsync(ctx, l)
+	waitChildren(t, conn, l, 2)
+	if err := theirs.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	r := locktest.Receive(t, res)
+	if r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	locktest.UnlockOnce(t, r.Lease)
+}
