@@ -22,6 +22,10 @@ import (
 // not be run (a backend did not start, a run broke down without a verdict).
 const exitNoVerdict = 3
 
+// defaultReport is where check writes its HTML report unless -html says
+// otherwise: the current directory (.gitignore covers it in this repository).
+const defaultReport = "lockproof-report.html"
+
 // properties are the table's columns, in order.
 var properties = []propertytest.Property{
 	propertytest.Exclusivity, propertytest.Symmetry, propertytest.DeadlockFreedom, propertytest.Availability,
@@ -131,7 +135,7 @@ func checkCmd(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&f.runs, "runs", 0, "exact runs per cell instead of the budget (with -seed: an exact replay of the matrix)")
 	fs.IntVar(&f.steps, "steps", 30, "average actions per run")
 	fs.BoolVar(&f.json, "json", false, "print the results as JSON on stdout instead of the table")
-	fs.StringVar(&f.html, "html", "lockproof-report.html", "write the HTML report here (empty: none)")
+	fs.StringVar(&f.html, "html", defaultReport, "write the HTML report here (empty: none)")
 	fs.StringVar(&f.outDir, "out", "", "directory for the violations' timelines (default: a temporary one)")
 	f.ep.flags(fs, "check %s on %s instead of %s, in real time")
 	if code, ok := parseArgs(fs, args, "lockproof check [flags]", 0, stderr); !ok {
