@@ -141,13 +141,17 @@ func checkCmd(args []string, stdout, stderr io.Writer) int {
 	if code, ok := parseArgs(fs, args, "lockproof check [flags]", 0, stderr); !ok {
 		return code
 	}
-	if f.budget <= 0 && f.runs <= 0 || f.runs < 0 || f.steps <= 0 {
-		fmt.Fprintln(stderr, "lockproof check: -budget and -steps must be positive, -runs not negative")
-		return exitUsage
-	}
+	bad := flagProblems{cmd: "lockproof check"}
+	bad.need(f.runs >= 0, "runs", f.runs, "want 0 (the budget decides) or more")
+	bad.need(f.runs > 0 || f.budget > 0, "budget", f.budget, "want a positive duration (or -runs)")
+	bad.need(f.steps >= 1, "steps", f.steps, "want at least 1 action per run")
 	cells, err := selectCells(f.ep, f.locks, f.faults)
 	if err != nil {
-		fmt.Fprintf(stderr, "lockproof check: %v\n", err)
+		bad.add(err.Error())
+	}
+	bad.output("html", f.html)
+	bad.outDir("out", f.outDir)
+	if bad.report(stderr) {
 		return exitUsage
 	}
 	if f.seed == 0 {
@@ -408,6 +412,12 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	ep.flags(fs, "the servers check ran %[1]s on (%[2]s), if any")
 	if code, ok := parseArgs(fs, args, "lockproof replay [flags] <seed>", 1, stderr); !ok {
 		return code
+	}
+	bad := flagProblems{cmd: "lockproof replay"}
+	bad.need(*steps >= 1, "steps", *steps, "want at least 1 action per run")
+	bad.outDir("out", *out)
+	if bad.report(stderr) {
+		return exitUsage
 	}
 	seed, err := strconv.ParseUint(fs.Arg(0), 0, 64)
 	if err != nil || seed == 0 {
