@@ -18,9 +18,13 @@ import (
 	"github.com/lockproof/lockproof/propertytest"
 )
 
-// Exit status of check and replay beyond those of history: the matrix could
-// not be run (a backend did not start, a run broke down without a verdict).
-const exitNoVerdict = 3
+// Exit status of check and replay on an error: a cell could not be checked
+// (a backend did not start, a run broke down without a verdict), or the
+// results could not be written. The cause is printed.
+const exitError = 3
+
+// verdictError is check's verdict when a cell could not be checked.
+const verdictError = "ERROR"
 
 // defaultReport is where check writes its HTML report unless -html says
 // otherwise: the current directory (.gitignore covers it in this repository).
@@ -92,7 +96,7 @@ type cellResult struct {
 	// Undecided counts history checks that ran out of time.
 	Undecided  int            `json:"undecided_checks,omitempty"`
 	Violations []violationOut `json:"violations,omitempty"`
-	// Error says why the cell has no verdict.
+	// Error says why the cell could not be checked.
 	Error string `json:"error,omitempty"`
 	// Mutant names the property a deliberately broken lock must break.
 	Mutant string `json:"mutant_breaks,omitempty"`
@@ -106,7 +110,8 @@ type checkResult struct {
 	Started time.Time    `json:"started"`
 	Seconds float64      `json:"seconds"`
 	Cells   []cellResult `json:"cells"`
-	// Verdict is "pass", "VIOLATED" or "no verdict"; Exit the exit status.
+	// Verdict is "pass", "VIOLATED" or "ERROR" (a cell could not be
+	// checked: its Error says why); Exit the exit status.
 	Verdict string `json:"verdict"`
 	Exit    int    `json:"exit"`
 }
@@ -162,7 +167,7 @@ func checkCmd(args []string, stdout, stderr io.Writer) int {
 		dir, err := os.MkdirTemp("", "lockproof-check-")
 		if err != nil {
 			fmt.Fprintf(stderr, "lockproof check: %v\n", err)
-			return exitNoVerdict
+			return exitError
 		}
 		defer func() { _ = os.RemoveAll(dir) }()
 		cfg.outDir = dir
@@ -173,7 +178,7 @@ func checkCmd(args []string, stdout, stderr io.Writer) int {
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(res); err != nil {
 			fmt.Fprintf(stderr, "lockproof check: %v\n", err)
-			return exitNoVerdict
+			return exitError
 		}
 	} else {
 		printTable(stdout, res)
@@ -181,7 +186,7 @@ func checkCmd(args []string, stdout, stderr io.Writer) int {
 	if f.html != "" {
 		if err := writeReport(f.html, res); err != nil {
 			fmt.Fprintf(stderr, "lockproof check: %v\n", err)
-			return exitNoVerdict
+			return exitError
 		}
 		fmt.Fprintf(stderr, "report: %s\n", f.html)
 	}
@@ -227,7 +232,7 @@ func runMatrix(cells []cell, cfg checkConfig, p *progress) checkResult {
 		case cr.Violated:
 			res.Verdict, res.Exit = statusViolated, exitIllegal
 		case cr.Error != "" && res.Exit == exitOK:
-			res.Verdict, res.Exit = "no verdict", exitNoVerdict
+			res.Verdict, res.Exit = verdictError, exitError
 		}
 	}
 	p.end()
@@ -280,7 +285,7 @@ func runCell(c *cell, cfg checkConfig, share time.Duration, p *progress) cellRes
 			p.runs(cr.Runs)
 		}
 		if err != nil {
-			cr.Error = err.Error()
+			cr.Error = strings.TrimPrefix(err.Error(), propertytest.ErrNoVerdict.Error()+": ")
 			break
 		}
 		if rep.Failed {
@@ -351,7 +356,7 @@ func printTable(w io.Writer, res checkResult) {
 			fmt.Fprintf(tw, "\t%s", cellText(c, p))
 		}
 		if c.Error != "" {
-			fmt.Fprintf(tw, "\tNO VERDICT: %s", c.Error)
+			fmt.Fprintf(tw, "\tERROR: %s", c.Error)
 		}
 		fmt.Fprintln(tw)
 	}
@@ -378,7 +383,13 @@ func printTable(w io.Writer, res checkResult) {
 	case exitIllegal:
 		fmt.Fprintln(w, "\nverdict: VIOLATED: a lock broke a property it claims")
 	default:
-		fmt.Fprintln(w, "\nverdict: NO VERDICT: some cells could not be checked")
+		failed := 0
+		for _, c := range res.Cells {
+			if c.Error != "" {
+				failed++
+			}
+		}
+		fmt.Fprintf(w, "\nverdict: ERROR: %s could not be checked (the cause is in its row)\n", plural(failed, "cell", "cells"))
 	}
 }
 
@@ -439,7 +450,7 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	if dir == "" {
 		if dir, err = os.MkdirTemp("", "lockproof-replay-"); err != nil {
 			fmt.Fprintf(stderr, "lockproof replay: %v\n", err)
-			return exitNoVerdict
+			return exitError
 		}
 	}
 	opts := c.opts
@@ -450,7 +461,7 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "lockproof replay: %v\n", err)
-		return exitNoVerdict
+		return exitError
 	}
 	if !rep.Failed {
 		for _, v := range rep.Violations {

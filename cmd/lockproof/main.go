@@ -52,8 +52,11 @@
 // so that the peers that wait seconds per hand-off cannot stretch a run.
 //
 // Exit status of check: 0 when no lock violated a property it claims, 1
-// when one did, 2 on bad usage, 3 when a cell could not be checked (a
-// backend did not start): a gate never passes what it could not check.
+// when one did, 2 on bad usage (flags, output paths: refused before any
+// run), 3 on an error: a cell could not be checked (a backend did not
+// start; its row gives the cause, such as the connection error) or the
+// results could not be written. A gate never passes what it could not
+// check.
 // replay: 1 when the violation reproduced, 0 when it did not, 2 and 3 as
 // check. history: 0 linearizable, 1 not linearizable, 2 bad usage
 // or a malformed history, 3 unknown (the -timeout ran out). bench: 0, or 1
