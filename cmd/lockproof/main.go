@@ -9,11 +9,14 @@
 // cell of a matrix: each built-in lock under each fault scenario it is
 // offered (crashes and pauses always; partitions, lost replies, failover,
 // node stops where the backend has them), on embedded backends, or on the
-// real servers given by flags. Each cell gets an even share of -budget (or
-// exactly -runs runs). It shows its progress on stderr (a status line on a
-// terminal, plain lines otherwise), prints a lock × property table (pass,
-// VIOLATED with the seed that replays it, expected: broken only under a
-// fault the lock does not claim, or - when no run could check it), writes
+// real servers given by flags. Each cell gets an even share of -budget as
+// its own deadline, and at least 5 runs even past it (or exactly -runs
+// runs). It shows its progress on stderr (a status line on a terminal,
+// plain lines otherwise), prints a lock × property table (pass: checked by
+// 5 runs or more; VIOLATED with the seed that replays it; expected: broken
+// only under a fault the lock does not claim; too few runs (n): checked by
+// fewer than 5 runs, never violated; - for availability on a backend of
+// one node), writes
 // a self-contained HTML report (-html) with the timeline of every
 // violation, and with -json prints the results as JSON instead of the
 // table. -locks mutants (or mutant/<name>) adds the deliberately broken

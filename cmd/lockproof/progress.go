@@ -94,14 +94,7 @@ func (p *progress) endCell(cr *cellResult) {
 	p.doneRuns += cr.Runs
 	p.cellRuns = 0
 	p.finished++
-	verdict := "pass"
-	switch {
-	case cr.Violated:
-		verdict = "VIOLATED, replay: " + cr.Replay
-	case cr.Error != "":
-		verdict = "ERROR: " + cr.Error
-	}
-	line := fmt.Sprintf("%s: %d runs in %.1fs: %s", p.prefixLocked(), cr.Runs, cr.Seconds, verdict)
+	line := fmt.Sprintf("%s: %d runs in %.1fs: %s", p.prefixLocked(), cr.Runs, cr.Seconds, cellSummary(cr))
 	if p.tty {
 		fmt.Fprintf(p.w, "\r\033[K%s\n", line)
 		return
