@@ -141,17 +141,26 @@ func layout[S, I, O any](model Model[S, I, O], history []Operation[I, O], res *R
 func summary(res *Result) string {
 	switch res.Verdict {
 	case Ok:
-		return fmt.Sprintf("linearizable: %d partition(s), numbers give the linearization order within a partition", len(res.Partitions))
+		return fmt.Sprintf("linearizable: %s, numbers give the linearization order within a partition",
+			plural(len(res.Partitions), "partition", "partitions"))
 	case Illegal:
 		minimal := "minimal"
 		if !res.Minimal {
 			minimal = "not fully shrunk"
 		}
 		key := res.Partitions[res.FailingPartition].Key
-		return fmt.Sprintf("not linearizable: partition %q, counterexample of %d operation(s) (%s)",
-			key, len(res.Counterexample), minimal)
+		return fmt.Sprintf("not linearizable: partition %q, counterexample of %s (%s)",
+			key, plural(len(res.Counterexample), "operation", "operations"), minimal)
 	}
 	return fmt.Sprintf("unknown: %v", res.Cause)
+}
+
+// plural is "1 thing" or "n things".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 // WriteText renders the result for a terminal: one line per operation, by

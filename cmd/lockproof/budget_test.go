@@ -104,3 +104,18 @@ func TestProgressAgreesWithTheTable(t *testing.T) {
 		t.Errorf("progress %q says pass where the table does not", line)
 	}
 }
+
+// The replay hint says how to get the binary it names.
+func TestReplayHintSaysHowToGetTheBinary(t *testing.T) {
+	res := checkResult{Seed: 1, Exit: exitIllegal, Verdict: statusViolated, Cells: []cellResult{{
+		Lock: "mutant/x", Faults: "mutant", Runs: 1, Violated: true, Seed: 77, Replay: "lockproof replay 77",
+		Props: []propResult{{Property: string(propertytest.Exclusivity), Status: statusViolated, Checked: 1}},
+	}}}
+	var table bytes.Buffer
+	printTable(&table, res)
+	for _, want := range []string{"lockproof replay 77", "go install ./cmd/lockproof", "go run ./cmd/lockproof replay 77"} {
+		if !strings.Contains(table.String(), want) {
+			t.Errorf("the table lacks %q:\n%s", want, table.String())
+		}
+	}
+}

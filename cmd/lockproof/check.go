@@ -384,6 +384,7 @@ func printTable(w io.Writer, res checkResult) {
 	for _, c := range res.Cells {
 		if c.Violated {
 			fmt.Fprintf(w, "\n%s/%s: VIOLATED (claims: %s). Replay: %s\n", c.Lock, c.Faults, c.Claims, c.Replay)
+			fmt.Fprintf(w, "  (no lockproof binary? go install ./cmd/lockproof, or in the repository: go run ./cmd/%s)\n", c.Replay)
 			for _, v := range c.Violations {
 				if v.Status != statusViolated {
 					continue
