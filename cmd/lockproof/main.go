@@ -262,6 +262,9 @@ func checkFile[S, I, O any](ctx context.Context, m linearize.Model[S, I, O], in 
 		return exitUsage
 	}
 	pic := linearize.Picture{All: f.all}
+	if _, lease := any(m.Init()).(linearize.LeaseState); lease {
+		pic.LeaseTTL, pic.LeaseTolerance = f.ttl, f.tolerance
+	}
 	if res.Verdict != linearize.Illegal && !f.all && len(h) > shortHistory {
 		printSummary(stdout, h, &res)
 	} else if err := linearize.WriteText(stdout, m, h, &res, pic); err != nil {

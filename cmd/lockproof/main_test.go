@@ -178,3 +178,14 @@ func TestHistoryShortTTL(t *testing.T) {
 		t.Errorf("-tolerance equal to -ttl: exit %d, %q", code, errOut.String())
 	}
 }
+
+// history names the exact reason of a double grant.
+func TestHistoryNamesTheReason(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := run([]string{"history", "-ttl", "10s", write(t, "h.json", doubleGrant)}, &out, &errOut); code != exitIllegal {
+		t.Fatalf("exit %d\n%s", code, errOut.String())
+	}
+	if want := "why: client 1 granted (token 2) at 3ms while client 0's lease (granted at 1ms, TTL 10s) still ran"; !strings.Contains(out.String(), want) {
+		t.Errorf("output lacks %q:\n%s", want, out.String())
+	}
+}
