@@ -44,8 +44,12 @@ func ExplainLease(h []Operation[LeaseInput, LeaseOutput], ttl, tolerance time.Du
 				continue // each pair once: the later grant blamed, the first in order at a tie
 			}
 			if end, ok := leaseRunning(h, a, b.Return, ttl, tolerance); ok {
-				out = append(out, fmt.Sprintf("client %d granted (token %d) at %s while client %d's lease (granted at %s, TTL %v) still ran (until %s at the earliest)",
-					b.ClientID, b.Output.Token, nsText(b.Return), a.ClientID, nsText(a.Return), ttl, nsText(end)))
+				renewed := ""
+				if start := end - int64(ttl-tolerance); start > a.Call {
+					renewed = ", renewed at " + nsText(start)
+				}
+				out = append(out, fmt.Sprintf("client %d granted (token %d) at %s while client %d's lease (granted at %s%s, TTL %v) still ran (until %s at the earliest)",
+					b.ClientID, b.Output.Token, nsText(b.Return), a.ClientID, nsText(a.Return), renewed, ttl, nsText(end)))
 			}
 		}
 	}

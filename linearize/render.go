@@ -55,9 +55,10 @@ type picOp struct {
 	Description       string
 	// Left, Width: the bar, in percent of the time axis (HTML).
 	Left, Width float64
-	// LabelRight: the bar is too narrow for its label and near the right
-	// edge: the label goes to its left, so that it stays in the frame.
-	LabelRight bool
+	// LabelLeft, LabelAfter: the bar is too narrow for its label, which
+	// goes to its left near the right edge (so that it stays in the
+	// frame), after it elsewhere.
+	LabelLeft, LabelAfter bool
 }
 
 type picture struct {
@@ -160,7 +161,11 @@ func layout[S, I, O any](model Model[S, I, O], history []Operation[I, O], res *R
 		}
 		o.Width = max(100*float64(end-o.Call)/span, minBarWidth)
 		o.Left = max(min(o.Left, 100-o.Width), 0) // inside the frame, however short
-		o.LabelRight = o.Width < 25 && o.Left+o.Width > 60
+		// Outside labels for a short history, and in a long one for the
+		// counterexample only: more would write over each other.
+		outside := o.Width < 25 && (len(pic.Ops) <= 12 || o.Cex || o.Blocker)
+		o.LabelLeft = outside && o.Left+o.Width > 60
+		o.LabelAfter = outside && !o.LabelLeft
 		if _, ok := lanes[o.Client]; !ok {
 			lanes[o.Client] = len(pic.Lanes)
 			pic.Lanes = append(pic.Lanes, picLane{Client: o.Client})
@@ -354,6 +359,8 @@ var timeline = template.Must(template.New("timeline").Funcs(template.FuncMap{
 	// labelRight is where a label drawn to the left of its bar ends, as
 	// CSS right, in percent.
 	"labelRight": func(o picOp) float64 { return 100 - o.Left + 0.5 },
+	// labelLeft is where a label drawn after its bar starts, in percent.
+	"labelLeft": func(o picOp) float64 { return o.Left + o.Width + 0.5 },
 }).Parse(timelineHTML))
 
 // WriteHTML renders the result as one self-contained HTML page (inline

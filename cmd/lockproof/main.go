@@ -263,7 +263,7 @@ func checkFile[S, I, O any](ctx context.Context, m linearize.Model[S, I, O], in 
 	}
 	pic := linearize.Picture{All: f.all}
 	if _, lease := any(m.Init()).(linearize.LeaseState); lease {
-		pic.LeaseTTL, pic.LeaseTolerance = f.ttl, f.tolerance
+		pic.LeaseTTL, pic.LeaseTolerance, pic.Unit = f.ttl, f.tolerance, time.Nanosecond
 	}
 	if res.Verdict != linearize.Illegal && !f.all && len(h) > shortHistory {
 		printSummary(stdout, h, &res)
