@@ -109,7 +109,7 @@ func etcdEndpoints(t testing.TB, env string, n int) []string {
 		eps = append(eps, e)
 	}
 	if len(eps) < n {
-		t.Skipf("fakes: the test needs an etcd cluster of %d members, %s lists %d endpoint(s)", n, EnvEtcdEndpoints, len(eps))
+		t.Skipf("fakes: the test needs an etcd cluster of %d members, %s lists %d", n, EnvEtcdEndpoints, len(eps))
 	}
 	return eps
 }

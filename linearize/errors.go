@@ -23,3 +23,13 @@ var (
 	// the memo tables grew past Options.MaxMemory.
 	ErrMemoryLimit = errors.New("linearize: memory limit reached")
 )
+
+// wrapped is an error with a message of its own that wraps several errors,
+// sentinels among them, for errors.Is and errors.As.
+type wrapped struct {
+	msg  string
+	errs []error
+}
+
+func (e *wrapped) Error() string   { return e.msg }
+func (e *wrapped) Unwrap() []error { return e.errs }

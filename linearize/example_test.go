@@ -41,7 +41,7 @@ func Example() {
 	fmt.Println(res.Verdict, "linearization:", res.Linearization())
 	// Output:
 	// Illegal counterexample: [0 1] minimal: true
-	// Illegal — not linearizable: partition "orders", counterexample of 2 operation(s) (minimal)
+	// Illegal — not linearizable: partition "orders", counterexample of 2 operations (minimal)
 	// time 0 .. 42000000; * counterexample, ! where the search got stuck
 	// * c1   |[]                  | id 1: acquire(orders, owner 161) -> granted, token 1
 	// ! c2   |                  []| id 2: acquire(orders, owner 178) -> granted, token 2

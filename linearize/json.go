@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
+	"unicode/utf8"
 )
 
 // The JSON history format, read by DecodeHistory and written by
@@ -62,29 +64,75 @@ type jsonOperation struct {
 type validator interface{ Validate() error }
 
 // DecodeHistory reads one JSON history (format above) from r. It returns
-// an error wrapping ErrDecode, naming the operation and member at fault,
-// for any deviation from the format, and never a partial history.
+// an error wrapping ErrDecode for any deviation from the format, and never
+// a partial history: a syntax error says its line and column, a bad
+// operation its index, line and column and the member at fault.
 func DecodeHistory[I, O any](r io.Reader) ([]Operation[I, O], error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, decodeError(err)
+	}
 	var doc jsonHistory
-	if err := strictUnmarshal(r, &doc); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrDecode, err)
+	if err := strictUnmarshal(data, &doc); err != nil {
+		var oe *offsetError
+		if errors.As(err, &oe) {
+			err = fmt.Errorf("%s: %w", position(data, oe.off), err)
+		}
+		return nil, decodeError(err)
 	}
 	if doc.Operations == nil {
-		return nil, fmt.Errorf("%w: missing \"operations\"", ErrDecode)
+		return nil, decodeError(errors.New(`missing "operations"`))
 	}
 	h := make([]Operation[I, O], 0, len(*doc.Operations))
+	cursor := 0
 	for i, raw := range *doc.Operations {
+		// raw is the operation's text as it stands in data, and only
+		// white space and a comma separate it from the one before.
+		where := ""
+		if k := bytes.Index(data[cursor:], raw); k >= 0 {
+			where = " (" + position(data, int64(cursor+k)) + ")"
+			cursor += k + len(raw)
+		}
 		op, err := decodeOperation[I, O](raw)
+		if err == nil {
+			err = checkOperation(i, &op)
+		}
 		if err != nil {
-			return nil, fmt.Errorf("%w: operation %d: %w", ErrDecode, i, err)
+			return nil, decodeError(fmt.Errorf("operation %d%s: %w", i, where, err))
 		}
 		h = append(h, op)
 	}
 	if err := validateHistory(h); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrDecode, err)
+		return nil, decodeError(err)
 	}
 	return h, nil
 }
+
+// decodeError wraps err in ErrDecode with "linearize: " said once, however
+// many of the package's errors err wraps.
+func decodeError(err error) error {
+	return &wrapped{msg: ErrDecode.Error() + ": " + strings.ReplaceAll(err.Error(), "linearize: ", ""),
+		errs: []error{ErrDecode, err}}
+}
+
+// position names byte offset off of data as "line L, column C", both
+// counted from 1, columns in characters.
+func position(data []byte, off int64) string {
+	off = min(max(off, 0), int64(len(data)))
+	before := data[:off]
+	line := 1 + bytes.Count(before, []byte("\n"))
+	col := 1 + utf8.RuneCount(before[bytes.LastIndexByte(before, '\n')+1:])
+	return fmt.Sprintf("line %d, column %d", line, col)
+}
+
+// offsetError is a decoding error at a byte offset of the input.
+type offsetError struct {
+	off int64
+	err error
+}
+
+func (e *offsetError) Error() string { return e.err.Error() }
+func (e *offsetError) Unwrap() error { return e.err }
 
 func decodeOperation[I, O any](raw json.RawMessage) (Operation[I, O], error) {
 	var op Operation[I, O]
@@ -92,7 +140,7 @@ func decodeOperation[I, O any](raw json.RawMessage) (Operation[I, O], error) {
 		return op, errors.New("null instead of an object")
 	}
 	var j jsonOperation
-	if err := strictUnmarshal(bytes.NewReader(raw), &j); err != nil {
+	if err := strictUnmarshal(raw, &j); err != nil {
 		return op, err
 	}
 	switch {
@@ -130,7 +178,7 @@ func isNull(raw json.RawMessage) bool {
 }
 
 func decodeValue[T any](raw json.RawMessage, v *T) error {
-	if err := strictUnmarshal(bytes.NewReader(raw), v); err != nil {
+	if err := strictUnmarshal(raw, v); err != nil {
 		return err
 	}
 	if val, ok := any(v).(validator); ok {
@@ -142,19 +190,31 @@ func decodeValue[T any](raw json.RawMessage, v *T) error {
 	return nil
 }
 
-// strictUnmarshal decodes exactly one JSON value from r into v, rejecting
-// unknown members and trailing data.
-func strictUnmarshal(r io.Reader, v any) error {
-	dec := json.NewDecoder(r)
+// strictUnmarshal decodes exactly one JSON value from data into v,
+// rejecting unknown members and trailing data. A syntax error, a value of
+// the wrong type and trailing data come as an *offsetError.
+func strictUnmarshal(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		if errors.Is(err, io.EOF) {
+		var syntax *json.SyntaxError
+		var typ *json.UnmarshalTypeError
+		switch {
+		case errors.Is(err, io.EOF):
 			return errors.New("empty input")
+		case errors.As(err, &syntax):
+			return &offsetError{off: syntax.Offset - 1, err: err} // Offset is past the bad byte
+		case errors.As(err, &typ):
+			return &offsetError{off: typ.Offset, err: err}
+		case errors.Is(err, io.ErrUnexpectedEOF):
+			return &offsetError{off: int64(len(data)), err: errors.New("unexpected end of input")}
 		}
 		return err
 	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return errors.New("data after the JSON value")
+	off := dec.InputOffset()
+	rest := bytes.TrimLeft(data[off:], " \t\r\n")
+	if len(rest) > 0 {
+		return &offsetError{off: int64(len(data) - len(rest)), err: errors.New("data after the JSON value")}
 	}
 	return nil
 }

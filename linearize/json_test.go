@@ -68,3 +68,38 @@ func TestJSONRejects(t *testing.T) {
 		})
 	}
 }
+
+// A decoding error says where: the line and column of a syntax error, or of
+// the operation at fault; and "linearize: " only once.
+func TestJSONErrorsSayWhere(t *testing.T) {
+	for _, c := range []struct{ name, doc, where string }{
+		{"syntax", "{\"operations\": [\n  {\"id\": 1,, \"client\": 0}\n]}", "line 2, column 12"},
+		{"syntax at the top", "{\"operations\" [\n]}", "line 1, column 15"},
+		{"type in an operation", "{\"operations\": [\n  {\"id\": 1, \"client\": 0, \"call\": 1, \"return\": 2,\n   \"input\": {\"op\": \"acquire\"}, \"output\": {}},\n  {\"id\": \"two\", \"client\": 0, \"call\": 1, \"return\": 2,\n   \"input\": {\"op\": \"acquire\"}, \"output\": {}}\n]}",
+			"operation 1 (line 4, column 3)"},
+		{"missing member", "{\"operations\": [\n\n    {\"client\": 0, \"call\": 1, \"return\": 2, \"input\": {\"op\": \"acquire\"}, \"output\": {}}]}",
+			"operation 0 (line 3, column 5)"},
+		{"unknown op", "{\"operations\": [{\"id\": 1, \"client\": 0, \"call\": 1, \"return\": 2, \"input\": {\"op\": \"steal\"}, \"output\": {}}]}",
+			"operation 0 (line 1, column 17)"},
+		{"trailing data", "{\"operations\": []}\n\n x", "line 3, column 2"},
+		{"return before call", "{\"operations\": [\n {\"id\": 1, \"client\": 0, \"call\": 5, \"return\": 2, \"input\": {\"op\": \"acquire\"}, \"output\": {}}]}",
+			"operation 0 (line 2, column 2)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := DecodeHistory[LeaseInput, LeaseOutput](strings.NewReader(c.doc))
+			if !errors.Is(err, ErrDecode) {
+				t.Fatalf("error %v, want ErrDecode", err)
+			}
+			if !strings.Contains(err.Error(), c.where) {
+				t.Errorf("error %q does not say %q", err, c.where)
+			}
+			if n := strings.Count(err.Error(), "linearize:"); n != 1 {
+				t.Errorf("error %q says \"linearize:\" %d times", err, n)
+			}
+		})
+	}
+	_, err := DecodeHistory[LeaseInput, LeaseOutput](strings.NewReader(`{"operations": [{"id": 1, "client": -1, "call": 1, "return": 2, "input": {"op": "acquire"}, "output": {}}]}`))
+	if !errors.Is(err, ErrDecode) || !errors.Is(err, ErrInvalidHistory) {
+		t.Errorf("a history the format allows but Check refuses: %v, want both ErrDecode and ErrInvalidHistory", err)
+	}
+}

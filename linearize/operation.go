@@ -57,18 +57,27 @@ func (op *Operation[I, O]) End() int64 {
 	return op.Return
 }
 
+// checkOperation reports what is malformed in op, operation i of a history,
+// taken alone.
+func checkOperation[I, O any](i int, op *Operation[I, O]) error {
+	if op.Return < op.Call {
+		return fmt.Errorf("%w: operation %d (id %d): return %d is before call %d",
+			ErrInvalidHistory, i, op.ID, op.Return, op.Call)
+	}
+	if op.ClientID < 0 {
+		return fmt.Errorf("%w: operation %d (id %d): negative client id %d",
+			ErrInvalidHistory, i, op.ID, op.ClientID)
+	}
+	return nil
+}
+
 // validateHistory reports the first malformed operation of h.
 func validateHistory[I, O any](h []Operation[I, O]) error {
 	dense := true // every id in [0, len(h)): duplicates show in a bitset
 	for i := range h {
 		op := &h[i]
-		if op.Return < op.Call {
-			return fmt.Errorf("%w: operation %d (id %d): return %d is before call %d",
-				ErrInvalidHistory, i, op.ID, op.Return, op.Call)
-		}
-		if op.ClientID < 0 {
-			return fmt.Errorf("%w: operation %d (id %d): negative client id %d",
-				ErrInvalidHistory, i, op.ID, op.ClientID)
+		if err := checkOperation(i, op); err != nil {
+			return err
 		}
 		if uint(op.ID) >= uint(len(h)) {
 			dense = false

@@ -23,9 +23,23 @@ type Picture struct {
 	// and times are shown as durations (with time.Nanosecond, 2500000000
 	// reads 2.5s). By default they are shown as the plain numbers they are.
 	Unit time.Duration
+	// LeaseTTL and LeaseTolerance, for a lease-lock history, are the lease
+	// model's TTL and tolerance: the HTML timeline then draws each lease's
+	// validity window (from the call that granted or renewed it to that
+	// call plus the TTL, ended early by its owner's release), marks where
+	// the windows of two owners overlap, and both renderers name the exact
+	// reason of a violation where the history shows it (ExplainLease).
+	LeaseTTL, LeaseTolerance time.Duration
+	// Expected heads an Illegal result as an expected violation (one
+	// under faults the lock does not claim), not as a plain "Illegal".
+	Expected bool
 
 	_ struct{} // keyed literals only
 }
+
+// minBarWidth is the narrowest an operation is drawn, in percent of the
+// time axis: one that starts and ends at one instant stays visible.
+const minBarWidth = 1.2
 
 // picOp is one operation as the renderers see it.
 type picOp struct {
@@ -41,28 +55,44 @@ type picOp struct {
 	Description       string
 	// Left, Width: the bar, in percent of the time axis (HTML).
 	Left, Width float64
+	// LabelLeft, LabelAfter: the bar is too narrow for its label, which
+	// goes to its left near the right edge (so that it stays in the
+	// frame), after it elsewhere.
+	LabelLeft, LabelAfter bool
 }
 
 type picture struct {
 	Verdict          string
+	Heading, Class   string // the page's title and its class (its color)
 	Summary          string
+	Reasons          []string  // the exact reasons of a violation, where known
+	Overlaps         []picSpan // where two owners' lease windows overlap
 	Lanes            []picLane
 	From, To         int64
 	FromText, ToText string // From and To as Picture.Unit shows them
 	Ops              []picOp
 }
 
-// timeText shows a time of the history in the picture's unit.
+// timeText shows a time of the history in the picture's unit, rounded
+// (9.6333s, not 9.633333332s).
 func (p Picture) timeText(v int64) string {
 	if p.Unit <= 0 {
 		return strconv.FormatInt(v, 10)
 	}
-	return (time.Duration(v) * p.Unit).String()
+	return roundDuration(time.Duration(v) * p.Unit).String()
 }
 
 type picLane struct {
 	Client int
 	Ops    []picOp
+	Leases []picSpan // the validity windows of the leases its grants began
+}
+
+// picSpan is a stretch of the time axis, in percent, with what it is.
+type picSpan struct {
+	Left, Width float64
+	Title       string
+	Cex         bool // began by an operation of the counterexample
 }
 
 // layout collects the operations to draw, by call time.
@@ -71,7 +101,10 @@ func layout[S, I, O any](model Model[S, I, O], history []Operation[I, O], res *R
 	if err != nil {
 		return picture{}, err
 	}
-	pic := picture{Verdict: res.Verdict.String(), Summary: summary(res)}
+	pic := picture{Verdict: res.Verdict.String(), Heading: res.Verdict.String(), Class: res.Verdict.String(), Summary: summary(res)}
+	if res.Verdict == Illegal && p.Expected {
+		pic.Heading, pic.Class = "Illegal, as expected (under faults the lock does not claim)", "Expected"
+	}
 	in := map[int]bool{}
 	for _, i := range res.Counterexample {
 		in[i] = true
@@ -126,7 +159,13 @@ func layout[S, I, O any](model Model[S, I, O], history []Operation[I, O], res *R
 		if o.Unknown {
 			end = pic.To // may take effect any time later: drawn to the end
 		}
-		o.Width = max(100*float64(end-o.Call)/span, 0.4)
+		o.Width = max(100*float64(end-o.Call)/span, minBarWidth)
+		o.Left = max(min(o.Left, 100-o.Width), 0) // inside the frame, however short
+		// Outside labels for a short history, and in a long one for the
+		// counterexample only: more would write over each other.
+		outside := o.Width < 25 && (len(pic.Ops) <= 12 || o.Cex || o.Blocker)
+		o.LabelLeft = outside && o.Left+o.Width > 60
+		o.LabelAfter = outside && !o.LabelLeft
 		if _, ok := lanes[o.Client]; !ok {
 			lanes[o.Client] = len(pic.Lanes)
 			pic.Lanes = append(pic.Lanes, picLane{Client: o.Client})
@@ -134,24 +173,125 @@ func layout[S, I, O any](model Model[S, I, O], history []Operation[I, O], res *R
 		l := &pic.Lanes[lanes[o.Client]]
 		l.Ops = append(l.Ops, *o)
 	}
+	if p.LeaseTTL > 0 {
+		leasePicture(&pic, history, res, p)
+	}
 	slices.SortFunc(pic.Lanes, func(a, b picLane) int { return a.Client - b.Client })
 	return pic, nil
+}
+
+// leasePicture adds the lease windows, their overlaps and the reasons of a
+// violation to pic, when history is a lease-lock history.
+func leasePicture[I, O any](pic *picture, history []Operation[I, O], res *Result, p Picture) {
+	var h []Operation[LeaseInput, LeaseOutput]
+	var cex []Operation[LeaseInput, LeaseOutput]
+	for _, o := range pic.Ops {
+		op := &history[o.Index]
+		in, ok1 := any(op.Input).(LeaseInput)
+		out, ok2 := any(op.Output).(LeaseOutput)
+		if !ok1 || !ok2 {
+			return // not a lease-lock history
+		}
+		lop := Operation[LeaseInput, LeaseOutput]{ID: op.ID, ClientID: op.ClientID, Call: op.Call, Return: op.Return,
+			Unknown: op.Unknown, Input: in, Output: out}
+		h = append(h, lop)
+		if o.Cex {
+			cex = append(cex, lop)
+		}
+	}
+	if res.Verdict == Illegal {
+		pic.Reasons = ExplainLease(cex, p.LeaseTTL, p.LeaseTolerance)
+	}
+	span := float64(max(pic.To-pic.From, 1))
+	at := func(v int64) float64 { return 100 * float64(min(max(v, pic.From), pic.To)-pic.From) / span }
+	type window struct {
+		owner           uint64
+		lock            string
+		from, sure, end int64 // begun at from, held for sure from sure (the return), ends by end
+	}
+	var ws []window
+	lane := map[int]int{}
+	for i := range pic.Lanes {
+		lane[pic.Lanes[i].Client] = i
+	}
+	ttl := int64(p.LeaseTTL)
+	for i := range h {
+		g := &h[i]
+		if g.Unknown || !g.Output.OK || g.Input.Op == Release {
+			continue
+		}
+		end := g.Call + ttl
+		for k := range h {
+			op := &h[k]
+			if k == i || op.Input.Owner != g.Input.Owner || op.Input.Lock != g.Input.Lock || op.Call < g.Call {
+				continue
+			}
+			switch {
+			case op.Input.Op == Release && (op.Unknown || op.Output.OK):
+				end = min(end, op.Return) // released by then
+			case op.Input.Op == Renew && !op.Unknown && op.Output.OK:
+				end = min(end, op.Call) // the renewal begins a window of its own
+			}
+		}
+		end = max(end, g.Return)
+		w := window{owner: g.Input.Owner, lock: g.Input.Lock, from: g.Call, sure: g.Return, end: end}
+		ws = append(ws, w)
+		what := "lease"
+		if g.Input.Op == Renew {
+			what = "renewed lease"
+		}
+		title := fmt.Sprintf("%s of owner %d, token %d: from %s (called) to %s at the latest (TTL %v)",
+			what, g.Input.Owner, g.Output.Token, p.timeText(g.Call), p.timeText(end), roundDuration(p.LeaseTTL))
+		if g.Input.Op == Renew {
+			title = fmt.Sprintf("%s of owner %d: from %s (called) to %s at the latest (TTL %v)",
+				what, g.Input.Owner, p.timeText(g.Call), p.timeText(end), roundDuration(p.LeaseTTL))
+		}
+		l := &pic.Lanes[lane[g.ClientID]]
+		l.Leases = append(l.Leases, picSpan{Left: at(w.from), Width: max(at(w.end)-at(w.from), minBarWidth/2), Title: title,
+			Cex: slices.ContainsFunc(cex, func(c Operation[LeaseInput, LeaseOutput]) bool { return c.ID == g.ID })})
+	}
+	// Two owners' leases overlap where both were surely held: from each
+	// grant's return to its window's end less the tolerance.
+	tol := int64(p.LeaseTolerance)
+	for i := range ws {
+		for j := i + 1; j < len(ws); j++ {
+			a, b := ws[i], ws[j]
+			if a.owner == b.owner || a.lock != b.lock {
+				continue
+			}
+			from, to := max(a.sure, b.sure), min(a.end-tol, b.end-tol)
+			if from >= to {
+				continue
+			}
+			pic.Overlaps = append(pic.Overlaps, picSpan{Left: at(from), Width: max(at(to)-at(from), minBarWidth/2),
+				Title: fmt.Sprintf("owners %d and %d both held lock %q from %s to %s", a.owner, b.owner, a.lock, p.timeText(from), p.timeText(to))})
+		}
+	}
 }
 
 func summary(res *Result) string {
 	switch res.Verdict {
 	case Ok:
-		return fmt.Sprintf("linearizable: %d partition(s), numbers give the linearization order within a partition", len(res.Partitions))
+		return fmt.Sprintf("linearizable: %s, numbers give the linearization order within a partition",
+			plural(len(res.Partitions), "partition", "partitions"))
 	case Illegal:
 		minimal := "minimal"
 		if !res.Minimal {
 			minimal = "not fully shrunk"
 		}
 		key := res.Partitions[res.FailingPartition].Key
-		return fmt.Sprintf("not linearizable: partition %q, counterexample of %d operation(s) (%s)",
-			key, len(res.Counterexample), minimal)
+		return fmt.Sprintf("not linearizable: partition %q, counterexample of %s (%s)",
+			key, plural(len(res.Counterexample), "operation", "operations"), minimal)
 	}
 	return fmt.Sprintf("unknown: %v", res.Cause)
+}
+
+// plural is "1 thing" or "n things".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 // WriteText renders the result for a terminal: one line per operation, by
@@ -169,11 +309,14 @@ func WriteText[S, I, O any](w io.Writer, model Model[S, I, O], history []Operati
 		width = 60
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s — %s\ntime %s .. %s", pic.Verdict, pic.Summary, pic.FromText, pic.ToText)
+	fmt.Fprintf(&b, "%s — %s\ntime %s .. %s", pic.Heading, pic.Summary, pic.FromText, pic.ToText)
 	if res.Verdict == Illegal {
 		b.WriteString("; * counterexample, ! where the search got stuck")
 	}
 	b.WriteString("\n")
+	for _, r := range pic.Reasons {
+		fmt.Fprintf(&b, "why: %s\n", r)
+	}
 	for _, o := range pic.Ops {
 		bar := []byte(strings.Repeat(" ", width))
 		lo := int(o.Left / 100 * float64(width-1))
@@ -212,7 +355,13 @@ func WriteText[S, I, O any](w io.Writer, model Model[S, I, O], history []Operati
 //go:embed timeline.html
 var timelineHTML string
 
-var timeline = template.Must(template.New("timeline").Parse(timelineHTML))
+var timeline = template.Must(template.New("timeline").Funcs(template.FuncMap{
+	// labelRight is where a label drawn to the left of its bar ends, as
+	// CSS right, in percent.
+	"labelRight": func(o picOp) float64 { return 100 - o.Left + 0.5 },
+	// labelLeft is where a label drawn after its bar starts, in percent.
+	"labelLeft": func(o picOp) float64 { return o.Left + o.Width + 0.5 },
+}).Parse(timelineHTML))
 
 // WriteHTML renders the result as one self-contained HTML page (inline
 // CSS, no script, nothing fetched): a lane per client, each operation a
@@ -227,8 +376,12 @@ func WriteHTML[S, I, O any](w io.Writer, model Model[S, I, O], history []Operati
 	if err != nil {
 		return err
 	}
+	leased := false
+	for _, l := range pic.Lanes {
+		leased = leased || len(l.Leases) > 0
+	}
 	return timeline.Execute(w, struct {
 		picture
-		Fade bool
-	}{pic, res.Verdict == Illegal})
+		Fade, Leased bool
+	}{pic, res.Verdict == Illegal, leased})
 }

@@ -140,3 +140,26 @@ func TestPictureUnit(t *testing.T) {
 		}
 	}
 }
+
+// Counts are written "1 operation", "2 operations", never "operation(s)".
+func TestSummaryPlurals(t *testing.T) {
+	m := leaseModel(t)
+	one := []lop{acquire(1, 1, 11, 0, 2, 1)}
+	res := check(t, m, one)
+	var buf bytes.Buffer
+	if err := WriteText(&buf, m, one, &res, Picture{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := buf.String(); !strings.Contains(got, "1 partition,") || strings.Contains(got, "(s)") {
+		t.Errorf("summary %q", strings.SplitN(got, "\n", 2)[0])
+	}
+	double := []lop{acquire(1, 1, 11, 0, 2, 1), acquire(2, 2, 22, 3, 4, 2)}
+	res = check(t, m, double)
+	buf.Reset()
+	if err := WriteText(&buf, m, double, &res, Picture{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := buf.String(); !strings.Contains(got, "counterexample of 2 operations") || strings.Contains(got, "(s)") {
+		t.Errorf("summary %q", strings.SplitN(got, "\n", 2)[0])
+	}
+}

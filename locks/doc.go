@@ -5,8 +5,20 @@
 // Lease. A lease carries a fencing Token (strictly increasing per lock name,
 // from the backend), a local Deadline, and a Done channel that closes once the
 // lease is released, expires or is known lost. The backends live in the
-// sub-packages: redislock (one Redis server), redlock (N independent Redis
-// servers, no fencing token).
+// sub-packages:
+//
+//   - redislock: one Redis server; fenced; FIFO hand-over by notification.
+//   - redlock: N independent Redis servers, majority quorum; no fencing
+//     token (Token returns ok == false).
+//   - etcdlock: an etcd lease and a revision-ordered queue, each waiter
+//     watching only its predecessor; fenced by the create revision.
+//   - consullock: a Consul session and a KV acquire; fenced by the key's
+//     ModifyIndex; waiters queue on the server.
+//   - mysqllock: a row of a MySQL or MariaDB table on the server's clock;
+//     fenced; a lost reply settled by reading the row back.
+//
+// lockbench is the harness that measures them against their peers (go
+// test -bench and lockproof bench).
 //
 // The index:
 //

@@ -310,16 +310,16 @@ func (m *machine) verdict(ctx context.Context, out *outputs) ([]Violation, int, 
 		return nil, 0, fmt.Errorf("propertytest: checking the lock history: %w", err)
 	}
 	// The whole lock history, for the named checks' findings.
-	lockPicture := func(p Property) string {
-		return out.write(p, func(w writer) error {
-			return linearize.WriteHTML(w, model, lockH, &lres, linearize.Picture{All: true, Unit: time.Nanosecond})
+	lockPicture := func(v *Violation) string {
+		return out.write(v.Property, func(w writer) error {
+			return linearize.WriteHTML(w, model, lockH, &lres, m.leasePicture(true, v.Expected))
 		})
 	}
 	switch lres.Verdict {
 	case linearize.Illegal:
 		v := m.lockIllegal(ctx, model, lockH, &lres)
 		v.Timeline = out.write(v.Property, func(w writer) error {
-			return linearize.WriteHTML(w, model, lockH, &lres, linearize.Picture{Unit: time.Nanosecond})
+			return linearize.WriteHTML(w, model, lockH, &lres, m.leasePicture(false, v.Expected))
 		})
 		m.found = append(m.found, v) // after the named checks' findings, which came first in time
 	case linearize.Unknown:
@@ -335,10 +335,16 @@ func (m *machine) verdict(ctx context.Context, out *outputs) ([]Violation, int, 
 	m.checkLostUpdates()
 	for i := range m.found {
 		if m.found[i].Timeline == "" {
-			m.found[i].Timeline = lockPicture(m.found[i].Property)
+			m.found[i].Timeline = lockPicture(&m.found[i])
 		}
 	}
 	return m.found, undecided, nil
+}
+
+// leasePicture is how the lock history is drawn: times as durations, each
+// lease's validity window, and expected or not.
+func (m *machine) leasePicture(all, expected bool) linearize.Picture {
+	return linearize.Picture{All: all, Unit: time.Nanosecond, LeaseTTL: m.o.TTL, LeaseTolerance: locks.Drift(m.o.TTL), Expected: expected}
 }
 
 // grantWasLegal reports whether the counterexample cex, stuck at the grant
@@ -397,6 +403,13 @@ func (m *machine) lockIllegal(ctx context.Context, model linearize.Model[lineari
 			p, what = Symmetry, "an Unlock or Renew succeeded, at or after a legal grant to another owner, for an owner that no longer held the lock"
 		}
 		what += fmt.Sprintf(" (stuck at: client %d %s)", op.ClientID, describeLockOp(&op))
+	}
+	var cex []lockOp
+	for _, i := range res.Counterexample {
+		cex = append(cex, h[i])
+	}
+	if reasons := linearize.ExplainLease(cex, m.o.TTL, locks.Drift(m.o.TTL)); len(reasons) > 0 {
+		what += ": " + strings.Join(reasons, "; ")
 	}
 	var b strings.Builder
 	for _, i := range res.Counterexample {

@@ -157,8 +157,8 @@ func (l lostUpdate) String() string {
 	if l.late {
 		late = ", a holder having written after its lease's deadline (paused)"
 	}
-	return fmt.Sprintf("client %d (%s) read %d and wrote %d over %d at t=%v%s: %d update(s) lost",
-		l.client, tok, l.read, l.read+1, l.over, time.Duration(l.at), late, l.over-l.read)
+	return fmt.Sprintf("client %d (%s) read %d and wrote %d over %d at t=%v%s: %s lost",
+		l.client, tok, l.read, l.read+1, l.over, time.Duration(l.at), late, plural(l.over-l.read, "update", "updates"))
 }
 
 // admitLocked applies the fencing rule of locks.Fence.

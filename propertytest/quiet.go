@@ -31,6 +31,7 @@ type quietTB struct {
 	failed   bool
 	skipped  bool
 	msgs     []string
+	failures []string // the messages of Errorf, Fatalf and the like
 	cleanups []func()
 }
 
@@ -48,6 +49,9 @@ func (q *quietTB) note(fail bool, s string) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.failed = q.failed || fail
+	if fail && s != "" {
+		q.failures = append(q.failures, s)
+	}
 	if s != "" {
 		q.msgs = append(q.msgs, s)
 		if q.log != nil {

@@ -140,7 +140,7 @@ func RunStandalone(factory Factory, o Options, s Standalone) (*Report, error) {
 	case tb.Skipped():
 		return rep, fmt.Errorf("%w: skipped: %s", ErrNoVerdict, lastLine(tb.msgs))
 	case rep.Failed && len(rep.Broken()) == 0:
-		return rep, fmt.Errorf("%w: %s", ErrNoVerdict, firstFailure(rep.Output))
+		return rep, fmt.Errorf("%w: %s", ErrNoVerdict, firstFailure(rep.Output, tb.failures))
 	}
 	return rep, nil
 }
@@ -175,12 +175,19 @@ func lastLine(msgs []string) string {
 	return msgs[len(msgs)-1]
 }
 
-// firstFailure picks the line of rapid's output that says what failed.
-func firstFailure(out string) string {
+// firstFailure picks the line of rapid's output that says what failed:
+// the suite's or rapid's verdict, else the first line of the first of the
+// failures (a factory's Fatalf: a server that did not answer, say).
+func firstFailure(out string, failures []string) string {
 	for _, line := range strings.Split(out, "\n") {
 		if strings.Contains(line, "propertytest:") || strings.Contains(line, "[rapid] failed") ||
 			strings.Contains(line, "[rapid] panic") || strings.Contains(line, "only generated") {
 			return strings.TrimSpace(line)
+		}
+	}
+	for _, msg := range failures {
+		if line := strings.TrimSpace(strings.SplitN(msg, "\n", 2)[0]); line != "" {
+			return line
 		}
 	}
 	return "the run failed without a violation"

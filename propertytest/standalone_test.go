@@ -126,3 +126,16 @@ func TestRedlockOnRealServer(t *testing.T) {
 		t.Fatalf("checks ran %v in %d runs", rep.Checked, rep.Runs)
 	}
 }
+
+// A factory that fails the way a fake does when its server does not answer
+// (Fatalf on the TB it was given) gives ErrNoVerdict with that cause.
+func TestRunStandaloneKeepsTheFactorysCause(t *testing.T) {
+	down := func(t testing.TB) (*Backend, error) {
+		t.Fatalf("fakes: the Redis server at 127.0.0.1:1 does not answer PING: dial tcp 127.0.0.1:1: connect: connection refused")
+		return nil, nil
+	}
+	_, err := RunStandalone(down, Options{}, Standalone{Name: "down", Checks: 1, Seed: 1})
+	if !errors.Is(err, ErrNoVerdict) || !strings.Contains(err.Error(), "connection refused") {
+		t.Fatalf("error %v, want ErrNoVerdict with the factory's cause", err)
+	}
+}

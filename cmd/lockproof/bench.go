@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"math"
 	"os"
 	"runtime"
 	"slices"
@@ -82,13 +83,23 @@ func bench(args []string, stdout, stderr io.Writer) int {
 	if code, ok := parseArgs(fs, args, "lockproof bench [flags]", 0, stderr); !ok {
 		return code
 	}
+	bad := flagProblems{cmd: "lockproof bench"}
 	var err error
 	if f.backends, err = parseBackends(*backends); err != nil {
-		fmt.Fprintf(stderr, "lockproof bench: %v\n", err)
-		return exitUsage
+		bad.add(err.Error())
 	}
-	if f.waiters, err = parseInts(*waiters); err != nil || f.n < 1 || f.uncontended < 1 || f.runs < 1 || f.hold < 0 || f.cellTime < 0 {
-		fmt.Fprintf(stderr, "lockproof bench: bad flags (waiters %q: %v)\n", *waiters, err)
+	if f.waiters, err = parseInts(*waiters); err != nil {
+		bad.need(false, "waiters", strconv.Quote(*waiters), err.Error())
+	}
+	bad.need(f.n >= 1, "n", f.n, "want at least 1 acquisition")
+	bad.need(f.uncontended >= 1, "uncontended", f.uncontended, "want at least 1 cycle")
+	bad.need(f.runs >= 1, "runs", f.runs, "want at least 1 run")
+	bad.need(f.hold >= 0, "hold", f.hold, "want a duration ≥ 0")
+	bad.need(f.cellTime >= 0, "cell-time", f.cellTime, "want a duration ≥ 0 (0: no limit)")
+	bad.need(f.noisy >= 0 && !math.IsInf(f.noisy, 0), "noisy", f.noisy, "want a fraction ≥ 0, such as 0.25")
+	bad.output("json", f.json)
+	bad.output("html", f.html)
+	if bad.report(stderr) {
 		return exitUsage
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Hour)
@@ -123,7 +134,7 @@ func parseInts(s string) ([]int, error) {
 	for _, part := range strings.Split(s, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(part))
 		if err != nil || n < 2 {
-			return nil, fmt.Errorf("%q: want integers ≥ 2", part)
+			return nil, fmt.Errorf("%q is not an integer ≥ 2", strings.TrimSpace(part))
 		}
 		out = append(out, n)
 	}

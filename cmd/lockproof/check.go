@@ -18,9 +18,17 @@ import (
 	"github.com/lockproof/lockproof/propertytest"
 )
 
-// Exit status of check and replay beyond those of history: the matrix could
-// not be run (a backend did not start, a run broke down without a verdict).
-const exitNoVerdict = 3
+// Exit status of check and replay on an error: a cell could not be checked
+// (a backend did not start, a run broke down without a verdict), or the
+// results could not be written. The cause is printed.
+const exitError = 3
+
+// verdictError is check's verdict when a cell could not be checked.
+const verdictError = "ERROR"
+
+// defaultReport is where check writes its HTML report unless -html says
+// otherwise: the current directory (.gitignore covers it in this repository).
+const defaultReport = "lockproof-report.html"
 
 // properties are the table's columns, in order.
 var properties = []propertytest.Property{
@@ -44,7 +52,12 @@ const (
 	statusViolated   = "VIOLATED"
 	statusExpected   = "expected"
 	statusNotChecked = "not checked"
+	statusTooFew     = "too few runs"
 )
+
+// minRuns is the fewest runs that must check a property for it to pass;
+// in budget mode every cell makes at least that many, even past its share.
+const minRuns = 5
 
 // propResult is one property of one cell.
 type propResult struct {
@@ -88,7 +101,7 @@ type cellResult struct {
 	// Undecided counts history checks that ran out of time.
 	Undecided  int            `json:"undecided_checks,omitempty"`
 	Violations []violationOut `json:"violations,omitempty"`
-	// Error says why the cell has no verdict.
+	// Error says why the cell could not be checked.
 	Error string `json:"error,omitempty"`
 	// Mutant names the property a deliberately broken lock must break.
 	Mutant string `json:"mutant_breaks,omitempty"`
@@ -102,7 +115,8 @@ type checkResult struct {
 	Started time.Time    `json:"started"`
 	Seconds float64      `json:"seconds"`
 	Cells   []cellResult `json:"cells"`
-	// Verdict is "pass", "VIOLATED" or "no verdict"; Exit the exit status.
+	// Verdict is "pass", "VIOLATED" or "ERROR" (a cell could not be
+	// checked: its Error says why); Exit the exit status.
 	Verdict string `json:"verdict"`
 	Exit    int    `json:"exit"`
 }
@@ -127,23 +141,29 @@ func checkCmd(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.locks, "locks", "", "comma-separated locks to check (default: every built-in lock; mutant/<name> or mutants adds deliberately broken ones)")
 	fs.StringVar(&f.faults, "faults", "", "comma-separated fault scenarios (default: all)")
 	fs.Uint64Var(&f.seed, "seed", 0, "matrix seed (default: random, printed)")
-	fs.DurationVar(&f.budget, "budget", 60*time.Second, "wall time for the whole matrix, split evenly between cells")
-	fs.IntVar(&f.runs, "runs", 0, "exact runs per cell instead of the budget (with -seed: an exact replay of the matrix)")
+	fs.DurationVar(&f.budget, "budget", 60*time.Second, fmt.Sprintf("wall time for the whole matrix, split evenly between cells, each with its own deadline; "+
+		"every cell makes at least %d runs, even past its share, so the run may take longer: the default matrix on embedded backends "+
+		"takes about 90s on 2 cores, etcdlock's %d runs in real time alone about 30s, and buys 10 to 100 runs per other cell", minRuns, minRuns))
+	fs.IntVar(&f.runs, "runs", 0, fmt.Sprintf("exact runs per cell instead of the budget (with -seed: an exact replay of the matrix); below %d, no property passes: too few runs", minRuns))
 	fs.IntVar(&f.steps, "steps", 30, "average actions per run")
 	fs.BoolVar(&f.json, "json", false, "print the results as JSON on stdout instead of the table")
-	fs.StringVar(&f.html, "html", "lockproof-report.html", "write the HTML report here (empty: none)")
+	fs.StringVar(&f.html, "html", defaultReport, "write the HTML report here (empty: none)")
 	fs.StringVar(&f.outDir, "out", "", "directory for the violations' timelines (default: a temporary one)")
 	f.ep.flags(fs, "check %s on %s instead of %s, in real time")
 	if code, ok := parseArgs(fs, args, "lockproof check [flags]", 0, stderr); !ok {
 		return code
 	}
-	if f.budget <= 0 && f.runs <= 0 || f.runs < 0 || f.steps <= 0 {
-		fmt.Fprintln(stderr, "lockproof check: -budget and -steps must be positive, -runs not negative")
-		return exitUsage
-	}
+	bad := flagProblems{cmd: "lockproof check"}
+	bad.need(f.runs >= 0, "runs", f.runs, "want 0 (the budget decides) or more")
+	bad.need(f.runs > 0 || f.budget > 0, "budget", f.budget, "want a positive duration (or -runs)")
+	bad.need(f.steps >= 1, "steps", f.steps, "want at least 1 action per run")
 	cells, err := selectCells(f.ep, f.locks, f.faults)
 	if err != nil {
-		fmt.Fprintf(stderr, "lockproof check: %v\n", err)
+		bad.add(err.Error())
+	}
+	bad.output("html", f.html)
+	bad.outDir("out", f.outDir)
+	if bad.report(stderr) {
 		return exitUsage
 	}
 	if f.seed == 0 {
@@ -154,7 +174,7 @@ func checkCmd(args []string, stdout, stderr io.Writer) int {
 		dir, err := os.MkdirTemp("", "lockproof-check-")
 		if err != nil {
 			fmt.Fprintf(stderr, "lockproof check: %v\n", err)
-			return exitNoVerdict
+			return exitError
 		}
 		defer func() { _ = os.RemoveAll(dir) }()
 		cfg.outDir = dir
@@ -165,7 +185,7 @@ func checkCmd(args []string, stdout, stderr io.Writer) int {
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(res); err != nil {
 			fmt.Fprintf(stderr, "lockproof check: %v\n", err)
-			return exitNoVerdict
+			return exitError
 		}
 	} else {
 		printTable(stdout, res)
@@ -173,7 +193,7 @@ func checkCmd(args []string, stdout, stderr io.Writer) int {
 	if f.html != "" {
 		if err := writeReport(f.html, res); err != nil {
 			fmt.Fprintf(stderr, "lockproof check: %v\n", err)
-			return exitNoVerdict
+			return exitError
 		}
 		fmt.Fprintf(stderr, "report: %s\n", f.html)
 	}
@@ -205,11 +225,14 @@ func runMatrix(cells []cell, cfg checkConfig, p *progress) checkResult {
 	}
 	p.begin()
 	for i := range cells {
+		// Every cell gets its even share of the budget as its own deadline,
+		// whatever the cells before it spent: a slow cell that overran its
+		// share (its minimum runs, or minimizing a failure) does not starve
+		// the rest. What earlier cells left unspent goes to the rest.
 		share := cfg.budget / time.Duration(len(cells))
 		if cfg.runs == 0 {
-			// What earlier cells left unspent goes to the rest.
 			left := cfg.budget - time.Since(res.Started)
-			share = max(left/time.Duration(len(cells)-i), 0)
+			share = max(share, left/time.Duration(len(cells)-i))
 		}
 		p.startCell(i, share)
 		cr := runCell(&cells[i], cfg, share, p)
@@ -219,7 +242,7 @@ func runMatrix(cells []cell, cfg checkConfig, p *progress) checkResult {
 		case cr.Violated:
 			res.Verdict, res.Exit = statusViolated, exitIllegal
 		case cr.Error != "" && res.Exit == exitOK:
-			res.Verdict, res.Exit = "no verdict", exitNoVerdict
+			res.Verdict, res.Exit = verdictError, exitError
 		}
 	}
 	p.end()
@@ -229,11 +252,12 @@ func runMatrix(cells []cell, cfg checkConfig, p *progress) checkResult {
 
 var unsafeFile = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 
-// runCell runs one cell: in budget mode, one run to time it, then chunks
-// of at most cfg.chunk runs, as many as fit what is left of its share of
-// the budget (at least the first run); with cfg.runs, one
-// call of exactly that many runs. It stops at the first violation of a
-// claimed property: rapid has then minimized it.
+// runCell runs one cell: in budget mode, one run to time it, then up to
+// minRuns runs whatever they take, then chunks of at most cfg.chunk runs,
+// as many as fit what is left of its share of the budget; with cfg.runs,
+// one call of exactly that many runs. It stops at the first violation of a
+// claimed property: rapid has then minimized it. A property checked by
+// fewer than minRuns runs is reported as too few runs, not as a pass.
 func runCell(c *cell, cfg checkConfig, share time.Duration, p *progress) cellResult {
 	start := time.Now()
 	cr := cellResult{Lock: c.lock, Faults: c.faults, About: c.about, Claims: claimsOf(c.opts), Mutant: string(c.breaks)}
@@ -272,7 +296,7 @@ func runCell(c *cell, cfg checkConfig, share time.Duration, p *progress) cellRes
 			p.runs(cr.Runs)
 		}
 		if err != nil {
-			cr.Error = err.Error()
+			cr.Error = strings.TrimPrefix(err.Error(), propertytest.ErrNoVerdict.Error()+": ")
 			break
 		}
 		if rep.Failed {
@@ -281,6 +305,10 @@ func runCell(c *cell, cfg checkConfig, share time.Duration, p *progress) cellRes
 		}
 		if cfg.runs > 0 || cr.Runs == 0 {
 			break
+		}
+		if cr.Runs < minRuns {
+			checks = minRuns - cr.Runs
+			continue
 		}
 		spent := time.Since(start)
 		perRun := spent / time.Duration(cr.Runs)
@@ -310,10 +338,14 @@ func runCell(c *cell, cfg checkConfig, share time.Duration, p *progress) cellRes
 			pr.Status = statusViolated
 		case expected[prop] > 0:
 			pr.Status = statusExpected
-		case checked[prop] > 0:
+		case checked[prop] >= minRuns:
 			pr.Status = statusPass
-		default:
+		case prop == propertytest.Availability && checked[prop] == 0:
+			// Every run that finishes checks availability on a backend of
+			// several nodes, and none on one of a single node.
 			pr.Status = statusNotChecked
+		default:
+			pr.Status = statusTooFew
 		}
 		cr.Props = append(cr.Props, pr)
 	}
@@ -343,16 +375,16 @@ func printTable(w io.Writer, res checkResult) {
 			fmt.Fprintf(tw, "\t%s", cellText(c, p))
 		}
 		if c.Error != "" {
-			fmt.Fprintf(tw, "\tNO VERDICT: %s", c.Error)
+			fmt.Fprintf(tw, "\tERROR: %s", c.Error)
 		}
 		fmt.Fprintln(tw)
 	}
 	_ = tw.Flush()
-	fmt.Fprintf(w, "\nseed %d, cells %d, %.1fs. expected: violated only under faults the lock does not claim; -: not checked.\n",
-		res.Seed, len(res.Cells), res.Seconds)
+	fmt.Fprintf(w, "\nseed %d, %s, %.1fs.\n%s\n", res.Seed, plural(len(res.Cells), "cell", "cells"), res.Seconds, legend)
 	for _, c := range res.Cells {
 		if c.Violated {
 			fmt.Fprintf(w, "\n%s/%s: VIOLATED (claims: %s). Replay: %s\n", c.Lock, c.Faults, c.Claims, c.Replay)
+			fmt.Fprintf(w, "  (no lockproof binary? go install ./cmd/lockproof, or in the repository: go run ./cmd/%s)\n", c.Replay)
 			for _, v := range c.Violations {
 				if v.Status != statusViolated {
 					continue
@@ -364,13 +396,31 @@ func printTable(w io.Writer, res checkResult) {
 			}
 		}
 	}
+	tooFew := 0
+	for _, c := range res.Cells {
+		for _, p := range c.Props {
+			if p.Status == statusTooFew {
+				tooFew++
+			}
+		}
+	}
 	switch res.Exit {
 	case exitOK:
-		fmt.Fprintln(w, "\nverdict: pass: no lock violated a property it claims")
+		fmt.Fprint(w, "\nverdict: pass: no lock violated a property it claims")
+		if tooFew > 0 {
+			fmt.Fprintf(w, " (%s of the table checked by too few runs to pass)", plural(tooFew, "property", "properties"))
+		}
+		fmt.Fprintln(w)
 	case exitIllegal:
 		fmt.Fprintln(w, "\nverdict: VIOLATED: a lock broke a property it claims")
 	default:
-		fmt.Fprintln(w, "\nverdict: NO VERDICT: some cells could not be checked")
+		failed := 0
+		for _, c := range res.Cells {
+			if c.Error != "" {
+				failed++
+			}
+		}
+		fmt.Fprintf(w, "\nverdict: ERROR: %s could not be checked (the cause is in its row)\n", plural(failed, "cell", "cells"))
 	}
 }
 
@@ -382,8 +432,36 @@ func cellText(c cellResult, p propResult) string {
 		return fmt.Sprintf("expected (%d/%d runs)", p.Expected, c.Runs)
 	case statusNotChecked:
 		return "-"
+	case statusTooFew:
+		return fmt.Sprintf("too few runs (%d)", p.Checked)
 	}
 	return p.Status
+}
+
+// legend explains the table's cells, as the HTML report's legend does.
+var legend = fmt.Sprintf(`pass: checked by %[1]d runs or more, never violated; VIOLATED: a property the lock claims was broken;
+expected (n/m runs): broken only under faults the lock does not claim; too few runs (n): checked by n runs,
+fewer than %[1]d, never violated: not a pass; -: availability on a backend of one node, which cannot lose a minority.`, minRuns)
+
+// cellSummary is a cell's row in a few words, for the progress line: its
+// verdict, and every property that did not simply pass.
+func cellSummary(c *cellResult) string {
+	switch {
+	case c.Violated:
+		return "VIOLATED, replay: " + c.Replay
+	case c.Error != "":
+		return "ERROR: " + c.Error
+	}
+	var notes []string
+	for _, p := range c.Props {
+		if p.Status == statusExpected || p.Status == statusTooFew {
+			notes = append(notes, p.Property+": "+cellText(*c, p))
+		}
+	}
+	if len(notes) == 0 {
+		return statusPass
+	}
+	return "no claimed property violated; " + strings.Join(notes, "; ")
 }
 
 func indent(s, pre string) string {
@@ -405,6 +483,12 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	if code, ok := parseArgs(fs, args, "lockproof replay [flags] <seed>", 1, stderr); !ok {
 		return code
 	}
+	bad := flagProblems{cmd: "lockproof replay"}
+	bad.need(*steps >= 1, "steps", *steps, "want at least 1 action per run")
+	bad.outDir("out", *out)
+	if bad.report(stderr) {
+		return exitUsage
+	}
 	seed, err := strconv.ParseUint(fs.Arg(0), 0, 64)
 	if err != nil || seed == 0 {
 		fmt.Fprintf(stderr, "lockproof replay: %q is not a seed printed by lockproof check\n", fs.Arg(0))
@@ -425,7 +509,7 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	if dir == "" {
 		if dir, err = os.MkdirTemp("", "lockproof-replay-"); err != nil {
 			fmt.Fprintf(stderr, "lockproof replay: %v\n", err)
-			return exitNoVerdict
+			return exitError
 		}
 	}
 	opts := c.opts
@@ -436,7 +520,7 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "lockproof replay: %v\n", err)
-		return exitNoVerdict
+		return exitError
 	}
 	if !rep.Failed {
 		for _, v := range rep.Violations {

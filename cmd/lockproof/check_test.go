@@ -225,3 +225,21 @@ func TestCheckCatchesAMutantAndReplaysIt(t *testing.T) {
 		t.Errorf("replay output:\n%s", out.String())
 	}
 }
+
+// A real server that does not answer: the cause is printed, and check exits
+// with the status it documents for an error.
+func TestCheckSaysWhyABackendDidNotStart(t *testing.T) {
+	var out, errOut bytes.Buffer
+	code := run([]string{"check", "-redis", "127.0.0.1:1", "-locks", "redislock", "-faults", "crash", "-runs", "1", "-html", ""}, &out, &errOut)
+	if code != exitError {
+		t.Errorf("exit %d, want %d", code, exitError)
+	}
+	for name, s := range map[string]string{"stdout": out.String(), "stderr": errOut.String()} {
+		if !strings.Contains(s, "connection refused") || !strings.Contains(s, "ERROR") {
+			t.Errorf("%s does not give the error and its cause:\n%s", name, s)
+		}
+		if strings.Contains(s, "failed without a violation") {
+			t.Errorf("%s lost the cause:\n%s", name, s)
+		}
+	}
+}

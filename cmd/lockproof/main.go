@@ -9,11 +9,14 @@
 // cell of a matrix: each built-in lock under each fault scenario it is
 // offered (crashes and pauses always; partitions, lost replies, failover,
 // node stops where the backend has them), on embedded backends, or on the
-// real servers given by flags. Each cell gets an even share of -budget (or
-// exactly -runs runs). It shows its progress on stderr (a status line on a
-// terminal, plain lines otherwise), prints a lock × property table (pass,
-// VIOLATED with the seed that replays it, expected: broken only under a
-// fault the lock does not claim, or - when no run could check it), writes
+// real servers given by flags. Each cell gets an even share of -budget as
+// its own deadline, and at least 5 runs even past it (or exactly -runs
+// runs). It shows its progress on stderr (a status line on a terminal,
+// plain lines otherwise), prints a lock × property table (pass: checked by
+// 5 runs or more; VIOLATED with the seed that replays it; expected: broken
+// only under a fault the lock does not claim; too few runs (n): checked by
+// fewer than 5 runs, never violated; - for availability on a backend of
+// one node), writes
 // a self-contained HTML report (-html) with the timeline of every
 // violation, and with -json prints the results as JSON instead of the
 // table. -locks mutants (or mutant/<name>) adds the deliberately broken
@@ -52,8 +55,11 @@
 // so that the peers that wait seconds per hand-off cannot stretch a run.
 //
 // Exit status of check: 0 when no lock violated a property it claims, 1
-// when one did, 2 on bad usage, 3 when a cell could not be checked (a
-// backend did not start): a gate never passes what it could not check.
+// when one did, 2 on bad usage (flags, output paths: refused before any
+// run), 3 on an error: a cell could not be checked (a backend did not
+// start; its row gives the cause, such as the connection error) or the
+// results could not be written. A gate never passes what it could not
+// check.
 // replay: 1 when the violation reproduced, 0 when it did not, 2 and 3 as
 // check. history: 0 linearizable, 1 not linearizable, 2 bad usage
 // or a malformed history, 3 unknown (the -timeout ran out). bench: 0, or 1
@@ -68,6 +74,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/lockproof/lockproof/linearize"
@@ -127,18 +136,78 @@ type historyFlags struct {
 	all       bool
 }
 
+// historyUsage is history's help: the command line, then the format.
+const historyUsage = `lockproof history [flags] <file>   (- reads standard input)
+
+The file is one JSON object with one member, "operations": an array of
+operations, each with exactly these members (any other is an error):
+
+  {"operations": [
+    {"id": 1, "client": 0, "call": 100, "return": 250,
+     "input": {"lock": "L", "op": "acquire", "owner": 7},
+     "output": {"ok": true, "token": 1}},
+    {"id": 2, "client": 1, "call": 120, "return": 900, "unknown": true,
+     "input": {"lock": "L", "op": "release", "owner": 9}}
+  ]}
+
+  "id"       integer, unique in the history
+  "client"   integer >= 0: operations of one client do not overlap
+  "call", "return"
+             integers, nanoseconds on one clock, return >= call
+  "input"    what was asked, by model:
+               lease     {"lock": name, "op": "acquire"|"release"|"renew", "owner": integer}
+               fenced    {"op": "read"|"write"|"peek", "token": integer, "value": string}
+               register  {"op": "read"|"write", "value": string}
+               kv        {"op": "get"|"put"|"append", "key": string, "value": string}
+  "output"   what came back (leave it out when "unknown" is true):
+               lease     {"ok": granted or succeeded, "token": the fencing token of a grant}
+               fenced    {"ok": accepted, "value": string}
+               register  {"value": string}
+               kv        {"value": string}
+  "unknown"  optional, true when the call's outcome is unknown (a timeout):
+             it may have taken effect any time after its call, or never
+
+A history that checks fine is summed up when it has more than ` + "%d" + ` operations
+(-all prints every one). Exit status: 0 linearizable, 1 not, 2 bad usage or
+a malformed history, 3 unknown (-timeout ran out).
+
+flags:`
+
+// shortHistory is the most operations history draws of a history that is
+// not Illegal, unless -all.
+const shortHistory = 50
+
+// defaultTolerance is the lease model's -tolerance unless given: 10 ms, or
+// a tenth of the TTL when that is less, so that any TTL works.
+func defaultTolerance(ttl time.Duration) time.Duration { return min(10*time.Millisecond, ttl/10) }
+
 func history(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("lockproof history", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var f historyFlags
 	fs.StringVar(&f.model, "model", "lease", "lease, fenced, register or kv")
 	fs.DurationVar(&f.ttl, "ttl", 10*time.Second, "lease model: the locks' TTL")
-	fs.DurationVar(&f.tolerance, "tolerance", 10*time.Millisecond, "lease model: clock error allowed between the history and the server")
+	fs.DurationVar(&f.tolerance, "tolerance", 0, "lease model: clock error allowed between the history and the server, less than -ttl (default: 10ms, or -ttl/10 when that is less)")
 	fs.DurationVar(&f.timeout, "timeout", time.Minute, "give up (verdict unknown) after this long")
 	fs.StringVar(&f.html, "html", "", "also write the HTML timeline to this file")
-	fs.BoolVar(&f.all, "all", false, "draw every operation, not only the counterexample")
-	if code, ok := parseArgs(fs, args, "lockproof history [flags] <file>   (- reads standard input)", 1, stderr); !ok {
+	fs.BoolVar(&f.all, "all", false, fmt.Sprintf("draw every operation: of an illegal history not only the counterexample, of another not only a summary when it has more than %d", shortHistory))
+	if code, ok := parseArgs(fs, args, fmt.Sprintf(historyUsage, shortHistory), 1, stderr); !ok {
 		return code
+	}
+	toleranceSet := false
+	fs.Visit(func(fl *flag.Flag) { toleranceSet = toleranceSet || fl.Name == "tolerance" })
+	if !toleranceSet {
+		f.tolerance = defaultTolerance(f.ttl)
+	}
+	bad := flagProblems{cmd: "lockproof history"}
+	bad.need(f.ttl > 0, "ttl", f.ttl, "want a positive duration")
+	bad.need(f.tolerance >= 0, "tolerance", f.tolerance, "want a duration ≥ 0")
+	bad.need(f.ttl <= 0 || f.tolerance < f.ttl, "tolerance", f.tolerance, fmt.Sprintf("want less than -ttl %v", f.ttl))
+	bad.need(f.timeout > 0, "timeout", f.timeout, "want a positive duration")
+	bad.need(slices.Contains([]string{"lease", "fenced", "register", "kv"}, f.model), "model", strconv.Quote(f.model), "want lease, fenced, register or kv")
+	bad.output("html", f.html)
+	if bad.report(stderr) {
+		return exitUsage
 	}
 	in, closeIn, err := open(fs.Arg(0))
 	if err != nil {
@@ -148,6 +217,10 @@ func history(args []string, stdout, stderr io.Writer) int {
 	defer closeIn()
 	ctx, cancel := context.WithTimeout(context.Background(), f.timeout)
 	defer cancel()
+	name := fs.Arg(0)
+	if name == "-" {
+		name = "standard input"
+	}
 	switch f.model {
 	case "lease":
 		m, err := linearize.NewLeaseModel(f.ttl, f.tolerance)
@@ -155,16 +228,13 @@ func history(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "lockproof history: %v\n", err)
 			return exitUsage
 		}
-		return checkFile(ctx, m, in, f, stdout, stderr)
+		return checkFile(ctx, m, in, name, f, stdout, stderr)
 	case "fenced":
-		return checkFile(ctx, linearize.NewFencedRegisterModel(""), in, f, stdout, stderr)
+		return checkFile(ctx, linearize.NewFencedRegisterModel(""), in, name, f, stdout, stderr)
 	case "register":
-		return checkFile(ctx, linearize.NewRegisterModel(""), in, f, stdout, stderr)
-	case "kv":
-		return checkFile(ctx, linearize.NewKVModel(), in, f, stdout, stderr)
+		return checkFile(ctx, linearize.NewRegisterModel(""), in, name, f, stdout, stderr)
 	}
-	fmt.Fprintf(stderr, "lockproof history: unknown model %q (lease, fenced, register, kv)\n", f.model)
-	return exitUsage
+	return checkFile(ctx, linearize.NewKVModel(), in, name, f, stdout, stderr)
 }
 
 func open(path string) (io.Reader, func(), error) {
@@ -178,20 +248,26 @@ func open(path string) (io.Reader, func(), error) {
 	return fh, func() { _ = fh.Close() }, nil
 }
 
-// checkFile decodes, checks and renders one history.
-func checkFile[S, I, O any](ctx context.Context, m linearize.Model[S, I, O], in io.Reader, f historyFlags, stdout, stderr io.Writer) int {
+// checkFile decodes, checks and renders one history, read from in, which
+// is the file name.
+func checkFile[S, I, O any](ctx context.Context, m linearize.Model[S, I, O], in io.Reader, name string, f historyFlags, stdout, stderr io.Writer) int {
 	h, err := linearize.DecodeHistory[I, O](in)
 	if err != nil {
-		fmt.Fprintf(stderr, "lockproof history: %v\n", err)
+		fmt.Fprintf(stderr, "lockproof history: %s: %s\n", name, strings.TrimPrefix(err.Error(), "linearize: "))
 		return exitUsage
 	}
 	res, err := linearize.Check(ctx, m, h, linearize.Options{})
 	if err != nil {
-		fmt.Fprintf(stderr, "lockproof history: %v\n", err)
+		fmt.Fprintf(stderr, "lockproof history: %s: %s\n", name, strings.TrimPrefix(err.Error(), "linearize: "))
 		return exitUsage
 	}
 	pic := linearize.Picture{All: f.all}
-	if err := linearize.WriteText(stdout, m, h, &res, pic); err != nil {
+	if _, lease := any(m.Init()).(linearize.LeaseState); lease {
+		pic.LeaseTTL, pic.LeaseTolerance, pic.Unit = f.ttl, f.tolerance, time.Nanosecond
+	}
+	if res.Verdict != linearize.Illegal && !f.all && len(h) > shortHistory {
+		printSummary(stdout, h, &res)
+	} else if err := linearize.WriteText(stdout, m, h, &res, pic); err != nil {
 		fmt.Fprintf(stderr, "lockproof history: %v\n", err)
 		return exitUsage
 	}
@@ -209,6 +285,35 @@ func checkFile[S, I, O any](ctx context.Context, m linearize.Model[S, I, O], in 
 		return exitIllegal
 	}
 	return exitUnknown
+}
+
+// printSummary sums up a long history that is not Illegal in two lines.
+func printSummary[I, O any](w io.Writer, h []linearize.Operation[I, O], res *linearize.Result) {
+	clients, unknown := map[int]bool{}, 0
+	from, to := h[0].Call, h[0].Return
+	for i := range h {
+		clients[h[i].ClientID] = true
+		from, to = min(from, h[i].Call), max(to, h[i].Return)
+		if h[i].Unknown {
+			unknown++
+		}
+	}
+	verdict := "linearizable"
+	if res.Verdict != linearize.Ok {
+		verdict = fmt.Sprintf("unknown: %v", res.Cause)
+	}
+	fmt.Fprintf(w, "%s — %s: %s of %s (%d with unknown outcome) in %s, time %v .. %v\n",
+		res.Verdict, verdict, plural(len(h), "operation", "operations"), plural(len(clients), "client", "clients"),
+		unknown, plural(len(res.Partitions), "partition", "partitions"), from, to)
+	fmt.Fprintf(w, "(the timeline's %d lines are left out: -all prints them)\n", len(h))
+}
+
+// plural is "1 thing" or "n things".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 func writeHTML[S, I, O any](path string, m linearize.Model[S, I, O], h []linearize.Operation[I, O], res *linearize.Result, pic linearize.Picture) error {

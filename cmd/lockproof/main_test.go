@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -82,5 +83,109 @@ func TestHistoryBadInput(t *testing.T) {
 		if code := run(c.args, &out, &errOut); code != exitUsage {
 			t.Errorf("%s: exit %d, want %d (stderr %q)", c.name, code, exitUsage, errOut.String())
 		}
+	}
+}
+
+// sequentialLeases is a history of n grants and releases of lock L, one
+// after another, each lease released before the next grant: linearizable.
+func sequentialLeases(n int) string {
+	var b strings.Builder
+	b.WriteString(`{"operations": [`)
+	for i := range n {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		at := int64(i) * 10_000
+		fmt.Fprintf(&b, "\n"+`{"id": %d, "client": %d, "call": %d, "return": %d, "input": {"lock": "L", "op": "acquire", "owner": %d}, "output": {"ok": true, "token": %d}},`,
+			2*i, i%4, at, at+1000, i+1, i+1)
+		fmt.Fprintf(&b, "\n"+`{"id": %d, "client": %d, "call": %d, "return": %d, "input": {"lock": "L", "op": "release", "owner": %d}, "output": {"ok": true}}`,
+			2*i+1, i%4, at+2000, at+3000, i+1)
+	}
+	b.WriteString("\n]}\n")
+	return b.String()
+}
+
+// A long history that checks fine is summed up in a few lines; -all
+// prints every operation.
+func TestHistoryLongOkIsSummarized(t *testing.T) {
+	file := write(t, "long.json", sequentialLeases(2000))
+	var out, errOut bytes.Buffer
+	if code := run([]string{"history", file}, &out, &errOut); code != exitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, out.String(), errOut.String())
+	}
+	if lines := strings.Count(out.String(), "\n"); lines > 5 || !strings.Contains(out.String(), "4000 operations") || !strings.Contains(out.String(), "-all") {
+		t.Errorf("%d lines for a linearizable history of 4000 operations, want a summary naming -all:\n%.2000s", lines, out.String())
+	}
+	out.Reset()
+	if code := run([]string{"history", "-all", file}, &out, &errOut); code != exitOK {
+		t.Fatalf("-all: exit %d\n%s", code, errOut.String())
+	}
+	if lines := strings.Count(out.String(), "\n"); lines < 4000 {
+		t.Errorf("-all printed %d lines for 4000 operations", lines)
+	}
+	short := write(t, "short.json", sequentialLeases(3))
+	out.Reset()
+	if code := run([]string{"history", short}, &out, &errOut); code != exitOK || strings.Count(out.String(), "acquire(") != 3 {
+		t.Errorf("a short history is drawn whole: exit %d\n%s", code, out.String())
+	}
+}
+
+// history -h describes the JSON format it reads.
+func TestHistoryHelpDescribesTheFormat(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := run([]string{"history", "-h"}, &out, &errOut); code != exitOK {
+		t.Fatalf("exit %d", code)
+	}
+	for _, want := range []string{`"operations"`, `"call"`, `"return"`, `"unknown"`, "nanoseconds", `"op": "acquire"`, "renew", `"token"`} {
+		if !strings.Contains(errOut.String(), want) {
+			t.Errorf("history -h does not say %q:\n%s", want, errOut.String())
+		}
+	}
+}
+
+// Malformed JSON: line and column, and every prefix said once.
+func TestHistoryMalformedSaysWhere(t *testing.T) {
+	file := write(t, "bad.json", "{\"operations\": [\n  {\"id\": 1 \"client\": 0}\n]}")
+	var out, errOut bytes.Buffer
+	if code := run([]string{"history", file}, &out, &errOut); code != exitUsage {
+		t.Fatalf("exit %d", code)
+	}
+	msg := errOut.String()
+	if !strings.Contains(msg, "line 2, column 12") || !strings.Contains(msg, "bad.json") {
+		t.Errorf("message %q does not name the file, line and column", msg)
+	}
+	for _, prefix := range []string{"lockproof history:", "linearize:", "malformed JSON history"} {
+		if strings.Count(msg, prefix) > 1 {
+			t.Errorf("message %q repeats %q", msg, prefix)
+		}
+	}
+}
+
+// A short TTL works with the default tolerance, which scales with it.
+func TestHistoryShortTTL(t *testing.T) {
+	// Two grants 2 ms apart with a TTL of 1 ms: legal.
+	legal := `{"operations": [
+  {"id": 1, "client": 0, "call": 0, "return": 100000, "input": {"lock": "L", "op": "acquire", "owner": 1}, "output": {"ok": true, "token": 1}},
+  {"id": 2, "client": 1, "call": 2000000, "return": 2100000, "input": {"lock": "L", "op": "acquire", "owner": 2}, "output": {"ok": true, "token": 2}}
+]}`
+	var out, errOut bytes.Buffer
+	if code := run([]string{"history", "-ttl", "1ms", write(t, "h.json", legal)}, &out, &errOut); code != exitOK {
+		t.Fatalf("-ttl 1ms: exit %d\n%s\n%s", code, out.String(), errOut.String())
+	}
+	errOut.Reset()
+	if code := run([]string{"history", "-ttl", "1ms", "-tolerance", "1ms", write(t, "h.json", legal)}, &out, &errOut); code != exitUsage ||
+		!strings.Contains(errOut.String(), "-tolerance 1ms") {
+		t.Errorf("-tolerance equal to -ttl: exit %d, %q", code, errOut.String())
+	}
+}
+
+// history names the exact reason of a double grant.
+func TestHistoryNamesTheReason(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := run([]string{"history", "-ttl", "10s", write(t, "h.json", doubleGrant)}, &out, &errOut); code != exitIllegal {
+		t.Fatalf("exit %d\n%s", code, errOut.String())
+	}
+	if want := "why: client 1 granted (token 2) at 3ms while client 0's lease (granted at 1ms, TTL 10s) still ran"; !strings.Contains(out.String(), want) {
+		t.Errorf("output lacks %q:\n%s", want, out.String())
 	}
 }

@@ -51,7 +51,7 @@ func (p *progress) begin() {
 	if p.cfg.runs > 0 {
 		mode = fmt.Sprintf("%d runs per cell", p.cfg.runs)
 	}
-	fmt.Fprintf(p.w, "lockproof check: %d cells, seed %d, %s\n", len(p.cells), p.cfg.seed, mode)
+	fmt.Fprintf(p.w, "lockproof check: %s, seed %d, %s\n", plural(len(p.cells), "cell", "cells"), p.cfg.seed, mode)
 	if !p.tty {
 		return
 	}
@@ -94,14 +94,7 @@ func (p *progress) endCell(cr *cellResult) {
 	p.doneRuns += cr.Runs
 	p.cellRuns = 0
 	p.finished++
-	verdict := "pass"
-	switch {
-	case cr.Violated:
-		verdict = "VIOLATED, replay: " + cr.Replay
-	case cr.Error != "":
-		verdict = "NO VERDICT: " + cr.Error
-	}
-	line := fmt.Sprintf("%s: %d runs in %.1fs: %s", p.prefixLocked(), cr.Runs, cr.Seconds, verdict)
+	line := fmt.Sprintf("%s: %d runs in %.1fs: %s", p.prefixLocked(), cr.Runs, cr.Seconds, cellSummary(cr))
 	if p.tty {
 		fmt.Fprintf(p.w, "\r\033[K%s\n", line)
 		return

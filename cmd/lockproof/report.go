@@ -62,7 +62,8 @@ func writeReport(path string, res checkResult) error {
 		checkResult
 		Props      []string
 		Violations []reportViolation
-	}{res, propNames(), vs})
+		MinRuns    int
+	}{res, propNames(), vs, minRuns})
 	if cerr := fh.Close(); err == nil {
 		err = cerr
 	}
