@@ -16,6 +16,9 @@
 //     ModifyIndex; waiters queue on the server.
 //   - mysqllock: a row of a MySQL or MariaDB table on the server's clock;
 //     fenced; a lost reply settled by reading the row back.
+//   - zklock: ZooKeeper ephemeral sequential nodes, each waiter watching
+//     only its predecessor; fenced by the node's czxid; the session is the
+//     lease.
 //
 // lockbench is the harness that measures them against their peers (go
 // test -bench and lockproof bench).
