@@ -7,16 +7,15 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/fakes/minizk"
 )
 
 var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // start starts a server on a manual clock, closed at cleanup.
-func start(t testing.TB, opts ...minizk.Option) (*minizk.Server, *fakes.Clock) {
+func start(t testing.TB, opts ...minizk.Option) (*minizk.Server, *manualClock) {
 	t.Helper()
-	clock := fakes.NewClock(epoch)
+	clock := newManualClock(epoch)
 	s, err := minizk.Start(append([]minizk.Option{minizk.WithClock(clock)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)

@@ -227,6 +227,7 @@ func decodeMulti(r *reader) ([]op, error) {
 		o := op{opcode: typ}
 		switch typ {
 		case opCreate, opCreate2:
+			o.opcode = opCreate // ZooKeeper answers a multi's create2 as a create: the path alone
 			o.path, o.data, o.acl, o.flags = r.string(), r.buffer(), r.acls(), r.int32()
 		case opDelete, opCheck:
 			o.path, o.version = r.string(), r.int32()

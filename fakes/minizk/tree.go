@@ -75,6 +75,9 @@ func special(p string) bool {
 func (n *znode) statOut() Stat {
 	st := n.stat
 	st.Cversion = 2*n.stat.Cversion - n.stat.NumChildren
+	if st.EphemeralOwner == containerOwner {
+		st.EphemeralOwner = 0 // clients are not shown the container mark
+	}
 	return st
 }
 
@@ -125,23 +128,29 @@ func (x *txn) create(o op) (string, Code) {
 		return "", CodeUnimplemented // TTL nodes are off by default on ZooKeeper too
 	}
 	seq := o.flags&flagSequential != 0
-	if !validPath(o.path, seq) {
+	// ZooKeeper's order: the parent is looked up before the whole path is
+	// validated, so "/missing/" is NONODE and only a path without a slash
+	// (or with a NUL) is BADARGUMENTS up front.
+	if !strings.HasPrefix(o.path, "/") || strings.ContainsRune(o.path, 0) {
 		return "", CodeBadArguments
 	}
 	if c := x.checkACL(o.acl); c != CodeOK {
 		return "", c
 	}
-	p := o.path
-	if p == rootPath {
-		return "", CodeNodeExists
+	parentPath := o.path[:strings.LastIndexByte(o.path, '/')]
+	if parentPath == "" {
+		parentPath = rootPath
 	}
-	parentPath, _ := parentOf(p)
 	parent := x.t.nodes[parentPath]
 	if parent == nil {
 		return "", CodeNoNode
 	}
+	p := o.path
 	if seq {
 		p += sequenceSuffix(parent.stat.Cversion)
+	}
+	if !validPath(p, false) {
+		return "", CodeBadArguments
 	}
 	if x.t.nodes[p] != nil {
 		return "", CodeNodeExists
@@ -186,9 +195,11 @@ func (x *txn) create(o op) (string, Code) {
 // as ZooKeeper formats it, %010d.
 func sequenceSuffix(cversion int32) string { return fmt.Sprintf("%010d", cversion) }
 
-// remove applies a delete.
+// remove applies a delete. As on ZooKeeper, the path itself is not
+// validated: one without a slash, with a NUL, or one of ZooKeeper's own is
+// BADARGUMENTS; any other that names no node is NONODE.
 func (x *txn) remove(o op) Code {
-	if !validPath(o.path, false) || special(o.path) {
+	if !strings.HasPrefix(o.path, "/") || strings.ContainsRune(o.path, 0) || special(o.path) {
 		return CodeBadArguments
 	}
 	n := x.t.nodes[o.path]
@@ -277,12 +288,14 @@ func (x *txn) check(o op) Code {
 
 // setACL applies a setACL and returns the node's new stat.
 func (x *txn) setACL(o op) (Stat, Code) {
+	if validPath(o.path, false) {
+		if c := x.checkACL(o.acl); c != CodeOK {
+			return Stat{}, c
+		}
+	}
 	n, code := x.versioned(o, true)
 	if code != CodeOK {
 		return Stat{}, code
-	}
-	if c := x.checkACL(o.acl); c != CodeOK {
-		return Stat{}, c
 	}
 	oldACL, oldStat := n.acl, n.stat
 	n.acl = o.acl
