@@ -197,6 +197,15 @@ func (z *ZooKeeperServer) Connect(sessionTimeout time.Duration) (*zk.Conn, <-cha
 // server it first deletes everything under Prefix. Closing twice does
 // nothing.
 func (z *ZooKeeperServer) Close() error {
+	var err error
+	if z.mini == nil {
+		// A client of its own: the test may have closed all of its.
+		c, _, cerr := z.Connect(10 * time.Second)
+		err = cerr
+		if cerr == nil {
+			err = deleteTree(c, z.prefix)
+		}
+	}
 	z.mu.Lock()
 	if z.closed {
 		z.mu.Unlock()
@@ -205,10 +214,6 @@ func (z *ZooKeeperServer) Close() error {
 	z.closed = true
 	clients := z.clients
 	z.mu.Unlock()
-	var err error
-	if z.mini == nil && len(clients) > 0 {
-		err = deleteTree(clients[0], z.prefix)
-	}
 	for _, c := range clients {
 		c.Close()
 	}

@@ -177,7 +177,7 @@ func (c *conn) handshake(p []byte) bool {
 		sess = s.sessions[req.sessionID]
 		if sess == nil || !bytes.Equal(sess.passwd, req.passwd) {
 			// Expired, unknown or wrong password: timeout 0, session 0.
-			c.send(connectResponse(0, 0, make([]byte, 16)))
+			c.send(connectResponse(0, 0, make([]byte, 16), req.readOnlySent))
 			c.finish()
 			return false
 		}
@@ -190,17 +190,22 @@ func (c *conn) handshake(p []byte) bool {
 	sess.conn = c
 	c.sess = sess
 	s.changedLocked()
-	c.send(connectResponse(int32(timeout.Milliseconds()), sess.id, sess.passwd))
+	c.send(connectResponse(int32(timeout.Milliseconds()), sess.id, sess.passwd, req.readOnlySent))
 	return true
 }
 
-func connectResponse(timeoutMs int32, id int64, passwd []byte) []byte {
+// connectResponse encodes the answer to a connect request; the read-only
+// flag ends it only if the client sent one (ZooKeeper does the same, for
+// old clients).
+func connectResponse(timeoutMs int32, id int64, passwd []byte, readOnly bool) []byte {
 	var w writer
 	w.int32(0) // protocol version
 	w.int32(timeoutMs)
 	w.int64(id)
 	w.buffer(passwd)
-	w.bool(false) // read-only
+	if readOnly {
+		w.bool(false) // this server is never read-only
+	}
 	return w.b
 }
 

@@ -2,13 +2,9 @@ package minizk_test
 
 import (
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/lockproof/lockproof/fakes/minizk"
-	"github.com/lockproof/lockproof/locks"
 )
 
 // envZKAddr names the real server the differential tests compare minizk
@@ -170,7 +166,7 @@ func runScript(t *testing.T, addr, root string) []string {
 		t.Fatal(err)
 	}
 	n := normalizer{base: rs[len(rs)-1].Zxid, root: root, sessions: sessions}
-	var out []string
+	out := sessionChecks(t, addr, n, conns[0])
 	for i, st := range diffScript() {
 		xid := int32(i + 1)
 		rs, err := conns[st.conn].request(xid, st.op, st.body(root))
@@ -201,6 +197,41 @@ func runScript(t *testing.T, addr, root string) []string {
 		if st.op == -11 || st.op == 999 {
 			out = append(out, fmt.Sprintf("  closed %v", conns[st.conn].closed()))
 		}
+	}
+	return out
+}
+
+// sessionChecks compares the handshake: the connect response's length,
+// timeout negotiation, reconnects with a right and a wrong password, and a
+// client that has seen a zxid the server has not. a is a connected session;
+// the others are opened and closed here.
+func sessionChecks(t *testing.T, addr string, n normalizer, a *rawConn) []string {
+	out := []string{fmt.Sprintf("connect response %d bytes", a.connectLen)}
+	for _, asked := range []int32{1, 5000, 1 << 30} {
+		c := dialRaw(t, addr)
+		r, err := c.connect(asked, 0, nil, 0)
+		out = append(out, fmt.Sprintf("asked %d ms: timeout %d, passwd %d bytes, %v", asked, r.Timeout, len(r.Passwd), err))
+		if _, err := c.request(1, -11, nil); err != nil {
+			out = append(out, fmt.Sprintf("  close: %v", err))
+		}
+	}
+	b := dialRaw(t, addr)
+	r, err := b.connect(8000, 0, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrong := append([]byte(nil), r.Passwd...)
+	wrong[3] ^= 1
+	for _, tc := range []struct {
+		name   string
+		passwd []byte
+		zxid   int64
+	}{{"wrong password", wrong, 0}, {"right password", r.Passwd, 0}, {"ahead of the server", r.Passwd, n.base + 1000}} {
+		c := dialRaw(t, addr)
+		got, err := c.connect(12000, r.Session, tc.passwd, tc.zxid)
+		same := got.Session == r.Session
+		out = append(out, fmt.Sprintf("reconnect %s: same session %v, id 0 %v, timeout %d, passwd %d bytes, err %v, closed %v",
+			tc.name, same, got.Session == 0, got.Timeout, len(got.Passwd), err != nil, c.closed()))
 	}
 	return out
 }
@@ -320,28 +351,11 @@ func (n normalizer) multi(d *dec) string {
 // zxids relative to the start, times masked. Run it against a server no
 // one else writes to (other clients' writes move the zxids).
 func TestDifferentialRaw(t *testing.T) {
-	real := os.Getenv(envZKAddr)
-	if real == "" {
-		t.Skipf("set %s=host:port of a ZooKeeper server to compare with", envZKAddr)
-	}
-	s, err := minizk.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	root := "/lockproof-diff-" + locks.NewOwner()[:8]
+	real, s, root := diffServers(t)
 	want := runScript(t, real, root)
 	got := runScript(t, s.Addr(), root)
 	t.Logf("compared %d calls: %s", len(diffScript()), stepNames())
-	for i := 0; i < max(len(want), len(got)); i++ {
-		w, g := line(want, i), line(got, i)
-		if w != g {
-			t.Errorf("line %d:\nreal:   %s\nminizk: %s", i, w, g)
-		}
-	}
-	if testing.Verbose() {
-		t.Logf("real server's replies:\n%s", strings.Join(want, "\n"))
-	}
+	compareLines(t, want, got)
 }
 
 func line(lines []string, i int) string {

@@ -142,7 +142,7 @@ type connectRequest struct {
 	timeout         int32
 	sessionID       int64
 	passwd          []byte
-	readOnly        bool
+	readOnlySent    bool // the client sent its (optional) read-only flag
 }
 
 func decodeConnect(b []byte) (connectRequest, error) {
@@ -150,7 +150,8 @@ func decodeConnect(b []byte) (connectRequest, error) {
 	c := connectRequest{protocolVersion: r.int32(), lastZxidSeen: r.int64(), timeout: r.int32(),
 		sessionID: r.int64(), passwd: r.buffer()}
 	if r.err == nil && len(r.b) > 0 {
-		c.readOnly = r.bool() // optional, as ZooKeeper reads it
+		r.bool() // the client's read-only flag: optional, as ZooKeeper reads it
+		c.readOnlySent = true
 	}
 	return c, r.err
 }

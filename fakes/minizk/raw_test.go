@@ -13,8 +13,9 @@ import (
 // rawConn speaks the wire protocol by hand, byte for byte, to a minizk or
 // a real ZooKeeper server: it can send what no client library would.
 type rawConn struct {
-	t  testing.TB
-	nc net.Conn
+	t          testing.TB
+	nc         net.Conn
+	connectLen int // length of the last connect response
 }
 
 func dialRaw(t testing.TB, addr string) *rawConn {
@@ -103,16 +104,23 @@ func (c *rawConn) connect(timeoutMs int32, session int64, passwd []byte, lastZxi
 	if err != nil {
 		return connectReply{}, err
 	}
+	c.connectLen = len(p)
 	d := dec{b: p}
 	d.i32()
 	r := connectReply{Timeout: d.i32(), Session: d.i64(), Passwd: d.buf()}
 	return r, d.err
 }
 
-// mustConnect opens a new session.
+// mustConnect opens a new session with a 10s timeout.
 func (c *rawConn) mustConnect() connectReply {
 	c.t.Helper()
-	r, err := c.connect(10000, 0, nil, 0)
+	return c.mustConnectTimeout(10000)
+}
+
+// mustConnectTimeout opens a new session, asking for timeoutMs.
+func (c *rawConn) mustConnectTimeout(timeoutMs int32) connectReply {
+	c.t.Helper()
+	r, err := c.connect(timeoutMs, 0, nil, 0)
 	if err != nil {
 		c.t.Fatalf("connect: %v", err)
 	}

@@ -1,6 +1,7 @@
 package minizk_test
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"testing"
@@ -290,4 +291,58 @@ func TestRestart(t *testing.T) {
 	}
 	fresh := dialRaw(t, s.Addr())
 	fresh.mustConnect()
+}
+
+func TestControls(t *testing.T) {
+	s, _ := start(t)
+	c := dialRaw(t, s.Addr())
+	r := c.mustConnect()
+	if err := s.DropSession(r.Session); err != nil {
+		t.Fatal(err)
+	}
+	if !c.closed() {
+		t.Fatal("DropSession left the connection open")
+	}
+	if got := s.Sessions(); len(got) != 1 || got[0] != r.Session {
+		t.Fatalf("sessions %v: DropSession must keep the session", got)
+	}
+	for name, err := range map[string]error{
+		"DropSession":    s.DropSession(1),
+		"ExpireSession":  s.ExpireSession(1),
+		"SessionTimeout": second(s.SessionTimeout(1)),
+	} {
+		if !errors.Is(err, minizk.ErrNoSession) {
+			t.Errorf("%s(unknown) = %v", name, err)
+		}
+	}
+	if _, err := s.Children("/nope"); !errors.Is(err, minizk.ErrNoNode) {
+		t.Errorf("Children(/nope) = %v", err)
+	}
+	if kids, err := s.Children("/zookeeper"); err != nil || len(kids) != 2 {
+		t.Errorf("Children(/zookeeper) = %v, %v", kids, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	if err := s.WaitFor(ctx, func(v minizk.View) bool { return v.Exists("/nope") }); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("WaitFor that never holds = %v", err)
+	}
+	wall, err := minizk.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wall.Advance(time.Second); !errors.Is(err, minizk.ErrNotManual) {
+		t.Errorf("Advance on the system clock = %v", err)
+	}
+	if err := wall.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := wall.Restart(true); !errors.Is(err, minizk.ErrClosed) {
+		t.Errorf("Restart after Close = %v", err)
+	}
+	if _, err := minizk.Start(minizk.WithClock(nil)); err == nil {
+		t.Error("Start with a nil clock succeeded")
+	}
+	if _, err := minizk.Start(minizk.WithTickTime(0)); err == nil {
+		t.Error("Start with a zero tick succeeded")
+	}
 }
