@@ -186,6 +186,7 @@ func (c *conn) handshake(p []byte) bool {
 		}
 		sess.timeout = timeout
 		s.touchLocked(sess)
+		s.armLocked(sess, timeout)
 	}
 	sess.conn = c
 	c.sess = sess

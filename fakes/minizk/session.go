@@ -228,6 +228,10 @@ func (s *Server) Restart(keepData bool) error {
 		return ErrClosed
 	}
 	ln := s.unlistenLocked()
+	if s.paused { // a restarted process answers again
+		s.paused = false
+		close(s.resumed)
+	}
 	s.mu.Unlock()
 	_ = ln.Close()
 	s.wg.Wait()
