@@ -76,7 +76,7 @@ func ExampleStartZooKeeper() {
 		fmt.Println(err)
 		return
 	}
-	if err := z.Advance(4 * time.Second); err != nil {
+	if err := z.AdvanceTime(4 * time.Second); err != nil {
 		fmt.Println(err)
 		return
 	}

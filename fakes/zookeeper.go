@@ -55,6 +55,7 @@ func ZooKeeperTickTime(d time.Duration) ZooKeeperOption {
 // the real server named by EnvZKAddr. Close stops minizk and closes every
 // client Connect handed out; on a real server it deletes Prefix first.
 type ZooKeeperServer struct {
+	tb     testing.TB // nil for StartZooKeeper
 	addr   string
 	prefix string
 	clock  *Clock // nil: real time
@@ -82,6 +83,7 @@ func ZooKeeper(t testing.TB, opts ...ZooKeeperOption) *ZooKeeperServer {
 	if err != nil {
 		t.Fatalf("fakes.ZooKeeper: %v", err)
 	}
+	z.tb = t
 	t.Cleanup(func() {
 		if err := z.Close(); err != nil {
 			t.Errorf("fakes.ZooKeeper: %v", err)
@@ -277,15 +279,17 @@ func (z *ZooKeeperServer) RequireMinizk(t testing.TB, why string) {
 	}
 }
 
-// ErrZooKeeperNotManual is returned by Advance without ZooKeeperManualTime.
+// ErrZooKeeperNotManual is returned by AdvanceTime without
+// ZooKeeperManualTime.
 var ErrZooKeeperNotManual = errors.New("fakes: Advance needs manual time: start the fake with fakes.ZooKeeperManualTime(start)")
 
-// Advance moves time forward by d. On minizk with ZooKeeperManualTime it
-// moves the manual clock, and sessions whose timeout passed are expired
+// AdvanceTime moves time forward by d. On minizk with ZooKeeperManualTime
+// it moves the manual clock, and sessions whose timeout passed are expired
 // before it returns. A real server's clock cannot be moved: with
-// ZooKeeperManualTime Advance sleeps d so that the same test runs on both,
-// slower. Without ZooKeeperManualTime it returns ErrZooKeeperNotManual.
-func (z *ZooKeeperServer) Advance(d time.Duration) error {
+// ZooKeeperManualTime AdvanceTime sleeps d so that the same test runs on
+// both, slower. Without ZooKeeperManualTime it returns
+// ErrZooKeeperNotManual, and an error for a negative d.
+func (z *ZooKeeperServer) AdvanceTime(d time.Duration) error {
 	switch {
 	case d < 0:
 		return fmt.Errorf("fakes: Advance(%v): time cannot move backwards", d)
@@ -296,6 +300,23 @@ func (z *ZooKeeperServer) Advance(d time.Duration) error {
 	}
 	time.Sleep(d)
 	return nil
+}
+
+// Advance is AdvanceTime for tests, the fakes' (and chaos.Clocked's)
+// signature: an error fails the test of ZooKeeper(t). On a server from
+// StartZooKeeper, which has no test to fail, an error is a programming
+// error (no manual time, or a negative d) and panics: call AdvanceTime
+// there.
+func (z *ZooKeeperServer) Advance(d time.Duration) {
+	err := z.AdvanceTime(d)
+	switch {
+	case err == nil:
+	case z.tb != nil:
+		z.tb.Helper()
+		z.tb.Fatalf("%v", err)
+	default:
+		panic(err)
+	}
 }
 
 // ExpireSession expires session id now on minizk (see

@@ -10,11 +10,14 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/lockproof/lockproof/chaos"
 	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/locks"
 )
 
 var zkACL = zk.WorldACL(zk.PermAll)
+
+var _ chaos.Clocked = (*fakes.ZooKeeperServer)(nil)
 
 func TestZooKeeperFollowsTheEnvironment(t *testing.T) {
 	z := fakes.ZooKeeper(t)
@@ -34,8 +37,12 @@ func TestZooKeeperFollowsTheEnvironment(t *testing.T) {
 	if !strings.HasPrefix(z.Prefix(), "/lockproof-test-") {
 		t.Errorf("prefix %q", z.Prefix())
 	}
-	if err := z.Advance(time.Second); !errors.Is(err, fakes.ErrZooKeeperNotManual) {
-		t.Errorf("Advance in real time = %v", err)
+	if err := z.AdvanceTime(time.Second); !errors.Is(err, fakes.ErrZooKeeperNotManual) {
+		t.Errorf("AdvanceTime in real time = %v", err)
+	}
+	msg := fatalMessage(t, func(tb testing.TB) { fakes.ZooKeeper(tb).Advance(time.Second) })
+	if !strings.Contains(msg, "ZooKeeperManualTime") {
+		t.Errorf("Advance in real time failed with %q", msg)
 	}
 }
 
@@ -64,9 +71,7 @@ func TestZooKeeperManualTimeExpiresSessions(t *testing.T) {
 	if _, err := c.Create(z.Prefix(), nil, zk.FlagEphemeral, zkACL); err != nil {
 		t.Fatal(err)
 	}
-	if err := z.Advance(4 * time.Second); err != nil {
-		t.Fatal(err)
-	}
+	z.Advance(4 * time.Second)
 	if ids := z.Minizk().Sessions(); slices.Contains(ids, c.SessionID()) {
 		t.Fatalf("session %#x outlived its 4s timeout", c.SessionID())
 	}
