@@ -121,7 +121,7 @@ type Stat struct {
 	Ctime          int64 // create time, ms since the epoch
 	Mtime          int64 // last setData time, ms since the epoch
 	Version        int32 // number of setData
-	Cversion       int32 // number of changes to the children
+	Cversion       int32 // changes to the children, creates and deletes
 	Aversion       int32 // number of setACL
 	EphemeralOwner int64 // owning session of an ephemeral, else 0
 	DataLength     int32

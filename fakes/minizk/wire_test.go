@@ -346,3 +346,23 @@ func TestControls(t *testing.T) {
 		t.Error("Start with a zero tick succeeded")
 	}
 }
+
+func TestPauseLongerThanTheClientWaits(t *testing.T) {
+	t.Parallel() // the client waits 1s before it reconnects
+	// 200 ms sessions (2 ticks of 100 ms): go-zookeeper gives up on a
+	// silent server after 2/3 of that and reconnects. The manual clock
+	// stands still, so the session outlives the pause.
+	s, _ := start(t, minizk.WithTickTime(100*time.Millisecond))
+	c, events := clientTimeout(t, s.Addr(), 200*time.Millisecond)
+	id := c.SessionID()
+	s.Pause()
+	waitState(t, events, zk.StateDisconnected)
+	s.Resume()
+	waitState(t, events, zk.StateHasSession)
+	if c.SessionID() != id {
+		t.Fatalf("session %#x after the pause, want %#x", c.SessionID(), id)
+	}
+	if _, err := c.Create("/after", nil, 0, acl); err != nil {
+		t.Fatal(err)
+	}
+}
