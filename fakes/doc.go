@@ -23,6 +23,13 @@
 //     or the real agent through sdk/testutil when a consul binary is found
 //     (LOCKPROOF_CONSUL_BIN or PATH). Controls: Advance, ExpireSession,
 //     ExpireLock.
+//   - ZooKeeper and StartZooKeeper (zookeeper.go): minizk (package
+//     fakes/minizk, an in-process ZooKeeper on the real wire protocol, with
+//     a manual clock), or the real server named by LOCKPROOF_ZK_ADDR.
+//     Connect hands out go-zookeeper clients; controls: Advance and
+//     AdvanceTime (ZooKeeperManualTime), ExpireSession, and minizk's own
+//     (DropConnections, Pause, Restart). go-zookeeper's requests take no
+//     context, so its clients are not gated.
 //   - MySQL and StartMySQL (mysql.go): go-mysql-server with an in-memory
 //     database on loopback, one statement at a time, or a private database
 //     on the real server of LOCKPROOF_MYSQL_DSN. Control: ExpireLock.

@@ -1,0 +1,71 @@
+// Package minizk is an in-process ZooKeeper server that speaks the real
+// client wire protocol over TCP: enough of ZooKeeper 3.8 for
+// github.com/go-zookeeper/zk, and the locks and recipes built on it, to run
+// unchanged against a server that starts in well under a millisecond and
+// whose time is an input.
+//
+// Start a Server with Start (127.0.0.1, a port chosen by the kernel) and
+// give its Addr to zk.Connect. In tests, fakes.ZooKeeper does that, cleans
+// up, and switches to a real server when LOCKPROOF_ZK_ADDR is set.
+//
+// What it serves, checked against ZooKeeper 3.8 byte for byte (zxids,
+// stats, error codes, the order of notifications and replies) by the
+// differential tests, which run when LOCKPROOF_ZK_ADDR names a real server:
+//
+//   - The handshake: the session timeout clamped to [2, 20] ticks (tickTime
+//     2s by default, WithTickTime), session ids laid out as ZooKeeper's (the
+//     server id 1 in the top byte), passwords as ZooKeeper derives them. A
+//     reconnect with the session's id and password resumes it (and closes
+//     the session's previous connection); a wrong password, an unknown or
+//     an expired session gets timeout 0 and session 0 and the connection
+//     is closed; a client that has seen a later zxid than the server's is
+//     refused by closing the connection.
+//   - create (persistent, ephemeral, sequential, ephemeral-sequential, and
+//     container, which is kept as a persistent node: no container reaper
+//     runs), create2, delete, exists, getData, setData, getChildren,
+//     getChildren2, getACL, setACL, check, multi, sync, ping, closeSession,
+//     setWatches (a reconnecting client's watches), addAuth (digest and ip
+//     accept anything, other schemes fail and close the connection).
+//   - Sequential names carry the parent's count of child creates, %010d;
+//     Stat.Cversion is reported as ZooKeeper reports it (twice the creates
+//     minus the children left, so creates and deletes both count).
+//   - zxids: every write takes one, failed ones included (ZooKeeper logs an
+//     error transaction), as do session creation and close; reads answer
+//     with the last zxid.
+//   - Watches: data watches (getData, exists on a node), exists watches
+//     (exists on a missing node), child watches; one-shot, per connection,
+//     delivered as notifications (xid -1, zxid -1) queued before the reply
+//     of the request that fired them. NodeDeleted fires a node's data and
+//     child watches, once each connection.
+//   - multi: all or nothing at one zxid; on failure every result is an
+//     error result (0 before the failing op, its code, then
+//     RUNTIMEINCONSISTENCY) and the reply header says OK.
+//   - Malformed input never panics: a length prefix below 1 or above
+//     jute.maxbuffer (0xfffff), a short header or a bad connect request
+//     close the connection; a body that does not decode is answered with
+//     MARSHALLINGERROR (a write still takes its zxid); an unknown opcode
+//     gets UNIMPLEMENTED and the connection is closed; an invalid path gets
+//     BADARGUMENTS, or NONODE where ZooKeeper looks the node up first.
+//
+// Sessions expire when nothing was heard from them for their negotiated
+// timeout on the Server's clock (WithClock; a manual clock in tests, moved
+// with Advance): their ephemerals are deleted, the watches on them fire,
+// and their connection is closed, so the client learns of the expiry when
+// it reconnects. ZooKeeper expires sessions in tick-sized buckets, up to a
+// tick late; minizk expires them exactly at their timeout.
+//
+// Controls for tests: ExpireSession, DropConnections and DropSession (the
+// client reconnects and keeps its session), Pause and Resume (the server
+// stops answering, connections stay open), Restart (with or without its
+// data), Advance, Sessions, SessionTimeout, Get, Children, Watches, Zxid,
+// and WaitFor to wait for a condition on the server's state.
+//
+// Not modelled: ACLs are validated and stored (getACL, setACL) but never
+// enforced; no SASL, no quotas, no TTL nodes (UNIMPLEMENTED, as on a
+// ZooKeeper without extended types), no container reaper, no persistent or
+// recursive watches (addWatch, setWatches2), no multiRead, getEphemerals,
+// getAllChildrenNumber, whoAmI, removeWatches or reconfig (those known
+// opcodes get UNIMPLEMENTED and the connection stays open), no four-letter
+// words, no read-only mode, no chroot (that is the client's), no quorum:
+// one server, every read is up to date.
+package minizk

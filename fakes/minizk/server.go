@@ -1,0 +1,249 @@
+package minizk
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/lockproof/lockproof/locks"
+)
+
+// DefaultTickTime is ZooKeeper's default tickTime: sessions may last from 2
+// to 20 ticks.
+const DefaultTickTime = 2 * time.Second
+
+// maxPacket is the largest packet accepted: ZooKeeper's jute.maxbuffer
+// default, 0xfffff bytes. A longer length prefix closes the connection.
+const maxPacket = 0xfffff
+
+// Option configures a Server.
+type Option func(*config)
+
+type config struct {
+	clock locks.Clock
+	tick  time.Duration
+	addr  string
+}
+
+// WithClock sets the clock that session expiry and znode times follow
+// (default locks.SystemClock). With a manual clock (fakes.Clock) a session
+// expires only when the clock is advanced past its deadline.
+func WithClock(c locks.Clock) Option { return func(o *config) { o.clock = c } }
+
+// WithTickTime sets the server's tickTime (default DefaultTickTime, 2s): a
+// client's requested session timeout is clamped to [2, 20] ticks.
+func WithTickTime(d time.Duration) Option { return func(o *config) { o.tick = d } }
+
+// WithAddr sets the address to listen on (default "127.0.0.1:0": loopback,
+// a port chosen by the kernel).
+func WithAddr(addr string) Option { return func(o *config) { o.addr = addr } }
+
+// Server is an in-process ZooKeeper server on a TCP port. Start it with
+// Start; Close stops it. Safe for concurrent use.
+type Server struct {
+	cfg  config
+	addr string
+
+	life sync.Mutex     // serializes Close and Restart
+	wg   sync.WaitGroup // the accept loop and every connection's goroutines
+
+	mu       sync.Mutex
+	ln       net.Listener
+	closed   bool
+	st       *tree
+	sessions map[int64]*session
+	nextSID  int64
+	conns    map[*conn]struct{}
+	dataW    map[string]map[*conn]struct{} // getData and exists watches
+	childW   map[string]map[*conn]struct{} // getChildren watches
+	paused   bool
+	resumed  chan struct{} // closed by Resume
+	changed  chan struct{} // closed and replaced at every change (WaitFor)
+}
+
+// Start starts a server listening on 127.0.0.1 with a port chosen by the
+// kernel (see WithAddr).
+func Start(opts ...Option) (*Server, error) {
+	cfg := config{clock: locks.SystemClock{}, tick: DefaultTickTime, addr: "127.0.0.1:0"}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&cfg)
+		}
+	}
+	switch {
+	case cfg.clock == nil:
+		return nil, errors.New("minizk: nil clock")
+	case cfg.tick < time.Millisecond:
+		return nil, fmt.Errorf("minizk: tick time %v below 1ms", cfg.tick)
+	}
+	ln, err := net.Listen("tcp", cfg.addr)
+	if err != nil {
+		return nil, fmt.Errorf("minizk: listen on %s: %w", cfg.addr, err)
+	}
+	s := &Server{cfg: cfg, addr: ln.Addr().String(), ln: ln, changed: make(chan struct{})}
+	s.resetLocked()
+	s.serve(ln)
+	return s, nil
+}
+
+// resetLocked empties the server: a fresh tree, no sessions, no watches.
+func (s *Server) resetLocked() {
+	s.st = newTree()
+	s.sessions = map[int64]*session{}
+	// Session ids as ZooKeeper makes them: the time in ms shifted into the
+	// middle bits, the server id (1 for a standalone server) in the top
+	// byte, then counting up.
+	s.nextSID = (s.cfg.clock.Now().UnixMilli()&(1<<40-1))<<16 | 1<<56
+	s.conns = map[*conn]struct{}{}
+	s.dataW = map[string]map[*conn]struct{}{}
+	s.childW = map[string]map[*conn]struct{}{}
+}
+
+// serve starts accepting connections on ln.
+func (s *Server) serve(ln net.Listener) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		for {
+			nc, err := ln.Accept()
+			if err != nil {
+				return // the listener was closed
+			}
+			s.mu.Lock()
+			if s.closed || s.ln != ln {
+				s.mu.Unlock()
+				_ = nc.Close()
+				continue
+			}
+			c := newConn(s, nc)
+			s.conns[c] = struct{}{}
+			s.wg.Add(2)
+			s.mu.Unlock()
+			go c.readLoop()
+			go c.writeLoop()
+		}
+	}()
+}
+
+// Close stops the server: it stops listening, closes every connection and
+// stops the session timers, and returns once every goroutine it started
+// has ended. Closing twice does nothing.
+func (s *Server) Close() error {
+	s.life.Lock()
+	defer s.life.Unlock()
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	ln := s.unlistenLocked()
+	for _, sess := range s.sessions {
+		sess.stopTimer()
+	}
+	if s.paused {
+		s.paused = false
+		close(s.resumed)
+	}
+	s.changedLocked()
+	s.mu.Unlock()
+	var err error
+	if ln != nil {
+		err = ln.Close()
+	}
+	s.wg.Wait()
+	return err
+}
+
+// unlistenLocked takes the listener away and closes every connection; the
+// caller closes the listener and waits for the goroutines.
+func (s *Server) unlistenLocked() net.Listener {
+	ln := s.ln
+	s.ln = nil
+	s.dropLocked(0)
+	return ln
+}
+
+// Addr returns the server's host:port.
+func (s *Server) Addr() string { return s.addr }
+
+// Clock returns the clock the server's time follows.
+func (s *Server) Clock() locks.Clock { return s.cfg.clock }
+
+// TickTime returns the server's tickTime.
+func (s *Server) TickTime() time.Duration { return s.cfg.tick }
+
+// Zxid returns the zxid of the last transaction.
+func (s *Server) Zxid() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.st.zxid
+}
+
+// changedLocked wakes WaitFor.
+func (s *Server) changedLocked() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+// now is the server's time in ms since the epoch, as znodes carry it.
+func (s *Server) now() int64 { return s.cfg.clock.Now().UnixMilli() }
+
+// Sessions returns the ids of the live sessions, sorted.
+func (s *Server) Sessions() []int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.expireDueLocked()
+	ids := make([]int64, 0, len(s.sessions))
+	for id := range s.sessions {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	return ids
+}
+
+// SessionTimeout returns the negotiated timeout of session id.
+func (s *Server) SessionTimeout(id int64) (time.Duration, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sess := s.sessions[id]
+	if sess == nil {
+		return 0, fmt.Errorf("%w: %#x", ErrNoSession, id)
+	}
+	return sess.timeout, nil
+}
+
+// Get returns the data and stat of the znode at path.
+func (s *Server) Get(path string) ([]byte, Stat, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.expireDueLocked()
+	n := s.st.nodes[path]
+	if n == nil {
+		return nil, Stat{}, fmt.Errorf("%w: %s", ErrNoNode, path)
+	}
+	return append([]byte(nil), n.data...), n.statOut(), nil
+}
+
+// Children returns the names of the children of the znode at path, sorted.
+func (s *Server) Children(path string) ([]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.expireDueLocked()
+	n := s.st.nodes[path]
+	if n == nil {
+		return nil, fmt.Errorf("%w: %s", ErrNoNode, path)
+	}
+	return n.childNames(), nil
+}
+
+// Watches returns how many watches are set on path: data and exists
+// watches, and child watches, one per connection.
+func (s *Server) Watches(path string) (data, child int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.dataW[path]), len(s.childW[path])
+}

@@ -1,0 +1,330 @@
+package fakes
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/lockproof/lockproof/fakes/minizk"
+	"github.com/lockproof/lockproof/locks"
+)
+
+// EnvZKAddr names the environment variable that points ZooKeeper at a real
+// server (host:port) instead of minizk. Tests share that server; each fake
+// works under its own Prefix and deletes it at cleanup.
+const EnvZKAddr = "LOCKPROOF_ZK_ADDR"
+
+// ZooKeeperOption configures ZooKeeper and StartZooKeeper.
+type ZooKeeperOption func(*zkConfig)
+
+type zkConfig struct {
+	manual    bool
+	start     time.Time
+	forceMini bool
+	tick      time.Duration
+}
+
+// ZooKeeperManualTime runs minizk on a manual *Clock reading start:
+// sessions expire only when Advance moves it past their timeout. Default:
+// real time. A real server's clock cannot be stopped: there the option only
+// makes Advance sleep.
+func ZooKeeperManualTime(start time.Time) ZooKeeperOption {
+	return func(c *zkConfig) { c.manual, c.start = true, start }
+}
+
+// ForceMinizk uses minizk even when EnvZKAddr names a real server.
+// Default: the environment decides. Use it for tests that need minizk's
+// controls (ExpireSession, DropConnections, Pause, Restart) or exact manual
+// time.
+func ForceMinizk() ZooKeeperOption { return func(c *zkConfig) { c.forceMini = true } }
+
+// ZooKeeperTickTime sets minizk's tickTime (default minizk.DefaultTickTime,
+// 2s, ZooKeeper's): session timeouts are clamped to [2, 20] ticks. A real
+// server keeps its own.
+func ZooKeeperTickTime(d time.Duration) ZooKeeperOption {
+	return func(c *zkConfig) { c.tick = d }
+}
+
+// ZooKeeperServer is one ZooKeeper server: minizk on a loopback port, or
+// the real server named by EnvZKAddr. Close stops minizk and closes every
+// client Connect handed out; on a real server it deletes Prefix first.
+type ZooKeeperServer struct {
+	tb     testing.TB // nil for StartZooKeeper
+	addr   string
+	prefix string
+	clock  *Clock // nil: real time
+	manual bool
+	mini   *minizk.Server
+
+	mu      sync.Mutex
+	clients []*zk.Conn
+	closed  bool
+}
+
+// ZooKeeper starts a ZooKeeper server for t: minizk, or the real server of
+// EnvZKAddr unless ForceMinizk is given. Everything is closed by t.Cleanup;
+// it fails the test if the server cannot be started or reached.
+func ZooKeeper(t testing.TB, opts ...ZooKeeperOption) *ZooKeeperServer {
+	t.Helper()
+	cfg := newZKConfig(opts)
+	var z *ZooKeeperServer
+	var err error
+	if addr := os.Getenv(EnvZKAddr); addr != "" && !cfg.forceMini {
+		z, err = realZooKeeper(addr, cfg)
+	} else {
+		z, err = startMinizk(cfg)
+	}
+	if err != nil {
+		t.Fatalf("fakes.ZooKeeper: %v", err)
+	}
+	z.tb = t
+	t.Cleanup(func() {
+		if err := z.Close(); err != nil {
+			t.Errorf("fakes.ZooKeeper: %v", err)
+		}
+	})
+	return z
+}
+
+// StartZooKeeper starts minizk on a loopback port chosen by the kernel, for
+// programs and examples that have no testing.TB. Close stops it.
+func StartZooKeeper(opts ...ZooKeeperOption) (*ZooKeeperServer, error) {
+	return startMinizk(newZKConfig(opts))
+}
+
+func newZKConfig(opts []ZooKeeperOption) zkConfig {
+	c := zkConfig{tick: minizk.DefaultTickTime}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&c)
+		}
+	}
+	return c
+}
+
+func startMinizk(cfg zkConfig) (*ZooKeeperServer, error) {
+	z := &ZooKeeperServer{prefix: zkPrefix(), manual: cfg.manual}
+	if cfg.manual {
+		z.clock = NewClock(cfg.start)
+	}
+	s, err := minizk.Start(minizk.WithClock(clockOf(z.clock)), minizk.WithTickTime(cfg.tick))
+	if err != nil {
+		return nil, err
+	}
+	z.mini, z.addr = s, s.Addr()
+	return z, nil
+}
+
+// realZooKeeper checks that the server at addr answers and returns the
+// fake for it.
+func realZooKeeper(addr string, cfg zkConfig) (*ZooKeeperServer, error) {
+	nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		return nil, fmt.Errorf("%s=%s: %w", EnvZKAddr, addr, err)
+	}
+	_ = nc.Close()
+	z := &ZooKeeperServer{addr: addr, prefix: zkPrefix(), manual: cfg.manual}
+	c, _, err := z.Connect(10 * time.Second)
+	if err == nil {
+		_, _, err = c.Exists("/")
+	}
+	if err != nil {
+		_ = z.Close()
+		return nil, fmt.Errorf("%s=%s: %w", EnvZKAddr, addr, err)
+	}
+	return z, nil
+}
+
+// zkPrefix returns a znode path unique to one fake.
+func zkPrefix() string { return "/lockproof-test-" + locks.NewOwner()[:8] }
+
+// zkQuiet drops go-zookeeper's connection log lines.
+type zkQuiet struct{}
+
+// Printf discards the line.
+func (zkQuiet) Printf(string, ...any) {}
+
+// Connect returns a new go-zookeeper client with the given session
+// timeout, its log silenced, closed by Close. It returns once the client
+// has a session (or after 10s with an error). The events channel holds the
+// client's events (session states and watch events) up to 256 unread;
+// later ones are dropped, as go-zookeeper drops what its own channel of 6
+// cannot take.
+//
+// go-zookeeper's requests take no context, so there is no seam to pass
+// them through a locks.Gate: unlike the other fakes' clients, these are not
+// gated.
+func (z *ZooKeeperServer) Connect(sessionTimeout time.Duration) (*zk.Conn, <-chan zk.Event, error) {
+	session := make(chan struct{})
+	events := make(chan zk.Event, 256)
+	var once sync.Once
+	c, _, err := zk.Connect([]string{z.addr}, sessionTimeout, zk.WithLogger(zkQuiet{}),
+		zk.WithEventCallback(func(e zk.Event) {
+			if e.Type == zk.EventSession && e.State == zk.StateHasSession {
+				once.Do(func() { close(session) })
+			}
+			select {
+			case events <- e:
+			default:
+			}
+		}))
+	if err != nil {
+		return nil, nil, fmt.Errorf("fakes: zookeeper client for %s: %w", z.addr, err)
+	}
+	z.mu.Lock()
+	closed := z.closed
+	if !closed {
+		z.clients = append(z.clients, c)
+	}
+	z.mu.Unlock()
+	if closed {
+		c.Close()
+		return nil, nil, errors.New("fakes: zookeeper server closed")
+	}
+	select {
+	case <-session:
+		return c, events, nil
+	case <-time.After(10 * time.Second):
+		return nil, nil, fmt.Errorf("fakes: no zookeeper session from %s within 10s", z.addr)
+	}
+}
+
+// Close closes every client Connect handed out and stops minizk; on a real
+// server it first deletes everything under Prefix. Closing twice does
+// nothing.
+func (z *ZooKeeperServer) Close() error {
+	var err error
+	if z.mini == nil {
+		// A client of its own: the test may have closed all of its.
+		c, _, cerr := z.Connect(10 * time.Second)
+		err = cerr
+		if cerr == nil {
+			err = deleteTree(c, z.prefix)
+		}
+	}
+	z.mu.Lock()
+	if z.closed {
+		z.mu.Unlock()
+		return nil
+	}
+	z.closed = true
+	clients := z.clients
+	z.mu.Unlock()
+	for _, c := range clients {
+		c.Close()
+	}
+	if z.mini != nil {
+		err = errors.Join(err, z.mini.Close())
+	}
+	return err
+}
+
+// deleteTree deletes p and everything below it, if it exists.
+func deleteTree(c *zk.Conn, p string) error {
+	kids, _, err := c.Children(p)
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("fakes: cleaning %s: %w", p, err)
+	}
+	for _, k := range kids {
+		if err := deleteTree(c, p+"/"+k); err != nil {
+			return err
+		}
+	}
+	if err := c.Delete(p, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+		return fmt.Errorf("fakes: cleaning %s: %w", p, err)
+	}
+	return nil
+}
+
+// Addr returns the server's host:port.
+func (z *ZooKeeperServer) Addr() string { return z.addr }
+
+// Servers returns the server list to pass to zk.Connect.
+func (z *ZooKeeperServer) Servers() []string { return []string{z.addr} }
+
+// Prefix returns a znode path unique to this fake ("/lockproof-test-<8
+// hex>"), not created: LockOptions passes it to locks.
+func (z *ZooKeeperServer) Prefix() string { return z.prefix }
+
+// Clock returns the clock the server's time follows: the manual *Clock
+// with ZooKeeperManualTime on minizk, else locks.SystemClock.
+func (z *ZooKeeperServer) Clock() locks.Clock { return clockOf(z.clock) }
+
+// LockOptions returns the options a test passes to a lock constructor so
+// that the lock uses this fake's Prefix and Clock.
+func (z *ZooKeeperServer) LockOptions() []locks.Option { return lockOptions(z.prefix, z.clock) }
+
+// Real reports whether the server is the real one of EnvZKAddr.
+func (z *ZooKeeperServer) Real() bool { return z.mini == nil }
+
+// Minizk returns the minizk server, or nil on a real server. Its controls
+// (ExpireSession, DropConnections, Pause, Restart, Get, Children, WaitFor)
+// are the chaos a test can apply.
+func (z *ZooKeeperServer) Minizk() *minizk.Server { return z.mini }
+
+// RequireMinizk skips the test on a real server, saying why.
+func (z *ZooKeeperServer) RequireMinizk(t testing.TB, why string) {
+	t.Helper()
+	if z.mini == nil {
+		t.Skipf("fakes: needs minizk (%s); use fakes.ForceMinizk to run it", why)
+	}
+}
+
+// ErrZooKeeperNotManual is returned by AdvanceTime without
+// ZooKeeperManualTime.
+var ErrZooKeeperNotManual = errors.New("fakes: Advance needs manual time: start the fake with fakes.ZooKeeperManualTime(start)")
+
+// AdvanceTime moves time forward by d. On minizk with ZooKeeperManualTime
+// it moves the manual clock, and sessions whose timeout passed are expired
+// before it returns. A real server's clock cannot be moved: with
+// ZooKeeperManualTime AdvanceTime sleeps d so that the same test runs on
+// both, slower. Without ZooKeeperManualTime it returns
+// ErrZooKeeperNotManual, and an error for a negative d.
+func (z *ZooKeeperServer) AdvanceTime(d time.Duration) error {
+	switch {
+	case d < 0:
+		return fmt.Errorf("fakes: Advance(%v): time cannot move backwards", d)
+	case !z.manual:
+		return ErrZooKeeperNotManual
+	case z.mini != nil:
+		return z.mini.Advance(d)
+	}
+	time.Sleep(d)
+	return nil
+}
+
+// Advance is AdvanceTime for tests, the fakes' (and chaos.Clocked's)
+// signature: an error fails the test of ZooKeeper(t). On a server from
+// StartZooKeeper, which has no test to fail, an error is a programming
+// error (no manual time, or a negative d) and panics: call AdvanceTime
+// there.
+func (z *ZooKeeperServer) Advance(d time.Duration) {
+	err := z.AdvanceTime(d)
+	switch {
+	case err == nil:
+	case z.tb != nil:
+		z.tb.Helper()
+		z.tb.Fatalf("%v", err)
+	default:
+		panic(err)
+	}
+}
+
+// ExpireSession expires session id now on minizk (see
+// minizk.Server.ExpireSession). A real server gives no way to expire
+// another client's session: there it returns an error.
+func (z *ZooKeeperServer) ExpireSession(id int64) error {
+	if z.mini == nil {
+		return errors.New("fakes: ExpireSession needs minizk (use fakes.ForceMinizk)")
+	}
+	return z.mini.ExpireSession(id)
+}
