@@ -48,6 +48,14 @@ func TestCreateModes(t *testing.T) {
 	if st.NumChildren != 6 || st.Cversion != 4 {
 		t.Errorf("root stat %+v: want 6 children, cversion 4", st)
 	}
+	// createContainer (opcode 19), as go-zookeeper's CreateContainer
+	// sends it: a persistent node, answered with its path.
+	if got, err := c.CreateContainer("/box", nil, zk.FlagContainer, acl); err != nil || got != "/box" {
+		t.Fatalf("CreateContainer(/box) = %q, %v", got, err)
+	}
+	if _, st, err := c.Get("/box"); err != nil || st.EphemeralOwner != 0 {
+		t.Fatalf("Get(/box): stat %+v, %v", st, err)
+	}
 }
 
 func TestSequenceFollowsParentCversion(t *testing.T) {

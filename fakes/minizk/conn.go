@@ -264,12 +264,12 @@ func (c *conn) closeNow() bool {
 }
 
 // validOpcode reports whether ZooKeeper 3.8 knows the opcode, though
-// minizk does not serve it (containers, TTL nodes, persistent watches,
+// minizk does not serve it (deleteContainer, TTL nodes, persistent watches,
 // reconfig, multiRead, ...): those get UNIMPLEMENTED and the connection
 // stays open.
 func validOpcode(code int32) bool {
 	switch code {
-	case opNotification, opReconfig, opCheckWatches, opRemoveWatches, opCreateContainer, opDeleteContainer,
+	case opNotification, opReconfig, opCheckWatches, opRemoveWatches, opDeleteContainer,
 		opCreateTTL, opMultiRead, opSASL, opGetEphemerals, opGetAllChildren, opSetWatches2, opAddWatch, opWhoAmI:
 		return true
 	}
@@ -279,7 +279,7 @@ func validOpcode(code int32) bool {
 // isWrite reports whether the opcode is a transaction (it takes a zxid).
 func isWrite(code int32) bool {
 	switch code {
-	case opCreate, opCreate2, opDelete, opSetData, opSetACL, opMulti, opCheck, opCloseSession:
+	case opCreate, opCreate2, opCreateContainer, opDelete, opSetData, opSetACL, opMulti, opCheck, opCloseSession:
 		return true
 	}
 	return false

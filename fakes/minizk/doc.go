@@ -22,7 +22,7 @@
 //     refused by closing the connection.
 //   - create (persistent, ephemeral, sequential, ephemeral-sequential, and
 //     container, which is kept as a persistent node: no container reaper
-//     runs), create2, delete, exists, getData, setData, getChildren,
+//     runs; by its flag or by createContainer), create2, delete, exists, getData, setData, getChildren,
 //     getChildren2, getACL, setACL, check, multi, sync, ping, closeSession,
 //     setWatches (a reconnecting client's watches), addAuth (digest and ip
 //     accept anything, other schemes fail and close the connection).

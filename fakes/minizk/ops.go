@@ -14,7 +14,7 @@ func (c *conn) dispatch(h header, o op) bool {
 		c.send(replyHeader(h.xid, s.st.zxid, CodeOK).b)
 		c.finish()
 		return false
-	case opCreate, opCreate2, opDelete, opSetData, opSetACL, opCheck:
+	case opCreate, opCreate2, opCreateContainer, opDelete, opSetData, opSetACL, opCheck:
 		c.write(h, o)
 	case opMulti:
 		c.multi(h, o)
@@ -51,11 +51,14 @@ func (c *conn) newTxn() *txn {
 // apply applies one write of a transaction and encodes its result body.
 func (x *txn) apply(o op, w *writer) Code {
 	switch o.opcode {
-	case opCreate, opCreate2:
+	case opCreate, opCreate2, opCreateContainer:
+		// createContainer is applied as a create with the flags it
+		// carries (go-zookeeper's CreateContainer sends the container
+		// flag) and answered as a create2: the path and the stat.
 		p, code := x.create(o)
 		if code == CodeOK {
 			w.string(p)
-			if o.opcode == opCreate2 {
+			if o.opcode != opCreate {
 				w.stat(x.t.nodes[p].statOut())
 			}
 		}

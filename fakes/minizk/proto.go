@@ -181,7 +181,7 @@ func decodeOp(code int32, b []byte) (o op, known bool, err error) {
 	o.opcode = code
 	switch code {
 	case opPing, opCloseSession:
-	case opCreate, opCreate2:
+	case opCreate, opCreate2, opCreateContainer:
 		o.path, o.data, o.acl, o.flags = r.string(), r.buffer(), r.acls(), r.int32()
 	case opDelete, opCheck:
 		o.path, o.version = r.string(), r.int32()
@@ -227,7 +227,7 @@ func decodeMulti(r *reader) ([]op, error) {
 		}
 		o := op{opcode: typ}
 		switch typ {
-		case opCreate, opCreate2:
+		case opCreate, opCreate2, opCreateContainer:
 			o.opcode = opCreate // ZooKeeper answers a multi's create2 as a create: the path alone
 			o.path, o.data, o.acl, o.flags = r.string(), r.buffer(), r.acls(), r.int32()
 		case opDelete, opCheck:

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"io"
 	"net"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/locks/internal/locktest"
 )
@@ -34,22 +34,18 @@ type zkServer struct {
 	prefix string
 }
 
-// server returns the test's ZooKeeper server, or skips the test without
-// one. It is the one place that knows where the server comes from: the
-// real server at LOCKPROOF_ZK_ADDR (host:port) for now. A standalone
-// server with tickTime=200, minSessionTimeout=400 and
-// maxSessionTimeout=60000 grants every timeout the tests ask for; with
-// ZooKeeper's defaults (tickTime=2000: sessions of 4 to 40 s) they pass
-// too, TestNetworkCutEndsLeaseBeforeExpiry more slowly (its 1.5 s session
-// is granted as 4 s, which only delays the waiter).
+// server returns the test's ZooKeeper server: fakes.ZooKeeper, which is
+// minizk in real time with a 200 ms tick (sessions of 0.4 to 4 s), or the
+// real server at LOCKPROOF_ZK_ADDR (host:port). A real server must grant
+// the tests' session timeouts: one with tickTime=200, minSessionTimeout=400
+// and maxSessionTimeout=60000 does (CI's); with ZooKeeper's defaults
+// (tickTime=2000: sessions of 4 to 40 s) they pass too,
+// TestNetworkCutEndsLeaseBeforeExpiry more slowly (its 1.5 s session is
+// granted as 4 s, which only delays the waiter).
 func server(t testing.TB) *zkServer {
 	t.Helper()
-	addr := os.Getenv("LOCKPROOF_ZK_ADDR")
-	if addr == "" {
-		t.Skip("LOCKPROOF_ZK_ADDR is not set: point it at a ZooKeeper server (host:port, 3.5.3 or later, " +
-			"granting a 4s session timeout) to run the zklock tests against it")
-	}
-	s := &zkServer{addr: addr, prefix: "/lockproof-test/" + strings.NewReplacer("/", "_").Replace(t.Name()) + "-" + locks.NewOwner()[:8]}
+	z := fakes.ZooKeeper(t, fakes.ZooKeeperTickTime(200*time.Millisecond))
+	s := &zkServer{addr: z.Addr(), prefix: z.Prefix() + "/" + strings.NewReplacer("/", "_").Replace(t.Name())}
 	t.Cleanup(func() { s.removeAll(t) })
 	return s
 }

@@ -129,8 +129,9 @@ func TestExclusionThroughFence(t *testing.T) {
 	for range procs {
 		conn = s.connect(t)
 		l = s.newLocker(t, conn, "counter")
+		mine := l // l changes with the next connection; the goroutines keep this one
 		for range perProc {
-			wg.Go(func() { errs <- locktest.FencedIncrements(l, &fence, &inside, rounds, time.Minute) })
+			wg.Go(func() { errs <- locktest.FencedIncrements(mine, &fence, &inside, rounds, time.Minute) })
 		}
 	}
 	wg.Wait()
