@@ -31,14 +31,7 @@ func TestBenchSmall(t *testing.T) {
 			t.Errorf("table lacks %q:\n%s", want, out.String())
 		}
 	}
-	var rep BenchReport
-	raw, err := os.ReadFile(jsonPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(raw, &rep); err != nil {
-		t.Fatal(err)
-	}
+	rep := readBenchJSON(t, jsonPath)
 	if len(rep.Measurements) != 3*2 { // 3 libraries × (uncontended + W=2)
 		t.Fatalf("%d measurements in the JSON, want 6", len(rep.Measurements))
 	}
@@ -74,14 +67,7 @@ func TestBenchEtcdConsul(t *testing.T) {
 	if strings.Contains(out.String(), "redsync") {
 		t.Errorf("-backends etcd,consul measured Redis:\n%s", out.String())
 	}
-	raw, err := os.ReadFile(jsonPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rep BenchReport
-	if err := json.Unmarshal(raw, &rep); err != nil {
-		t.Fatal(err)
-	}
+	rep := readBenchJSON(t, jsonPath)
 	if len(rep.Measurements) != 2*2*2 { // 2 backends × 2 libraries × (uncontended + W=2)
 		t.Fatalf("%d measurements in the JSON, want 8", len(rep.Measurements))
 	}
@@ -122,14 +108,7 @@ func TestBenchZK(t *testing.T) {
 				t.Errorf("%v: table lacks %q:\n%s", args, want, out.String())
 			}
 		}
-		raw, err := os.ReadFile(jsonPath)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var rep BenchReport
-		if err := json.Unmarshal(raw, &rep); err != nil {
-			t.Fatal(err)
-		}
+		rep := readBenchJSON(t, jsonPath)
 		if len(rep.Measurements) != 2*2 { // 2 libraries × (uncontended + W=2)
 			t.Fatalf("%d measurements in the JSON, want 4", len(rep.Measurements))
 		}
@@ -161,6 +140,20 @@ func TestBenchZKUnreachable(t *testing.T) {
 	if code != exitIllegal || !strings.Contains(errOut.String(), "-zk 127.0.0.1:1") || strings.Contains(errOut.String(), "run 1/") {
 		t.Fatalf("exit %d, stderr %q", code, errOut.String())
 	}
+}
+
+// readBenchJSON reads the report bench wrote with -json.
+func readBenchJSON(t *testing.T, path string) BenchReport {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep BenchReport
+	if err := json.Unmarshal(raw, &rep); err != nil {
+		t.Fatal(err)
+	}
+	return rep
 }
 
 func TestBenchBadFlags(t *testing.T) {
