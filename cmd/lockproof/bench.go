@@ -30,6 +30,7 @@ type benchFlags struct {
 	hold        time.Duration
 	cellTime    time.Duration
 	redis       string
+	zk          string
 	backends    []benchBackend
 	json, html  string
 	noisy       float64
@@ -37,7 +38,7 @@ type benchFlags struct {
 
 // Measurement is one library's numbers in one run.
 type Measurement struct {
-	Backend string `json:"backend"` // redis, etcd, consul
+	Backend string `json:"backend"` // redis, etcd, consul, zk
 	Lib     string `json:"lib"`
 	Run     int    `json:"run"`
 	Waiters int    `json:"waiters"` // 0: uncontended
@@ -46,10 +47,10 @@ type Measurement struct {
 	P50Ms        float64 `json:"p50_ms"` // cycle latency, or hand-off
 	P99Ms        float64 `json:"p99_ms"`
 	AcqPerSec    float64 `json:"acq_per_sec,omitempty"`
-	CmdsPerAcq   float64 `json:"cmds_per_acq"` // requests on etcd and Consul
+	CmdsPerAcq   float64 `json:"cmds_per_acq"` // requests on etcd, Consul and ZooKeeper
 	// WakeupsPerHandoff is, per hand-off, the watch events the workers'
-	// clients received on etcd, the blocking queries that returned on
-	// Consul (nil on Redis and uncontended).
+	// clients received on etcd and ZooKeeper, the blocking queries that
+	// returned on Consul (nil on Redis and uncontended).
 	WakeupsPerHandoff *float64 `json:"wakeups_per_handoff,omitempty"`
 	AllocsPerAcq      float64  `json:"allocs_per_acq"`
 	SelfHandoff       float64  `json:"self_handoff_pct,omitempty"`
@@ -75,8 +76,9 @@ func bench(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&f.runs, "runs", 3, "runs of the whole table; medians are reported")
 	fs.DurationVar(&f.hold, "hold", 100*time.Microsecond, "how long each holder keeps the lock")
 	fs.DurationVar(&f.cellTime, "cell-time", 30*time.Second, "start no more acquisitions in a contended run after this long (0: no limit)")
-	backends := fs.String("backends", "redis,etcd,consul", "backends to measure, comma-separated: redis, etcd (embedded), consul (miniconsul)")
+	backends := fs.String("backends", "redis,etcd,consul,zk", "backends to measure, comma-separated: redis, etcd (embedded), consul (miniconsul), zk (minizk)")
 	fs.StringVar(&f.redis, "redis", "", "a real Redis host:port instead of embedded miniredis")
+	fs.StringVar(&f.zk, "zk", "", "a real ZooKeeper host:port instead of in-process minizk (its maxSessionTimeout must allow 10s)")
 	fs.StringVar(&f.json, "json", "", "write the measurements as JSON to this file")
 	fs.StringVar(&f.html, "html", "", "write an HTML page with an SVG chart to this file")
 	fs.Float64Var(&f.noisy, "noisy", 0.25, "warn when a median's runs spread more than this fraction")
@@ -97,10 +99,19 @@ func bench(args []string, stdout, stderr io.Writer) int {
 	bad.need(f.hold >= 0, "hold", f.hold, "want a duration ≥ 0")
 	bad.need(f.cellTime >= 0, "cell-time", f.cellTime, "want a duration ≥ 0 (0: no limit)")
 	bad.need(f.noisy >= 0 && !math.IsInf(f.noisy, 0), "noisy", f.noisy, "want a fraction ≥ 0, such as 0.25")
+	bad.hostPort("zk", f.zk)
+	bad.need(f.zk == "" || slices.ContainsFunc(f.backends, func(b benchBackend) bool { return b.name == "zk" }),
+		"zk", f.zk, "names a ZooKeeper server, but -backends leaves zk out")
 	bad.output("json", f.json)
 	bad.output("html", f.html)
 	if bad.report(stderr) {
 		return exitUsage
+	}
+	if f.zk != "" {
+		if err := probeZK(f.zk); err != nil {
+			fmt.Fprintf(stderr, "lockproof bench: -zk %s: %v\n", f.zk, err)
+			return exitIllegal
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Hour)
 	defer cancel()
@@ -146,7 +157,11 @@ func parseBackends(s string) ([]benchBackend, error) {
 	for _, name := range strings.Split(s, ",") {
 		b, ok := backendNamed(strings.TrimSpace(name))
 		if !ok {
-			return nil, fmt.Errorf("-backends: no backend %q (redis, etcd, consul)", name)
+			names := make([]string, len(benchBackends))
+			for i, b := range benchBackends {
+				names[i] = b.name
+			}
+			return nil, fmt.Errorf("-backends: no backend %q (%s)", name, strings.Join(names, ", "))
 		}
 		if !slices.ContainsFunc(out, func(o benchBackend) bool { return o.name == b.name }) {
 			out = append(out, b)
@@ -425,8 +440,9 @@ func printBench(w io.Writer, rep BenchReport) {
 		printBackend(w, rep, be)
 	}
 	fmt.Fprintln(w, "\nratios are the peer's value over lockproof's; allocs include an embedded server's;")
-	fmt.Fprintln(w, "cmds: Redis commands sent; reqs: etcd unary RPCs and stream messages sent, Consul HTTP requests;")
-	fmt.Fprintln(w, "wakeups/handoff: per hand-off, watch events the etcd clients received, Consul blocking queries that returned")
+	fmt.Fprintln(w, "cmds: Redis commands sent; reqs: etcd unary RPCs and stream messages sent, Consul HTTP requests,")
+	fmt.Fprintln(w, "ZooKeeper requests (pings included);")
+	fmt.Fprintln(w, "wakeups/handoff: per hand-off, watch events the etcd and ZooKeeper clients received, Consul blocking queries that returned")
 	for _, warning := range rep.Warnings {
 		fmt.Fprintln(w, "warning:", warning)
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/locks"
 )
 
@@ -30,14 +31,7 @@ func TestBenchSmall(t *testing.T) {
 			t.Errorf("table lacks %q:\n%s", want, out.String())
 		}
 	}
-	var rep BenchReport
-	raw, err := os.ReadFile(jsonPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(raw, &rep); err != nil {
-		t.Fatal(err)
-	}
+	rep := readBenchJSON(t, jsonPath)
 	if len(rep.Measurements) != 3*2 { // 3 libraries × (uncontended + W=2)
 		t.Fatalf("%d measurements in the JSON, want 6", len(rep.Measurements))
 	}
@@ -73,14 +67,7 @@ func TestBenchEtcdConsul(t *testing.T) {
 	if strings.Contains(out.String(), "redsync") {
 		t.Errorf("-backends etcd,consul measured Redis:\n%s", out.String())
 	}
-	raw, err := os.ReadFile(jsonPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rep BenchReport
-	if err := json.Unmarshal(raw, &rep); err != nil {
-		t.Fatal(err)
-	}
+	rep := readBenchJSON(t, jsonPath)
 	if len(rep.Measurements) != 2*2*2 { // 2 backends × 2 libraries × (uncontended + W=2)
 		t.Fatalf("%d measurements in the JSON, want 8", len(rep.Measurements))
 	}
@@ -97,6 +84,78 @@ func TestBenchEtcdConsul(t *testing.T) {
 	}
 }
 
+// TestBenchZK runs the ZooKeeper table at a tiny size on minizk, then on
+// a server given by -zk (minizk again, standing for a real one): the rows
+// are there, zk.Lock gets ratios, requests and watch events are counted
+// under contention, and a -zk server is left without the bench's nodes.
+func TestBenchZK(t *testing.T) {
+	z := fakes.ZooKeeper(t, fakes.ForceMinizk())
+	for _, extra := range [][]string{nil, {"-zk", z.Addr()}} {
+		jsonPath := filepath.Join(t.TempDir(), "b.json")
+		var out, errOut bytes.Buffer
+		args := append([]string{"bench", "-backends", "zk", "-runs", "1", "-n", "6", "-uncontended", "10",
+			"-waiters", "2", "-json", jsonPath}, extra...)
+		if code := run(args, &out, &errOut); code != exitOK {
+			t.Fatalf("%v: exit %d\n%s\n%s", args, code, out.String(), errOut.String())
+		}
+		about := "zk: minizk (in-process"
+		if extra != nil {
+			about = "zk: ZooKeeper at " + z.Addr()
+		}
+		for _, want := range []string{about, "zk.Lock", "uncontended reqs/acq", "W=2 handoff p50 ms",
+			"W=2 wakeups/handoff", "W=2 reqs/acq", "×)"} {
+			if !strings.Contains(out.String(), want) {
+				t.Errorf("%v: table lacks %q:\n%s", args, want, out.String())
+			}
+		}
+		rep := readBenchJSON(t, jsonPath)
+		if len(rep.Measurements) != 2*2 { // 2 libraries × (uncontended + W=2)
+			t.Fatalf("%d measurements in the JSON, want 4", len(rep.Measurements))
+		}
+		for _, m := range rep.Measurements {
+			// Every acquisition creates a node and deletes it.
+			if m.Backend != "zk" || m.CmdsPerAcq < 2 || m.P50Ms <= 0 || (m.Waiters > 0 && m.AcqPerSec <= 0) {
+				t.Errorf("implausible measurement %+v", m)
+			}
+			if got := m.WakeupsPerHandoff != nil; got != (m.Waiters > 0) {
+				t.Errorf("%s W=%d: watch events counted %v", m.Lib, m.Waiters, got)
+			}
+		}
+	}
+	kids, err := z.Minizk().Children("/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range kids {
+		if strings.HasPrefix(k, "lockproof-bench") {
+			t.Errorf("-zk server left with /%s", k)
+		}
+	}
+}
+
+// An unreachable -zk server is refused before any work, with the cause.
+func TestBenchZKUnreachable(t *testing.T) {
+	var out, errOut bytes.Buffer
+	code := run([]string{"bench", "-backends", "zk", "-zk", "127.0.0.1:1"}, &out, &errOut)
+	if code != exitIllegal || !strings.Contains(errOut.String(), "-zk 127.0.0.1:1") || strings.Contains(errOut.String(), "run 1/") {
+		t.Fatalf("exit %d, stderr %q", code, errOut.String())
+	}
+}
+
+// readBenchJSON reads the report bench wrote with -json.
+func readBenchJSON(t *testing.T, path string) BenchReport {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep BenchReport
+	if err := json.Unmarshal(raw, &rep); err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
 func TestBenchBadFlags(t *testing.T) {
 	for _, args := range [][]string{
 		{"bench", "-waiters", "1"},
@@ -106,6 +165,12 @@ func TestBenchBadFlags(t *testing.T) {
 		{"bench", "-nope"},
 		{"bench", "-backends", "redis,zookeeper"},
 		{"bench", "-cell-time", "-1s"},
+		{"bench", "-backends", "zk", "-zk", "localhost"},
+		{"bench", "-backends", "zk", "-zk", ":2181"},
+		{"bench", "-backends", "zk", "-zk", "localhost:0"},
+		{"bench", "-backends", "zk", "-zk", "localhost:65536"},
+		{"bench", "-backends", "zk", "-zk", "localhost:zk"},
+		{"bench", "-backends", "redis", "-zk", "localhost:2181"},
 	} {
 		var out, errOut bytes.Buffer
 		if code := run(args, &out, &errOut); code != exitUsage {
@@ -142,11 +207,13 @@ func TestNoiseWarnings(t *testing.T) {
 // and contention level, each on a fresh server, b.N acquisitions. Metrics:
 // p50-ms and p99-ms (cycle latency uncontended, hand-off latency under
 // contention), acq/s, reqs/acq (Redis commands, etcd RPCs and stream
-// messages, Consul HTTP requests), wakeups/handoff (etcd) and allocs/acq.
-// Run the table, for example (api.Lock's 5 s retry sleeps make Consul's
-// contended rows slow):
+// messages, Consul HTTP requests, ZooKeeper requests), wakeups/handoff (etcd
+// and ZooKeeper watch events, Consul blocking queries returned) and
+// allocs/acq. Run the table, for example (api.Lock's 5 s retry sleeps make
+// Consul's contended rows slow):
 //
 //	go test -run '^$' -bench 'Bench/(etcd|consul)' -benchtime 40x -count 3 -timeout 30m ./cmd/lockproof/
+//	go test -run '^$' -bench 'Bench/zk' -benchtime 400x -count 3 ./cmd/lockproof/
 func BenchmarkBench(b *testing.B) {
 	for _, be := range benchBackends {
 		b.Run(be.name, func(b *testing.B) {

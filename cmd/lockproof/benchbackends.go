@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -11,12 +12,14 @@ import (
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
+	"github.com/go-zookeeper/zk"
 	"github.com/hashicorp/consul/api"
 	"github.com/redis/go-redis/v9"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
 
+	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/fakes/miniconsul"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/locks/consullock"
@@ -24,6 +27,7 @@ import (
 	"github.com/lockproof/lockproof/locks/lockbench"
 	"github.com/lockproof/lockproof/locks/lockbench/peers"
 	"github.com/lockproof/lockproof/locks/redislock"
+	"github.com/lockproof/lockproof/locks/zklock"
 )
 
 // benchBackend is one backend, with lockproof's lock on it and its peers.
@@ -46,8 +50,9 @@ type benchServer interface {
 	workers(lib, name string, n int) ([]lockbench.Worker, func(), error)
 	// requests is how many requests the clients sent so far.
 	requests() int64
-	// wakeups is how many times the clients' waiters were woken so far (etcd:
-	// watch events received; Consul: blocking queries returned), or -1 when
+	// wakeups is how many times the clients' waiters were woken so far (etcd
+	// and ZooKeeper: watch events received; Consul: blocking queries
+	// returned), or -1 when
 	// the backend's locks do not wait on notifications.
 	wakeups() int64
 	close() error
@@ -57,6 +62,7 @@ var benchBackends = []benchBackend{
 	{name: "redis", libs: []string{"lockproof", "redsync", "bsm"}, unit: "cmds", start: startRedisBench},
 	{name: "etcd", libs: []string{"lockproof", "concurrency"}, unit: "reqs", start: startEtcdBench},
 	{name: "consul", libs: []string{"lockproof", "api.Lock"}, unit: "reqs", start: startConsulBench},
+	{name: "zk", libs: []string{"lockproof", "zk.Lock"}, unit: "reqs", start: startZKBench},
 }
 
 func backendNamed(name string) (benchBackend, bool) {
@@ -330,4 +336,150 @@ func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		c.woken.Add(1)
 	}
 	return resp, err
+}
+
+// --- ZooKeeper: minizk (fakes.StartZooKeeper, wall clock) or a real server
+// (-zk), a connection and so a session per worker, counted at the dialer.
+
+// zkSession bounds the wait for a new connection's session.
+const zkSession = 10 * time.Second
+
+type zkBench struct {
+	fake    *fakes.ZooKeeperServer // nil on a real server
+	addr    string
+	prefix  string // every lock node of this server's runs is below it
+	counter *peers.ZKCounter
+}
+
+func startZKBench(f benchFlags) (benchServer, error) {
+	s := &zkBench{addr: f.zk, prefix: "/lockproof-bench-" + locks.NewOwner()[:8], counter: &peers.ZKCounter{}}
+	if s.addr == "" {
+		fake, err := fakes.StartZooKeeper()
+		if err != nil {
+			return nil, err
+		}
+		s.fake, s.addr = fake, fake.Addr()
+	}
+	return s, nil
+}
+
+func (s *zkBench) about() string {
+	if s.fake == nil {
+		return "ZooKeeper at " + s.addr
+	}
+	return "minizk (in-process, wall clock)"
+}
+
+// connect opens a counted connection with session timeout benchTTL and
+// waits for its session.
+func (s *zkBench) connect() (*zk.Conn, error) {
+	conn, events, err := zk.Connect([]string{s.addr}, benchTTL, zk.WithDialer(s.counter.Dial), zk.WithLogger(zkQuiet{}))
+	if err != nil {
+		return nil, err
+	}
+	deadline := time.After(zkSession)
+	for {
+		select {
+		case e := <-events:
+			if e.State == zk.StateHasSession {
+				return conn, nil
+			}
+		case <-deadline:
+			conn.Close()
+			return nil, fmt.Errorf("no ZooKeeper session from %s within %v", s.addr, zkSession)
+		}
+	}
+}
+
+// workers gives each worker a connection of its own, as W processes would
+// have: lockproof a Locker each, zk.Lock a Lock each, on the same node path.
+func (s *zkBench) workers(lib, name string, n int) ([]lockbench.Worker, func(), error) {
+	var conns []*zk.Conn
+	done := func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}
+	ws := make([]lockbench.Worker, 0, n)
+	for range n {
+		conn, err := s.connect()
+		if err != nil {
+			done()
+			return nil, nil, err
+		}
+		conns = append(conns, conn)
+		switch lib {
+		case "lockproof":
+			l, err := zklock.New(conn, name, locks.WithTTL(benchTTL), locks.WithPrefix(s.prefix))
+			if err != nil {
+				done()
+				return nil, nil, err
+			}
+			ws = append(ws, lockbench.FromLocker(l))
+		case "zk.Lock":
+			ws = append(ws, peers.ZKLock(conn, s.prefix+"/"+name))
+		default:
+			done()
+			return nil, nil, fmt.Errorf("no library %q on zk", lib)
+		}
+	}
+	return ws, done, nil
+}
+
+func (s *zkBench) requests() int64 { return s.counter.Requests() }
+func (s *zkBench) wakeups() int64  { return s.counter.Events() }
+
+// close stops minizk; on a real server it deletes the runs' nodes first.
+func (s *zkBench) close() error {
+	if s.fake != nil {
+		return s.fake.Close()
+	}
+	conn, err := s.connect()
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	return deleteZKTree(conn, s.prefix)
+}
+
+// deleteZKTree deletes p and everything below it, if it exists.
+func deleteZKTree(c *zk.Conn, p string) error {
+	kids, _, err := c.Children(p)
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("deleting %s: %w", p, err)
+	}
+	for _, k := range kids {
+		if err := deleteZKTree(c, p+"/"+k); err != nil {
+			return err
+		}
+	}
+	if err := c.Delete(p, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+		return fmt.Errorf("deleting %s: %w", p, err)
+	}
+	return nil
+}
+
+// zkQuiet drops go-zookeeper's connection log lines.
+type zkQuiet struct{}
+
+// Printf discards the line.
+func (zkQuiet) Printf(string, ...any) {}
+
+// probeZK checks, before any work, that addr takes TCP connections and
+// grants a ZooKeeper session.
+func probeZK(addr string) error {
+	nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		return err
+	}
+	_ = nc.Close()
+	conn, err := (&zkBench{addr: addr, counter: &peers.ZKCounter{}}).connect()
+	if err != nil {
+		return err
+	}
+	conn.Close()
+	return nil
 }

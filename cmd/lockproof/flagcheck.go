@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 )
 
@@ -36,6 +38,21 @@ func (p *flagProblems) report(w io.Writer) bool {
 	}
 	fmt.Fprintf(w, "%s: bad flag value: %s\n", p.cmd, strings.Join(p.msgs, "; "))
 	return true
+}
+
+// hostPort records a problem with flag -name, a server's address (empty:
+// none), unless it is a host:port with a host and a port from 1 to 65535.
+func (p *flagProblems) hostPort(name, addr string) {
+	if addr == "" {
+		return
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		p.need(false, name, addr, "want host:port")
+		return
+	}
+	n, err := strconv.Atoi(port)
+	p.need(host != "" && err == nil && n >= 1 && n <= 65535, name, addr, "want host:port with a host and a port from 1 to 65535")
 }
 
 // output records a problem with flag -name, a file the command will write

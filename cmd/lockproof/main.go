@@ -38,15 +38,20 @@
 // on an embedded one-member etcd (no fsync), etcdlock against
 // client/v3/concurrency's Mutex, every worker with a client of its own (a
 // Locker, or a Session and Mutex); on miniconsul (wall clock), consullock
-// (a Locker per worker) against api.Lock (one per worker), on one client.
+// (a Locker per worker) against api.Lock (one per worker), on one client;
+// on in-process minizk (wall clock) or a real ZooKeeper (-zk host:port,
+// checked to grant a session before any work; the bench's nodes are deleted
+// after), zklock against go-zookeeper's zk.Lock, every worker with a
+// connection, and so a session, of its own.
 // It measures uncontended lock+unlock latency, and with -waiters
 // contenders (default 4, 16 and 64) the hand-off latency (every hand-off
 // to a waiter), acquisitions per second, requests per acquisition (Redis
 // commands at a go-redis hook; etcd unary RPCs plus messages sent on
 // streams, at a gRPC client interceptor; Consul HTTP requests at the
-// client's RoundTripper), wake-ups per hand-off (etcd: the watch events
-// the workers' clients received; Consul: the blocking queries that
-// returned), and allocations per acquisition. It
+// client's RoundTripper; ZooKeeper requests, pings included, read off the
+// wire at a dialer wrapper, peers.ZKCounter), wake-ups per hand-off (etcd
+// and ZooKeeper: the watch events the workers' clients received; Consul:
+// the blocking queries that returned), and allocations per acquisition. It
 // prints a table per backend, medians over -runs with each peer's ratio to
 // lockproof, warns when the runs spread, and writes -json and -html (an
 // SVG chart per backend). `lockproof bench -runs 1 -n 40` took 71 s on two
@@ -122,7 +127,7 @@ commands:
   check [flags]            run every lock through the fault matrix (-h for its flags)
   replay [flags] <seed>    re-run the failure a seed printed by check names
   history [flags] <file>   check a recorded JSON history (-h for its flags)
-  bench [flags]            measure the locks against their peers (Redis, etcd, Consul)
+  bench [flags]            measure the locks against their peers (Redis, etcd, Consul, ZooKeeper)
 `)
 }
 

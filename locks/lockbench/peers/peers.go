@@ -1,8 +1,10 @@
 // Package peers adapts the locks lockproof is compared with to
 // lockbench.Worker, so that one harness measures them all in one run:
 // github.com/go-redsync/redsync/v4 and github.com/bsm/redislock on Redis,
-// go.etcd.io/etcd/client/v3/concurrency.Mutex on etcd and
-// github.com/hashicorp/consul/api.Lock on Consul.
+// go.etcd.io/etcd/client/v3/concurrency.Mutex on etcd,
+// github.com/hashicorp/consul/api.Lock on Consul and
+// github.com/go-zookeeper/zk's Lock on ZooKeeper. EtcdCounter and ZKCounter
+// count what the clients send and the watch events they receive.
 package peers
 
 import (

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"go.uber.org/goleak"
 
 	"github.com/lockproof/lockproof/fakes"
@@ -71,3 +72,56 @@ func TestEtcdAndConsulPeersExclude(t *testing.T) {
 		}
 	})
 }
+
+// zk.Lock excludes through the harness, and the counter sees what its
+// workers send and receive: a create and a delete per acquisition, and,
+// with every hand-off to a waiter that watches its predecessor, watch
+// events.
+func TestZKLockPeerExcludesAndIsCounted(t *testing.T) {
+	z := fakes.ZooKeeper(t)
+	var c peers.ZKCounter
+	ws := make([]lockbench.Worker, 3)
+	for i := range ws {
+		conn, _, err := zk.Connect(z.Servers(), 10*time.Second, zk.WithDialer(c.Dial), zk.WithLogger(quiet{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(conn.Close)
+		ws[i] = peers.ZKLock(conn, z.Prefix()+"/lock")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const n = 30
+	res, err := lockbench.Contend(ctx, ws, lockbench.Contention{Acquisitions: n, Hold: 50 * time.Microsecond, Turns: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Acquisitions != n {
+		t.Fatalf("%d acquisitions", res.Acquisitions)
+	}
+	ops := c.RequestsByOpcode()
+	const create, del = 1, 2
+	if ops[create] < n || ops[del] < n {
+		t.Errorf("%d creates and %d deletes for %d acquisitions (by opcode: %v)", ops[create], ops[del], n, ops)
+	}
+	var sum int64
+	for _, k := range ops {
+		sum += k
+	}
+	if sum != c.Requests() {
+		t.Errorf("requests by opcode add up to %d, Requests() = %d", sum, c.Requests())
+	}
+	if c.Events() < 1 {
+		t.Errorf("no watch event counted over %d hand-offs", len(res.Handoffs))
+	}
+	t.Logf("requests by opcode: %v; %d watch events over %d hand-offs", ops, c.Events(), len(res.Handoffs))
+	cancel()
+	if err := ws[0].Lock(ctx); err == nil {
+		t.Error("Lock with an ended context succeeded")
+	}
+}
+
+// quiet discards go-zookeeper's log lines.
+type quiet struct{}
+
+func (quiet) Printf(string, ...any) {}
