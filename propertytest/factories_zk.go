@@ -11,7 +11,6 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/lockproof/lockproof/chaos"
 	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/locks/zklock"
@@ -59,8 +58,7 @@ func ZKLockOnOptions() Options {
 // is the one way a ZooKeeper session ends while its holder still trusts
 // its lease: zklock counts the lease from the last request the server
 // answered, so a partition or a crashed client ends the lease before the
-// server may expire the session (FaultPartition, through a chaos.Proxy, is
-// ZKLockWithNetworkFaults's). The next waiter is granted the lock at once,
+// server may expire the session. The next waiter is granted the lock at once,
 // before the holder's local deadline, so zklock does not claim it, and the
 // suite reports what it breaks as expected violations.
 func ZKLock() Factory {
@@ -75,63 +73,6 @@ func ZKLock() Factory {
 		})
 		be.Clock, be.Advance = z.Clock(), z.Advance
 		be.Faults = []Fault{expireHolderFault(z, be)}
-		return be.Backend, nil
-	}
-}
-
-// ZKLockWithNetworkFaults is ZKLock with every client behind a chaos.Proxy
-// of its own and two FaultPartition faults: client 0 partitioned (its bytes
-// held, delivered when the partition heals) and client 1's replies dropped
-// (its requests take effect, it never hears so), besides ZKLock's
-// FaultClockJump. go-zookeeper notices a silent connection after 2/3 of the
-// session timeout in wall time and dials again, through the same proxy.
-// zklock claims FaultPartition: a partitioned holder's lease runs out on
-// its own deadline, counted from the last request the server answered, no
-// later than the server may expire the session. Run it with a short
-// Options.OpTimeout, as every operation of a cut-off client waits that long.
-func ZKLockWithNetworkFaults() Factory {
-	return func(t testing.TB) (*Backend, error) {
-		z := fakes.ZooKeeper(t, fakes.ZooKeeperManualTime(epoch), fakes.ForceMinizk(), fakes.ZooKeeperTickTime(zkTick))
-		var mu sync.Mutex
-		var proxies []*chaos.Proxy
-		proxy := func(i int) (*chaos.Proxy, error) {
-			mu.Lock()
-			defer mu.Unlock()
-			for len(proxies) <= i {
-				p, err := chaos.StartProxy(z.Addr(), uint64(len(proxies))+1)
-				if err != nil {
-					return nil, fmt.Errorf("propertytest: start proxy: %w", err)
-				}
-				t.Cleanup(func() { _ = p.Close() })
-				proxies = append(proxies, p)
-			}
-			return proxies[i], nil
-		}
-		t.Cleanup(func() { z.Advance(time.Hour) })
-		be := newZKBackend(z, func(i int, _ time.Duration) (*zk.Conn, error) {
-			p, err := proxy(i)
-			if err != nil {
-				return nil, err
-			}
-			return zkConnect(t, p.Addr(), zkSession)
-		})
-		be.Clock, be.Advance = z.Clock(), z.Advance
-		cut := func(i int, f func(p *chaos.Proxy)) func() error {
-			return func() error {
-				p, err := proxy(i)
-				if err == nil {
-					f(p)
-				}
-				return err
-			}
-		}
-		be.Faults = []Fault{
-			{Name: "partition client 0", Kind: FaultPartition,
-				Inject: cut(0, (*chaos.Proxy).Partition), Heal: cut(0, (*chaos.Proxy).Heal)},
-			{Name: "drop the replies to client 1", Kind: FaultPartition,
-				Inject: cut(1, (*chaos.Proxy).DropReplies), Heal: cut(1, (*chaos.Proxy).Heal)},
-			expireHolderFault(z, be),
-		}
 		return be.Backend, nil
 	}
 }
@@ -267,33 +208,4 @@ func expireZKHolder(z *fakes.ZooKeeperServer, node string) error {
 		return fmt.Errorf("propertytest: expire the holder's session: %w", err)
 	}
 	return nil
-}
-
-// zkQuiet drops go-zookeeper's log lines.
-type zkQuiet struct{}
-
-// Printf discards the line.
-func (zkQuiet) Printf(string, ...any) {}
-
-// zkConnect returns a go-zookeeper client of addr with the given session
-// timeout, once it has a session; it is closed at t's cleanup.
-func zkConnect(t testing.TB, addr string, sessionTimeout time.Duration) (*zk.Conn, error) {
-	session := make(chan struct{})
-	var once sync.Once
-	c, _, err := zk.Connect([]string{addr}, sessionTimeout, zk.WithLogger(zkQuiet{}),
-		zk.WithEventCallback(func(e zk.Event) {
-			if e.Type == zk.EventSession && e.State == zk.StateHasSession {
-				once.Do(func() { close(session) })
-			}
-		}))
-	if err != nil {
-		return nil, fmt.Errorf("propertytest: zookeeper client for %s: %w", addr, err)
-	}
-	t.Cleanup(c.Close)
-	select {
-	case <-session:
-		return c, nil
-	case <-time.After(zkTimeout):
-		return nil, fmt.Errorf("propertytest: no zookeeper session from %s within %v", addr, zkTimeout)
-	}
 }
