@@ -56,6 +56,16 @@ func traceRuns(t *testing.T, factory Factory, o Options) []string {
 // nodes, one of them stopped and restarted, can part at a TryLock that wins
 // in one and is refused in the other (seed 20261125, run 3); the cause is
 // not traced yet.
+//
+// Nor is zklock on minizk (ZKLock), measured with the GUIDs of its node
+// names masked: 2 of 5 tries of seed 20261125 replayed identically; the
+// others parted after the fault that expires the holder's session, at a
+// TryLock that failed with "could not connect to a server" in one replay
+// and ran out of time in the other. go-zookeeper reconnects on the wall
+// clock, sleeping a second before each round of dialling its one server,
+// and neither the reconnection nor the new session (a transaction that
+// takes a zxid, the fencing token's counter) belongs to an operation the
+// scheduler orders.
 func TestSeedReplaysExactly(t *testing.T) {
 	cases := []struct {
 		name    string

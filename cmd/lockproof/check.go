@@ -502,7 +502,7 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if c == nil {
-		fmt.Fprintf(stderr, "lockproof replay: seed %d names no cell of this lockproof (cell id %#04x); was check run on real servers (-redis, -redis-nodes, -etcd, -consul, -mysql)? Give replay the same flags.\n", seed, seed>>48)
+		fmt.Fprintf(stderr, "lockproof replay: seed %d names no cell of this lockproof (cell id %#04x); was check run on real servers (-redis, -redis-nodes, -etcd, -consul, -mysql, -zk)? Give replay the same flags.\n", seed, seed>>48)
 		return exitUsage
 	}
 	dir := *out

@@ -154,6 +154,7 @@ func TestCheckBadUsage(t *testing.T) {
 		{"check", "-budget", "0"},
 		{"check", "-runs", "-1"},
 		{"check", "stray"},
+		{"check", "-zk", "nohostport"},
 		{"replay"},
 		{"replay", "banana"},
 		{"replay", "1"}, // names no cell
@@ -169,7 +170,7 @@ func TestCheckBadUsage(t *testing.T) {
 func TestCellSeedNamesTheCell(t *testing.T) {
 	// The real-server cells too: their ids must differ from the embedded
 	// cells of the same name, so that a seed names the backend as well.
-	real := endpoints{redis: "r:1", redisNodes: []string{"a:1", "b:1", "c:1"}, etcd: []string{"http://e:1"}, consul: "c:1", mysql: "m@tcp(m:1)/"}
+	real := endpoints{redis: "r:1", redisNodes: []string{"a:1", "b:1", "c:1"}, etcd: []string{"http://e:1"}, consul: "c:1", mysql: "m@tcp(m:1)/", zk: "z:1"}
 	cells := append(allCells(endpoints{}), builtinCells(real)...)
 	ids := map[uint16]string{}
 	for i := range cells {

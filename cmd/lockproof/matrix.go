@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"hash/fnv"
+	"net"
 	"slices"
 	"strings"
 	"time"
@@ -75,6 +76,7 @@ const (
 	lockEtcd    = "etcdlock"
 	lockConsul  = "consullock"
 	lockMySQL   = "mysqllock"
+	lockZK      = "zklock"
 	mutantLock  = "mutant/"
 )
 
@@ -86,6 +88,7 @@ type endpoints struct {
 	etcd       []string // an etcd cluster's client URLs, for etcdlock
 	consul     string   // a Consul agent's HTTP address, for consullock
 	mysql      string   // a MySQL DSN without a database, for mysqllock
+	zk         string   // a ZooKeeper server's host:port, for zklock
 }
 
 // flags registers a flag per kind of endpoint on fs; usage is a format
@@ -112,11 +115,20 @@ func (ep *endpoints) flags(fs *flag.FlagSet, usage string) {
 		"this Consul agent (host:port of its HTTP API; its session_ttl_min must be 1s or less)", "miniconsul"))
 	fs.StringVar(&ep.mysql, "mysql", "", fmt.Sprintf(usage, lockMySQL,
 		"this MySQL or MariaDB (a DSN without a database, such as root@tcp(127.0.0.1:3306)/; the run creates and drops its own)", "the in-process go-mysql-server"))
+	fs.Func("zk", fmt.Sprintf(usage, lockZK,
+		"this ZooKeeper server (host:port; it must grant 1s sessions, as one with tickTime 200ms does)", "minizk"),
+		func(s string) error {
+			if _, port, err := net.SplitHostPort(s); err != nil || port == "" {
+				return fmt.Errorf("want host:port, got %q", s)
+			}
+			ep.zk = s
+			return nil
+		})
 }
 
 // any reports whether any real server was given.
 func (ep *endpoints) any() bool {
-	return ep.redis != "" || len(ep.redisNodes) > 0 || len(ep.etcd) > 0 || ep.consul != "" || ep.mysql != ""
+	return ep.redis != "" || len(ep.redisNodes) > 0 || len(ep.etcd) > 0 || ep.consul != "" || ep.mysql != "" || ep.zk != ""
 }
 
 // realTTL is the lease TTL on real servers, where runs take real time.
@@ -178,6 +190,14 @@ func builtinCells(ep endpoints) []cell {
 		cells = append(cells, cell{lock: lockMySQL, faults: "crash",
 			about:   "client crashes and pauses; the server's clock jumps past the holder's expiry (not claimed)",
 			factory: propertytest.MySQLLock()})
+	}
+	if ep.zk != "" {
+		cells = append(cells, cell{lock: lockZK, faults: "crash", about: "client crashes and pauses, real ZooKeeper at " + ep.zk + ", real time",
+			real: true, factory: propertytest.ZKLockOn(ep.zk), opts: propertytest.ZKLockOnOptions(), fewerSteps: 3})
+	} else {
+		cells = append(cells, cell{lock: lockZK, faults: "crash",
+			about:   "client crashes and pauses; the holder's session expired while it trusts its lease (not claimed)",
+			factory: propertytest.ZKLock()})
 	}
 	return cells
 }

@@ -64,6 +64,14 @@
 //     showed the node first, not at its creation: exclusivity) and
 //     done-waits-for-server (Done closes only on the server's refusal of a
 //     keep-alive, never at the deadline: exclusivity).
+//   - zookeeper.go, zklock's recipe cut down (ephemeral sequential nodes
+//     on minizk, each waiter watching its predecessor), each bug reported
+//     against a real ZooKeeper lock (cited at zkFlaws):
+//     zk-waiter-without-recheck (a waiter woken by its predecessor's
+//     deletion holds without listing the children again: exclusivity),
+//     zk-cancelled-waiter-node-left (a Lock that gives up leaves its node
+//     queued: deadlock freedom) and zk-renew-checks-session-only (a
+//     renewal proves the session, not the node: symmetry).
 //
 // Most of the mutants of the last four files are caught only by a suite
 // that interleaves the requests of concurrent operations, stalls clients

@@ -31,6 +31,10 @@ var required = map[string]string{
 	"fair-queue-entry-left":          "deadlock freedom",
 	"renewal-failure-only-logged":    "exclusivity",
 	"done-waits-for-server":          "exclusivity",
+	// ZooKeeper lock bugs (issue 21).
+	"zk-waiter-without-recheck":     "exclusivity",
+	"zk-cancelled-waiter-node-left": "deadlock freedom",
+	"zk-renew-checks-session-only":  "symmetry",
 }
 
 func TestRequiredMutantsAreRegistered(t *testing.T) {
