@@ -20,9 +20,14 @@ type leaseOps struct {
 	version int32
 	session int64
 
-	mu   sync.Mutex
-	lost error // why the monitor found the acquisition lost; nil until then
+	mu       sync.Mutex
+	lost     error         // why the monitor found the acquisition lost; nil until then
+	released chan struct{} // closed once Release saw the node deleted (or gone)
+	once     sync.Once
 }
+
+// markReleased records that the node is gone by Release.
+func (o *leaseOps) markReleased() { o.once.Do(func() { close(o.released) }) }
 
 var _ locks.LeaseOps = (*leaseOps)(nil)
 
@@ -100,13 +105,16 @@ func (o *leaseOps) Release(ctx context.Context) error {
 		err := o.l.do(ctx, "delete", true, func() error { return o.l.conn.Delete(o.path, version) }, nil)
 		switch {
 		case err == nil:
+			o.markReleased()
 			return nil
 		case errors.Is(err, zk.ErrNoNode):
+			o.markReleased()
 			return o.nodeGone()
 		case errors.Is(err, zk.ErrBadVersion):
 			var st *zk.Stat
 			if st, err = o.l.stat(ctx, o.path); err == nil {
 				if st == nil || st.Czxid != o.czxid {
+					o.markReleased()
 					return o.nodeGone()
 				}
 				version = st.Version
@@ -128,7 +136,11 @@ func (o *leaseOps) Release(ctx context.Context) error {
 // for the watchdog's next renewal. Once Done has closed for any reason but
 // Unlock (the lease expired locally, or was lost), it deletes the node if
 // it is still there: a lease the client no longer trusts must not keep the
-// lock from the others for as long as the connection lives.
+// lock from the others for as long as the connection lives. After Unlock
+// it waits for Unlock's Release until the lease's deadline, and deletes
+// the node itself if Release did not (an Unlock whose ctx had ended sends
+// none, one that failed left the node): the node is ephemeral, and would
+// otherwise outlive the lease for as long as the session does.
 func (o *leaseOps) monitor(lease *locks.ManagedLease) {
 	go func() {
 		if err := o.watchNode(lease); err != nil {
@@ -137,7 +149,13 @@ func (o *leaseOps) monitor(lease *locks.ManagedLease) {
 		}
 		<-lease.Done()
 		if errors.Is(lease.Err(), locks.ErrReleased) {
-			return
+			t := o.l.opt.Clock.NewTimer(max(lease.Deadline().Sub(o.l.opt.Clock.Now()), 0))
+			select {
+			case <-o.released:
+				t.Stop()
+				return
+			case <-t.C():
+			}
 		}
 		ctx, cancel := locks.RequestContext(context.Background(), o.l.opt.RequestTimeout)
 		defer cancel()

@@ -597,3 +597,37 @@ func TestExcludesZkLock(t *testing.T) {
 	}
 	locktest.UnlockOnce(t, r.Lease)
 }
+
+// TestUnlockWithEndedContextFreesAtDeadline: an Unlock whose context had
+// already ended sends no delete ("left to expire by TTL"); the node is
+// ephemeral and would stay for as long as the session does, so the lease's
+// monitor deletes it once the lease's deadline has passed, and a waiter
+// gets the lock. (Found by the zk-cancelled-waiter-node-left mutant's
+// twin, which had the same pattern.)
+func TestUnlockWithEndedContextFreesAtDeadline(t *testing.T) {
+	s := server(t)
+	conn := s.connect(t)
+	l := s.newLocker(t, conn, "ended", locks.WithTTL(time.Second), locks.WithWatchdog(false))
+	lease, err := l.Lock(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := lease.Unlock(ended); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Unlock on an ended context: %v, want context.Canceled", err)
+	}
+	if kids := children(t, conn, l); len(kids) != 1 {
+		t.Fatalf("children %v right after the Unlock, want the node still there (its lease still runs)", kids)
+	}
+	other := s.newLocker(t, s.connect(t), "ended", locks.WithTTL(time.Second))
+	ctx, stop := context.WithTimeout(context.Background(), 5*time.Second)
+	defer stop()
+	next, err := other.Lock(ctx)
+	if err != nil {
+		t.Fatalf("a waiter never got the lock after the unlocked lease's deadline: %v (children %v)", err, children(t, conn, l))
+	}
+	if err := next.Unlock(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
