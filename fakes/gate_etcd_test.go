@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/locks/etcdlock"
@@ -60,13 +62,30 @@ func TestEtcdGateHoldsTheRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The first request is the session's LeaseGrant: while it is held,
+	// nothing of this lock may be on the server. (Counting the cluster's
+	// leases would not do on a real server shared with other tests.)
+	before, err := s.Client().Leases(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
 	heldLock(t, l, func() error {
+		keys, err := s.Client().Get(context.Background(), s.Prefix(), clientv3.WithPrefix(), clientv3.WithCountOnly())
+		if err != nil {
+			return err
+		}
+		if keys.Count != 0 {
+			return fmt.Errorf("%d key(s) under the lock's prefix %q", keys.Count, s.Prefix())
+		}
+		if s.Real() {
+			return nil
+		}
 		resp, err := s.Client().Leases(context.Background())
 		if err != nil {
 			return err
 		}
-		if len(resp.Leases) != 0 {
-			return fmt.Errorf("the cluster has %d lease(s)", len(resp.Leases))
+		if len(resp.Leases) != len(before.Leases) {
+			return fmt.Errorf("the cluster has %d lease(s), %d before the lock began", len(resp.Leases), len(before.Leases))
 		}
 		return nil
 	})
