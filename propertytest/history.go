@@ -56,6 +56,26 @@ func (r *recorder) ret(i int, out linearize.LeaseOutput, unknown bool) {
 	op.Return, op.Output, op.Unknown = max(t, op.Call), out, unknown
 }
 
+// cleanedUp records, after the crashed acquire i, a release by its owner
+// of unknown outcome called when the acquire was. The suite's crash cancels
+// the call's context, and the lock's own clean-up of an attempt it gives
+// up on (a release on a context of its own: consullock's abandon, a
+// TryLock deleting the node it created) may then run before the call
+// returns, which no real crash does. The owner never learned whether it
+// held the lock, so it used and fenced nothing: a release it may or may
+// not have made changes no property. Without it the lease model holds an
+// acquire that took effect for a whole TTL, and a grant to another client
+// after the clean-up freed the lock reads as a double grant.
+func (r *recorder) cleanedUp(i int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	acq := r.lock[i]
+	r.lock = append(r.lock, lockOp{
+		ID: len(r.lock), ClientID: acq.ClientID, Call: acq.Call, Return: max(acq.Return, acq.Call), Unknown: true,
+		Input: linearize.LeaseInput{Lock: acq.Input.Lock, Op: linearize.Release, Owner: acq.Input.Owner},
+	})
+}
+
 // syntheticGap spaces the synthetic tokens. The lease model gives an
 // unknown acquire that took effect the previous token + 1; the gap leaves
 // room for that many of them between two grants that returned, in

@@ -228,3 +228,46 @@ func TestLockIllegalBlame(t *testing.T) {
 		})
 	}
 }
+
+// A crashed acquire of unknown outcome may have been cleaned up by the lock
+// before its call returned (the DEEP run of consul-ignores-session-
+// invalidation, seed 7839133332539522661: consullock's abandon released
+// the key its cancelled Lock had acquired). With the recorder's unknown
+// release after it the history is legal; without, the lease model holds the
+// acquire for a whole TTL and the later grant reads as a double grant. A
+// grant that returned is never followed by one.
+func TestCrashedAcquireMayHaveBeenCleanedUp(t *testing.T) {
+	ttl := time.Second
+	model, err := linearize.NewLeaseModel(ttl, locks.Drift(ttl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := fakes.NewClock(time.Unix(0, 0))
+	build := func(cleanUp bool) []lockOp {
+		r := newRecorder(clock)
+		crashed := r.call(0, linearize.Acquire, "l", 1)
+		refused := r.call(1, linearize.Acquire, "l", 2)
+		r.ret(refused, linearize.LeaseOutput{}, false)
+		clock.Advance(333 * time.Millisecond)
+		r.ret(crashed, linearize.LeaseOutput{}, true)
+		if cleanUp {
+			r.cleanedUp(crashed)
+		}
+		granted := r.call(2, linearize.Acquire, "l", 3)
+		r.ret(granted, linearize.LeaseOutput{OK: true, Token: 12}, false)
+		h, _, _ := r.histories()
+		return h
+	}
+	for _, c := range []struct {
+		cleanUp bool
+		want    linearize.Verdict
+	}{{true, linearize.Ok}, {false, linearize.Illegal}} {
+		res, err := linearize.Check(context.Background(), model, build(c.cleanUp), linearize.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Verdict != c.want {
+			t.Errorf("with the clean-up release %v: verdict %v, want %v", c.cleanUp, res.Verdict, c.want)
+		}
+	}
+}

@@ -223,6 +223,9 @@ func (m *machine) acquire(c *client, blocking, crash bool, stallAt int, onGrant 
 		out, unknown := m.outputOf(i)
 		if unknown {
 			m.uncertain = m.rec.now()
+			if m.sched.crashed(o) {
+				m.rec.cleanedUp(i)
+			}
 		}
 		if !out.OK || unknown {
 			m.logf("client %d: %s -> %v", c.id, name, err)

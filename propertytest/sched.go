@@ -292,6 +292,13 @@ func (s *sched) resume(o *op, blockedOK bool) opState {
 	return s.run(o, blockedOK)
 }
 
+// crashed reports whether o was stopped by crash.
+func (s *sched) crashed(o *op) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return o.crashed
+}
+
 // crash cancels o and lets its parked requests go (they fail on the
 // cancelled context, or are not sent), then waits for it to end.
 func (s *sched) crash(o *op) {
