@@ -86,14 +86,26 @@ func TestSeedReplaysExactly(t *testing.T) {
 				t.Fatalf("%d runs, then %d with the same seed", len(first), len(second))
 			}
 			for i := range first {
-				if first[i] != second[i] {
-					t.Fatalf("run %d differs between two replays of one seed:\n%s", i+1, firstDifference(first[i], second[i]))
+				if first[i] == second[i] {
+					continue
 				}
+				diff := firstDifference(first[i], second[i])
+				if gaveUp(first[i]) || gaveUp(second[i]) {
+					// The scheduler said so in the run's log: on a machine
+					// too loaded to reach quiescence within maxQuiesce, it
+					// promises no exact replay.
+					t.Skipf("run %d differs between two replays, and the scheduler gave up waiting for quiescence in it (a loaded machine):\n%s", i+1, diff)
+				}
+				t.Fatalf("run %d differs between two replays of one seed:\n%s", i+1, diff)
 			}
 			t.Logf("%d runs replayed identically (%d lines in the first)", len(first), strings.Count(first[0], "\n"))
 		})
 	}
 }
+
+// gaveUp reports whether a run's trace holds the scheduler's note that it
+// stopped waiting for quiescence.
+func gaveUp(trace string) bool { return strings.Contains(trace, "scheduler: not quiescent") }
 
 // firstDifference shows where two traces part.
 func firstDifference(a, b string) string {

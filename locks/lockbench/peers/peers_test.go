@@ -111,9 +111,9 @@ func TestZKLockPeerExcludesAndIsCounted(t *testing.T) {
 	if sum != c.Requests() {
 		t.Errorf("requests by opcode add up to %d, Requests() = %d", sum, c.Requests())
 	}
-	if c.Events() < 1 {
-		t.Errorf("no watch event counted over %d hand-offs", len(res.Handoffs))
-	}
+	// No assertion on the watch events: a hand-off that finds the lock
+	// free needs none, and on a loaded machine all 29 did (0 events). The
+	// counting itself is tested on packet streams (zkcount_internal_test).
 	t.Logf("requests by opcode: %v; %d watch events over %d hand-offs", ops, c.Events(), len(res.Handoffs))
 	cancel()
 	if err := ws[0].Lock(ctx); err == nil {
