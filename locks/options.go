@@ -98,6 +98,14 @@ func WithPrefix(p string) Option { return func(o *Options) { o.Prefix = p } }
 // WithClock sets the clock (default SystemClock). A nil clock is rejected.
 func WithClock(c Clock) Option { return func(o *Options) { o.Clock = c } }
 
+// Backoff is the pause before retry number tries (counted from 1) of a
+// request that failed in a way the same request may not meet again: 10 ms
+// doubling up to 500 ms, plus up to half again of Jitter.
+func (o Options) Backoff(tries int) time.Duration {
+	d := min(5*time.Millisecond<<min(tries, 7), 500*time.Millisecond)
+	return d + o.Jitter(d/2+1)
+}
+
 // WithRand makes the lock draw its random delays (the jitter of a waiter's
 // retries, see Options.Jitter) from src, used under a lock of its own,
 // instead of math/rand/v2's process-wide source. With a seeded src the

@@ -2,8 +2,10 @@ package locks_test
 
 import (
 	"context"
+	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/lockproof/lockproof/locks"
 )
@@ -42,5 +44,27 @@ func TestWithObserverAdds(t *testing.T) {
 	}
 	if none.Observer != nil {
 		t.Fatalf("Observer = %v, want nil", none.Observer)
+	}
+}
+
+// Backoff doubles from 10 ms to 500 ms and adds up to half again of
+// jitter, drawn from the lock's source: a seeded source repeats it.
+func TestBackoff(t *testing.T) {
+	o, err := locks.Resolve("p:", locks.WithRand(rand.NewPCG(1, 2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, _ := locks.Resolve("p:", locks.WithRand(rand.NewPCG(1, 2)))
+	for _, c := range []struct {
+		tries int
+		base  time.Duration
+	}{{1, 10 * time.Millisecond}, {2, 20 * time.Millisecond}, {6, 320 * time.Millisecond}, {7, 500 * time.Millisecond}, {40, 500 * time.Millisecond}} {
+		d := o.Backoff(c.tries)
+		if d < c.base || d > c.base+c.base/2 {
+			t.Errorf("Backoff(%d) = %v, want within [%v, %v]", c.tries, d, c.base, c.base+c.base/2)
+		}
+		if d2 := again.Backoff(c.tries); d2 != d {
+			t.Errorf("Backoff(%d) from the same seed: %v, then %v", c.tries, d, d2)
+		}
 	}
 }

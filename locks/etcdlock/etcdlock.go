@@ -209,7 +209,7 @@ func (l *Locker) release(ctx context.Context, key string, rev int64) (bool, erro
 		if !transient(err) || l.opt.Clock.Now().Sub(start) >= l.opt.TTL {
 			return false, err
 		}
-		t := l.opt.Clock.NewTimer(backoff(tries, l.opt.Jitter))
+		t := l.opt.Clock.NewTimer(l.opt.Backoff(tries))
 		select {
 		case <-t.C():
 		case <-ctx.Done():

@@ -154,7 +154,7 @@ func (l *Locker) pauseAfter(ctx context.Context, err error, tries *int, began ti
 	*tries++
 	budget, stop := l.budgetTimer(began)
 	defer stop()
-	t := l.opt.Clock.NewTimer(backoff(*tries, l.opt.Jitter))
+	t := l.opt.Clock.NewTimer(l.opt.Backoff(*tries))
 	defer t.Stop()
 	select {
 	case <-t.C():
@@ -164,13 +164,6 @@ func (l *Locker) pauseAfter(ctx context.Context, err error, tries *int, began ti
 	case <-ctx.Done():
 		return fmt.Errorf("%w (last error: %w)", ctx.Err(), err)
 	}
-}
-
-// backoff is the pause before retry number tries: 10 ms doubling up to
-// 500 ms, plus up to half again of jitter.
-func backoff(tries int, jitter func(time.Duration) time.Duration) time.Duration {
-	d := min(5*time.Millisecond<<min(tries, 7), 500*time.Millisecond)
-	return d + jitter(d/2+1)
 }
 
 // transient reports whether err is one that the same request may not meet

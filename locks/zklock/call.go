@@ -156,13 +156,6 @@ func transient(err error) bool {
 		errors.Is(err, context.DeadlineExceeded)
 }
 
-// backoff is the pause before retry number tries: 10 ms doubling up to
-// 500 ms, plus up to half again of jitter.
-func backoff(tries int, jitter func(time.Duration) time.Duration) time.Duration {
-	d := min(5*time.Millisecond<<min(tries, 7), 500*time.Millisecond)
-	return d + jitter(d/2+1)
-}
-
 // pause waits before another try after err: a transient error is retried
 // after a pause that grows with *tries, until ctx or the wait budget (nil
 // budget: none) ends; anything else is returned as it is.
@@ -174,7 +167,7 @@ func (l *Locker) pause(ctx context.Context, err error, tries *int, budget <-chan
 		return err
 	}
 	*tries++
-	t := l.opt.Clock.NewTimer(backoff(*tries, l.opt.Jitter))
+	t := l.opt.Clock.NewTimer(l.opt.Backoff(*tries))
 	defer t.Stop()
 	select {
 	case <-t.C():
