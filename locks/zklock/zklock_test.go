@@ -273,10 +273,23 @@ func TestHandOffInOrderWithoutHerd(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitChildren(t, conn, l, 0)
+	// Watch events reach each connection's callback on its own goroutine,
+	// after the delete that fired them has returned: wait a little for the
+	// ones usually owed, one per hand-off. Fewer is no bug: a waiter that
+	// finds its predecessor gone before its watch went out sets none, and a
+	// lease unlocked before its monitor watched its node has no watch to
+	// fire. What this test is for is the upper bound; at least one event
+	// shows that the count works at all.
+	for wait := time.Now().Add(2 * time.Second); deletions.Load() < waiters && time.Now().Before(wait); {
+		time.Sleep(5 * time.Millisecond)
+	}
 	got, most := deletions.Load(), int64(2*waiters+1)
 	t.Logf("%d node-deleted watch events for %d hand-offs", got, waiters)
-	if got > most || got < waiters {
-		t.Fatalf("%d node-deleted watch events for %d hand-offs, want between %d and %d: a herd", got, waiters, waiters, most)
+	if got > most {
+		t.Fatalf("%d node-deleted watch events for %d hand-offs, want at most %d: a herd", got, waiters, most)
+	}
+	if got == 0 {
+		t.Fatal("no node-deleted watch event counted at all")
 	}
 }
 
