@@ -88,17 +88,23 @@ func DecodeHistory[I, O any](r io.Reader) ([]Operation[I, O], error) {
 	for i, raw := range *doc.Operations {
 		// raw is the operation's text as it stands in data, and only
 		// white space and a comma separate it from the one before.
-		where := ""
-		if k := bytes.Index(data[cursor:], raw); k >= 0 {
-			where = " (" + position(data, int64(cursor+k)) + ")"
-			cursor += k + len(raw)
-		}
+		var where []string // the operation's id, if it has one, and position
 		op, err := decodeOperation[I, O](raw)
 		if err == nil {
-			err = checkOperation(i, &op)
+			where = append(where, fmt.Sprintf("id %d", op.ID))
+			if fault := operationFault(&op); fault != "" {
+				err = fmt.Errorf("%w: %s", ErrInvalidHistory, fault)
+			}
+		}
+		if k := bytes.Index(data[cursor:], raw); k >= 0 {
+			where = append(where, position(data, int64(cursor+k)))
+			cursor += k + len(raw)
+		}
+		if err != nil && len(where) == 0 {
+			return nil, decodeError(fmt.Errorf("operation %d: %w", i, err))
 		}
 		if err != nil {
-			return nil, decodeError(fmt.Errorf("operation %d%s: %w", i, where, err))
+			return nil, decodeError(fmt.Errorf("operation %d (%s): %w", i, strings.Join(where, ", "), err))
 		}
 		h = append(h, op)
 	}

@@ -83,7 +83,7 @@ func TestJSONErrorsSayWhere(t *testing.T) {
 			"operation 0 (line 1, column 17)"},
 		{"trailing data", "{\"operations\": []}\n\n x", "line 3, column 2"},
 		{"return before call", "{\"operations\": [\n {\"id\": 1, \"client\": 0, \"call\": 5, \"return\": 2, \"input\": {\"op\": \"acquire\"}, \"output\": {}}]}",
-			"operation 0 (line 2, column 2)"},
+			"operation 0 (id 1, line 2, column 2): invalid history: return 2 is before call 5"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := DecodeHistory[LeaseInput, LeaseOutput](strings.NewReader(c.doc))
@@ -95,6 +95,9 @@ func TestJSONErrorsSayWhere(t *testing.T) {
 			}
 			if n := strings.Count(err.Error(), "linearize:"); n != 1 {
 				t.Errorf("error %q says \"linearize:\" %d times", err, n)
+			}
+			if n := strings.Count(err.Error(), "operation "); n > 1 {
+				t.Errorf("error %q names the operation %d times", err, n)
 			}
 		})
 	}

@@ -60,15 +60,21 @@ func (op *Operation[I, O]) End() int64 {
 // checkOperation reports what is malformed in op, operation i of a history,
 // taken alone.
 func checkOperation[I, O any](i int, op *Operation[I, O]) error {
-	if op.Return < op.Call {
-		return fmt.Errorf("%w: operation %d (id %d): return %d is before call %d",
-			ErrInvalidHistory, i, op.ID, op.Return, op.Call)
-	}
-	if op.ClientID < 0 {
-		return fmt.Errorf("%w: operation %d (id %d): negative client id %d",
-			ErrInvalidHistory, i, op.ID, op.ClientID)
+	if fault := operationFault(op); fault != "" {
+		return fmt.Errorf("%w: operation %d (id %d): %s", ErrInvalidHistory, i, op.ID, fault)
 	}
 	return nil
+}
+
+// operationFault says what is wrong with op on its own, or "".
+func operationFault[I, O any](op *Operation[I, O]) string {
+	switch {
+	case op.Return < op.Call:
+		return fmt.Sprintf("return %d is before call %d", op.Return, op.Call)
+	case op.ClientID < 0:
+		return fmt.Sprintf("negative client id %d", op.ClientID)
+	}
+	return ""
 }
 
 // validateHistory reports the first malformed operation of h.

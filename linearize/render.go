@@ -59,7 +59,23 @@ type picOp struct {
 	// goes to its left near the right edge (so that it stays in the
 	// frame), after it elsewhere.
 	LabelLeft, LabelAfter bool
+	// Row: the row of its client's lane the bar is drawn in (0 the top);
+	// a bar goes down a row where it would cover an earlier one.
+	Row int
 }
+
+// The rows of a lane (HTML), in pixels: a row's height, an operation's
+// and a label's distance from the top of its row.
+const (
+	rowHeight = 22
+	opTop     = 4
+	labelTop  = 6
+)
+
+// labelCharWidth estimates the width of one character of an outside
+// label, in percent of the time axis (11px text on a track about 1000px
+// wide), to keep the next bar from being drawn over it.
+const labelCharWidth = 0.6
 
 type picture struct {
 	Verdict          string
@@ -86,7 +102,41 @@ type picLane struct {
 	Client int
 	Ops    []picOp
 	Leases []picSpan // the validity windows of the leases its grants began
+	// ends[r] is where row r's last bar (and its outside label) ends.
+	ends []float64
 }
+
+// place puts o in the first row of the lane where nothing drawn before
+// reaches past the start of its bar, and the label it draws to its left:
+// operations of one client follow each other in time, but a bar widened
+// to stay visible, an unknown outcome drawn to the end, or a label beside
+// a short bar would otherwise cover the next.
+func (l *picLane) place(o *picOp) {
+	const gap = 0.2
+	from, to := o.Left, o.Left+o.Width
+	label := labelCharWidth * float64(len([]rune(o.Description))+4)
+	switch {
+	case o.LabelLeft:
+		from -= label
+	case o.LabelAfter:
+		to += label
+	}
+	o.Row = len(l.ends)
+	for r, end := range l.ends {
+		if end+gap <= from {
+			o.Row = r
+			break
+		}
+	}
+	if o.Row == len(l.ends) {
+		l.ends = append(l.ends, 0)
+	}
+	l.ends[o.Row] = to
+	l.Ops = append(l.Ops, *o)
+}
+
+// Rows is the number of rows the lane's bars take, at least one.
+func (l picLane) Rows() int { return max(len(l.ends), 1) }
 
 // picSpan is a stretch of the time axis, in percent, with what it is.
 type picSpan struct {
@@ -170,8 +220,7 @@ func layout[S, I, O any](model Model[S, I, O], history []Operation[I, O], res *R
 			lanes[o.Client] = len(pic.Lanes)
 			pic.Lanes = append(pic.Lanes, picLane{Client: o.Client})
 		}
-		l := &pic.Lanes[lanes[o.Client]]
-		l.Ops = append(l.Ops, *o)
+		pic.Lanes[lanes[o.Client]].place(o)
 	}
 	if p.LeaseTTL > 0 {
 		leasePicture(&pic, history, res, p)
@@ -361,6 +410,20 @@ var timeline = template.Must(template.New("timeline").Funcs(template.FuncMap{
 	"labelRight": func(o picOp) float64 { return 100 - o.Left + 0.5 },
 	// labelLeft is where a label drawn after its bar starts, in percent.
 	"labelLeft": func(o picOp) float64 { return o.Left + o.Width + 0.5 },
+	// opTop, labelTop: where a bar and its outside label are drawn from
+	// the top of the lane, in pixels, by the row the bar was given.
+	"opTop":    func(o picOp) int { return opTop + o.Row*rowHeight },
+	"labelTop": func(o picOp) int { return labelTop + o.Row*rowHeight },
+	// trackHeight is a lane's height in pixels; leaseTop, where its lease
+	// windows are drawn, below its last row.
+	"trackHeight": func(l picLane, leased bool) int {
+		h := l.Rows()*rowHeight + opTop
+		if leased {
+			h += 8
+		}
+		return h
+	},
+	"leaseTop": func(l picLane) int { return l.Rows()*rowHeight + opTop - 1 },
 }).Parse(timelineHTML))
 
 // WriteHTML renders the result as one self-contained HTML page (inline

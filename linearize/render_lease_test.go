@@ -35,7 +35,7 @@ func doubleGrantPicture(t *testing.T) (string, Result) {
 	return buf.String(), res
 }
 
-var barStyle = regexp.MustCompile(`class="op[^"]*"[^>]*style="left:([0-9.]+)%;width:([0-9.]+)%`)
+var barStyle = regexp.MustCompile(`class="op[^"]*"[^>]*style="top:[0-9]+px;left:([0-9.]+)%;width:([0-9.]+)%`)
 
 func TestTimelineBarsStayVisibleAndInside(t *testing.T) {
 	page, _ := doubleGrantPicture(t)
@@ -52,6 +52,55 @@ func TestTimelineBarsStayVisibleAndInside(t *testing.T) {
 		if left < 0 || left+width > 100.001 {
 			t.Errorf("bar [%v%%, %v%%] leaves the frame", left, left+width)
 		}
+	}
+}
+
+// TestTimelineKeepsOneClientsBarsApart: operations of one client that
+// follow each other closely (two at one instant a microsecond apart, one
+// right after them) or come after an unknown outcome (drawn to the end)
+// go down a row each rather than over each other; one far from the others
+// stays in the top row.
+func TestTimelineKeepsOneClientsBarsApart(t *testing.T) {
+	m, err := NewLeaseModel(5*time.Second, time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := []lop{
+		acquire(1, 1, 11, 1000, 1000, 1),
+		leaseCall(2, 1, Renew, 11, 1000, 1000, true),
+		leaseCall(3, 1, Renew, 11, 1001, 1001, true),
+		leaseCall(4, 1, Release, 11, 3000, 3000, true),
+		acquire(5, 1, 12, 3500, 3600, 0),
+		leaseCall(6, 1, Release, 12, 3700, 3800, true),
+		acquire(7, 2, 22, 5000, 5000, 2),
+	}
+	h[1].Call, h[1].Return = h[1].Call+1000, h[1].Return+1000
+	h[4].Unknown = true
+	res := check(t, m, h)
+	var buf bytes.Buffer
+	if err := WriteHTML(&buf, m, h, &res, Picture{All: true, Unit: time.Millisecond, LeaseTTL: 5 * time.Second, LeaseTolerance: time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	tops := regexp.MustCompile(`title="id (\d+) [^"]*"`).FindAllStringSubmatchIndex(buf.String(), -1)
+	row := map[string]string{}
+	for _, m := range tops {
+		id := buf.String()[m[2]:m[3]]
+		styles := regexp.MustCompile(`style="top:([0-9]+)px`).FindAllStringSubmatch(buf.String()[max(m[0]-200, 0):m[0]], -1)
+		if styles == nil {
+			t.Fatalf("operation %s has no top", id)
+		}
+		row[id] = styles[len(styles)-1][1] // its own: the last before its title
+	}
+	for id, top := range map[string]string{"1": "4", "2": "26", "3": "48", "7": "4"} {
+		if row[id] != top {
+			t.Errorf("operation %s drawn %spx from its lane's top, want %spx (rows: %v)", id, row[id], top, row)
+		}
+	}
+	if row["6"] == row["5"] {
+		t.Errorf("operation 6 drawn in the row of the unknown outcome before it, which runs to the end (rows: %v)", row)
+	}
+	if !strings.Contains(buf.String(), `style="height:78px"`) { // 3 rows of 22px, 4px, 8px of lease windows
+		t.Errorf("client 1's lane is not three rows high")
 	}
 }
 

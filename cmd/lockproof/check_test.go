@@ -144,7 +144,11 @@ func checkInBrowser(t *testing.T, path string, wantTimelines int) {
 	if frames < wantTimelines || drawn != frames {
 		t.Errorf("%d timelines, %d drawn; want at least %d, all drawn", frames, drawn, wantTimelines)
 	}
-	t.Logf("Chromium drew %d of %d timelines, no script errors", drawn, frames)
+	n, hidden, outside, overlapping := attr("data-bars"), attr("data-bars-hidden"), attr("data-bars-outside"), attr("data-bars-overlapping")
+	if hidden+outside+overlapping != 0 {
+		t.Errorf("of %d operation bars, %d have no area, %d leave their lane, %d pairs are drawn over each other", n, hidden, outside, overlapping)
+	}
+	t.Logf("Chromium drew %d of %d timelines (%d bars, each visible, inside its lane, none over another), no script errors", drawn, frames, n)
 }
 
 func TestCheckBadUsage(t *testing.T) {
