@@ -65,7 +65,9 @@ func memFactory(b serverBug) propertytest.Factory {
 // would keep it: the owner of the current grant, its expiry on the
 // server's clock and the fencing counter. Without a bug it is a correct
 // lease lock; each serverBug breaks one of its rules. Safe for concurrent
-// use.
+// use. Having no client, it passes every request through the
+// locks.GateRequest of the caller's context, as fakes.MemLock does, so that
+// the suite's scheduler orders them and a seed replays exactly.
 type memServer struct {
 	clock locks.Clock
 	bug   serverBug
@@ -89,7 +91,8 @@ func (s *memServer) heldLocked(now time.Time) bool {
 // acquire grants the lock to a fresh owner for ttl if it is free. When it
 // is held, it returns what to wait on: the channel closed when it is
 // freed, and the holder's expiry.
-func (s *memServer) acquire(ttl time.Duration) (owner string, tok locks.Token, wait <-chan struct{}, expires time.Time, err error) {
+func (s *memServer) acquire(ctx context.Context, ttl time.Duration) (owner string, tok locks.Token, wait <-chan struct{}, expires time.Time, err error) {
+	defer locks.GateRequest(ctx, "mem acquire")()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.clock.Now()
@@ -110,7 +113,8 @@ func (s *memServer) acquire(ttl time.Duration) (owner string, tok locks.Token, w
 }
 
 // renew extends owner's grant by ttl.
-func (s *memServer) renew(owner string, ttl time.Duration) error {
+func (s *memServer) renew(ctx context.Context, owner string, ttl time.Duration) error {
+	defer locks.GateRequest(ctx, "mem renew")()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.clock.Now()
@@ -123,7 +127,8 @@ func (s *memServer) renew(owner string, ttl time.Duration) error {
 
 // release frees the lock if owner holds it (whoever holds it, with
 // releaseAnyOwner).
-func (s *memServer) release(owner string) error {
+func (s *memServer) release(ctx context.Context, owner string) error {
+	defer locks.GateRequest(ctx, "mem release")()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.bug != releaseAnyOwner && (s.owner != owner || !s.heldLocked(s.clock.Now())) {
@@ -167,7 +172,7 @@ func (l *memLocker) try(ctx context.Context) (locks.Lease, <-chan struct{}, time
 		return nil, nil, time.Time{}, fmt.Errorf("mutants: try lock: %w", err)
 	}
 	start := l.opt.Clock.Now()
-	owner, tok, wait, expires, err := l.s.acquire(l.opt.TTL)
+	owner, tok, wait, expires, err := l.s.acquire(ctx, l.opt.TTL)
 	if err != nil {
 		return nil, wait, expires, err
 	}
@@ -218,7 +223,7 @@ type memLeaseOps struct {
 }
 
 // Renew extends the grant by the TTL.
-func (o memLeaseOps) Renew(context.Context) error { return o.s.renew(o.owner, o.ttl) }
+func (o memLeaseOps) Renew(ctx context.Context) error { return o.s.renew(ctx, o.owner, o.ttl) }
 
 // Release frees the lock.
-func (o memLeaseOps) Release(context.Context) error { return o.s.release(o.owner) }
+func (o memLeaseOps) Release(ctx context.Context) error { return o.s.release(ctx, o.owner) }
