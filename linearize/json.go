@@ -96,9 +96,14 @@ func DecodeHistory[I, O any](r io.Reader) ([]Operation[I, O], error) {
 				err = fmt.Errorf("%w: %s", ErrInvalidHistory, fault)
 			}
 		}
+		at := -1 // the operation's offset in data
 		if k := bytes.Index(data[cursor:], raw); k >= 0 {
-			where = append(where, position(data, int64(cursor+k)))
+			at = cursor + k
 			cursor += k + len(raw)
+		}
+		if err != nil && at >= 0 {
+			// Only now: position counts lines from the start of data.
+			where = append(where, position(data, int64(at)))
 		}
 		if err != nil && len(where) == 0 {
 			return nil, decodeError(fmt.Errorf("operation %d: %w", i, err))

@@ -3,6 +3,7 @@ package linearize
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -104,5 +105,35 @@ func TestJSONErrorsSayWhere(t *testing.T) {
 	_, err := DecodeHistory[LeaseInput, LeaseOutput](strings.NewReader(`{"operations": [{"id": 1, "client": -1, "call": 1, "return": 2, "input": {"op": "acquire"}, "output": {}}]}`))
 	if !errors.Is(err, ErrDecode) || !errors.Is(err, ErrInvalidHistory) {
 		t.Errorf("a history the format allows but Check refuses: %v, want both ErrDecode and ErrInvalidHistory", err)
+	}
+}
+
+// BenchmarkDecodeHistory decodes a lease history of n operations written on
+// one line, as encoding/json writes it: the decoder's cost must grow with
+// the input, not with its square (finding each operation's line and column
+// for every operation, where only an error needs it, took minutes at
+// 100,000 operations).
+func BenchmarkDecodeHistory(b *testing.B) {
+	for _, n := range []int{1000, 100000} {
+		var doc strings.Builder
+		doc.WriteString(`{"operations": [`)
+		for i := range n {
+			if i > 0 {
+				doc.WriteString(",")
+			}
+			fmt.Fprintf(&doc, `{"id": %d, "client": %d, "call": %d, "return": %d, "input": {"lock": "L", "op": "acquire", "owner": %d}, "output": {"ok": true, "token": %d}}`,
+				i, i%4, 40*i, 40*i+10, i+1, i+1)
+		}
+		doc.WriteString("]}")
+		data := doc.String()
+		b.Run(fmt.Sprintf("ops=%d", n), func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			for b.Loop() {
+				h, err := DecodeHistory[LeaseInput, LeaseOutput](strings.NewReader(data))
+				if err != nil || len(h) != n {
+					b.Fatalf("%d operations, %v", len(h), err)
+				}
+			}
+		})
 	}
 }
