@@ -66,6 +66,16 @@ type Options struct {
 	CheckTimeLimit time.Duration
 	// Name is the lock's name. Default "propertytest".
 	Name string
+	// ShrinkRuns bounds the minimization of a failing run by a number of
+	// runs, counted from the run that reproduced the failure: past it, the
+	// suite refuses rapid's further candidates at once (as invalid runs)
+	// and rapid reports the smallest failing run found so far. A bound by
+	// count, unlike rapid's wall-time bound (-rapid.shrinktime,
+	// Standalone.ShrinkTime), which stays as a backstop, shrinks a seed to
+	// the same run on an idle and on a loaded machine, so that a replay
+	// prints the history the check printed. Default 200; negative means no
+	// bound but the wall time's.
+	ShrinkRuns int
 	// OutDir is where failure timelines (HTML) are written. Default: the
 	// -propertytest.out flag, then the LOCKPROOF_PROPERTYTEST_OUT
 	// environment variable, then t.TempDir() (removed after the test).
@@ -73,6 +83,11 @@ type Options struct {
 
 	_ struct{} // keyed literals only
 }
+
+// DefaultShrinkRuns is Options.ShrinkRuns's default: enough for rapid to
+// shrink the suite's failures to a few operations (a run on an in-process
+// backend takes milliseconds), few enough to bound the time it takes.
+const DefaultShrinkRuns = 200
 
 // withDefaults fills in the defaults and validates o.
 func (o Options) withDefaults() (Options, error) {
@@ -96,6 +111,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.Name == "" {
 		o.Name = "propertytest"
+	}
+	if o.ShrinkRuns == 0 {
+		o.ShrinkRuns = DefaultShrinkRuns
 	}
 	switch {
 	case o.Clients < 2:

@@ -119,6 +119,7 @@ type suite struct {
 
 	mu     sync.Mutex
 	report *Report
+	shrink shrinkBudget
 
 	trace func(m *machine) // called at the end of every run; tests of the suite set it
 }
@@ -137,6 +138,19 @@ func newSuite(t testing.TB, factory Factory, o Options) (*suite, error) {
 
 // prop is one run: build the backend, run the actions, finish, check.
 func (s *suite) prop(rt *rapid.T) {
+	s.mu.Lock()
+	call, spent := s.shrink.start(s.o.ShrinkRuns)
+	s.mu.Unlock()
+	if spent {
+		rt.Skipf("propertytest: the shrink budget of %d runs is spent", s.o.ShrinkRuns)
+	}
+	defer func() {
+		// Failed is true after rt.Fatalf, which ends the run with a panic
+		// that runs this first.
+		s.mu.Lock()
+		s.shrink.end(call, rt.Failed())
+		s.mu.Unlock()
+	}()
 	scope := &runTB{TB: s.t}
 	defer scope.cleanup()
 	be, err := s.factory(scope)
@@ -322,5 +336,71 @@ func (r *runTB) cleanup() {
 	r.mu.Unlock()
 	for i := len(fs) - 1; i >= 0; i-- {
 		fs[i]()
+	}
+}
+
+// shrinkBudget counts the runs rapid makes to shrink a failure, to refuse
+// its candidates once Options.ShrinkRuns are spent. It follows rapid's
+// order of calls (pgregory.net/rapid v1.3): the search until a run fails;
+// one run that reproduces that failure; then the shrinker's candidates,
+// each of which, when it fails, is run once more at once, recording,
+// before rapid goes on (and panics if the two differ); a last run of the
+// smallest case prints its log. A second run is never refused: a refusal
+// is only ever rapid's first look at a candidate. The last run falls
+// under the budget like a candidate: once it is spent, that run is refused
+// and its log is missing from rapid's output (the violation, recorded by
+// the shrinker's last accepted run, is not).
+type shrinkBudget struct {
+	phase      shrinkPhase
+	candidates int  // candidates looked at while shrinking
+	again      bool // the next call is the second run of a failing candidate
+}
+
+type shrinkPhase int
+
+const (
+	searching   shrinkPhase = iota // no run has failed yet
+	reproducing                    // the next run reproduces the first failure
+	shrinking                      // rapid's shrinker is at work
+)
+
+// shrinkCall is what a call is, as start found it.
+type shrinkCall int
+
+const (
+	searchRun shrinkCall = iota
+	reproduceRun
+	candidateRun
+	secondRun
+)
+
+// start classifies the next call and reports whether the budget of limit
+// candidates is spent (never when limit < 0).
+func (b *shrinkBudget) start(limit int) (shrinkCall, bool) {
+	switch {
+	case b.phase == searching:
+		return searchRun, false
+	case b.phase == reproducing:
+		return reproduceRun, false
+	case b.again:
+		b.again = false
+		return secondRun, false
+	}
+	b.candidates++
+	return candidateRun, limit >= 0 && b.candidates > limit
+}
+
+// end records how the call ended.
+func (b *shrinkBudget) end(call shrinkCall, failed bool) {
+	if !failed {
+		return
+	}
+	switch call {
+	case searchRun:
+		b.phase = reproducing
+	case reproduceRun:
+		b.phase = shrinking
+	case candidateRun:
+		b.again = true
 	}
 }

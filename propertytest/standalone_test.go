@@ -139,3 +139,64 @@ func TestRunStandaloneKeepsTheFactorysCause(t *testing.T) {
 		t.Fatalf("error %v, want ErrNoVerdict with the factory's cause", err)
 	}
 }
+
+// A failure shrinks by a number of runs, not by the wall time: two replays
+// of one seed, with a wall-time bound far away, stop at the same candidate
+// and report the same minimal history; the runs made stay within the
+// budget (the search's one, its reproduction, two per accepted candidate
+// and one per refused one, the last report).
+func TestShrinkIsBoundedByRuns(t *testing.T) {
+	dir := t.TempDir()
+	first, err := RunStandalone(processLocal(), Options{OutDir: dir}, Standalone{Name: "find", Checks: 50, Seed: 7})
+	if err != nil || !first.Failed {
+		t.Fatalf("no failure to shrink: %v", err)
+	}
+	const budget = 12
+	var histories []string
+	for i := range 2 {
+		rep, err := RunStandalone(processLocal(), Options{OutDir: dir, ShrinkRuns: budget},
+			Standalone{Name: "shrink", Checks: 1, Seed: first.Seed, ShrinkTime: time.Minute})
+		if err != nil || !rep.Failed || len(rep.Violations) == 0 {
+			t.Fatalf("replay %d: failed=%v err=%v", i, rep != nil && rep.Failed, err)
+		}
+		if most := 2 + 2*budget + 1; rep.Runs > most {
+			t.Errorf("replay %d made %d runs, more than the %d a budget of %d candidates allows", i, rep.Runs, most, budget)
+		}
+		histories = append(histories, rep.Violations[0].Detail+"\n"+rep.Violations[0].History)
+	}
+	if histories[0] != histories[1] {
+		t.Fatalf("two replays of seed %d shrank to different runs:\n%s\n---\n%s", first.Seed, histories[0], histories[1])
+	}
+}
+
+// shrinkBudget follows rapid's calls: it never refuses the search, the
+// reproduction or the second run of a failing candidate, and refuses a
+// candidate's first run once the budget is spent.
+func TestShrinkBudgetFollowsRapid(t *testing.T) {
+	var b shrinkBudget
+	step := func(wantCall shrinkCall, wantSpent, fails bool) {
+		t.Helper()
+		call, spent := b.start(2)
+		if call != wantCall || spent != wantSpent {
+			t.Fatalf("call %v spent %v, want %v %v", call, spent, wantCall, wantSpent)
+		}
+		if !spent {
+			b.end(call, fails)
+		}
+	}
+	step(searchRun, false, false)
+	step(searchRun, false, true)     // the first failure
+	step(reproduceRun, false, true)  // rapid reproduces it
+	step(candidateRun, false, false) // candidate 1 passes: rejected
+	step(candidateRun, false, true)  // candidate 2 fails...
+	step(secondRun, false, true)     // ...and is run again
+	step(candidateRun, true, false)  // candidate 3: over the budget of 2
+	step(candidateRun, true, false)  // and so on, until rapid gives up
+	var unbounded shrinkBudget
+	unbounded.phase = shrinking
+	for range 1000 {
+		if _, spent := unbounded.start(-1); spent {
+			t.Fatal("a negative budget was spent")
+		}
+	}
+}

@@ -43,7 +43,7 @@ type checkConfig struct {
 	chunk  int           // runs per rapid call in budget mode
 	steps  int           // actions per run on average
 	outDir string        // where cells write their timelines
-	shrink time.Duration // bound on minimizing one failure
+	shrink time.Duration // wall-time backstop on minimizing one failure (shrinkBackstop)
 }
 
 // Cell statuses of a property.
@@ -169,7 +169,7 @@ func checkCmd(args []string, stdout, stderr io.Writer) int {
 	if f.seed == 0 {
 		f.seed = randomSeed()
 	}
-	cfg := checkConfig{seed: f.seed, budget: f.budget, runs: f.runs, chunk: 10, steps: f.steps, outDir: f.outDir, shrink: 5 * time.Second}
+	cfg := checkConfig{seed: f.seed, budget: f.budget, runs: f.runs, chunk: 10, steps: f.steps, outDir: f.outDir, shrink: shrinkBackstop}
 	if cfg.outDir == "" {
 		dir, err := os.MkdirTemp("", "lockproof-check-")
 		if err != nil {
@@ -472,6 +472,12 @@ func indent(s, pre string) string {
 	return strings.Join(lines, "\n")
 }
 
+// shrinkBackstop bounds, in wall time, the minimization of a failure by
+// check and replay alike. What binds first, on an in-process backend, is
+// the suite's bound by runs (propertytest.Options.ShrinkRuns), so that
+// check and replay shrink a seed to the same history whatever the load.
+const shrinkBackstop = 30 * time.Second
+
 // replayCmd re-runs the one run a seed printed by check names.
 func replayCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("lockproof replay", flag.ContinueOnError)
@@ -516,7 +522,7 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	opts.OutDir = dir
 	fmt.Fprintf(stdout, "replaying %s (%s) from seed %d\n", c.name(), c.about, seed)
 	rep, err := propertytest.RunStandalone(c.factory, opts, propertytest.Standalone{
-		Name: unsafeFile.ReplaceAllString(c.name(), "-"), Checks: 1, Seed: seed, Steps: c.stepsOf(*steps), ShrinkTime: 10 * time.Second,
+		Name: unsafeFile.ReplaceAllString(c.name(), "-"), Checks: 1, Seed: seed, Steps: c.stepsOf(*steps), ShrinkTime: shrinkBackstop,
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "lockproof replay: %v\n", err)
