@@ -541,6 +541,12 @@ func (s *searcher[S, I, O]) try(k int32, state *uint32, h *uint64) bool {
 		return false // a read of another state (Model.ReadHash)
 	}
 	next := s.step(*state, k)
+	if s.m.superset && s.hist[s.ops[k]].Unknown && len(next) == 1 && next[0] == *state {
+		// No member of the set can take its effect here: placing it
+		// would only give up the chance to place it later, and leaving it
+		// pending is the same set with more options.
+		return false
+	}
 	unknown := s.hist[s.ops[k]].Unknown && !s.m.superset
 	if unknown && s.spent[k] != none {
 		next = next[1:]
