@@ -469,8 +469,7 @@ func (s *searcher[S, I, O]) run() outcome {
 		if tick++; tick&1023 == 0 && s.slow != nil {
 			s.slow()
 		}
-		if tick&1023 == 0 && (s.stopped() || !s.account() ||
-			s.m.stepCap > 0 && int(tick) > s.m.stepCap*len(s.ops)+1024) {
+		if tick&1023 == 0 && (s.stopped() || !s.account() || s.capped(tick)) {
 			return outcome{verdict: Unknown, states: s.memo.n + s.wide.n, blocker: -1}
 		}
 		if cur != none && cur&1 == 0 {
@@ -548,6 +547,20 @@ func (s *searcher[S, I, O]) run() outcome {
 		cur = s.next[2*k]
 	}
 }
+
+// capped reports whether a search with filled.stepCap has run out of its
+// steps, or of the bytes that go with them: a search whose memo holds
+// whole linearized sets (an unknown operation left pending early pins the
+// window) copies kilobytes per configuration on a long history, and is
+// then slower than the searches that follow it.
+func (s *searcher[S, I, O]) capped(tick uint32) bool {
+	c := s.m.stepCap
+	return c > 0 && (int(tick) > c*len(s.ops)+1024 || s.charged > int64(c*len(s.ops))*capBytes+1<<20)
+}
+
+// capBytes is the bytes of tables a capped search may hold per step it
+// may take.
+const capBytes = 256
 
 // try linearizes candidate k in the current configuration if that reaches
 // a configuration not explored yet, pushing a frame; it reports whether it
