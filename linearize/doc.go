@@ -123,7 +123,9 @@
 //     first owner called in between. Each is a proof for the whole history,
 //     and its one or two operations, searched alone, are the counterexample
 //     and name the Blocker. Then the generic search of the lease model
-//     itself, capped at 4 steps per operation (plus 1024): most locks are
+//     itself, capped at 4 steps per operation (plus 1024) and at 256
+//     bytes of tables per step (plus 1 MiB: an unknown operation left
+//     pending early makes the memo store whole sets): most locks are
 //     decided there, a correct history of 100,000 operations in about the
 //     time the uncapped search takes. The locks it leaves undecided are
 //     searched on the subset construction of the lease model, as
@@ -139,7 +141,20 @@
 //     and floor no higher) is dropped, and the owners of unknown acquires
 //     that no release or renewal names are one anonymous holder (the model
 //     compares holders with those owners only). A refused acquire filters a
-//     set, and is taken greedily when it leaves the set as it is. An Ok
+//     set, and is taken greedily when it leaves the set as it is. Three
+//     rules keep unknown operations from being tried where they cannot
+//     matter. One is never placed where no member of the set can take
+//     its effect: that gives up placing it later for the same set (the
+//     search on sets used to, and then backtracked through every later
+//     placement). Unknown acquires of the anonymous holder differ only in
+//     their call, and the one called first is at least as good wherever
+//     it goes (the same token, an expiry no later), so they stay out of
+//     the event list and are placed in call order, the next of them as
+//     each configuration's last candidate; the memo tells configurations
+//     apart by how many are placed. An unknown renewal (the model ignores
+//     it) and an unknown release whose owner can never hold the lock
+//     again are settled as never taken effect at once, so that they
+//     neither pin the memo's window nor lengthen every scan. An Ok
 //     witness is a path through the sets, picked backwards, and is replayed
 //     on the lease model before it is returned (the generic search of the
 //     lease model decides should that replay ever fail).

@@ -30,7 +30,10 @@ import (
 //     (the split is what made the search exponential on histories with
 //     many unknown acquires: every combination of them that took effect
 //     gives different holders, tokens and expiries). An unknown operation
-//     can still be placed later, where its effect differs.
+//     can still be placed later, where its effect differs; it is placed
+//     only where it changes the set, unknown acquires of the anonymous
+//     holder in call order only (leaseRun.pooled), and unknown operations
+//     that can never take effect again are settled (leaseRun.retired).
 //  3. An Ok witness is a path through the sets, picked backwards, and is
 //     replayed on the lease model before it is returned: should it fail,
 //     the history goes to the generic search of the lease model itself.
