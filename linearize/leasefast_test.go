@@ -366,13 +366,7 @@ func TestLeaseSetsPoolAndRetire(t *testing.T) {
 				}
 			}
 			for _, m := range []Model[LeaseState, LeaseInput, LeaseOutput]{leaseModel(t), plain} {
-				res := check(t, m, c.h)
-				if res.Verdict != c.want {
-					t.Fatalf("verdict %v, want %v", res.Verdict, c.want)
-				}
-				if res.Verdict == Ok {
-					verifyLinearization(t, m, c.h, &res)
-				}
+				checkWant(t, m, c.h, c.want)
 			}
 		})
 	}
