@@ -50,13 +50,7 @@ func TestRegisterBasics(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			res := check(t, m, c.h)
-			if res.Verdict != c.want {
-				t.Fatalf("verdict %v, want %v", res.Verdict, c.want)
-			}
-			if res.Verdict == Ok {
-				verifyLinearization(t, m, c.h, &res)
-			}
+			checkWant(t, m, c.h, c.want)
 		})
 	}
 }

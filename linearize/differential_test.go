@@ -3,9 +3,12 @@ package linearize
 import (
 	"context"
 	"flag"
+	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -200,14 +203,26 @@ func verifyLinearization[S, I, O any](tb testing.TB, m Model[S, I, O], h []Opera
 	seen := map[int]bool{}
 	for p, lin := range res.Linearization() {
 		states := []S{m.Init()}
+		// laterRet[pos]: the earliest return of a known operation placed
+		// after pos (a scan per operation is quadratic on long histories).
+		laterRet := make([]int64, len(lin)+1)
+		laterRet[len(lin)] = math.MaxInt64
+		for pos := len(lin) - 1; pos >= 0; pos-- {
+			laterRet[pos] = laterRet[pos+1]
+			if op := &h[lin[pos]]; !op.Unknown {
+				laterRet[pos] = min(laterRet[pos], op.Return)
+			}
+		}
 		for pos, i := range lin {
 			if seen[i] {
 				tb.Fatalf("operation %d linearized twice", i)
 			}
 			seen[i] = true
-			for _, j := range lin[pos+1:] {
-				if !h[j].Unknown && h[j].Return < h[i].Call {
-					tb.Fatalf("partition %d: op %d placed before op %d, which returned before it was called", p, i, j)
+			if laterRet[pos+1] < h[i].Call {
+				for _, j := range lin[pos+1:] {
+					if !h[j].Unknown && h[j].Return < h[i].Call {
+						tb.Fatalf("partition %d: op %d placed before op %d, which returned before it was called", p, i, j)
+					}
 				}
 			}
 			var next []S
@@ -423,5 +438,74 @@ func sameVerdict[S, I, O any](t *testing.T, with, without Model[S, I, O], h []Op
 	}
 	if a.Verdict == Ok {
 		verifyLinearization(t, with, h, &a)
+	}
+}
+
+// fatalRecorder is a testing.TB whose Fatalf records the failure and ends
+// the check by a panic that rejects recovers.
+type fatalRecorder struct {
+	testing.TB
+	msg string
+}
+
+type recordedFatal struct{}
+
+func (f *fatalRecorder) Helper() {}
+
+func (f *fatalRecorder) Fatalf(format string, args ...any) {
+	f.msg = fmt.Sprintf(format, args...)
+	panic(recordedFatal{})
+}
+
+// rejects reports the message with which verifyLinearization rejects res
+// as a witness of h, or "" if it accepts it.
+func rejects(tb testing.TB, m Model[LeaseState, LeaseInput, LeaseOutput], h []lop, res Result) (msg string) {
+	f := &fatalRecorder{TB: tb}
+	defer func() {
+		if r := recover(); r != nil {
+			if _, ok := r.(recordedFatal); !ok {
+				panic(r)
+			}
+			msg = f.msg
+		}
+	}()
+	verifyLinearization(f, m, h, &res)
+	return ""
+}
+
+// TestVerifyLinearization checks the checker of witnesses: a witness that
+// keeps real-time order and the model passes; one that places an
+// operation before another that returned before it was called, one the
+// model refuses, and one that leaves out a known operation fail.
+func TestVerifyLinearization(t *testing.T) {
+	m := leaseModel(t)
+	h := []lop{
+		acquire(0, 0, 1, 0, 1, 1),
+		leaseCall(1, 0, Release, 1, 2, 3, true),
+		acquire(2, 1, 2, 4, 5, 2),
+	}
+	witness := func(order ...int) Result {
+		return Result{Verdict: Ok, Partitions: []Partition{{Key: "L", Verdict: Ok, Linearization: order}}}
+	}
+	if msg := rejects(t, m, h, witness(0, 1, 2)); msg != "" {
+		t.Fatalf("a valid witness rejected: %s", msg)
+	}
+	for _, c := range []struct {
+		order []int
+		want  string
+	}{
+		{[]int{0, 2, 1}, "returned before it was called"},
+		{[]int{2, 0, 1}, "returned before it was called"},
+		{[]int{0, 1}, "missing"},
+	} {
+		if msg := rejects(t, m, h, witness(c.order...)); !strings.Contains(msg, c.want) {
+			t.Errorf("witness %v: rejection %q, want one that says %q", c.order, msg, c.want)
+		}
+	}
+	// Two concurrent grants of one token: real-time order allows either
+	// order, the model neither.
+	twice := []lop{acquire(0, 0, 1, 0, 10, 1), acquire(1, 1, 2, 0, 10, 1)}
+	if msg := rejects(t, m, twice, witness(1, 0)); !strings.Contains(msg, "refuses") {
+		t.Errorf("a witness the model refuses: rejection %q", msg)
 	}
 }

@@ -44,6 +44,20 @@ func check[S, I, O any](tb testing.TB, m Model[S, I, O], h []Operation[I, O]) Re
 	return res
 }
 
+// checkWant checks h with default options, fails unless the verdict is
+// want, and replays an Ok witness.
+func checkWant[S, I, O any](tb testing.TB, m Model[S, I, O], h []Operation[I, O], want Verdict) Result {
+	tb.Helper()
+	res := check(tb, m, h)
+	if res.Verdict != want {
+		tb.Fatalf("verdict %v, want %v", res.Verdict, want)
+	}
+	if res.Verdict == Ok {
+		verifyLinearization(tb, m, h, &res)
+	}
+	return res
+}
+
 // ids returns the IDs of the operations at the given history indices.
 func ids[I, O any](h []Operation[I, O], idx []int) []int {
 	out := make([]int, len(idx))

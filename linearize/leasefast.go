@@ -30,7 +30,10 @@ import (
 //     (the split is what made the search exponential on histories with
 //     many unknown acquires: every combination of them that took effect
 //     gives different holders, tokens and expiries). An unknown operation
-//     can still be placed later, where its effect differs.
+//     can still be placed later, where its effect differs; it is placed
+//     only where it changes the set, unknown acquires of the anonymous
+//     holder in call order only (leaseRun.pooled), and unknown operations
+//     that can never take effect again are settled (leaseRun.retired).
 //  3. An Ok witness is a path through the sets, picked backwards, and is
 //     replayed on the lease model before it is returned: should it fail,
 //     the history goes to the generic search of the lease model itself.
@@ -174,13 +177,23 @@ type leaseRun struct {
 	named map[uint64]bool
 	anon  uint64
 	sets  filled[leaseSet, LeaseInput, LeaseOutput]
+	// granted is the highest token a known grant gave each owner;
+	// unsure, the owners of unknown acquires (see retired).
+	granted map[uint64]uint64
+	unsure  map[uint64]bool
 }
 
 func (d *leaseDecider) run(h []Operation[LeaseInput, LeaseOutput]) *leaseRun {
-	r := &leaseRun{leaseDecider: d, named: map[uint64]bool{}}
+	r := &leaseRun{leaseDecider: d, named: map[uint64]bool{}, granted: map[uint64]uint64{}, unsure: map[uint64]bool{}}
 	for i := range h {
-		if h[i].Input.Op != Acquire {
-			r.named[h[i].Input.Owner] = true
+		op := &h[i]
+		switch {
+		case op.Input.Op != Acquire:
+			r.named[op.Input.Owner] = true
+		case op.Unknown:
+			r.unsure[op.Input.Owner] = true
+		case op.Output.OK:
+			r.granted[op.Input.Owner] = max(r.granted[op.Input.Owner], op.Output.Token)
 		}
 	}
 	r.anon = math.MaxUint64
@@ -214,7 +227,45 @@ func (d *leaseDecider) run(h []Operation[LeaseInput, LeaseOutput]) *leaseRun {
 		},
 		superset: true,
 	}}
+	r.sets.pooled, r.sets.retired = r.pooled, r.retired
 	return r
+}
+
+// pooled reports whether op is an unknown acquire whose owner no release
+// or renewal names: in the sets its holder is anon, so that such acquires
+// differ only in their call. The one called first is at least as good
+// anywhere: from the same state it grants the same token to the same
+// holder, with an expiry no later. (After the two grants, the later one
+// reads an expiry at or before the floor the earlier one's path had to
+// pass to grant again: the lock it held, anon's, can only expire.)
+func (r *leaseRun) pooled(op *Operation[LeaseInput, LeaseOutput]) bool {
+	return op.Input.Op == Acquire && op.Unknown && !r.named[op.Input.Owner]
+}
+
+// retired reports whether the unknown op can take no effect from any
+// state the set may lead to: an unknown renewal never does (the model
+// ignores it), and an unknown release by o does not once no member is
+// held by o and o can never be granted again: no unknown acquire names
+// o, and every member's token is at least that of o's last known grant
+// (which needs a higher one).
+func (r *leaseRun) retired(set leaseSet, op *Operation[LeaseInput, LeaseOutput]) bool {
+	switch op.Input.Op {
+	case Renew:
+		return true
+	case Release:
+		o := op.Input.Owner
+		if r.unsure[o] {
+			return false
+		}
+		var arr [4]LeaseState
+		for _, s := range set.members(arr[:0]) {
+			if s.Held && s.Holder == o || s.Token < r.granted[o] {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
 
 // norm replaces, in the states op led to, a holder no release or renewal

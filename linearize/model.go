@@ -97,6 +97,18 @@ type filled[S, I, O any] struct {
 	// stepCap, if positive, makes a search of n operations give up
 	// (Unknown, budget untouched) after about stepCap*n + 1024 steps.
 	stepCap int
+	// pooled, for a set-valued model (Model.superset), marks unknown
+	// operations that are interchangeable but for their call time, the
+	// one called first being at least as good wherever it is placed: its
+	// effect from any state dominates theirs, and so does every state
+	// reached from it. The search places them in call order only, the
+	// next of them once the others are placed (see searcher.tryPool).
+	pooled func(op *Operation[I, O]) bool
+	// retired, for a set-valued model, reports that an unknown operation
+	// can take no effect from the state or from any state reached from
+	// it: the search then settles it as never taken effect at once
+	// instead of keeping it a candidate to the end.
+	retired func(s S, op *Operation[I, O]) bool
 }
 
 // fill validates m and fills in the defaults.

@@ -59,6 +59,8 @@ type frame struct {
 	greedy bool
 	// first and top before the operation (see searcher).
 	first, top int32
+	// pooled: the operation is the pool's next (see searcher.tryPool).
+	pooled bool
 }
 
 // searcher is the Wing & Gong / Lowe search over one partition.
@@ -129,6 +131,13 @@ type searcher[S, I, O any] struct {
 	// the states known operation k may be accepted in, per
 	// Model.ReadHash; 1 when there is none, 0 until k is first tried.
 	reads []uint64
+	// pool lists the pooled operations (filled.pooled; local indices, by
+	// call), which stay out of the event list; the first poolNext of them
+	// are placed. Their bits are set from the start, so that the pool is
+	// in the memo through pairs alone: the id of (state id, poolNext).
+	pool     []int32
+	poolNext int32
+	pairs    map[uint64]uint32
 }
 
 const none = int32(-1)
@@ -197,16 +206,36 @@ func (s *searcher[S, I, O]) reset(ops []int) {
 	s.marks = s.marks[:0]
 	s.reads = resize(s.reads, n)
 	clear(s.reads)
+	s.pool, s.poolNext = s.pool[:0], 0
+	if s.m.superset && s.m.pooled != nil {
+		for k, hi := range ops {
+			if op := &s.hist[hi]; op.Unknown && s.m.pooled(op) {
+				s.pool = append(s.pool, int32(k))
+				s.bits[k>>6] |= 1 << (k & 63)
+			}
+		}
+		s.advanceFirst()
+	}
+	if len(s.pool) > 0 {
+		s.pairs = make(map[uint64]uint32)
+	} else {
+		s.pairs = nil
+	}
 
 	// The calls come in order when ops are by call (they are, from
 	// partition and shrink): only the returns need sorting, and a merge
 	// links both.
 	calls, rets := s.events[:0], s.rets[:0]
 	inOrder := true
+	pooled := s.pool
 	for k, hi := range ops {
 		op := &s.hist[hi]
 		s.zob[k] = zobrist(uint64(k))
-		if k > 0 && op.Call < calls[k-1].t {
+		if len(pooled) > 0 && pooled[0] == int32(k) {
+			pooled = pooled[1:]
+			continue // out of the list
+		}
+		if len(calls) > 0 && op.Call < calls[len(calls)-1].t {
 			inOrder = false
 		}
 		calls = append(calls, event{op.Call, int32(2 * k)})
@@ -355,7 +384,8 @@ func (s *searcher[S, I, O]) stopped() bool {
 
 // footprint is the bytes held by the search's tables.
 func (s *searcher[S, I, O]) footprint() int64 {
-	return s.states.footprint() + s.trans.footprint() + s.memo.footprint() + s.wide.footprint()
+	// A map entry of pairs takes about 16 bytes and its share of buckets.
+	return s.states.footprint() + s.trans.footprint() + s.memo.footprint() + s.wide.footprint() + int64(len(s.pairs))*24
 }
 
 // account charges the growth of the tables to the budget and reports
@@ -439,8 +469,7 @@ func (s *searcher[S, I, O]) run() outcome {
 		if tick++; tick&1023 == 0 && s.slow != nil {
 			s.slow()
 		}
-		if tick&1023 == 0 && (s.stopped() || !s.account() ||
-			s.m.stepCap > 0 && int(tick) > s.m.stepCap*len(s.ops)+1024) {
+		if tick&1023 == 0 && (s.stopped() || !s.account() || s.capped(tick)) {
 			return outcome{verdict: Unknown, states: s.memo.n + s.wide.n, blocker: -1}
 		}
 		if cur != none && cur&1 == 0 {
@@ -458,7 +487,12 @@ func (s *searcher[S, I, O]) run() outcome {
 			continue
 		}
 		// A return (or the end of the list) comes before any call still to
-		// try: try the last step's next state, or undo it.
+		// try: the next pooled operation is the last candidate; then try
+		// the last step's next state, or undo it.
+		if s.tryPool(cur, &state, h) {
+			cur = s.next[s.head()]
+			continue
+		}
 		if done := s.known - left; done > s.deepest || s.blocker < 0 {
 			s.deepest, s.blocker = done, s.firstReturn()
 		}
@@ -488,6 +522,13 @@ func (s *searcher[S, I, O]) run() outcome {
 		k := f.op
 		known := !s.hist[s.ops[k]].Unknown
 		state = f.prev
+		if f.pooled {
+			// The pooled operation was the configuration's last candidate.
+			s.alts = s.alts[:f.altLo]
+			s.stack = s.stack[:len(s.stack)-1]
+			s.poolNext--
+			goto backtrack
+		}
 		greedy := f.greedy
 		s.first, s.top = f.first, f.top
 		s.alts = s.alts[:f.altLo]
@@ -506,6 +547,20 @@ func (s *searcher[S, I, O]) run() outcome {
 		cur = s.next[2*k]
 	}
 }
+
+// capped reports whether a search with filled.stepCap has run out of its
+// steps, or of the bytes that go with them: a search whose memo holds
+// whole linearized sets (an unknown operation left pending early pins the
+// window) copies kilobytes per configuration on a long history, and is
+// then slower than the searches that follow it.
+func (s *searcher[S, I, O]) capped(tick uint32) bool {
+	c := s.m.stepCap
+	return c > 0 && (int(tick) > c*len(s.ops)+1024 || s.charged > int64(c*len(s.ops))*capBytes+1<<20)
+}
+
+// capBytes is the bytes of tables a capped search may hold per step it
+// may take.
+const capBytes = 256
 
 // try linearizes candidate k in the current configuration if that reaches
 // a configuration not explored yet, pushing a frame; it reports whether it
@@ -541,6 +596,17 @@ func (s *searcher[S, I, O]) try(k int32, state *uint32, h *uint64) bool {
 		return false // a read of another state (Model.ReadHash)
 	}
 	next := s.step(*state, k)
+	retire := false
+	if s.m.superset && s.hist[s.ops[k]].Unknown && len(next) == 1 && next[0] == *state {
+		// No member of the set can take its effect here: placing it
+		// would only give up the chance to place it later, and leaving it
+		// pending is the same set with more options. Unless it can never
+		// take effect again: then it is lifted for good, greedily (the
+		// configuration after is the one before).
+		if retire = s.m.retired != nil && s.m.retired(s.states.state(*state), &s.hist[s.ops[k]]); !retire {
+			return false
+		}
+	}
 	unknown := s.hist[s.ops[k]].Unknown && !s.m.superset
 	if unknown && s.spent[k] != none {
 		next = next[1:]
@@ -562,7 +628,7 @@ func (s *searcher[S, I, O]) try(k int32, state *uint32, h *uint64) bool {
 			}
 			continue
 		}
-		greedy := s.m.ReadOnly != nil && len(next) == 1 && next[0] == *state &&
+		greedy := retire || s.m.ReadOnly != nil && len(next) == 1 && next[0] == *state &&
 			!unknown && s.m.ReadOnly(&s.hist[s.ops[k]])
 		lo := int32(len(s.alts))
 		s.alts = append(s.alts, next...)
@@ -605,6 +671,59 @@ func (s *searcher[S, I, O]) spend(k int32) {
 	s.marks = slices.Insert(s.marks, i, k)
 }
 
+// tryPool places the next pooled operation, if there is one and it is a
+// candidate (called no later than the return at cur, the first in the
+// list, or with every return gone), it has an effect, and the
+// configuration it reaches is new; it reports whether it did, pushing a
+// frame. It is the last candidate of a configuration: popping its frame
+// backtracks further.
+//
+// Placing the pool in call order only is complete: a linearization that
+// places a later one (b) while an earlier one (a) is pending is matched by
+// one that places a there, whose state dominates, and b where a was (b is
+// a candidate there, since it was one at a's earlier place and had no
+// return); every state after dominates the one it replaces (see
+// filled.pooled).
+func (s *searcher[S, I, O]) tryPool(cur int32, state *uint32, h uint64) bool {
+	if int(s.poolNext) == len(s.pool) {
+		return false
+	}
+	k := s.pool[s.poolNext]
+	if cur != none && s.hist[s.ops[k]].Call > s.hist[s.ops[cur>>1]].Return {
+		return false // called after an operation still to linearize returned
+	}
+	next := s.step(*state, k)
+	if len(next) != 1 || next[0] == *state {
+		return false // no effect here: it stays next
+	}
+	id := next[0]
+	s.poolNext++
+	if !s.remember(h, id) {
+		s.poolNext--
+		return false
+	}
+	lo := int32(len(s.alts))
+	s.alts = append(s.alts, id)
+	s.stack = append(s.stack, frame{op: k, prev: *state, altLo: lo, altNext: lo + 1, altEnd: lo + 1, first: s.first, top: s.top, pooled: true})
+	*state = id
+	return true
+}
+
+// pairID is the id the memo knows a state id by: itself, or with a pool
+// the id of (state id, poolNext).
+func (s *searcher[S, I, O]) pairID(id uint32) uint32 {
+	if s.pairs == nil {
+		return id
+	}
+	key := uint64(id) | uint64(s.poolNext)<<32
+	p, ok := s.pairs[key]
+	if !ok {
+		p = uint32(len(s.pairs))
+		s.pairs[key] = p
+	}
+	return p
+}
+
 // advanceFirst moves first past the operations linearized from it on.
 func (s *searcher[S, I, O]) advanceFirst() {
 	f := s.first
@@ -625,6 +744,7 @@ func (s *searcher[S, I, O]) advanceFirst() {
 // and form a set takes depends only on the set, so each configuration has
 // one place and form.
 func (s *searcher[S, I, O]) remember(h uint64, id uint32) bool {
+	id = s.pairID(id)
 	key := h ^ mix(uint64(id)+1)
 	if s.win == 0 {
 		return s.memo.insert(key, s.bits[:s.words], uint64(id))
