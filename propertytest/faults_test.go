@@ -39,8 +39,12 @@ func TestRedisFailoverClaimedIsViolated(t *testing.T) {
 }
 
 // Redlock keeps working with a minority of its nodes down, and stays safe
-// under node stops; without fencing tokens it does not claim pauses.
+// under node stops; without fencing tokens it does not claim pauses. A run
+// on three miniredis nodes takes about a second, so the default go test
+// makes 5 runs; CI makes the package default of 15 (.ci/run step 2 gives
+// -rapid.checks=15), LOCKPROOF_DEEP=1 500.
 func TestRedlockAvailableWithMinorityDown(t *testing.T) {
+	SetChecks(t, 5)
 	rep := Run(t, Redlock(3), Options{Claims: []FaultKind{FaultCrash, FaultNodeDown}})
 	if rep.Runs == 0 {
 		t.Fatal("no run")
@@ -52,9 +56,12 @@ func TestRedlockAvailableWithMinorityDown(t *testing.T) {
 }
 
 // redislock claims safety under partitions and lost replies: operations
-// of a cut-off client have unknown outcomes, and its lease runs out.
+// of a cut-off client have unknown outcomes, and its lease runs out. Each
+// run waits out cut-off operations in wall time (about 2 s a run), so the
+// default go test makes 3 runs; CI makes 6 (.ci/run step 2 gives
+// -rapid.checks=6), LOCKPROOF_DEEP=1 500.
 func TestRedisLockUnderNetworkFaults(t *testing.T) {
-	SetChecks(t, 6) // each run waits out cut-off operations in wall time
+	SetChecks(t, 3)
 	rep := Run(t, RedisLockWithNetworkFaults(), Options{
 		TTL:       100 * time.Millisecond, // RequestTimeout TTL/10: a cut-off waiter gives up in 10 ms of wall time
 		OpTimeout: 30 * time.Millisecond,

@@ -47,9 +47,12 @@ func TestRunStandalonePassesACorrectLock(t *testing.T) {
 	}
 }
 
+// The runs are not minimized (ShrinkTime 1ms): what is tested is that the
+// seed replays the failure, which shrinking does not change, and with the
+// default 10 s the two calls spent 30 s of this package's time shrinking.
 func TestRunStandaloneCatchesAndReplays(t *testing.T) {
 	dir := t.TempDir()
-	rep, err := RunStandalone(processLocal(), Options{OutDir: dir}, Standalone{Name: "process-local", Checks: 50, Seed: 7})
+	rep, err := RunStandalone(processLocal(), Options{OutDir: dir}, Standalone{Name: "process-local", Checks: 50, Seed: 7, ShrinkTime: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +65,7 @@ func TestRunStandaloneCatchesAndReplays(t *testing.T) {
 	if tl := rep.Violations[0].Timeline; !strings.HasPrefix(tl, dir) {
 		t.Errorf("timeline %q not written under OutDir %s", tl, dir)
 	}
-	again, err := RunStandalone(processLocal(), Options{OutDir: dir}, Standalone{Name: "replay", Checks: 1, Seed: rep.Seed})
+	again, err := RunStandalone(processLocal(), Options{OutDir: dir}, Standalone{Name: "replay", Checks: 1, Seed: rep.Seed, ShrinkTime: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

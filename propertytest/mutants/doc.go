@@ -81,10 +81,12 @@
 // Each mutant is registered by its file's init function. The package's
 // tests check that every mutant is caught with its property named and
 // that its bug-free twin (Mutant.Fixed) passes; reported_test.go walks each mutant of a
-// reported bug through the schedule that shows it, without the suite; mutants on a backend in
-// real time (Mutant.RealTime: the embedded etcd) are caught only with
+// reported bug through the schedule that shows it, without the suite. By default each mutant
+// runs from a seed known to catch it (the corpus in mutants_test.go); the search from random
+// seeds runs with
 //
-//	go test ./propertytest/mutants/ -run TestEveryMutantIsCaught -mutants.realtime
+//	go test ./propertytest/mutants/ -run TestEveryMutantIsCaught -mutants.seeds=1
 //
-// or LOCKPROOF_DEEP=1, as they take up to a minute or more.
+// (as CI does) or LOCKPROOF_DEEP=1 (10 seeds each), as a random seed can take a minute or more
+// to catch a mutant, and minutes for the one on the embedded etcd, which keeps real time.
 package mutants

@@ -20,7 +20,7 @@ func TestMain(m *testing.M) {
 	flag.Parse()
 	given := map[string]bool{}
 	flag.Visit(func(f *flag.Flag) { given[f.Name] = true })
-	seedGiven, checksGiven = given["rapid.seed"], given["rapid.checks"]
+	seedGiven, checksGiven, shrinkGiven = given["rapid.seed"], given["rapid.checks"], given["rapid.shrinktime"]
 	for name, v := range map[string]string{"rapid.shrinktime": "500ms", "rapid.nofailfile": "true"} {
 		if !given[name] {
 			if err := flag.Set(name, v); err != nil {
@@ -31,34 +31,37 @@ func TestMain(m *testing.M) {
 	fakes.VerifyNoLeaks(m)
 }
 
-// seedGiven and checksGiven record whether -rapid.seed and -rapid.checks
-// were given on the command line: they then win over the tests' choices.
-var seedGiven, checksGiven bool
+// seedGiven, checksGiven and shrinkGiven record whether -rapid.seed,
+// -rapid.checks and -rapid.shrinktime were given on the command line:
+// they then win over the tests' choices.
+var seedGiven, checksGiven, shrinkGiven bool
 
 // deep reports whether LOCKPROOF_DEEP=1 asks for the long run.
 func deep() bool { return os.Getenv("LOCKPROOF_DEEP") == "1" }
 
-// useRapid sets rapid's seed and number of runs for one Check and returns
-// the seed, which it logs so that the test can be replayed: the seed given
-// with -rapid.seed, else a random one. checks is ignored when -rapid.checks
-// was given. The flags are restored when the test ends.
-func useRapid(t *testing.T, checks int) uint64 {
+// useRapid sets rapid's seed and number of runs for one Check and logs
+// the seed, so that the test can be replayed: the seed given with
+// -rapid.seed, else seed, else (seed 0) a random one. checks is
+// ignored when -rapid.checks was given. The flags are restored when the
+// test ends.
+func useRapid(t *testing.T, seed uint64, checks int) {
 	t.Helper()
-	var seed uint64
-	if seedGiven {
+	switch {
+	case seedGiven:
 		var err error
 		if seed, err = strconv.ParseUint(flag.Lookup("rapid.seed").Value.String(), 10, 64); err != nil {
 			t.Fatal(err)
 		}
-	} else {
+	case seed == 0:
 		var b [8]byte
 		_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
 		seed = binary.LittleEndian.Uint64(b[:]) >> 1
+		fallthrough
+	default:
 		propertytest.SetFlag(t, "rapid.seed", strconv.FormatUint(seed, 10))
 	}
 	if !checksGiven {
 		propertytest.SetFlag(t, "rapid.checks", strconv.Itoa(checks))
 	}
 	t.Logf("replay with: -run '^%s$' -rapid.seed=%d", t.Name(), seed)
-	return seed
 }

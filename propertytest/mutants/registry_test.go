@@ -103,3 +103,24 @@ func TestRegisterRejectsDuplicatesAndIncompleteMutants(t *testing.T) {
 		}()
 	}
 }
+
+// Every corpus entry names a registered mutant and a property that mutant
+// may be caught with.
+func TestCorpusNamesRegisteredMutants(t *testing.T) {
+	for name, c := range corpus {
+		m, err := Lookup(name)
+		switch {
+		case err != nil:
+			t.Errorf("corpus: %v", err)
+		case len(c.seeds) == 0 || slices.Contains(c.seeds, 0):
+			t.Errorf("corpus: %s has seeds %v: none, or 0, which asks rapid for a random one", name, c.seeds)
+		case c.breaks != m.Breaks && !slices.Contains(m.AlsoBreaks, c.breaks):
+			t.Errorf("corpus: %s is caught as %s, which is neither %s nor one of %v", name, c.breaks, m.Breaks, m.AlsoBreaks)
+		}
+	}
+	for _, name := range inexact {
+		if _, err := Lookup(name); err != nil {
+			t.Errorf("inexact: %v", err)
+		}
+	}
+}
