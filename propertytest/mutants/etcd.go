@@ -24,8 +24,13 @@ func init() {
 		Name: "etcd-waiter-without-recheck",
 		Bug: "an etcd lock whose waiter, woken by the deletion of a contender's key, takes the lock " +
 			"without re-checking that its own key now has the lowest create revision",
-		Breaks:  propertytest.Exclusivity,
-		Factory: etcdWaiterWithoutRecheck,
+		Breaks: propertytest.Exclusivity,
+		// Once two clients hold, the suite takes the one granted first for
+		// stale, and a later call of either can be the one it blames: the
+		// corpus seed was named symmetry in one of five real-time tries at
+		// load average 20 (the double grant behind it was not traced).
+		AlsoBreaks: []propertytest.Property{propertytest.Symmetry},
+		Factory:    etcdWaiterWithoutRecheck,
 		// Real time, as propertytest.EtcdLock, with a fourth client (the bug
 		// needs two waiters) and a shorter TTL than EtcdLock's 1.5s: the
 		// mutant never reuses a session, so etcd's lease of 1s starts after

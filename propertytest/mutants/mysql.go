@@ -15,10 +15,16 @@ func init() {
 		Name: "mysql-takeover-without-expiry-check",
 		Bug: "a MySQL lock whose takeover UPDATE matches the lock's row by name alone, " +
 			"without mysqllock's AND (owner = '' OR expires_at <= NOW(6)): it takes over a live holder's row",
-		Breaks:  propertytest.Exclusivity,
-		Factory: propertytest.MySQLLockWith(newBlindTakeover),
-		Fixed:   propertytest.MySQLLock(),
-		Options: propertytest.Options{}, // propertytest.MySQLLock's: the defaults
+		Breaks: propertytest.Exclusivity,
+		// The suite probes the holder after a stale lease's Unlock or Renew
+		// with another client's acquire, and this takeover grants it over
+		// the live holder: the loss is then blamed on the stale call
+		// (-rapid.seed=3574099503586610001 under LOCKPROOF_DEEP named
+		// symmetry).
+		AlsoBreaks: []propertytest.Property{propertytest.Symmetry},
+		Factory:    propertytest.MySQLLockWith(newBlindTakeover),
+		Fixed:      propertytest.MySQLLock(),
+		Options:    propertytest.Options{}, // propertytest.MySQLLock's: the defaults
 	})
 }
 
