@@ -40,7 +40,9 @@ type consulConfig struct {
 // ConsulAgent makes the fake run a real agent from the consul binary at bin
 // (a file named consul, as tools/consul builds it) instead of miniconsul.
 // Default: miniconsul for StartConsul; for Consul, the binary of
-// EnvConsulBin or PATH (ConsulBinary).
+// EnvConsulBin or PATH (ConsulBinary). sdk/testutil runs "consul" from
+// PATH and has no other way to be told the binary: the first agent puts
+// bin's directory at the head of the process's PATH, once.
 func ConsulAgent(bin string) ConsulOption { return func(c *consulConfig) { c.bin = bin } }
 
 // ConsulSessionTTLMin sets the shortest session TTL the server accepts (its
