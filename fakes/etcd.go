@@ -44,8 +44,8 @@ type etcdConfig struct {
 
 // EtcdAt makes the fake use the real etcd cluster at endpoints (client
 // URLs, "http://127.0.0.1:2379") instead of embedded members. The fake
-// works under its own Prefix there and deletes its keys at Close. Default:
-// embedded members.
+// works under its own Prefix there and deletes its keys at Close. Default
+// (and with no endpoints): embedded members.
 func EtcdAt(endpoints ...string) EtcdOption {
 	return func(c *etcdConfig) { c.endpoints = append([]string(nil), endpoints...) }
 }

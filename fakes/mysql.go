@@ -72,8 +72,8 @@ type mysqlConfig struct {
 // MySQLAt makes the fake create a private database on the real server
 // behind dsn, a go-sql-driver/mysql DSN without a database name for a user
 // that may create and drop databases ("root@tcp(127.0.0.1:3306)/"), instead
-// of starting the in-process server. Close drops the database. Default:
-// the in-process server.
+// of starting the in-process server. Close drops the database. Default
+// (and with dsn ""): the in-process server.
 func MySQLAt(dsn string) MySQLOption { return func(c *mysqlConfig) { c.dsn = dsn } }
 
 // ForceEmbeddedMySQL uses the in-process server even when a real one is

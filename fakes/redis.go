@@ -42,8 +42,9 @@ func ManualTime(start time.Time) RedisOption {
 
 // RedisAt makes StartRedis use the real server at addr (host:port) instead
 // of miniredis. The fake works under its own Prefix there and deletes its
-// keys at Close. Default: miniredis. StartRedisCluster ignores it (one
-// server cannot stand for independent nodes: see RedisNodesAt).
+// keys at Close. Default (and with addr ""): miniredis. StartRedisCluster
+// ignores it (one server cannot stand for independent nodes: see
+// RedisNodesAt).
 func RedisAt(addr string) RedisOption {
 	return func(c *redisConfig) { c.addr = addr }
 }

@@ -32,7 +32,7 @@ type zkConfig struct {
 
 // ZooKeeperAt makes the fake use the real server at addr (host:port)
 // instead of minizk. The fake works under its own Prefix there and deletes
-// it at Close. Default: minizk.
+// it at Close. Default (and with addr ""): minizk.
 func ZooKeeperAt(addr string) ZooKeeperOption { return func(c *zkConfig) { c.addr = addr } }
 
 // ZooKeeperManualTime runs minizk on a manual *Clock reading start:
