@@ -1,38 +1,55 @@
 // Package fakes provides test backends for lockproof: real protocol servers
-// that start in a test, and in-memory stand-ins, all with time as an input.
+// that start in a process, with or without a test, and in-memory stand-ins,
+// all with time as an input.
+//
+// Every server starts two ways, as miniredis has Run beside RunT: a Start
+// function (StartRedis, StartRedisCluster, StartEtcd, StartEtcdCluster,
+// StartConsul, StartMySQL, StartZooKeeper) returns the server and an error,
+// for a program or a test alike, and Close stops it. A real server is
+// chosen by an option (RedisAt, RedisNodesAt, EtcdAt, ConsulAgent,
+// MySQLAt, ZooKeeperAt), never by the environment. The testing.TB helpers
+// (Redis, RedisCluster, Etcd, EtcdCluster, Consul, MySQL, ZooKeeper) are
+// thin wrappers: they read the LOCKPROOF_* environment variables (and
+// there only) into those options unless a Force option (ForceMiniredis,
+// ForceEmbeddedEtcd, ForceMiniconsul, ForceEmbeddedMySQL, ForceMinizk)
+// says to ignore them, call the Start function, fail the test on its
+// error, and Close at t.Cleanup. A control that cannot go on (Advance
+// without manual time, Stop on a real server) fails the test of a server
+// from a helper, and panics on one from a Start function.
 //
 // The index:
 //
 //   - Clock (clock.go): a manual locks.Clock. Time stands still until
 //     Advance; WaitTimers lets a test wait until a goroutine has armed the
 //     timer it is about to advance past.
-//   - Redis (redis.go): a RedisServer for one test: miniredis on a loopback
-//     port, or the real server named by LOCKPROOF_REDIS_ADDR. It gives
-//     clients, a unique key Prefix, the Clock to pass to locks
+//   - StartRedis and Redis (redis.go): a RedisServer, miniredis on a
+//     loopback port or a real server (RedisAt, LOCKPROOF_REDIS_ADDR). It
+//     gives clients, a unique key Prefix, the Clock to pass to locks
 //     (LockOptions), Advance in manual mode (ManualTime), and Stop and
 //     Restart to fail the server.
-//   - RedisCluster (rediscluster.go): RedisNodes, n independent servers for
-//     Redlock with one Prefix and one Clock; real servers come from
-//     LOCKPROOF_REDIS_ADDRS.
-//   - Etcd and EtcdCluster (etcd.go, etcdembed.go): etcd's embed server,
-//     one member or n on loopback, or the real cluster of
-//     LOCKPROOF_ETCD_ENDPOINTS. Controls: RevokeLease, ExpireLock, Stop and
-//     Restart of one member.
-//   - Consul (consul.go, consulagent.go): miniconsul (package
-//     fakes/miniconsul, an in-memory Consul HTTP API with a manual clock),
-//     or the real agent through sdk/testutil when a consul binary is found
-//     (LOCKPROOF_CONSUL_BIN or PATH). Controls: Advance, ExpireSession,
-//     ExpireLock.
-//   - ZooKeeper and StartZooKeeper (zookeeper.go): minizk (package
+//   - StartRedisCluster and RedisCluster (rediscluster.go): RedisNodes, n
+//     independent servers for Redlock with one Prefix and one Clock; real
+//     servers come from RedisNodesAt (LOCKPROOF_REDIS_ADDRS).
+//   - StartEtcd, StartEtcdCluster, Etcd and EtcdCluster (etcd.go,
+//     etcdembed.go): etcd's embed server, one member or n on loopback, data
+//     in a temporary directory, or a real cluster (EtcdAt,
+//     LOCKPROOF_ETCD_ENDPOINTS). Controls: RevokeLease, ExpireLock, Stop and
+//     Restart of one member; Logs.
+//   - StartConsul and Consul (consul.go, consulagent.go): miniconsul
+//     (package fakes/miniconsul, an in-memory Consul HTTP API with a manual
+//     clock), or a real agent through sdk/testutil (ConsulAgent; for Consul,
+//     the binary of LOCKPROOF_CONSUL_BIN or PATH). Controls: Advance,
+//     ExpireSession, ExpireLock.
+//   - StartZooKeeper and ZooKeeper (zookeeper.go): minizk (package
 //     fakes/minizk, an in-process ZooKeeper on the real wire protocol, with
-//     a manual clock), or the real server named by LOCKPROOF_ZK_ADDR.
+//     a manual clock), or a real server (ZooKeeperAt, LOCKPROOF_ZK_ADDR).
 //     Connect hands out go-zookeeper clients; controls: Advance and
 //     AdvanceTime (ZooKeeperManualTime), ExpireSession, and minizk's own
 //     (DropConnections, Pause, Restart). go-zookeeper's requests take no
 //     context, so its clients are not gated.
-//   - MySQL and StartMySQL (mysql.go): go-mysql-server with an in-memory
+//   - StartMySQL and MySQL (mysql.go): go-mysql-server with an in-memory
 //     database on loopback, one statement at a time, or a private database
-//     on the real server of LOCKPROOF_MYSQL_DSN. Control: ExpireLock.
+//     on a real server (MySQLAt, LOCKPROOF_MYSQL_DSN). Control: ExpireLock.
 //   - VerifyNoLeaks (leaks.go): goleak for TestMain, with the grace that
 //     embedded etcd members' HTTP connections need.
 //   - MemLock (memlock.go): an in-memory locks.Locker with fencing tokens,
@@ -50,7 +67,8 @@
 //
 // Every helper that takes a testing.TB cleans up with t.Cleanup and fails
 // the test with a message that says what to do. Nothing prints unless a test
-// fails. No test needs to sleep out a TTL: start the fake with manual time
+// fails. Example_withoutATest is a program that uses StartRedis and
+// StartEtcd. No test needs to sleep out a TTL: start the fake with manual time
 // (ManualTime, ConsulManualTime), pass LockOptions to the lock, and
 // Advance; where the server keeps its own time (etcd, MySQL), expire the
 // lease with the fake's control instead. The fakes implement chaos's

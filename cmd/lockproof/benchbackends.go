@@ -4,23 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
-	"net/url"
-	"os"
 	"sync/atomic"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/go-zookeeper/zk"
 	"github.com/hashicorp/consul/api"
 	"github.com/redis/go-redis/v9"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
 
 	"github.com/lockproof/lockproof/fakes"
-	"github.com/lockproof/lockproof/fakes/miniconsul"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/locks/consullock"
 	"github.com/lockproof/lockproof/locks/etcdlock"
@@ -76,32 +70,30 @@ func backendNamed(name string) (benchBackend, bool) {
 
 const benchTTL = 10 * time.Second
 
-// --- Redis: miniredis or a real server, one counted go-redis client.
+// --- Redis: miniredis or a real server (fakes.StartRedis), one counted
+// go-redis client with go-redis's default options (not the fake's own
+// clients, which are gated and tuned for stopped servers).
 
 type redisBench struct {
-	srv     *miniredis.Miniredis // nil on a real server
-	addr    string
+	fake    *fakes.RedisServer
 	client  *redis.Client
 	counter *cmdCounter
 }
 
 func startRedisBench(f benchFlags) (benchServer, error) {
-	s := &redisBench{addr: f.redis, counter: &cmdCounter{}}
-	if s.addr == "" {
-		srv, err := miniredis.Run()
-		if err != nil {
-			return nil, err
-		}
-		s.srv, s.addr = srv, srv.Addr()
+	fake, err := fakes.StartRedis(fakes.RedisAt(f.redis)) // "": miniredis
+	if err != nil {
+		return nil, err
 	}
-	s.client = redis.NewClient(&redis.Options{Addr: s.addr})
+	s := &redisBench{fake: fake, counter: &cmdCounter{}}
+	s.client = redis.NewClient(&redis.Options{Addr: fake.Addr()})
 	s.client.AddHook(s.counter)
 	return s, nil
 }
 
 func (s *redisBench) about() string {
-	if s.srv == nil {
-		return "Redis at " + s.addr
+	if s.fake.Real() {
+		return "Redis at " + s.fake.Addr()
 	}
 	return "miniredis (embedded)"
 }
@@ -126,11 +118,7 @@ func (s *redisBench) requests() int64 { return s.counter.n.Load() }
 func (s *redisBench) wakeups() int64  { return -1 }
 
 func (s *redisBench) close() error {
-	err := s.client.Close()
-	if s.srv != nil {
-		s.srv.Close()
-	}
-	return err
+	return errors.Join(s.client.Close(), s.fake.Close())
 }
 
 // cmdCounter counts the commands a go-redis client sends, a pipeline
@@ -148,65 +136,20 @@ func (h *cmdCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 	}
 }
 
-// --- etcd: one embedded member (no fsync), a counted client per worker.
-
-// etcdReady bounds the embedded member's start.
-const etcdReady = 30 * time.Second
+// --- etcd: one embedded member (fakes.StartEtcd: no fsync), a counted
+// client per worker.
 
 type etcdBench struct {
-	e       *embed.Etcd
-	dir     string
-	url     string
+	fake    *fakes.EtcdServer
 	counter *peers.EtcdCounter
 }
 
 func startEtcdBench(benchFlags) (benchServer, error) {
-	dir, err := os.MkdirTemp("", "lockproof-bench-etcd-")
+	fake, err := fakes.StartEtcd()
 	if err != nil {
 		return nil, err
 	}
-	ports, err := twoFreePorts()
-	if err != nil {
-		_ = os.RemoveAll(dir)
-		return nil, err
-	}
-	client := url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", ports[0])}
-	peer := url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", ports[1])}
-	cfg := embed.NewConfig()
-	cfg.Name, cfg.Dir = "bench", dir
-	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{client}, []url.URL{client}
-	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
-	cfg.InitialCluster = "bench=" + peer.String()
-	cfg.UnsafeNoFsync = true // as fakes.Etcd: a crash of the machine is not what is measured
-	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
-	e, err := embed.StartEtcd(cfg)
-	if err != nil {
-		_ = os.RemoveAll(dir)
-		return nil, err
-	}
-	s := &etcdBench{e: e, dir: dir, url: client.String(), counter: &peers.EtcdCounter{}}
-	select {
-	case <-e.Server.ReadyNotify():
-		return s, nil
-	case err = <-e.Err():
-	case <-time.After(etcdReady):
-		err = fmt.Errorf("embedded etcd not ready within %v", etcdReady)
-	}
-	_ = s.close()
-	return nil, err
-}
-
-func twoFreePorts() ([2]int, error) {
-	var ports [2]int
-	for i := range ports {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return ports, err
-		}
-		defer l.Close()
-		ports[i] = l.Addr().(*net.TCPAddr).Port
-	}
-	return ports, nil
+	return &etcdBench{fake: fake, counter: &peers.EtcdCounter{}}, nil
 }
 
 func (s *etcdBench) about() string { return "etcd (embedded, one member, no fsync)" }
@@ -225,7 +168,7 @@ func (s *etcdBench) workers(lib, name string, n int) ([]lockbench.Worker, func()
 	}
 	for range n {
 		c, err := clientv3.New(clientv3.Config{
-			Endpoints: []string{s.url}, DialTimeout: 10 * time.Second,
+			Endpoints: s.fake.Endpoints(), DialTimeout: 10 * time.Second,
 			DialOptions: s.counter.DialOptions(), Logger: zap.NewNop(),
 		})
 		if err != nil {
@@ -259,34 +202,30 @@ func (s *etcdBench) workers(lib, name string, n int) ([]lockbench.Worker, func()
 func (s *etcdBench) requests() int64 { return s.counter.Requests() }
 func (s *etcdBench) wakeups() int64  { return s.counter.Events() }
 
-func (s *etcdBench) close() error {
-	s.e.Close()
-	return os.RemoveAll(s.dir)
-}
+func (s *etcdBench) close() error { return s.fake.Close() }
 
-// --- Consul: miniconsul on the wall clock, one client counting its HTTP
-// requests (blocking queries included).
+// --- Consul: miniconsul on the wall clock (fakes.StartConsul), one client
+// counting its HTTP requests (blocking queries included).
 
 type consulBench struct {
-	srv    *miniconsul.Server
+	fake   *fakes.ConsulServer
 	tr     *http.Transport
 	count  *countingTransport
 	client *api.Client
 }
 
 func startConsulBench(benchFlags) (benchServer, error) {
-	srv, err := miniconsul.Start(miniconsul.WithClock(locks.SystemClock{}))
+	fake, err := fakes.StartConsul(fakes.ForceMiniconsul())
 	if err != nil {
 		return nil, err
 	}
 	tr := &http.Transport{MaxIdleConnsPerHost: 256}
 	count := &countingTransport{next: tr}
-	client, err := api.NewClient(&api.Config{Address: srv.Addr(), HttpClient: &http.Client{Transport: count}})
+	client, err := api.NewClient(&api.Config{Address: fake.Addr(), HttpClient: &http.Client{Transport: count}})
 	if err != nil {
-		_ = srv.Close()
-		return nil, err
+		return nil, errors.Join(err, fake.Close())
 	}
-	return &consulBench{srv: srv, tr: tr, count: count, client: client}, nil
+	return &consulBench{fake: fake, tr: tr, count: count, client: client}, nil
 }
 
 func (s *consulBench) about() string { return "miniconsul (embedded, wall clock)" }
@@ -318,7 +257,7 @@ func (s *consulBench) wakeups() int64  { return s.count.woken.Load() }
 
 func (s *consulBench) close() error {
 	s.tr.CloseIdleConnections()
-	return s.srv.Close()
+	return s.fake.Close()
 }
 
 // countingTransport counts the HTTP requests of a client, and the
@@ -338,33 +277,30 @@ func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return resp, err
 }
 
-// --- ZooKeeper: minizk (fakes.StartZooKeeper, wall clock) or a real server
-// (-zk), a connection and so a session per worker, counted at the dialer.
+// --- ZooKeeper: minizk or a real server (-zk) through fakes.StartZooKeeper
+// (wall clock), a connection and so a session per worker, counted at the
+// dialer.
 
 // zkSession bounds the wait for a new connection's session.
 const zkSession = 10 * time.Second
 
 type zkBench struct {
-	fake    *fakes.ZooKeeperServer // nil on a real server
+	fake    *fakes.ZooKeeperServer
 	addr    string
-	prefix  string // every lock node of this server's runs is below it
+	prefix  string // every lock node of this server's runs is below it: the fake's Prefix, deleted by its Close
 	counter *peers.ZKCounter
 }
 
 func startZKBench(f benchFlags) (benchServer, error) {
-	s := &zkBench{addr: f.zk, prefix: "/lockproof-bench-" + locks.NewOwner()[:8], counter: &peers.ZKCounter{}}
-	if s.addr == "" {
-		fake, err := fakes.StartZooKeeper()
-		if err != nil {
-			return nil, err
-		}
-		s.fake, s.addr = fake, fake.Addr()
+	fake, err := fakes.StartZooKeeper(fakes.ZooKeeperAt(f.zk)) // "": minizk
+	if err != nil {
+		return nil, err
 	}
-	return s, nil
+	return &zkBench{fake: fake, addr: fake.Addr(), prefix: fake.Prefix(), counter: &peers.ZKCounter{}}, nil
 }
 
 func (s *zkBench) about() string {
-	if s.fake == nil {
+	if s.fake.Real() {
 		return "ZooKeeper at " + s.addr
 	}
 	return "minizk (in-process, wall clock)"
@@ -429,38 +365,9 @@ func (s *zkBench) workers(lib, name string, n int) ([]lockbench.Worker, func(), 
 func (s *zkBench) requests() int64 { return s.counter.Requests() }
 func (s *zkBench) wakeups() int64  { return s.counter.Events() }
 
-// close stops minizk; on a real server it deletes the runs' nodes first.
-func (s *zkBench) close() error {
-	if s.fake != nil {
-		return s.fake.Close()
-	}
-	conn, err := s.connect()
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	return deleteZKTree(conn, s.prefix)
-}
-
-// deleteZKTree deletes p and everything below it, if it exists.
-func deleteZKTree(c *zk.Conn, p string) error {
-	kids, _, err := c.Children(p)
-	if errors.Is(err, zk.ErrNoNode) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("deleting %s: %w", p, err)
-	}
-	for _, k := range kids {
-		if err := deleteZKTree(c, p+"/"+k); err != nil {
-			return err
-		}
-	}
-	if err := c.Delete(p, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
-		return fmt.Errorf("deleting %s: %w", p, err)
-	}
-	return nil
-}
+// close stops minizk; on a real server it deletes the runs' nodes (the
+// fake's Prefix).
+func (s *zkBench) close() error { return s.fake.Close() }
 
 // zkQuiet drops go-zookeeper's connection log lines.
 type zkQuiet struct{}
@@ -469,17 +376,11 @@ type zkQuiet struct{}
 func (zkQuiet) Printf(string, ...any) {}
 
 // probeZK checks, before any work, that addr takes TCP connections and
-// grants a ZooKeeper session.
+// grants a ZooKeeper session (fakes.StartZooKeeper does both).
 func probeZK(addr string) error {
-	nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	z, err := fakes.StartZooKeeper(fakes.ZooKeeperAt(addr))
 	if err != nil {
 		return err
 	}
-	_ = nc.Close()
-	conn, err := (&zkBench{addr: addr, counter: &peers.ZKCounter{}}).connect()
-	if err != nil {
-		return err
-	}
-	conn.Close()
-	return nil
+	return z.Close()
 }

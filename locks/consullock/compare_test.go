@@ -160,16 +160,6 @@ func startCompareServer(b *testing.B, kind serverKind) *compareServer {
 	return &compareServer{c: c, client: client, count: count}
 }
 
-func warmUp(b *testing.B, ctx context.Context, w worker) {
-	b.Helper()
-	if err := w.Lock(ctx); err != nil {
-		b.Fatalf("warm-up lock: %v", err)
-	}
-	if err := w.Unlock(ctx); err != nil {
-		b.Fatalf("warm-up unlock: %v", err)
-	}
-}
-
 // BenchmarkUncontended: one goroutine locks and unlocks one lock b.N times.
 func BenchmarkUncontended(b *testing.B) {
 	for _, kind := range serverKinds {
@@ -184,18 +174,11 @@ func BenchmarkUncontended(b *testing.B) {
 						b.Fatal(err)
 					}
 					w := ws[0]
-					warmUp(b, ctx, w)
+					locktest.Cycles(b, ctx, w, 1) // warm up
 					before := s.count.n.Load()
 					b.ReportAllocs()
 					b.ResetTimer()
-					for range b.N {
-						if err := w.Lock(ctx); err != nil {
-							b.Fatalf("lock: %v", err)
-						}
-						if err := w.Unlock(ctx); err != nil {
-							b.Fatalf("unlock: %v", err)
-						}
-					}
+					locktest.Cycles(b, ctx, w, b.N)
 					b.StopTimer()
 					b.ReportMetric(float64(s.count.n.Load()-before)/float64(b.N), "reqs/op")
 				})
@@ -226,7 +209,7 @@ func benchmarkHandoff(b *testing.B, kind serverKind, lib library, waiters int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	warmUp(b, ctx, ws[0])
+	locktest.Cycles(b, ctx, ws[0], 1) // warm up
 	before := s.count.n.Load()
 	b.ResetTimer()
 	res, err := lockbench.Contend(ctx, ws, lockbench.Contention{Acquisitions: b.N, Hold: compareHold})
@@ -234,10 +217,7 @@ func benchmarkHandoff(b *testing.B, kind serverKind, lib library, waiters int) {
 	if err != nil {
 		b.Fatalf("%s: %v", lib.name, err)
 	}
-	handoffs := res.Handoffs
-	b.ReportMetric(locktest.PercentileMs(handoffs, 50), "handoff-p50-ms")
-	b.ReportMetric(locktest.PercentileMs(handoffs, 99), "handoff-p99-ms")
-	b.ReportMetric(res.AcqPerSec(), "acq/s")
+	locktest.ReportContention(b, res)
 	b.ReportMetric(float64(s.count.n.Load()-before)/float64(b.N), "reqs/acq")
 }
 

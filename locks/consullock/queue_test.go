@@ -99,14 +99,6 @@ func TestQueueWakesOnlyTheNext(t *testing.T) {
 	}
 }
 
-// lockAsync starts l.Lock in a goroutine; the lease (nil on failure, which
-// fails the test) arrives on the channel.
-func lockAsync(t *testing.T, l *Locker) <-chan locks.Lease {
-	ch := make(chan locks.Lease, 1)
-	go func() { ch <- mustLock(t, l) }()
-	return ch
-}
-
 // waitEntries waits until l's queue shows n entries and returns them, in
 // queue order.
 func waitEntries(t *testing.T, c *fakes.ConsulServer, l *Locker, n int) api.KVPairs {
@@ -143,9 +135,9 @@ func TestQueueSkipsAnInvalidatedWaiter(t *testing.T) {
 	if held == nil {
 		t.FailNow()
 	}
-	gotB := lockAsync(t, b)
+	gotB := locktest.LockAsync(t.Context(), b)
 	entries := waitEntries(t, c, a, 1)
-	gotC := lockAsync(t, cl)
+	gotC := locktest.LockAsync(t.Context(), cl)
 	entries = waitEntries(t, c, a, 2)
 	c.WaitParked(entries[0].Key, entries[0].ModifyIndex, 1) // C, behind B
 
@@ -162,22 +154,24 @@ func TestQueueSkipsAnInvalidatedWaiter(t *testing.T) {
 	if err := held.Unlock(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	var leaseC locks.Lease
+	var rc locktest.Result
 	select {
-	case leaseC = <-gotC:
-	case lb := <-gotB:
-		t.Fatalf("B, requeued behind C, got the lock first (token %v)", token(t, lb))
+	case rc = <-gotC:
+	case rb := <-gotB:
+		t.Fatalf("B, requeued behind C, got the lock first (%v, %v)", rb.Lease, rb.Err)
 	}
-	if leaseC == nil {
-		t.FailNow()
+	if rc.Err != nil {
+		t.Fatalf("C: %v", rc.Err)
 	}
+	leaseC := rc.Lease
 	if err := leaseC.Unlock(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	leaseB := <-gotB
-	if leaseB == nil {
-		t.FailNow()
+	rb := locktest.Receive(t, gotB)
+	if rb.Err != nil {
+		t.Fatalf("B: %v", rb.Err)
 	}
+	leaseB := rb.Lease
 	if token(t, leaseB) <= token(t, leaseC) {
 		t.Fatal("token did not grow")
 	}
@@ -212,27 +206,27 @@ func TestQueueStalledEntryDoesNotBlock(t *testing.T) {
 	if ok, _, err := c.Client().KV().Acquire(&api.KVPair{Key: h.queuePrefix() + stray, Session: stray}, nil); err != nil || !ok {
 		t.Fatalf("stray entry: ok %v, err %v", ok, err)
 	}
-	got := lockAsync(t, w)
+	got := locktest.LockAsync(t.Context(), w)
 	entries := waitEntries(t, c, h, 2)
 	c.WaitParked(entries[0].Key, entries[0].ModifyIndex, 1)
 	if err := held.Unlock(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case l := <-got:
-		t.Fatalf("the waiter saw the release through a stalled entry (token %v)", token(t, l))
+	case r := <-got:
+		t.Fatalf("the waiter saw the release through a stalled entry (%v, %v)", r.Lease, r.Err)
 	case <-time.After(50 * time.Millisecond):
 	}
 	c.Advance(locks.DefaultTTL / 2)
 	select {
-	case l := <-got:
-		if l == nil {
-			t.FailNow()
+	case r := <-got:
+		if r.Err != nil {
+			t.Fatalf("the waiter: %v", r.Err)
 		}
-		if err := l.Unlock(context.Background()); err != nil {
+		if err := r.Lease.Unlock(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(locktest.LockTimeout):
 		t.Fatal("the waiter stayed behind a stalled entry with the lock free")
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/locks"
+	"github.com/lockproof/lockproof/locks/internal/locktest"
 )
 
 // TestClusterAvailability: on three members, the lock works with one member
@@ -26,7 +27,7 @@ func TestClusterAvailability(t *testing.T) {
 
 	// A member stops while b waits (its watch may go through that member).
 	held := mustLock(t, a)
-	got := lockAsync(ctx, b)
+	got := locktest.LockAsync(ctx, b)
 	waitContenders(t, s.Client(), a, 2)
 	s.Stop(0)
 	if err := held.Renew(ctx); err != nil {
@@ -35,9 +36,9 @@ func TestClusterAvailability(t *testing.T) {
 	if err := held.Unlock(ctx); err != nil {
 		t.Fatalf("unlock with one member down: %v", err)
 	}
-	r := receive(t, got)
-	if r.err != nil {
-		t.Fatalf("hand-over with one member down: %v", r.err)
+	r := locktest.Receive(t, got)
+	if r.Err != nil {
+		t.Fatalf("hand-over with one member down: %v", r.Err)
 	}
 
 	s.Stop(1)
@@ -46,7 +47,7 @@ func TestClusterAvailability(t *testing.T) {
 		name string
 		do   func(context.Context) error
 	}{
-		{"Unlock", r.lease.Unlock},
+		{"Unlock", r.Lease.Unlock},
 		{"Lock", func(ctx context.Context) error { _, err := a.Lock(ctx); return err }},
 		{"TryLock", func(ctx context.Context) error { _, err := a.TryLock(ctx); return err }},
 	} {

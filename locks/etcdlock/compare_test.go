@@ -171,23 +171,11 @@ func (bn *bench) uncontended(b *testing.B, lib library) {
 	defer cancel()
 	c := &peers.EtcdCounter{}
 	w := bn.workers(b, lib, 1, c)[0]
-	if err := w.Lock(ctx); err != nil { // warm up: session, connection
-		b.Fatal(err)
-	}
-	if err := w.Unlock(ctx); err != nil {
-		b.Fatal(err)
-	}
+	locktest.Cycles(b, ctx, w, 1) // warm up: session, connection
 	before := c.Requests()
 	b.ReportAllocs()
 	b.ResetTimer()
-	for range b.N {
-		if err := w.Lock(ctx); err != nil {
-			b.Fatalf("lock: %v", err)
-		}
-		if err := w.Unlock(ctx); err != nil {
-			b.Fatalf("unlock: %v", err)
-		}
-	}
+	locktest.Cycles(b, ctx, w, b.N)
 	b.StopTimer()
 	b.ReportMetric(float64(c.Requests()-before)/float64(b.N), "reqs/op")
 }
@@ -209,9 +197,7 @@ func (bn *bench) handoff(b *testing.B, lib library, waiters int) {
 		b.Fatalf("%s: %v", lib.name, err)
 	}
 	handoffs := res.Handoffs
-	b.ReportMetric(locktest.PercentileMs(handoffs, 50), "handoff-p50-ms")
-	b.ReportMetric(locktest.PercentileMs(handoffs, 99), "handoff-p99-ms")
-	b.ReportMetric(res.AcqPerSec(), "acq/s")
+	locktest.ReportContention(b, res)
 	if len(handoffs) > 0 {
 		b.ReportMetric(float64(c.Events()-events)/float64(len(handoffs)), "events/handoff")
 	}

@@ -84,7 +84,7 @@ func TestHolderLeaseRevoked(t *testing.T) {
 	if err := fence.Write(oldTok, "old"); err != nil {
 		t.Fatal(err)
 	}
-	got := lockAsync(ctx, waiter)
+	got := locktest.LockAsync(ctx, waiter)
 	kvs := waitContenders(t, s.Client(), holder, 2)
 	if locks.Token(kvs[0].CreateRevision) != oldTok {
 		t.Fatalf("first contender has revision %d, holder's token is %v", kvs[0].CreateRevision, oldTok)
@@ -93,19 +93,19 @@ func TestHolderLeaseRevoked(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	r := receive(t, got)
-	if r.err != nil {
-		t.Fatalf("waiter: %v", r.err)
+	r := locktest.Receive(t, got)
+	if r.Err != nil {
+		t.Fatalf("waiter: %v", r.Err)
 	}
-	defer r.lease.Unlock(ctx)
-	newTok := token(t, r.lease)
+	defer r.Lease.Unlock(ctx)
+	newTok := token(t, r.Lease)
 	if newTok <= oldTok {
 		t.Fatalf("new token %v not above the old %v", newTok, oldTok)
 	}
 	if _, err := fence.Read(newTok); err != nil {
 		t.Fatal(err)
 	}
-	closed(t, "the revoked holder's Done", old.Done())
+	locktest.Closed(t, "the revoked holder's Done", old.Done())
 	if err := old.Err(); !errors.Is(err, locks.ErrNotHeld) || !errors.Is(err, ErrSessionLost) {
 		t.Fatalf("old holder's Err = %v, want ErrNotHeld and ErrSessionLost", err)
 	}
@@ -115,7 +115,7 @@ func TestHolderLeaseRevoked(t *testing.T) {
 	if err := old.Unlock(ctx); !errors.Is(err, locks.ErrNotHeld) {
 		t.Fatalf("unlock after loss: %v, want ErrNotHeld", err)
 	}
-	if err := r.lease.Renew(ctx); err != nil {
+	if err := r.Lease.Renew(ctx); err != nil {
 		t.Fatalf("new holder lost the lock to a stale unlock: %v", err)
 	}
 }
@@ -141,7 +141,7 @@ func TestWaiterLeaseRevoked(t *testing.T) {
 			lease := mustLock(t, holder)
 			wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			defer cancel()
-			got := lockAsync(wctx, waiter)
+			got := locktest.LockAsync(wctx, waiter)
 			kvs := waitContenders(t, s.Client(), holder, 2)
 			if err := s.RevokeLease(ctx, clientv3.LeaseID(kvs[1].Lease)); err != nil {
 				t.Fatal(err)
@@ -151,13 +151,13 @@ func TestWaiterLeaseRevoked(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			r := receive(t, got)
-			if r.err == nil {
-				r.lease.Unlock(ctx)
+			r := locktest.Receive(t, got)
+			if r.Err == nil {
+				r.Lease.Unlock(ctx)
 				t.Fatal("a waiter whose lease was revoked got the lock")
 			}
-			if !errors.Is(r.err, ErrSessionLost) || !errors.Is(r.err, locks.ErrNotHeld) {
-				t.Fatalf("waiter: %v, want ErrSessionLost and ErrNotHeld", r.err)
+			if !errors.Is(r.Err, ErrSessionLost) || !errors.Is(r.Err, locks.ErrNotHeld) {
+				t.Fatalf("waiter: %v, want ErrSessionLost and ErrNotHeld", r.Err)
 			}
 			if !tc.holderUnlocks {
 				if err := lease.Unlock(ctx); err != nil {
@@ -185,26 +185,26 @@ func TestPredecessorGivesUp(t *testing.T) {
 	held := mustLock(t, a)
 	bctx, cancelB := context.WithCancel(ctx)
 	defer cancelB()
-	gotB := lockAsync(bctx, b)
+	gotB := locktest.LockAsync(bctx, b)
 	waitContenders(t, s.Client(), a, 2)
-	gotC := lockAsync(ctx, c)
+	gotC := locktest.LockAsync(ctx, c)
 	waitContenders(t, s.Client(), a, 3)
 	cancelB()
-	if r := receive(t, gotB); !errors.Is(r.err, context.Canceled) {
-		t.Fatalf("cancelled waiter: %v", r.err)
+	if r := locktest.Receive(t, gotB); !errors.Is(r.Err, context.Canceled) {
+		t.Fatalf("cancelled waiter: %v", r.Err)
 	}
 	waitContenders(t, s.Client(), a, 2)
 	if err := held.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	r := receive(t, gotC)
-	if r.err != nil {
-		t.Fatal(r.err)
+	r := locktest.Receive(t, gotC)
+	if r.Err != nil {
+		t.Fatal(r.Err)
 	}
-	if token(t, r.lease) <= token(t, held) {
+	if token(t, r.Lease) <= token(t, held) {
 		t.Fatal("token did not grow")
 	}
-	_ = r.lease.Unlock(ctx)
+	_ = r.Lease.Unlock(ctx)
 }
 
 func TestBadInput(t *testing.T) {
@@ -296,7 +296,7 @@ func TestUnlockAfterTakeover(t *testing.T) {
 	if err := old.Renew(ctx); !errors.Is(err, locks.ErrNotHeld) {
 		t.Fatalf("renew of a taken-over lease: %v, want ErrNotHeld", err)
 	}
-	closed(t, "the taken-over lease's Done", old.Done())
+	locktest.Closed(t, "the taken-over lease's Done", old.Done())
 	if err := old.Unlock(ctx); !errors.Is(err, locks.ErrNotHeld) {
 		t.Fatalf("unlock of a taken-over lease: %v, want ErrNotHeld", err)
 	}
@@ -322,11 +322,11 @@ func TestCancelledContext(t *testing.T) {
 	// unlock leaves the lock free.
 	holder := mustLock(t, l)
 	wctx, cancel := context.WithCancel(ctx)
-	got := lockAsync(wctx, l)
+	got := locktest.LockAsync(wctx, l)
 	waitContenders(t, s.Client(), l, 2)
 	cancel()
-	if r := receive(t, got); !errors.Is(r.err, context.Canceled) {
-		t.Fatalf("waiting Lock: %v", r.err)
+	if r := locktest.Receive(t, got); !errors.Is(r.Err, context.Canceled) {
+		t.Fatalf("waiting Lock: %v", r.Err)
 	}
 	if kvs, _ := contenders(t, s.Client(), l); len(kvs) != 1 {
 		t.Fatalf("%d keys after the waiter left, want the holder's only", len(kvs))
@@ -436,17 +436,17 @@ func TestWatchdogOffExpires(t *testing.T) {
 	crashed := newLocker(t, s, "job", locks.WithTTL(time.Second), locks.WithWatchdog(false))
 	waiter := newLocker(t, s, "job", locks.WithTTL(time.Second))
 	old := mustLock(t, crashed)
-	got := lockAsync(ctx, waiter)
-	closed(t, "the unrenewed lease's Done", old.Done())
+	got := locktest.LockAsync(ctx, waiter)
+	locktest.Closed(t, "the unrenewed lease's Done", old.Done())
 	if !errors.Is(old.Err(), locks.ErrLeaseExpired) {
 		t.Fatalf("Err = %v, want ErrLeaseExpired", old.Err())
 	}
-	r := receive(t, got)
-	if r.err != nil {
-		t.Fatal(r.err)
+	r := locktest.Receive(t, got)
+	if r.Err != nil {
+		t.Fatal(r.Err)
 	}
-	if !r.lease.Deadline().After(old.Deadline()) {
+	if !r.Lease.Deadline().After(old.Deadline()) {
 		t.Fatal("the new lease ends no later than the expired one")
 	}
-	_ = r.lease.Unlock(ctx)
+	_ = r.Lease.Unlock(ctx)
 }

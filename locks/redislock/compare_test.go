@@ -244,16 +244,6 @@ func (s *compareServer) reportPer(b *testing.B, since counters, n int, unit stri
 
 // warmUp takes and releases the lock once, so that scripts are loaded and a
 // pooled connection exists before anything is counted or timed.
-func warmUp(b *testing.B, ctx context.Context, w lockbench.Worker) {
-	b.Helper()
-	if err := w.Lock(ctx); err != nil {
-		b.Fatalf("warm-up lock: %v", err)
-	}
-	if err := w.Unlock(ctx); err != nil {
-		b.Fatalf("warm-up unlock: %v", err)
-	}
-}
-
 // BenchmarkUncontended: one goroutine locks and unlocks one lock b.N times.
 func BenchmarkUncontended(b *testing.B) {
 	for _, lib := range libraries {
@@ -266,18 +256,11 @@ func BenchmarkUncontended(b *testing.B) {
 				b.Fatal(err)
 			}
 			w := ws[0]
-			warmUp(b, ctx, w)
+			locktest.Cycles(b, ctx, w, 1) // warm up
 			before := s.counters()
 			b.ReportAllocs()
 			b.ResetTimer()
-			for range b.N {
-				if err := w.Lock(ctx); err != nil {
-					b.Fatalf("lock: %v", err)
-				}
-				if err := w.Unlock(ctx); err != nil {
-					b.Fatalf("unlock: %v", err)
-				}
-			}
+			locktest.Cycles(b, ctx, w, b.N)
 			b.StopTimer()
 			s.reportPer(b, before, b.N, "op")
 		})
@@ -325,7 +308,7 @@ func benchmarkHandoff(b *testing.B, lib library, waiters int, turns bool) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	warmUp(b, ctx, ws[0])
+	locktest.Cycles(b, ctx, ws[0], 1) // warm up
 
 	before := s.counters()
 	b.ResetTimer()
@@ -334,9 +317,7 @@ func benchmarkHandoff(b *testing.B, lib library, waiters int, turns bool) {
 	if err != nil {
 		b.Fatalf("%s, %d waiters: %v", lib.name, waiters, err)
 	}
-	b.ReportMetric(locktest.PercentileMs(res.Handoffs, 50), "handoff-p50-ms")
-	b.ReportMetric(locktest.PercentileMs(res.Handoffs, 99), "handoff-p99-ms")
-	b.ReportMetric(res.AcqPerSec(), "acq/s")
+	locktest.ReportContention(b, res)
 	s.reportPer(b, before, b.N, "acq")
 	// Fairness, for reading the numbers above: a lock that lets the releasing
 	// goroutine take it straight back hands off fast and often, while the

@@ -10,6 +10,7 @@ import (
 
 	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/locks"
+	"github.com/lockproof/lockproof/locks/internal/locktest"
 )
 
 // nodeErrors returns the *NodeError leaves of err's tree.
@@ -52,16 +53,16 @@ func TestMinorityDown(t *testing.T) {
 		t.Fatalf("Lock: %v", err)
 	}
 	// A waiter subscribes on the 3 live nodes only, and is still notified.
-	ch := lockAsync(ctx, newLocker(t, g, g.NewClients()))
+	ch := locktest.LockAsync(ctx, newLocker(t, g, g.NewClients()))
 	waitTimers(t, clock, 3) // the lease's expiry and watchdog, the waiter's retry
 	if err := lease.Unlock(ctx); err != nil {
 		t.Fatalf("Unlock: %v", err)
 	}
-	o := receive(t, ch)
-	if o.err != nil {
-		t.Fatalf("waiter's Lock: %v", o.err)
+	o := locktest.Receive(t, ch)
+	if o.Err != nil {
+		t.Fatalf("waiter's Lock: %v", o.Err)
 	}
-	if err := o.lease.Unlock(ctx); err != nil {
+	if err := o.Lease.Unlock(ctx); err != nil {
 		t.Fatalf("waiter's Unlock: %v", err)
 	}
 }

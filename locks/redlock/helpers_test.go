@@ -107,34 +107,6 @@ func contains(s []int, v int) bool {
 	return false
 }
 
-// outcome is what a Lock in a goroutine returned.
-type outcome struct {
-	lease locks.Lease
-	err   error
-}
-
-// lockAsync runs l.Lock(ctx) in a goroutine; the channel receives its result.
-func lockAsync(ctx context.Context, l *Locker) <-chan outcome {
-	ch := make(chan outcome, 1)
-	go func() {
-		lease, err := l.Lock(ctx)
-		ch <- outcome{lease, err}
-	}()
-	return ch
-}
-
-// receive waits for a Lock started with lockAsync, on the wall clock.
-func receive(t testing.TB, ch <-chan outcome) outcome {
-	t.Helper()
-	select {
-	case o := <-ch:
-		return o
-	case <-time.After(10 * time.Second):
-		t.Fatal("Lock did not return")
-		return outcome{}
-	}
-}
-
 // waitTimers waits until n timers are armed on c: the goroutine under test
 // has gone to sleep on its own timer.
 func waitTimers(t testing.TB, c *fakes.Clock, n int) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/locks"
+	"github.com/lockproof/lockproof/locks/internal/locktest"
 )
 
 func TestNewValidates(t *testing.T) {
@@ -122,11 +123,11 @@ func TestLockCancelledWhileWaiting(t *testing.T) {
 	defer lease.Unlock(testCtx(t))
 
 	ctx, cancel := context.WithCancel(context.Background())
-	ch := lockAsync(ctx, newLocker(t, g, g.NewClients()))
+	ch := locktest.LockAsync(ctx, newLocker(t, g, g.NewClients()))
 	waitTimers(t, clock, 2) // the holder's expiry, the waiter's retry
 	cancel()
-	if o := receive(t, ch); !errors.Is(o.err, context.Canceled) {
-		t.Fatalf("Lock = %v, %v; want context.Canceled", o.lease, o.err)
+	if o := locktest.Receive(t, ch); !errors.Is(o.Err, context.Canceled) {
+		t.Fatalf("Lock = %v, %v; want context.Canceled", o.Lease, o.Err)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/lockproof/lockproof/locks"
+	"github.com/lockproof/lockproof/locks/internal/locktest"
 )
 
 // A waiter wakes on the holder's Unlock with the clock standing still: it is
@@ -17,14 +18,14 @@ func TestLockWakesOnRelease(t *testing.T) {
 	ctx := testCtx(t)
 
 	waiter := newLocker(t, g, g.NewClients())
-	ch := lockAsync(ctx, waiter)
+	ch := locktest.LockAsync(ctx, waiter)
 	waitTimers(t, clock, 3) // the lease's expiry and watchdog, the waiter's retry
 	if err := lease.Unlock(ctx); err != nil {
 		t.Fatalf("Unlock: %v", err)
 	}
-	o := receive(t, ch)
-	if o.err != nil {
-		t.Fatalf("waiter's Lock: %v", o.err)
+	o := locktest.Receive(t, ch)
+	if o.Err != nil {
+		t.Fatalf("waiter's Lock: %v", o.Err)
 	}
 	if !clock.Now().Equal(epoch) {
 		t.Fatalf("the clock moved to %v", clock.Now())
@@ -32,7 +33,7 @@ func TestLockWakesOnRelease(t *testing.T) {
 	if waiter.subscribed() {
 		t.Error("Lock returned with its subscriptions open")
 	}
-	if err := o.lease.Unlock(ctx); err != nil {
+	if err := o.Lease.Unlock(ctx); err != nil {
 		t.Fatalf("waiter's Unlock: %v", err)
 	}
 }
@@ -45,22 +46,22 @@ func TestHolderCrash(t *testing.T) {
 	stale := mustTryLock(t, holder)
 	ctx := testCtx(t)
 
-	ch := lockAsync(ctx, newLocker(t, g, g.NewClients()))
+	ch := locktest.LockAsync(ctx, newLocker(t, g, g.NewClients()))
 	waitTimers(t, clock, 2) // the stale lease's expiry, the waiter's retry
 	g.Advance(testTTL + maxJitter)
-	o := receive(t, ch)
-	if o.err != nil {
-		t.Fatalf("waiter's Lock after the TTL: %v", o.err)
+	o := locktest.Receive(t, ch)
+	if o.Err != nil {
+		t.Fatalf("waiter's Lock after the TTL: %v", o.Err)
 	}
 	for _, err := range []error{stale.Err(), stale.Renew(ctx), stale.Unlock(ctx)} {
 		if !errors.Is(err, locks.ErrLeaseExpired) && !errors.Is(err, locks.ErrNotHeld) {
 			t.Errorf("stale lease: %v, want ErrLeaseExpired or ErrNotHeld", err)
 		}
 	}
-	if err := o.lease.Renew(ctx); err != nil {
+	if err := o.Lease.Renew(ctx); err != nil {
 		t.Errorf("new holder's Renew after the stale Unlock: %v", err)
 	}
-	if err := o.lease.Unlock(ctx); err != nil {
+	if err := o.Lease.Unlock(ctx); err != nil {
 		t.Errorf("new holder's Unlock: %v", err)
 	}
 }
@@ -71,11 +72,11 @@ func TestWaitBudget(t *testing.T) {
 	defer lease.Unlock(testCtx(t))
 	budget := testTTL / 4
 
-	ch := lockAsync(testCtx(t), newLocker(t, g, g.NewClients(), locks.WithWaitBudget(budget)))
+	ch := locktest.LockAsync(testCtx(t), newLocker(t, g, g.NewClients(), locks.WithWaitBudget(budget)))
 	waitTimers(t, clock, 3) // the lease's expiry, the waiter's budget and retry
 	g.Advance(budget)
-	if o := receive(t, ch); !errors.Is(o.err, locks.ErrWaitBudget) {
-		t.Fatalf("Lock = %v, %v; want ErrWaitBudget", o.lease, o.err)
+	if o := locktest.Receive(t, ch); !errors.Is(o.Err, locks.ErrWaitBudget) {
+		t.Fatalf("Lock = %v, %v; want ErrWaitBudget", o.Lease, o.Err)
 	}
 }
 
@@ -87,11 +88,11 @@ func TestGoroutinesOfOneLockerTakeTurns(t *testing.T) {
 	lease := mustTryLock(t, l)
 	ctx := testCtx(t)
 	const waiters = 4
-	done := make(chan outcome, waiters)
+	done := make(chan locktest.Result, waiters)
 	for range waiters {
 		go func() {
 			lease, err := l.Lock(ctx)
-			done <- outcome{lease, err}
+			done <- locktest.Result{Lease: lease, Err: err}
 		}()
 	}
 	for range waiters {
@@ -99,11 +100,11 @@ func TestGoroutinesOfOneLockerTakeTurns(t *testing.T) {
 		if err := lease.Unlock(ctx); err != nil {
 			t.Fatalf("Unlock: %v", err)
 		}
-		o := receive(t, done)
-		if o.err != nil {
-			t.Fatalf("Lock: %v", o.err)
+		o := locktest.Receive(t, done)
+		if o.Err != nil {
+			t.Fatalf("Lock: %v", o.Err)
 		}
-		lease = o.lease
+		lease = o.Lease
 	}
 	if err := lease.Unlock(ctx); err != nil {
 		t.Fatal(err)
@@ -167,20 +168,20 @@ func TestLockWaitsOutASplitVote(t *testing.T) {
 	for i, o := range []string{"a", "a", "b", "b"} {
 		g.Node(i).Client().Set(ctx, l.Key(), o, time.Minute)
 	}
-	ch := lockAsync(ctx, l)
+	ch := locktest.LockAsync(ctx, l)
 	waitTimers(t, clock, 1) // the waiter's fallback: the keys' expiry
 	deleteOn(t, g, l.Key(), 0, 1)
 	if err := g.Node(0).Client().Publish(ctx, l.channel, "a").Err(); err != nil {
 		t.Fatal(err)
 	}
-	o := receive(t, ch)
-	if o.err != nil {
-		t.Fatalf("Lock: %v", o.err)
+	o := locktest.Receive(t, ch)
+	if o.Err != nil {
+		t.Fatalf("Lock: %v", o.Err)
 	}
 	if got := owners(t, g, l.Key()); got[2] != "b" || got[3] != "b" || got[0] != got[1] || got[0] != got[4] {
 		t.Errorf("owners after the split: %q", got)
 	}
-	if err := o.lease.Unlock(ctx); err != nil {
+	if err := o.Lease.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
 }

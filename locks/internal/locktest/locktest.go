@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lockproof/lockproof/locks"
+	"github.com/lockproof/lockproof/locks/lockbench"
 )
 
 // LockTimeout bounds MustLock, so that a lock that never comes fails the
@@ -137,4 +138,29 @@ func Closed(t testing.TB, what string, ch <-chan struct{}) {
 	case <-time.After(LockTimeout):
 		t.Fatalf("%s did not close within %v", what, LockTimeout)
 	}
+}
+
+// Cycles locks and unlocks w n times, failing t at the first error: the
+// loop of the uncontended comparison benchmarks (and, with n 1, their
+// warm-up: a session, a connection, the lock's node).
+func Cycles(t testing.TB, ctx context.Context, w lockbench.Worker, n int) {
+	t.Helper()
+	for i := range n {
+		if err := w.Lock(ctx); err != nil {
+			t.Fatalf("lock %d of %d: %v", i+1, n, err)
+		}
+		if err := w.Unlock(ctx); err != nil {
+			t.Fatalf("unlock %d of %d: %v", i+1, n, err)
+		}
+	}
+}
+
+// ReportContention reports what the handoff comparison benchmarks share of
+// a lockbench.Contend result: the hand-off latency's median and 99th
+// percentile (handoff-p50-ms, handoff-p99-ms) and the acquisition rate
+// (acq/s).
+func ReportContention(b *testing.B, res lockbench.Result) {
+	b.ReportMetric(PercentileMs(res.Handoffs, 50), "handoff-p50-ms")
+	b.ReportMetric(PercentileMs(res.Handoffs, 99), "handoff-p99-ms")
+	b.ReportMetric(res.AcqPerSec(), "acq/s")
 }
