@@ -157,10 +157,12 @@
 // violation": logged and counted in Report.Expected, never a failure. Any
 // other violation is "VIOLATED": Run fails the test with the property, the
 // detail, the minimal history (the counterexample linearize shrank, or the
-// end of the run's history for the named checks) and the path of an HTML
-// timeline (-propertytest.out, LOCKPROOF_PROPERTYTEST_OUT, else the test's
+// end of the run's history for the named checks) and the path of the
+// history as the JSON `lockproof history` reads, checks again and draws
+// (-propertytest.out, LOCKPROOF_PROPERTYTEST_OUT, else the test's
 // temporary directory); rapid shrinks the run and prints -rapid.seed to
-// replay it.
+// replay it. Violation.Evidence holds the same history and the checker's
+// result as data.
 //
 // # Limits
 //

@@ -66,9 +66,12 @@ type Options struct {
 	CheckTimeLimit time.Duration
 	// Name is the lock's name. Default "propertytest".
 	Name string
-	// OutDir is where failure timelines (HTML) are written. Default: the
+	// OutDir is where the history of each violation is written, as the
+	// JSON that `lockproof history` reads (Violation.File; the same data
+	// is Violation.Evidence). Default in Run and Check: the
 	// -propertytest.out flag, then the LOCKPROOF_PROPERTYTEST_OUT
-	// environment variable, then t.TempDir() (removed after the test).
+	// environment variable, then t.TempDir() (removed after the test); in
+	// RunStandalone: nowhere.
 	OutDir string
 
 	_ struct{} // keyed literals only

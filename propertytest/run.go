@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -15,8 +14,9 @@ import (
 	"pgregory.net/rapid"
 )
 
-// outFlag is -propertytest.out: where failure timelines are written.
-var outFlag = flag.String("propertytest.out", "", "propertytest: directory for the HTML timelines of failures (default: the test's temporary directory)")
+// outFlag is -propertytest.out: where the histories of failures are
+// written.
+var outFlag = flag.String("propertytest.out", "", "propertytest: directory for the JSON histories of failures, which lockproof history reads (default: the test's temporary directory)")
 
 // EnvOut names the environment variable read when -propertytest.out is not
 // given.
@@ -70,9 +70,9 @@ func (r *Report) Broken() []Property {
 
 // Run checks the lock built by factory with rapid state machines and fails
 // t when a property it claims is violated. The failure names the property,
-// shows the minimal history and the timeline file, and rapid prints the
-// seed that replays it (-rapid.seed); -rapid.checks and -rapid.steps set
-// the number of runs and their length. Violations under faults the lock
+// shows the minimal history and the file of its JSON history, and rapid
+// prints the seed that replays it (-rapid.seed); -rapid.checks and
+// -rapid.steps set the number of runs and their length. Violations under faults the lock
 // does not claim (see Options.Claims) are logged as expected violations.
 // Run must be called from the test's goroutine.
 func Run(t *testing.T, factory Factory, o Options) *Report {
@@ -189,7 +189,7 @@ func (s *suite) prop(rt *rapid.T) {
 		rt.Logf("run log:\n  %s", strings.Join(m.log, "\n  "))
 		n := len(failures)
 		if s.out.temporary() {
-			failures = append(failures, "(the timelines are in the test's temporary directory, removed when the test ends: keep them with -propertytest.out=DIR or "+EnvOut+"=DIR)")
+			failures = append(failures, "(the histories are in the test's temporary directory, removed when the test ends: keep them with -propertytest.out=DIR or "+EnvOut+"=DIR)")
 		}
 		rt.Fatalf("propertytest: %s violated:\n%s", plural(n, "property", "properties"), strings.Join(failures, "\n\n"))
 	}
@@ -230,21 +230,22 @@ func (s *suite) logExpected(t interface{ Logf(string, ...any) }) {
 	}
 }
 
-// writer is where a timeline is rendered.
-type writer = io.Writer
-
-// outputs writes failure timelines, one file per test and property,
-// overwritten by later runs: rapid's last run of a failure is its minimal
-// one.
+// outputs writes the evidence of violations as JSON, one file per test
+// and property, overwritten by later runs: rapid's last run of a failure
+// is its minimal one.
 type outputs struct {
 	t   testing.TB
 	dir string
+	// none: without a dir, write nothing (RunStandalone: the report
+	// carries the evidence) rather than fall back to the flag, the
+	// environment and the test's temporary directory.
+	none bool
 
 	mu   sync.Mutex
 	temp bool // dir is the test's temporary directory
 }
 
-// temporary reports whether the timelines went to the test's temporary
+// temporary reports whether the histories went to the test's temporary
 // directory.
 func (o *outputs) temporary() bool {
 	o.mu.Lock()
@@ -262,11 +263,14 @@ func plural(n int, one, many string) string {
 
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 
-// write renders a timeline to a file and returns its path, or a note of
-// why it could not.
-func (o *outputs) write(p Property, render func(w writer) error) string {
+// write writes e as JSON to a file and returns its path, or a note of why
+// it could not; "" when it has nowhere to write.
+func (o *outputs) write(p Property, e *Evidence) string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if o.dir == "" && o.none {
+		return ""
+	}
 	if o.dir == "" {
 		switch {
 		case *outFlag != "":
@@ -278,20 +282,20 @@ func (o *outputs) write(p Property, render func(w writer) error) string {
 		}
 	}
 	if err := os.MkdirAll(o.dir, 0o755); err != nil {
-		return "(timeline not written: " + err.Error() + ")"
+		return "(history not written: " + err.Error() + ")"
 	}
-	name := unsafeName.ReplaceAllString(o.t.Name()+"-"+string(p), "_") + ".html"
+	name := unsafeName.ReplaceAllString(o.t.Name()+"-"+string(p), "_") + ".json"
 	path := filepath.Join(o.dir, name)
 	f, err := os.Create(path)
 	if err != nil {
-		return "(timeline not written: " + err.Error() + ")"
+		return "(history not written: " + err.Error() + ")"
 	}
-	err = render(f)
+	err = e.WriteJSON(f)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		return "(timeline not written: " + err.Error() + ")"
+		return "(history not written: " + err.Error() + ")"
 	}
 	return path
 }

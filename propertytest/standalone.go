@@ -19,7 +19,7 @@ import (
 // the settings rapid otherwise reads from its -rapid.* flags.
 type Standalone struct {
 	// Name names the run: it is rapid's test name and prefixes the
-	// timeline files. Required.
+	// history files. Required.
 	Name string
 	// Checks is the number of runs (rapid's -rapid.checks). Default 100.
 	Checks int
@@ -123,6 +123,7 @@ func RunStandalone(factory Factory, o Options, s Standalone) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	suite.out.none = true
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

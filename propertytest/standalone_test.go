@@ -59,8 +59,8 @@ func TestRunStandaloneCatchesAndReplays(t *testing.T) {
 	if b := rep.Broken(); len(b) == 0 || b[0] != Exclusivity {
 		t.Fatalf("broken %v, want exclusivity first", b)
 	}
-	if tl := rep.Violations[0].Timeline; !strings.HasPrefix(tl, dir) {
-		t.Errorf("timeline %q not written under OutDir %s", tl, dir)
+	if f := rep.Violations[0].File; !strings.HasPrefix(f, dir) || !strings.HasSuffix(f, ".json") {
+		t.Errorf("history %q not written under OutDir %s as JSON", f, dir)
 	}
 	again, err := RunStandalone(processLocal(), Options{OutDir: dir}, Standalone{Name: "replay", Checks: 1, Seed: rep.Seed})
 	if err != nil {
