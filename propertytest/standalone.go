@@ -81,6 +81,15 @@ func seedIn(out string) uint64 {
 // the (empty) command line of package flag if nothing has, because rapid
 // asks testing.Short, which needs it; a program with flags of its own on
 // flag.CommandLine should parse them first.
+//
+// Why not through rapid's API alone (read in pgregory.net/rapid v1.3.0):
+// rapid.Check and T.Repeat, which runs the state machine, both call
+// testing.Short, which panics unless testing.Init has run ("testing: Short
+// called before Init"); Check reads the seed, the number of checks and the
+// shrink time only from its flags (baseSeed reads flags.seed) and Repeat
+// the steps; Generator.Example(seed) fixes a seed without the flags but
+// does not shrink and still reaches Repeat. So testing.Init and the flags
+// stay until rapid takes its settings from its caller.
 func RunStandalone(factory Factory, o Options, s Standalone) (*Report, error) {
 	if s.Name == "" {
 		return nil, fmt.Errorf("propertytest: RunStandalone needs a Name")
