@@ -2,12 +2,14 @@ package fakes
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,10 +21,11 @@ import (
 
 // EnvConsulBin names the environment variable that gives the path of a
 // consul binary (as built by tools/consul). With it, or with a consul on
-// PATH, Consul starts a real agent; otherwise miniconsul.
+// PATH, Consul starts a real agent; otherwise miniconsul. StartConsul
+// reads neither: it runs an agent only with ConsulAgent.
 const EnvConsulBin = "LOCKPROOF_CONSUL_BIN"
 
-// ConsulOption configures Consul.
+// ConsulOption configures StartConsul (and Consul).
 type ConsulOption func(*consulConfig)
 
 type consulConfig struct {
@@ -30,8 +33,15 @@ type consulConfig struct {
 	start      time.Time
 	forceMini  bool
 	forceAgent bool
+	bin        string // ConsulAgent
 	ttlMin     time.Duration
 }
+
+// ConsulAgent makes the fake run a real agent from the consul binary at bin
+// (a file named consul, as tools/consul builds it) instead of miniconsul.
+// Default: miniconsul for StartConsul; for Consul, the binary of
+// EnvConsulBin or PATH (ConsulBinary).
+func ConsulAgent(bin string) ConsulOption { return func(c *consulConfig) { c.bin = bin } }
 
 // ConsulSessionTTLMin sets the shortest session TTL the server accepts (its
 // session_ttl_min; default Consul's 10s), on miniconsul and on a real agent
@@ -49,22 +59,27 @@ func ConsulManualTime(start time.Time) ConsulOption {
 	return func(c *consulConfig) { c.manual, c.start = true, start }
 }
 
-// ForceMiniconsul uses miniconsul even when a consul binary is available.
-// Default: a real agent when one is available. Use it for tests that need
+// ForceMiniconsul uses miniconsul even when a consul binary is given
+// (ConsulAgent) or, for Consul, found. Default: a real agent when a binary
+// is given or found. Use it for tests that need
 // exact manual time or miniconsul's controls.
 func ForceMiniconsul() ConsulOption { return func(c *consulConfig) { c.forceMini = true } }
 
-// ForceConsulAgent uses a real agent, and skips the test when no consul
-// binary is available. Default: a real agent when one is available.
+// ForceConsulAgent uses a real agent: StartConsul fails without
+// ConsulAgent, and Consul skips the test when no consul binary is found.
+// Default: a real agent when a binary is given or found.
 func ForceConsulAgent() ConsulOption { return func(c *consulConfig) { c.forceAgent = true } }
 
-// ConsulServer is one Consul server for a test: miniconsul on a loopback
-// port, or a real agent started through github.com/hashicorp/consul/sdk/testutil
-// (single server, loopback ports chosen by the kernel, logs kept in memory
-// and printed only if the test fails). Everything it started is stopped at
-// the test's cleanup, and every client it handed out is closed first.
+// ConsulServer is one Consul server: miniconsul on a loopback port, or a
+// real agent started through github.com/hashicorp/consul/sdk/testutil
+// (single server, loopback ports chosen by the kernel, logs kept in memory:
+// Logs). Close stops everything it started, after closing every client it
+// handed out.
+//
+// A control that cannot go on (Advance without manual time) fails the test
+// of a server from Consul, and panics on one from StartConsul.
 type ConsulServer struct {
-	t       testing.TB
+	owner
 	prefix  string
 	clock   *Clock // nil: real time
 	mini    *miniconsul.Server
@@ -73,53 +88,86 @@ type ConsulServer struct {
 	startup time.Duration
 	ttlMin  time.Duration
 	client  *api.Client
+	closed  atomic.Bool
 
 	mu         sync.Mutex
 	transports []*http.Transport
 }
 
-// Consul starts a Consul server for t: a real agent when a consul binary is
-// found (EnvConsulBin, then PATH), else miniconsul; ForceMiniconsul and
-// ForceConsulAgent decide instead. It fails the test if the server cannot
-// start.
+// StartConsul starts miniconsul on a loopback port chosen by the kernel,
+// or a real agent with ConsulAgent (unless ForceMiniconsul), for a program
+// that has no test. It returns an error if the server cannot start, or on
+// ForceConsulAgent without ConsulAgent. Close stops it.
+func StartConsul(opts ...ConsulOption) (*ConsulServer, error) {
+	cfg := newConsulConfig(opts)
+	if cfg.forceMini && cfg.forceAgent {
+		return nil, errors.New("ForceMiniconsul and ForceConsulAgent exclude each other")
+	}
+	if cfg.forceAgent && cfg.bin == "" {
+		return nil, errors.New("ForceConsulAgent needs a consul binary: pass ConsulAgent(bin)")
+	}
+	c := &ConsulServer{prefix: "lockproof-test-" + locks.NewOwner()[:8] + "/", ttlMin: cfg.ttlMin}
+	began := time.Now()
+	if cfg.bin != "" && !cfg.forceMini {
+		agent, err := startAgent(cfg.bin, cfg.ttlMin)
+		if err != nil {
+			return nil, err
+		}
+		agent.advanceSleeps = cfg.manual
+		c.agent, c.addr = agent, agent.addr
+	} else if err := c.startMini(cfg); err != nil {
+		return nil, err
+	}
+	c.startup = time.Since(began)
+	client, err := c.newClient()
+	if err != nil {
+		_ = c.Close()
+		return nil, err
+	}
+	c.client = client
+	return c, nil
+}
+
+// Consul starts a Consul server for t with StartConsul: a real agent when
+// a consul binary is found (ConsulBinary: EnvConsulBin, then PATH, read
+// here, as a ConsulAgent before opts), else miniconsul; ForceMiniconsul
+// and ForceConsulAgent decide instead (the latter skips the test when no
+// binary is found). It fails the test if the server cannot start, closes
+// it at t's cleanup, and prints a real agent's output if the test failed.
 func Consul(t testing.TB, opts ...ConsulOption) *ConsulServer {
 	t.Helper()
-	var cfg consulConfig
-	for _, opt := range opts {
-		if opt != nil {
-			opt(&cfg)
-		}
-	}
-	if cfg.ttlMin == 0 {
-		cfg.ttlMin = miniconsul.DefaultSessionTTLMin
-	}
-	if cfg.forceMini && cfg.forceAgent {
-		t.Fatalf("fakes: ForceMiniconsul and ForceConsulAgent exclude each other")
-	}
-	c := &ConsulServer{t: t, prefix: "lockproof-test-" + locks.NewOwner()[:8] + "/", ttlMin: cfg.ttlMin}
-	t.Cleanup(c.closeClients) // registered first: runs after the server stopped
-	bin := ""
-	if !cfg.forceMini {
-		bin = ConsulBinary()
-		if bin == "" && cfg.forceAgent {
+	cfg, usedEnv := newConsulConfig(opts), false
+	if !cfg.forceMini && cfg.bin == "" {
+		if bin := ConsulBinary(); bin != "" {
+			opts = append([]ConsulOption{ConsulAgent(bin)}, opts...)
+			usedEnv = true
+		} else if cfg.forceAgent {
 			t.Skipf("fakes: no consul binary: set %s or put consul on PATH (build one with tools/consul)", EnvConsulBin)
 		}
 	}
-	began := time.Now()
-	if bin != "" {
-		c.agent = startAgent(t, bin, cfg.ttlMin)
-		c.agent.advanceSleeps = cfg.manual
-		c.addr = c.agent.addr
-	} else {
-		c.startMini(cfg)
+	c, err := StartConsul(opts...)
+	if !startFor(t, "Consul", EnvConsulBin, usedEnv, err, c) {
+		return nil
 	}
-	c.startup = time.Since(began)
-	c.client = c.NewClient()
+	c.tb = t
+	t.Cleanup(func() { // runs before Close
+		if t.Failed() && c.agent != nil {
+			t.Logf("fakes: consul agent output:\n%s", c.Logs())
+		}
+	})
 	return c
 }
 
-func (c *ConsulServer) startMini(cfg consulConfig) {
-	c.t.Helper()
+func newConsulConfig(opts []ConsulOption) consulConfig {
+	var cfg consulConfig
+	applyOptions(&cfg, opts)
+	if cfg.ttlMin == 0 {
+		cfg.ttlMin = miniconsul.DefaultSessionTTLMin
+	}
+	return cfg
+}
+
+func (c *ConsulServer) startMini(cfg consulConfig) error {
 	var clock locks.Clock = locks.SystemClock{}
 	if cfg.manual {
 		c.clock = NewClock(cfg.start)
@@ -127,14 +175,39 @@ func (c *ConsulServer) startMini(cfg consulConfig) {
 	}
 	s, err := miniconsul.Start(miniconsul.WithClock(clock), miniconsul.WithSessionTTLMin(cfg.ttlMin))
 	if err != nil {
-		c.t.Fatalf("fakes: cannot start miniconsul: %v", err)
+		return fmt.Errorf("cannot start miniconsul: %w", err)
 	}
 	c.mini, c.addr = s, s.Addr()
-	c.t.Cleanup(func() {
-		if err := s.Close(); err != nil {
-			c.t.Errorf("fakes: closing miniconsul: %v", err)
+	return nil
+}
+
+// Close closes the clients' idle connections and stops miniconsul or the
+// agent. Closing twice does nothing.
+func (c *ConsulServer) Close() error {
+	if c.closed.Swap(true) {
+		return nil
+	}
+	var err error
+	switch {
+	case c.mini != nil:
+		if err = c.mini.Close(); err != nil {
+			err = fmt.Errorf("closing miniconsul: %w", err)
 		}
-	})
+	case c.agent != nil:
+		if err = c.agent.stop(); err != nil {
+			err = fmt.Errorf("stopping the consul agent: %w", err)
+		}
+	}
+	c.closeClients()
+	return err
+}
+
+// Logs returns a real agent's output so far; "" on miniconsul.
+func (c *ConsulServer) Logs() string {
+	if c.agent == nil {
+		return ""
+	}
+	return c.agent.host.logs.String()
 }
 
 // ConsulBinary returns the consul binary Consul would run: the path in
@@ -149,23 +222,31 @@ func ConsulBinary() string {
 	return ""
 }
 
-// NewClient returns another api client with its own connections, closed at
-// cleanup: a second process talking to the same server. Like the fake's own
-// client, it passes every request through the locks.Gate of its context, as
-// "consul <METHOD> <endpoint>" (see GateConsulTransport), on miniconsul and
-// on a real agent alike.
+// NewClient returns another api client with its own connections, closed
+// by Close: a second process talking to the same server. Like the fake's
+// own client, it passes every request through the locks.Gate of its
+// context, as "consul <METHOD> <endpoint>" (see GateConsulTransport), on
+// miniconsul and on a real agent alike.
 func (c *ConsulServer) NewClient() *api.Client {
-	c.t.Helper()
+	c.helper()
+	client, err := c.newClient()
+	if err != nil {
+		c.fatalf("fakes: %v", err)
+	}
+	return client
+}
+
+func (c *ConsulServer) newClient() (*api.Client, error) {
 	tr := &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second}
 	client, err := api.NewClient(&api.Config{Address: c.addr, Scheme: "http",
 		HttpClient: &http.Client{Transport: GateConsulTransport(tr)}})
 	if err != nil {
-		c.t.Fatalf("fakes: consul client for %s: %v", c.addr, err)
+		return nil, fmt.Errorf("consul client for %s: %w", c.addr, err)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.transports = append(c.transports, tr)
-	return client
+	return client, nil
 }
 
 func (c *ConsulServer) closeClients() {
@@ -213,9 +294,9 @@ func (c *ConsulServer) SessionTTLMin() time.Duration { return c.ttlMin }
 // ConsulManualTime, Advance sleeps d so that the same test runs on both,
 // slower. Without ConsulManualTime it fails the test.
 func (c *ConsulServer) Advance(d time.Duration) {
-	c.t.Helper()
+	c.helper()
 	if d < 0 {
-		c.t.Fatalf("fakes: Advance(%v): time cannot move backwards", d)
+		c.fatalf("fakes: Advance(%v): time cannot move backwards", d)
 	}
 	switch {
 	case c.clock != nil:
@@ -223,15 +304,15 @@ func (c *ConsulServer) Advance(d time.Duration) {
 	case c.agent != nil && c.agent.advanceSleeps:
 		time.Sleep(d)
 	default:
-		c.t.Fatalf("fakes: Advance needs manual time: start the fake with fakes.ConsulManualTime(start)")
+		c.fatalf("fakes: Advance needs manual time: start the fake with fakes.ConsulManualTime(start)")
 	}
 }
 
 // RequireMiniconsul skips the test on a real agent, saying why.
 func (c *ConsulServer) RequireMiniconsul(why string) {
-	c.t.Helper()
+	c.helper()
 	if c.mini == nil {
-		c.t.Skipf("fakes: needs miniconsul (%s); use fakes.ForceMiniconsul to run it", why)
+		c.skipf("fakes: needs miniconsul (%s); use fakes.ForceMiniconsul to run it", why)
 	}
 }
 
@@ -240,13 +321,13 @@ func (c *ConsulServer) RequireMiniconsul(why string) {
 // InvalidateSession; on a real agent an explicit destroy, which Consul
 // handles by the same invalidation.
 func (c *ConsulServer) ExpireSession(id string) {
-	c.t.Helper()
+	c.helper()
 	if c.mini != nil {
 		c.mini.InvalidateSession(id)
 		return
 	}
 	if _, err := c.client.Session().Destroy(id, nil); err != nil {
-		c.t.Fatalf("fakes: destroying session %s: %v", id, err)
+		c.fatalf("fakes: destroying session %s: %v", id, err)
 	}
 }
 
@@ -270,14 +351,14 @@ func (c *ConsulServer) ExpireLock(ctx context.Context, name string) error {
 // started. A real agent does not expose its parked queries: there it
 // returns at once, and Advance sleeps.
 func (c *ConsulServer) WaitBlocked(n int) {
-	c.t.Helper()
+	c.helper()
 	if c.mini == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := c.mini.WaitBlocked(ctx, n); err != nil {
-		c.t.Fatalf("fakes: %v (now %d)", err, c.mini.Blocked())
+		c.fatalf("fakes: %v (now %d)", err, c.mini.Blocked())
 	}
 }
 
@@ -336,13 +417,13 @@ func useConsulBinary(bin string) error {
 // that have seen the key at index and wait for its next change. On a real
 // agent it returns at once (see WaitBlocked).
 func (c *ConsulServer) WaitParked(key string, index uint64, n int) {
-	c.t.Helper()
+	c.helper()
 	if c.mini == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := c.mini.WaitParked(ctx, key, index, n); err != nil {
-		c.t.Fatalf("fakes: %v", err)
+		c.fatalf("fakes: %v", err)
 	}
 }

@@ -47,7 +47,7 @@ func TestRedisClusterIgnoresTheSingleServer(t *testing.T) {
 
 func TestRedisClusterRealServers(t *testing.T) {
 	for _, tc := range []struct{ addrs, want string }{
-		{closedAddr, "skip: fakes: the test needs 2 independent Redis servers"},
+		{closedAddr, "skip: fakes: 2 independent Redis servers needed, 1 given"},
 		{closedAddr + "," + closedAddr, "twice"},
 	} {
 		t.Setenv(fakes.EnvRedisAddrs, tc.addrs)

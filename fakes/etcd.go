@@ -2,10 +2,12 @@ package fakes
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -31,77 +33,182 @@ const (
 	etcdReadyCheck = 3 * time.Second
 )
 
-// EtcdServer is one etcd cluster for a test: embedded members (see Etcd and
-// EtcdCluster) or the real cluster named by EnvEtcdEndpoints. Everything it
-// opened is closed at the test's cleanup: first every client it handed out,
-// then the members, so that no open stream holds up a member's shutdown.
+// EtcdOption configures StartEtcd and StartEtcdCluster (and Etcd and
+// EtcdCluster).
+type EtcdOption func(*etcdConfig)
+
+type etcdConfig struct {
+	endpoints     []string
+	forceEmbedded bool
+}
+
+// EtcdAt makes the fake use the real etcd cluster at endpoints (client
+// URLs, "http://127.0.0.1:2379") instead of embedded members. The fake
+// works under its own Prefix there and deletes its keys at Close. Default:
+// embedded members.
+func EtcdAt(endpoints ...string) EtcdOption {
+	return func(c *etcdConfig) { c.endpoints = append([]string(nil), endpoints...) }
+}
+
+// ForceEmbeddedEtcd uses embedded members even when a real cluster is
+// given, by EtcdAt or, for Etcd and EtcdCluster, by EnvEtcdEndpoints.
+// Default: a real cluster when one is given. Use it for tests that need
+// Stop, Restart or the members themselves.
+func ForceEmbeddedEtcd() EtcdOption { return func(c *etcdConfig) { c.forceEmbedded = true } }
+
+func newEtcdConfig(opts []EtcdOption) etcdConfig {
+	var c etcdConfig
+	applyOptions(&c, opts)
+	if c.forceEmbedded {
+		c.endpoints = nil
+	}
+	return c
+}
+
+// EtcdServer is one etcd cluster: embedded members (see StartEtcd and
+// StartEtcdCluster) or a real cluster (EtcdAt). Close closes everything it
+// opened: first every client it handed out, then the members, so that no
+// open stream holds up a member's shutdown, then their data directory.
+//
+// A control that cannot go on (Stop on a real cluster, a member index out
+// of range) fails the test of a server from Etcd or EtcdCluster, and
+// panics on one from StartEtcd or StartEtcdCluster.
 type EtcdServer struct {
-	t       testing.TB
+	owner
 	prefix  string
 	logs    *logBuffer
 	log     *zap.Logger
+	dir     string        // the members' data, removed by Close
 	members []*etcdMember // nil on a real cluster
 	real    []string      // the endpoints of a real cluster
 	startup time.Duration
 	client  *clientv3.Client
 
+	answered bool // the cluster answered once: Close cleans a real one up
+	closed   atomic.Bool
+
 	mu      sync.Mutex
 	clients []*clientv3.Client
 }
 
-// Etcd starts a one-member etcd for t, embedded in the test process (data in
-// t.TempDir(), loopback ports chosen by the kernel, no fsync), or connects to
-// the real cluster named by EnvEtcdEndpoints. It fails the test if the
-// cluster cannot be started or reached. The member's logs are kept in memory
-// and printed only if the test fails.
-func Etcd(t testing.TB) *EtcdServer {
-	t.Helper()
-	return newEtcd(t, 1)
+// StartEtcd starts a one-member etcd embedded in the process (data in a
+// temporary directory, loopback ports chosen by the kernel, no fsync), or
+// connects to the real cluster given by EtcdAt (unless ForceEmbeddedEtcd),
+// for a program that has no test. It returns an error if the cluster
+// cannot be started or does not answer. The member's logs are kept in
+// memory (Logs). Close stops it.
+func StartEtcd(opts ...EtcdOption) (*EtcdServer, error) {
+	return startEtcd(1, newEtcdConfig(opts))
 }
 
-// EtcdCluster starts an n-member etcd cluster for t, every member embedded in
-// the test process on its own loopback client and peer ports. With
-// EnvEtcdEndpoints set it uses that real cluster instead if it lists at least
-// n endpoints (one per member), and skips the test otherwise. Stop and
-// Restart fail a member and bring it back.
-func EtcdCluster(t testing.TB, n int) *EtcdServer {
-	t.Helper()
+// StartEtcdCluster starts an n-member etcd cluster, every member embedded
+// in the process on its own loopback client and peer ports, or connects to
+// the real cluster given by EtcdAt if it lists at least n distinct
+// endpoints (one per member; an error otherwise). Stop and Restart fail a
+// member and bring it back. Close stops them.
+func StartEtcdCluster(n int, opts ...EtcdOption) (*EtcdServer, error) {
 	if n < 1 {
-		t.Fatalf("fakes: EtcdCluster needs at least one member, got %d", n)
+		return nil, fmt.Errorf("fakes: an etcd cluster needs at least one member, got %d", n)
 	}
-	return newEtcd(t, n)
+	return startEtcd(n, newEtcdConfig(opts))
 }
 
-func newEtcd(t testing.TB, n int) *EtcdServer {
+// Etcd starts a one-member etcd for t with StartEtcd, or connects to the
+// real cluster named by EnvEtcdEndpoints (read here, as an EtcdAt before
+// opts) unless ForceEmbeddedEtcd is given. It fails the test if the
+// cluster cannot be started or reached, closes it at t's cleanup, and
+// prints the members' logs if the test failed.
+func Etcd(t testing.TB, opts ...EtcdOption) *EtcdServer {
 	t.Helper()
-	logs := &logBuffer{}
-	s := &EtcdServer{t: t, prefix: "lockproof-test-" + locks.NewOwner()[:8] + "/", logs: logs, log: logs.logger()}
-	t.Cleanup(s.dumpLogs) // registered first: runs last
-	if env := os.Getenv(EnvEtcdEndpoints); env != "" {
-		s.real = etcdEndpoints(t, env, n)
-	} else {
-		began := time.Now()
-		s.startMembers(n)
-		s.startup = time.Since(began)
-		t.Cleanup(s.stopMembers)
+	return etcdFor(t, "Etcd", 1, opts)
+}
+
+// EtcdCluster starts an n-member etcd cluster for t with
+// StartEtcdCluster, every member embedded in the test process. With
+// EnvEtcdEndpoints set (and no ForceEmbeddedEtcd) it uses that real
+// cluster instead if it lists at least n endpoints, and skips the test
+// otherwise. It closes the cluster at t's cleanup.
+func EtcdCluster(t testing.TB, n int, opts ...EtcdOption) *EtcdServer {
+	t.Helper()
+	return etcdFor(t, "EtcdCluster", n, opts)
+}
+
+// etcdFor is Etcd and EtcdCluster.
+func etcdFor(t testing.TB, helper string, n int, opts []EtcdOption) *EtcdServer {
+	t.Helper()
+	s := forTest(t, helper, EnvEtcdEndpoints, opts, func(v string) EtcdOption { return EtcdAt(listOf(v)...) },
+		func(o []EtcdOption) string { return strings.Join(newEtcdConfig(o).endpoints, ",") },
+		func(o ...EtcdOption) (*EtcdServer, error) { return StartEtcdCluster(n, o...) })
+	if s == nil {
+		return nil
 	}
-	t.Cleanup(s.closeClients) // runs before stopMembers
-	s.client = s.NewClient()
-	s.checkReady()
-	if s.members == nil {
-		t.Cleanup(s.deleteKeys) // runs before closeClients
-	}
+	t.Cleanup(func() { // registered after Close's cleanup: runs before it
+		if t.Failed() {
+			t.Logf("fakes: etcd logs of this test:\n%s", s.Logs())
+		}
+	})
 	return s
 }
 
-// etcdEndpoints parses EnvEtcdEndpoints: at least n distinct endpoints, or
-// the test is skipped.
-func etcdEndpoints(t testing.TB, env string, n int) []string {
-	t.Helper()
+func startEtcd(n int, cfg etcdConfig) (*EtcdServer, error) {
+	logs := &logBuffer{}
+	s := &EtcdServer{prefix: "lockproof-test-" + locks.NewOwner()[:8] + "/", logs: logs, log: logs.logger()}
+	if len(cfg.endpoints) > 0 {
+		eps, err := etcdEndpoints(cfg.endpoints, n)
+		if err != nil {
+			return nil, err
+		}
+		s.real = eps
+	} else {
+		began := time.Now()
+		if err := s.startMembers(n); err != nil {
+			return nil, err
+		}
+		s.startup = time.Since(began)
+	}
+	c, err := s.newClient(s.clientConfig(nil))
+	if err == nil {
+		s.client = c
+		err = s.checkReady()
+	}
+	if err != nil {
+		_ = s.Close()
+		return nil, err
+	}
+	s.answered = true
+	return s, nil
+}
+
+// Close closes every client the fake handed out, then stops the embedded
+// members and removes their data; on a real cluster it first deletes every
+// key under Prefix, and reports a failure to. Closing twice does nothing.
+func (s *EtcdServer) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	var errs []error
+	if s.members == nil && s.answered {
+		errs = append(errs, s.deleteKeys())
+	}
+	s.closeClients()
+	s.stopMembers()
+	if s.dir != "" {
+		errs = append(errs, os.RemoveAll(s.dir))
+	}
+	return errors.Join(errs...)
+}
+
+// Logs returns what the embedded members and the fake's clients logged
+// (info level and above), kept in memory up to 4 MiB.
+func (s *EtcdServer) Logs() string { return s.logs.String() }
+
+// etcdEndpoints checks the endpoints of a real cluster: at least n
+// distinct ones (an error wrapping errTooFewServers otherwise). Repeats
+// are dropped.
+func etcdEndpoints(endpoints []string, n int) ([]string, error) {
 	var eps []string
 	seen := map[string]bool{}
-	for e := range strings.SplitSeq(env, ",") {
-		e = strings.TrimSpace(e)
+	for _, e := range endpoints {
 		if e == "" || seen[e] {
 			continue
 		}
@@ -109,22 +216,23 @@ func etcdEndpoints(t testing.TB, env string, n int) []string {
 		eps = append(eps, e)
 	}
 	if len(eps) < n {
-		t.Skipf("fakes: the test needs an etcd cluster of %d members, %s lists %d", n, EnvEtcdEndpoints, len(eps))
+		return nil, fmt.Errorf("an etcd cluster of %d members needed, %d endpoints given: %w", n, len(eps), errTooFewServers)
 	}
-	return eps
+	return eps, nil
 }
 
-// checkReady fails the test unless the cluster answers a linearizable read.
-func (s *EtcdServer) checkReady() {
-	s.t.Helper()
+// checkReady returns an error unless the cluster answers a linearizable
+// read.
+func (s *EtcdServer) checkReady() error {
 	ctx, cancel := context.WithTimeout(context.Background(), etcdReadyCheck)
 	defer cancel()
 	if _, err := s.client.Get(ctx, s.prefix+"ready"); err != nil {
 		if s.members == nil {
-			s.t.Fatalf("fakes: %s=%s: etcd does not answer: %v", EnvEtcdEndpoints, strings.Join(s.real, ","), err)
+			return fmt.Errorf("etcd at %s does not answer: %w", strings.Join(s.real, ","), err)
 		}
-		s.t.Fatalf("fakes: the embedded etcd does not answer: %v", err)
+		return fmt.Errorf("the embedded etcd does not answer: %w", err)
 	}
+	return nil
 }
 
 // clientConfig is the configuration of every client the fake hands out:
@@ -139,40 +247,48 @@ func (s *EtcdServer) clientConfig(dialOpts []grpc.DialOption) clientv3.Config {
 	}
 }
 
-// Client returns the fake's own client, ready to use and closed at cleanup.
+// Client returns the fake's own client, ready to use and closed by Close.
 // It knows every member's endpoint and fails over between them. Its
 // requests pass through the locks.Gate of their context, as NewClient's do.
 func (s *EtcdServer) Client() *clientv3.Client { return s.client }
 
 // NewClient returns another client of every member, with its own
 // connections and the given extra gRPC dial options (interceptors, for
-// instance), closed at cleanup before the members stop: a second process.
+// instance), closed by Close before the members stop: a second process.
 // Its requests pass through the locks.Gate of their context as
 // "etcd <Service>/<Method>" (see EtcdGateDialOptions); interceptors in
-// dialOpts run inside the gate's.
+// dialOpts run inside the gate's. clientv3.New only fails on a bad
+// configuration: that fails the test (or panics, without one).
 func (s *EtcdServer) NewClient(dialOpts ...grpc.DialOption) *clientv3.Client {
-	s.t.Helper()
-	return s.newClient(s.clientConfig(dialOpts))
+	s.helper()
+	c, err := s.newClient(s.clientConfig(dialOpts))
+	if err != nil {
+		s.fatalf("fakes: %v", err)
+	}
+	return c
 }
 
-// MemberClient returns a client of member i alone, closed at cleanup.
+// MemberClient returns a client of member i alone, closed by Close.
 func (s *EtcdServer) MemberClient(i int) *clientv3.Client {
-	s.t.Helper()
+	s.helper()
 	cfg := s.clientConfig(nil)
 	cfg.Endpoints = []string{s.Endpoint(i)}
-	return s.newClient(cfg)
+	c, err := s.newClient(cfg)
+	if err != nil {
+		s.fatalf("fakes: %v", err)
+	}
+	return c
 }
 
-func (s *EtcdServer) newClient(cfg clientv3.Config) *clientv3.Client {
-	s.t.Helper()
+func (s *EtcdServer) newClient(cfg clientv3.Config) (*clientv3.Client, error) {
 	c, err := clientv3.New(cfg)
 	if err != nil {
-		s.t.Fatalf("fakes: etcd client of %v: %v", cfg.Endpoints, err)
+		return nil, fmt.Errorf("etcd client of %v: %w", cfg.Endpoints, err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.clients = append(s.clients, c)
-	return c
+	return c, nil
 }
 
 // closeClients closes every client handed out.
@@ -202,10 +318,10 @@ func (s *EtcdServer) Endpoints() []string {
 // Endpoint returns member i's client URL, failing the test if there is no
 // member i.
 func (s *EtcdServer) Endpoint(i int) string {
-	s.t.Helper()
+	s.helper()
 	eps := s.Endpoints()
 	if i < 0 || i >= len(eps) {
-		s.t.Fatalf("fakes: no etcd member %d in a cluster of %d", i, len(eps))
+		s.fatalf("fakes: no etcd member %d in a cluster of %d", i, len(eps))
 	}
 	return eps[i]
 }
@@ -280,17 +396,11 @@ func (s *EtcdServer) Leases(ctx context.Context) ([]clientv3.LeaseID, error) {
 }
 
 // deleteKeys deletes every key under the prefix on a real cluster.
-func (s *EtcdServer) deleteKeys() {
+func (s *EtcdServer) deleteKeys() error {
 	ctx, cancel := context.WithTimeout(context.Background(), etcdTimeout)
 	defer cancel()
 	if _, err := s.client.Delete(ctx, s.prefix, clientv3.WithPrefix()); err != nil {
-		s.t.Errorf("fakes: cleanup: deleting keys %s* on %v: %v", s.prefix, s.real, err)
+		return fmt.Errorf("deleting keys %s* on %v: %w", s.prefix, s.real, err)
 	}
-}
-
-// dumpLogs prints the members' and clients' logs if the test failed.
-func (s *EtcdServer) dumpLogs() {
-	if s.t.Failed() {
-		s.t.Logf("fakes: etcd logs of this test:\n%s", s.logs.String())
-	}
+	return nil
 }

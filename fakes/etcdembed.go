@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -41,28 +42,33 @@ type etcdMember struct {
 	e         *embed.Etcd // nil while stopped
 }
 
-// startMembers starts n members that form one new cluster and waits until
-// every one of them is ready. A port taken by another process between its
-// reservation and the start is retried with fresh ports.
-func (s *EtcdServer) startMembers(n int) {
-	s.t.Helper()
-	var err error
+// startMembers starts n members that form one new cluster, with their data
+// under a new temporary directory (s.dir, which Close removes), and waits
+// until every one of them is ready. A port taken by another process
+// between its reservation and the start is retried with fresh ports.
+func (s *EtcdServer) startMembers(n int) error {
+	dir, err := os.MkdirTemp("", "lockproof-etcd-")
+	if err != nil {
+		return fmt.Errorf("etcd: %w", err)
+	}
+	s.dir = dir
 	for try := 0; try < etcdStartTries; try++ {
 		s.members = make([]*etcdMember, n)
 		ports, perr := freePorts(2 * n)
 		if perr != nil {
-			s.t.Fatalf("fakes: etcd: no free loopback port: %v", perr)
+			err = fmt.Errorf("etcd: no free loopback port: %w", perr)
+			break
 		}
 		for i := range s.members {
 			s.members[i] = &etcdMember{
 				name:      "m" + strconv.Itoa(i),
-				dir:       filepath.Join(s.t.TempDir(), "etcd"),
+				dir:       filepath.Join(dir, strconv.Itoa(try), "m"+strconv.Itoa(i)),
 				clientURL: url.URL{Scheme: "http", Host: "127.0.0.1:" + strconv.Itoa(ports[2*i])},
 				peerURL:   url.URL{Scheme: "http", Host: "127.0.0.1:" + strconv.Itoa(ports[2*i+1])},
 			}
 		}
 		if err = s.startAll(); err == nil {
-			return
+			return nil
 		}
 		s.stopMembers()
 		if !errors.Is(err, syscall.EADDRINUSE) && !strings.Contains(err.Error(), "address already in use") {
@@ -70,7 +76,9 @@ func (s *EtcdServer) startMembers(n int) {
 		}
 	}
 	s.members = nil
-	s.t.Fatalf("fakes: cannot start an embedded etcd of %d member(s): %v", n, err)
+	_ = os.RemoveAll(dir)
+	s.dir = ""
+	return fmt.Errorf("cannot start an embedded etcd of %d member(s): %w", n, err)
 }
 
 // startAll starts every member, then waits for all to be ready.
@@ -190,14 +198,14 @@ func stopMember(m *etcdMember) {
 // for the server's request timeout. Embedded members only: on a real
 // cluster the test is skipped.
 func (s *EtcdServer) Stop(i int) {
-	s.t.Helper()
+	s.helper()
 	m := s.member(i, "Stop")
 	if m.e == nil {
 		return
 	}
 	stopMember(m)
 	if err := s.awaitLeader(); err != nil {
-		s.t.Fatalf("fakes: etcd Stop(%d): %v", i, err)
+		s.fatalf("fakes: etcd Stop(%d): %v", i, err)
 	}
 }
 
@@ -208,22 +216,22 @@ func (s *EtcdServer) Stop(i int) {
 // test if the member cannot start (another process took its port
 // meanwhile).
 func (s *EtcdServer) Restart(i int) {
-	s.t.Helper()
+	s.helper()
 	m := s.member(i, "Restart")
 	if m.e != nil {
 		return
 	}
 	if err := s.start(m); err != nil {
-		s.t.Fatalf("fakes: etcd Restart(%d): %v", i, err)
+		s.fatalf("fakes: etcd Restart(%d): %v", i, err)
 	}
 	if !s.quorum() {
 		return
 	}
 	if err := s.ready(m); err != nil {
-		s.t.Fatalf("fakes: etcd Restart(%d): %v", i, err)
+		s.fatalf("fakes: etcd Restart(%d): %v", i, err)
 	}
 	if err := s.awaitLeader(); err != nil {
-		s.t.Fatalf("fakes: etcd Restart(%d): %v", i, err)
+		s.fatalf("fakes: etcd Restart(%d): %v", i, err)
 	}
 }
 
@@ -277,7 +285,7 @@ func (s *EtcdServer) awaitLeader() error {
 
 // Running reports whether member i runs (always true on a real cluster).
 func (s *EtcdServer) Running(i int) bool {
-	s.t.Helper()
+	s.helper()
 	if s.members == nil {
 		s.Endpoint(i)
 		return true
@@ -288,7 +296,7 @@ func (s *EtcdServer) Running(i int) bool {
 // Embedded returns member i's embedded server, or nil while it is stopped
 // or on a real cluster.
 func (s *EtcdServer) Embedded(i int) *embed.Etcd {
-	s.t.Helper()
+	s.helper()
 	if s.members == nil {
 		return nil
 	}
@@ -296,12 +304,12 @@ func (s *EtcdServer) Embedded(i int) *embed.Etcd {
 }
 
 func (s *EtcdServer) member(i int, what string) *etcdMember {
-	s.t.Helper()
+	s.helper()
 	if s.members == nil {
-		s.t.Skipf("fakes: %s needs embedded etcd members: a test cannot stop a real one (unset %s)", what, EnvEtcdEndpoints)
+		s.skipf("fakes: %s needs embedded etcd members: a test cannot stop a real one (unset %s)", what, EnvEtcdEndpoints)
 	}
 	if i < 0 || i >= len(s.members) {
-		s.t.Fatalf("fakes: no etcd member %d in a cluster of %d", i, len(s.members))
+		s.fatalf("fakes: no etcd member %d in a cluster of %d", i, len(s.members))
 	}
 	return s.members[i]
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"regexp"
 	"strings"
 	"sync"
@@ -35,8 +34,8 @@ const EnvMySQLDSN = "LOCKPROOF_MYSQL_DSN"
 
 // MySQLServer is a MySQL-protocol server with a database of its own:
 // github.com/dolthub/go-mysql-server with an in-memory database served over
-// the wire protocol on a loopback port, or, for MySQL(t), a real server
-// named by EnvMySQLDSN.
+// the wire protocol on a loopback port, or a real server (MySQLAt, or for
+// MySQL(t) the one named by EnvMySQLDSN).
 //
 // go-mysql-server's in-memory database is not safe for concurrent writers
 // (its README says so: concurrent statements lose each other's updates) and
@@ -46,6 +45,7 @@ const EnvMySQLDSN = "LOCKPROOF_MYSQL_DSN"
 // (GET_LOCK waiting for a lock another session holds) blocks the whole server
 // until its own timeout. Use a real server (EnvMySQLDSN) for those.
 type MySQLServer struct {
+	owner           // no control fails a test: kept for the helpers' sake
 	dsn      string // with the database name and the options the helpers set
 	database string
 	real     bool
@@ -60,34 +60,69 @@ type MySQLServer struct {
 // logrus's standard logger at Info. Only its errors remain, on stderr.
 var quietGMS sync.Once
 
-// MySQL starts the in-process server (StartMySQL) for one test, or, with
-// EnvMySQLDSN set, creates a private database on that real server. The
-// returned server's DB is ready to use; everything is closed, and a real
-// server's database dropped, by tb.Cleanup.
-func MySQL(tb testing.TB) *MySQLServer {
+// MySQLOption configures StartMySQL (and MySQL).
+type MySQLOption func(*mysqlConfig)
+
+type mysqlConfig struct {
+	dsn           string // MySQLAt
+	name          string // part of a real database's name: the test's
+	forceEmbedded bool
+}
+
+// MySQLAt makes the fake create a private database on the real server
+// behind dsn, a go-sql-driver/mysql DSN without a database name for a user
+// that may create and drop databases ("root@tcp(127.0.0.1:3306)/"), instead
+// of starting the in-process server. Close drops the database. Default:
+// the in-process server.
+func MySQLAt(dsn string) MySQLOption { return func(c *mysqlConfig) { c.dsn = dsn } }
+
+// ForceEmbeddedMySQL uses the in-process server even when a real one is
+// given, by MySQLAt or, for MySQL, by EnvMySQLDSN. Default: a real server
+// when one is given.
+func ForceEmbeddedMySQL() MySQLOption { return func(c *mysqlConfig) { c.forceEmbedded = true } }
+
+// mysqlNamed names the real database after a test.
+func mysqlNamed(name string) MySQLOption { return func(c *mysqlConfig) { c.name = name } }
+
+func newMySQLConfig(opts []MySQLOption) mysqlConfig {
+	var c mysqlConfig
+	applyOptions(&c, opts)
+	if c.forceEmbedded {
+		c.dsn = ""
+	}
+	return c
+}
+
+// MySQL starts a server for one test with StartMySQL: the in-process
+// server, or a private database on the real server of EnvMySQLDSN (read
+// here, as a MySQLAt before opts, the database named after the test)
+// unless ForceEmbeddedMySQL is given. The returned server's DB is ready to
+// use; it fails the test if the server cannot be started or reached, and
+// everything is closed, and a real server's database dropped, at tb's
+// cleanup.
+func MySQL(tb testing.TB, opts ...MySQLOption) *MySQLServer {
 	tb.Helper()
-	var s *MySQLServer
-	var err error
-	if dsn := os.Getenv(EnvMySQLDSN); dsn != "" {
-		s, err = startRealMySQL(tb.Name(), dsn)
-	} else {
-		s, err = StartMySQL()
-	}
-	if err != nil {
-		tb.Fatalf("fakes.MySQL: %v", err)
-	}
-	tb.Cleanup(func() {
-		if err := s.Close(); err != nil {
-			tb.Errorf("fakes.MySQL: %v", err)
-		}
-	})
-	return s
+	return forTest(tb, "MySQL", EnvMySQLDSN, opts, MySQLAt,
+		func(o []MySQLOption) string { return newMySQLConfig(o).dsn },
+		func(o ...MySQLOption) (*MySQLServer, error) { return StartMySQL(append(o, mysqlNamed(tb.Name()))...) })
 }
 
 // StartMySQL starts go-mysql-server on a loopback port chosen by the kernel,
-// with an empty in-memory database, for programs and examples that have no
-// testing.TB. Close stops it.
-func StartMySQL() (*MySQLServer, error) {
+// with an empty in-memory database, or creates a private database on the
+// real server given by MySQLAt (unless ForceEmbeddedMySQL), for programs
+// and examples that have no testing.TB. Close stops it (or drops the
+// database).
+func StartMySQL(opts ...MySQLOption) (*MySQLServer, error) {
+	cfg := newMySQLConfig(opts)
+	if cfg.dsn != "" {
+		return startRealMySQL(cfg.name, cfg.dsn)
+	}
+	return startEmbeddedMySQL()
+}
+
+// startEmbeddedMySQL starts go-mysql-server with an empty in-memory
+// database.
+func startEmbeddedMySQL() (*MySQLServer, error) {
 	quietGMS.Do(func() { logrus.SetLevel(logrus.ErrorLevel) })
 	const database = "lockproof"
 	db := memory.NewDatabase(database)
@@ -140,22 +175,26 @@ func withParams(dsn string) string {
 
 var nonIdent = regexp.MustCompile(`[^A-Za-z0-9_]`)
 
-// startRealMySQL creates a database named after the test on the server
-// behind dsn and returns a MySQLServer whose pools use it; Close drops it.
+// startRealMySQL creates a database named after test (if any) on the
+// server behind dsn and returns a MySQLServer whose pools use it; Close
+// drops it.
 func startRealMySQL(test, dsn string) (*MySQLServer, error) {
 	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {
-		return nil, fmt.Errorf("%s=%q: %w", EnvMySQLDSN, dsn, err)
+		return nil, fmt.Errorf("DSN %q: %w", dsn, err)
 	}
 	if cfg.DBName != "" {
-		return nil, fmt.Errorf("%s=%q names database %q; leave it out, each test creates its own",
-			EnvMySQLDSN, dsn, cfg.DBName)
+		return nil, fmt.Errorf("DSN %q names database %q; leave it out, each fake creates its own",
+			dsn, cfg.DBName)
 	}
 	name := strings.ToLower(nonIdent.ReplaceAllString(test, "_"))
 	if len(name) > 40 {
 		name = name[:40]
 	}
-	database := "lockproof_" + name + "_" + locks.NewOwner()[:8]
+	if name != "" {
+		name += "_"
+	}
+	database := "lockproof_" + name + locks.NewOwner()[:8]
 	admin, err := sql.Open("mysql", dsn)
 	if err != nil {
 		return nil, err
@@ -164,7 +203,7 @@ func startRealMySQL(test, dsn string) (*MySQLServer, error) {
 	defer cancel()
 	if _, err := admin.ExecContext(ctx, "CREATE DATABASE `"+database+"`"); err != nil {
 		_ = admin.Close()
-		return nil, fmt.Errorf("%s: create database: %w", EnvMySQLDSN, err)
+		return nil, fmt.Errorf("create database: %w", err)
 	}
 	cfg.DBName = database
 	s := &MySQLServer{dsn: withParams(cfg.FormatDSN()), database: database, real: true}
@@ -194,7 +233,7 @@ func (s *MySQLServer) DSN() string { return s.dsn }
 // Database returns the name of the server's database.
 func (s *MySQLServer) Database() string { return s.database }
 
-// Real reports whether the server is the real one named by EnvMySQLDSN.
+// Real reports whether the server is a real one (MySQLAt, EnvMySQLDSN).
 func (s *MySQLServer) Real() bool { return s.real }
 
 // OpenDB opens another connection pool on the server's database, as another

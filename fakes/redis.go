@@ -3,8 +3,8 @@ package fakes
 import (
 	"context"
 	"fmt"
-	"os"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,13 +20,16 @@ import (
 // works under its own Prefix and deletes its keys at cleanup.
 const EnvRedisAddr = "LOCKPROOF_REDIS_ADDR"
 
-// RedisOption configures Redis and RedisCluster.
+// RedisOption configures StartRedis and StartRedisCluster (and Redis and
+// RedisCluster).
 type RedisOption func(*redisConfig)
 
 type redisConfig struct {
 	manual    bool
 	start     time.Time
 	forceMini bool
+	addr      string   // RedisAt
+	addrs     []string // RedisNodesAt
 }
 
 // ManualTime puts the fake in manual mode: its Clock is a *Clock reading
@@ -37,19 +40,34 @@ func ManualTime(start time.Time) RedisOption {
 	return func(c *redisConfig) { c.manual, c.start = true, start }
 }
 
-// ForceMiniredis uses miniredis even when a real server is configured by
-// EnvRedisAddr (or EnvRedisAddrs for RedisCluster). Default: the environment
-// decides. Use it for tests that need Stop, Restart or exact manual time.
+// RedisAt makes StartRedis use the real server at addr (host:port) instead
+// of miniredis. The fake works under its own Prefix there and deletes its
+// keys at Close. Default: miniredis. StartRedisCluster ignores it (one
+// server cannot stand for independent nodes: see RedisNodesAt).
+func RedisAt(addr string) RedisOption {
+	return func(c *redisConfig) { c.addr = addr }
+}
+
+// RedisNodesAt makes StartRedisCluster use the real, independent servers at
+// addrs (host:port each, no address twice; the first n are used) instead of
+// miniredis. Default: miniredis. StartRedis ignores it.
+func RedisNodesAt(addrs ...string) RedisOption {
+	return func(c *redisConfig) { c.addrs = append([]string(nil), addrs...) }
+}
+
+// ForceMiniredis uses miniredis even when a real server is given, by
+// RedisAt or RedisNodesAt or, for Redis and RedisCluster, by EnvRedisAddr or
+// EnvRedisAddrs. Default: a real server when one is given. Use it for tests
+// that need Stop, Restart or exact manual time.
 func ForceMiniredis() RedisOption {
 	return func(c *redisConfig) { c.forceMini = true }
 }
 
 func newRedisConfig(opts []RedisOption) redisConfig {
 	var c redisConfig
-	for _, opt := range opts {
-		if opt != nil {
-			opt(&c)
-		}
+	applyOptions(&c, opts)
+	if c.forceMini {
+		c.addr, c.addrs = "", nil
 	}
 	return c
 }
@@ -63,9 +81,9 @@ func (c redisConfig) newClock() *Clock {
 	return NewClock(c.start)
 }
 
-// RedisServer is one Redis backend for a test: miniredis on a loopback port,
-// or a real server named by EnvRedisAddr. Build it with Redis (or as a node
-// of RedisCluster); everything it opened is closed at the test's cleanup.
+// RedisServer is one Redis backend: miniredis on a loopback port, or a real
+// server (RedisAt). Build it with StartRedis, or Redis for a test (or as a
+// node of a RedisNodes); Close closes everything it opened.
 //
 // In real-time mode miniredis counts TTLs down on the wall clock (its
 // ClockTTL mode, which expires keys as any command touches the server): a
@@ -78,8 +96,12 @@ func (c redisConfig) newClock() *Clock {
 // clock, so a step of the system clock moves TTLs too.
 //
 // In manual mode the TTLs and TIME stand still until Advance.
+//
+// A control that cannot go on (Stop on a real server, Advance without
+// manual time) fails the test of a server from Redis, and panics on one
+// from StartRedis.
 type RedisServer struct {
-	t       testing.TB
+	owner
 	prefix  string
 	clock   *Clock // nil in real-time mode
 	inGroup bool   // a RedisCluster node: the clock is shared
@@ -87,6 +109,7 @@ type RedisServer struct {
 	addr    string
 	mini    *miniredis.Miniredis // nil on a real server
 	client  *redis.Client
+	closed  atomic.Bool
 
 	mu       sync.Mutex
 	clients  []*redis.Client
@@ -95,17 +118,23 @@ type RedisServer struct {
 	ownCmds  int // commands sent by the fake itself, not counted
 }
 
-// Redis starts a backend for t: miniredis on a port chosen by the kernel, or
-// the real server named by EnvRedisAddr unless ForceMiniredis is given. It
-// fails the test if the backend cannot be started or reached.
+// StartRedis starts miniredis on a port chosen by the kernel, or connects
+// to the real server given by RedisAt (unless ForceMiniredis), for a
+// program that has no test. It returns an error if the server cannot be
+// started or does not answer PING. Close stops it.
+func StartRedis(opts ...RedisOption) (*RedisServer, error) {
+	cfg := newRedisConfig(opts)
+	return newNode(cfg.addr, newPrefix(), cfg.newClock(), false, 0)
+}
+
+// Redis starts a backend for t with StartRedis: miniredis, or the real
+// server named by EnvRedisAddr (read here, as a RedisAt before opts) unless
+// ForceMiniredis is given. It fails the test if the backend cannot be
+// started or reached, and closes it at t's cleanup.
 func Redis(t testing.TB, opts ...RedisOption) *RedisServer {
 	t.Helper()
-	cfg := newRedisConfig(opts)
-	addr := ""
-	if !cfg.forceMini {
-		addr = os.Getenv(EnvRedisAddr)
-	}
-	return newNode(t, addr, newPrefix(), cfg.newClock(), false, 0)
+	return forTest(t, "Redis", EnvRedisAddr, opts, RedisAt,
+		func(o []RedisOption) string { return newRedisConfig(o).addr }, StartRedis)
 }
 
 // newPrefix returns a key prefix unique to one fake.
@@ -114,23 +143,25 @@ func newPrefix() string { return "lockproof-test-" + locks.NewOwner()[:8] + ":" 
 // newNode starts miniredis (addr == "") or connects to the real server at
 // addr, with the given prefix and clock (nil: real time), as node index of
 // its group.
-func newNode(t testing.TB, addr, prefix string, clock *Clock, inGroup bool, index int) *RedisServer {
-	t.Helper()
+func newNode(addr, prefix string, clock *Clock, inGroup bool, index int) (*RedisServer, error) {
 	quietDialFailures.Do(func() {
 		redis.SetLogger(logging.NewBlacklistLogger([]string{"failed to dial"}))
 	})
-	r := &RedisServer{t: t, prefix: prefix, clock: clock, inGroup: inGroup, index: index, addr: addr}
+	r := &RedisServer{prefix: prefix, clock: clock, inGroup: inGroup, index: index, addr: addr}
 	if addr == "" {
-		r.startMiniredis()
+		if err := r.startMiniredis(); err != nil {
+			return nil, err
+		}
 	}
 	r.client = r.newClient()
 	r.clients = append(r.clients, r.client)
-	t.Cleanup(r.closeAll)
 	if r.mini == nil {
-		r.pingReal()
-		t.Cleanup(r.deleteKeys) // runs before closeAll
+		if err := r.pingReal(); err != nil {
+			r.closeAll()
+			return nil, err
+		}
 	}
-	return r
+	return r, nil
 }
 
 // quietDialFailures installs, once, a go-redis logger that drops the line
@@ -140,8 +171,7 @@ func newNode(t testing.TB, addr, prefix string, clock *Clock, inGroup bool, inde
 // logger set before the first fake; its other messages still go to stderr.
 var quietDialFailures sync.Once
 
-func (r *RedisServer) startMiniredis() {
-	r.t.Helper()
+func (r *RedisServer) startMiniredis() error {
 	m := miniredis.NewMiniRedis()
 	if r.clock != nil {
 		m.SetTime(r.clock.Now())
@@ -149,9 +179,10 @@ func (r *RedisServer) startMiniredis() {
 		m.ClockTTL(true)
 	}
 	if err := m.StartAddr("127.0.0.1:0"); err != nil {
-		r.t.Fatalf("fakes: cannot start miniredis on a loopback port: %v", err)
+		return fmt.Errorf("cannot start miniredis on a loopback port: %w", err)
 	}
 	r.mini, r.addr = m, m.Addr()
+	return nil
 }
 
 // clientPoolSize bounds each client's connections. A go-redis pool stops
@@ -193,11 +224,21 @@ func (r *RedisServer) newClient() *redis.Client {
 // the server built elsewhere (through a proxy, say).
 func (r *RedisServer) GateLabel() string { return fmt.Sprintf("redis node %d", r.index) }
 
-// deleteKeys deletes every key under the prefix on a real server.
-func (r *RedisServer) deleteKeys() {
-	if err := r.deletePrefix(); err != nil {
-		r.t.Errorf("fakes: cleanup: deleting keys %s* on %s: %v", r.prefix, r.addr, err)
+// Close closes every client the server handed out and stops miniredis; on
+// a real server it first deletes every key under Prefix, and reports a
+// failure to. Closing twice does nothing.
+func (r *RedisServer) Close() error {
+	if r.closed.Swap(true) {
+		return nil
 	}
+	var err error
+	if r.mini == nil {
+		if derr := r.deletePrefix(); derr != nil {
+			err = fmt.Errorf("deleting keys %s* on %s: %w", r.prefix, r.addr, derr)
+		}
+	}
+	r.closeAll()
+	return err
 }
 
 // closeAll closes every client, then the miniredis server.
@@ -214,12 +255,12 @@ func (r *RedisServer) closeAll() {
 	}
 }
 
-// Client returns the fake's own client, ready to use and closed at cleanup.
+// Client returns the fake's own client, ready to use and closed by Close.
 // It is gated as NewClient's are.
 func (r *RedisServer) Client() redis.UniversalClient { return r.client }
 
-// NewClient returns another client with its own connection pool, closed at
-// cleanup: a second process talking to the same server. Like the fake's own
+// NewClient returns another client with its own connection pool, closed by
+// Close: a second process talking to the same server. Like the fake's own
 // client, it passes its commands through the locks.Gate of their context
 // (see RedisGateHook), as "redis node <i>: <COMMAND>".
 func (r *RedisServer) NewClient() *redis.Client {
@@ -272,22 +313,22 @@ func (r *RedisServer) Real() bool { return r.mini == nil }
 // deleting those it would run out, while the server keeps counting down in
 // real time as well; TIME keeps the server's time.
 func (r *RedisServer) Advance(d time.Duration) {
-	r.t.Helper()
+	r.helper()
 	if r.inGroup {
-		r.t.Fatalf("fakes: Advance on one node of a RedisCluster would move the clock shared by all nodes; " +
+		r.fatalf("fakes: Advance on one node of a RedisCluster would move the clock shared by all nodes; " +
 			"use RedisNodes.Advance (or Miniredis().FastForward to skew one node)")
 	}
-	advance(r.t, r.clock, []*RedisServer{r}, d)
+	advance(r.owner, r.clock, []*RedisServer{r}, d)
 }
 
 // advance moves the backends of nodes, then clock, forward by d.
-func advance(t testing.TB, clock *Clock, nodes []*RedisServer, d time.Duration) {
-	t.Helper()
+func advance(t owner, clock *Clock, nodes []*RedisServer, d time.Duration) {
+	t.helper()
 	if clock == nil {
-		t.Fatalf("fakes: Advance needs manual time: start the fake with fakes.ManualTime(start)")
+		t.fatalf("fakes: Advance needs manual time: start the fake with fakes.ManualTime(start)")
 	}
 	if d < 0 {
-		t.Fatalf("fakes: Advance(%v): time cannot move backwards", d)
+		t.fatalf("fakes: Advance(%v): time cannot move backwards", d)
 	}
 	now := clock.Now().Add(d)
 	for _, n := range nodes {
@@ -298,10 +339,10 @@ func advance(t testing.TB, clock *Clock, nodes []*RedisServer, d time.Duration) 
 
 // advanceBackend runs the backend's TTLs down by d and sets its time to now.
 func (r *RedisServer) advanceBackend(now time.Time, d time.Duration) {
-	r.t.Helper()
+	r.helper()
 	if r.mini == nil {
 		if err := r.advanceReal(d); err != nil {
-			r.t.Fatalf("fakes: Advance(%v) on %s: %v", d, r.addr, err)
+			r.fatalf("fakes: Advance(%v) on %s: %v", d, r.addr, err)
 		}
 		return
 	}
@@ -313,7 +354,7 @@ func (r *RedisServer) advanceBackend(now time.Time, d time.Duration) {
 // Stopping a stopped server does nothing. miniredis only: on a real server
 // the test is skipped.
 func (r *RedisServer) Stop() {
-	r.t.Helper()
+	r.helper()
 	r.requireMiniredis("Stop")
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -336,7 +377,7 @@ func (r *RedisServer) stopLocked() {
 // server is down, in the mode's time. Clients reconnect by themselves.
 // miniredis only: on a real server the test is skipped.
 func (r *RedisServer) Restart(keepData bool) {
-	r.t.Helper()
+	r.helper()
 	r.requireMiniredis("Restart")
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -351,11 +392,11 @@ func (r *RedisServer) Restart(keepData bool) {
 	r.mini.Ctx, r.mini.CtxCancel = context.WithCancel(context.Background())
 	r.mini.Unlock()
 	if err := r.mini.Restart(); err != nil {
-		r.t.Fatalf("fakes: cannot restart miniredis on %s: %v", r.addr, err)
+		r.fatalf("fakes: cannot restart miniredis on %s: %v", r.addr, err)
 	}
 	r.stopped = false
 	if err := r.flushScripts(); err != nil {
-		r.t.Fatalf("fakes: restart of %s: emptying the script cache: %v", r.addr, err)
+		r.fatalf("fakes: restart of %s: emptying the script cache: %v", r.addr, err)
 	}
 }
 
@@ -373,13 +414,13 @@ func (r *RedisServer) flushScripts() error {
 }
 
 func (r *RedisServer) requireMiniredis(what string) {
-	r.t.Helper()
+	r.helper()
 	if r.mini == nil {
 		env := EnvRedisAddr
 		if r.inGroup {
 			env = EnvRedisAddrs
 		}
-		r.t.Skipf("fakes: %s needs miniredis: cannot stop a real server from a test (unset %s or use fakes.ForceMiniredis)",
+		r.skipf("fakes: %s needs miniredis: cannot stop a real server from a test (unset %s, or use fakes.ForceMiniredis)",
 			what, env)
 	}
 }
@@ -389,7 +430,7 @@ func (r *RedisServer) requireMiniredis(what string) {
 // the server's total_commands_processed: every client's commands since the
 // server started, and it fails the test if INFO cannot be read.
 func (r *RedisServer) CommandCount() int {
-	r.t.Helper()
+	r.helper()
 	if r.mini == nil {
 		return r.realCommandCount()
 	}

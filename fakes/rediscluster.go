@@ -2,8 +2,8 @@ package fakes
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -21,55 +21,93 @@ const EnvRedisAddrs = "LOCKPROOF_REDIS_ADDRS"
 
 // RedisNodes is a group of independent Redis servers, as Redlock uses: no
 // replication, no shared keys. All nodes share one Prefix and, in manual
-// mode, one Clock. It is not a Redis Cluster (no slots).
+// mode, one Clock. It is not a Redis Cluster (no slots). Build it with
+// StartRedisCluster, or RedisCluster for a test; Close closes every node.
 type RedisNodes struct {
-	t      testing.TB
+	owner
 	prefix string
 	clock  *Clock // nil in real-time mode
 	nodes  []*RedisServer
 }
 
-// RedisCluster starts n independent nodes for t: miniredis servers, or the
-// first n real servers of EnvRedisAddrs unless ForceMiniredis is given. It
-// fails the test if n < 1 or a node cannot be started, and skips it when
-// EnvRedisAddrs lists fewer than n servers.
-func RedisCluster(t testing.TB, n int, opts ...RedisOption) *RedisNodes {
-	t.Helper()
+// StartRedisCluster starts n independent nodes for a program that has no
+// test: miniredis servers, or the first n real servers given by
+// RedisNodesAt (unless ForceMiniredis). It returns an error if n < 1,
+// RedisNodesAt lists an address twice or fewer than n, or a node cannot be
+// started or reached. Close stops them.
+func StartRedisCluster(n int, opts ...RedisOption) (*RedisNodes, error) {
 	if n < 1 {
-		t.Fatalf("fakes: RedisCluster needs at least one node, got %d", n)
+		return nil, fmt.Errorf("fakes: a Redis cluster needs at least one node, got %d", n)
 	}
 	cfg := newRedisConfig(opts)
 	addrs := make([]string, n) // "" starts a miniredis
-	if env := os.Getenv(EnvRedisAddrs); env != "" && !cfg.forceMini {
-		copy(addrs, realAddrs(t, env, n))
+	if len(cfg.addrs) > 0 {
+		real, err := realAddrs(cfg.addrs, n)
+		if err != nil {
+			return nil, err
+		}
+		copy(addrs, real)
 	}
-	g := &RedisNodes{t: t, prefix: newPrefix(), clock: cfg.newClock()}
+	g := &RedisNodes{prefix: newPrefix(), clock: cfg.newClock()}
 	for i, addr := range addrs {
-		g.nodes = append(g.nodes, newNode(t, addr, g.prefix, g.clock, true, i))
+		node, err := newNode(addr, g.prefix, g.clock, true, i)
+		if err != nil {
+			_ = g.Close()
+			return nil, fmt.Errorf("node %d: %w", i, err)
+		}
+		g.nodes = append(g.nodes, node)
 	}
-	return g
+	return g, nil
 }
 
-// realAddrs parses EnvRedisAddrs and returns its first n addresses.
-func realAddrs(t testing.TB, env string, n int) []string {
+// RedisCluster starts n independent nodes for t with StartRedisCluster:
+// miniredis servers, or the first n real servers of EnvRedisAddrs (read
+// here, as a RedisNodesAt before opts) unless ForceMiniredis is given. It
+// fails the test if n < 1 or a node cannot be started, skips it when
+// EnvRedisAddrs lists fewer than n servers, and closes the nodes at t's
+// cleanup.
+func RedisCluster(t testing.TB, n int, opts ...RedisOption) *RedisNodes {
 	t.Helper()
-	var addrs []string
-	seen := map[string]bool{}
-	for a := range strings.SplitSeq(env, ",") {
-		a = strings.TrimSpace(a)
-		if a == "" {
-			continue
+	return forTest(t, "RedisCluster", EnvRedisAddrs, opts,
+		func(v string) RedisOption { return RedisNodesAt(listOf(v)...) },
+		func(o []RedisOption) string { return strings.Join(newRedisConfig(o).addrs, ",") },
+		func(o ...RedisOption) (*RedisNodes, error) { return StartRedisCluster(n, o...) })
+}
+
+// own makes tb the owner of the group and of every node.
+func (g *RedisNodes) own(tb testing.TB) {
+	g.tb = tb
+	for _, node := range g.nodes {
+		node.own(tb)
+	}
+}
+
+// Close closes every node (see RedisServer.Close) and returns their
+// errors, joined.
+func (g *RedisNodes) Close() error {
+	var errs []error
+	for i, n := range g.nodes {
+		if err := n.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("node %d: %w", i, err))
 		}
+	}
+	return errors.Join(errs...)
+}
+
+// realAddrs checks the addresses of real servers (no address twice, at
+// least n) and returns the first n.
+func realAddrs(addrs []string, n int) ([]string, error) {
+	seen := map[string]bool{}
+	for _, a := range addrs {
 		if seen[a] {
-			t.Fatalf("fakes: %s lists %s twice: nodes must be independent servers", EnvRedisAddrs, a)
+			return nil, fmt.Errorf("%s is listed twice: nodes must be independent servers", a)
 		}
 		seen[a] = true
-		addrs = append(addrs, a)
 	}
 	if len(addrs) < n {
-		t.Skipf("fakes: the test needs %d independent Redis servers, %s lists %d", n, EnvRedisAddrs, len(addrs))
+		return nil, fmt.Errorf("%d independent Redis servers needed, %d given: %w", n, len(addrs), errTooFewServers)
 	}
-	return addrs[:n]
+	return addrs[:n], nil
 }
 
 // Nodes returns the nodes, in order.
@@ -77,9 +115,9 @@ func (g *RedisNodes) Nodes() []*RedisServer { return g.nodes }
 
 // Node returns node i, failing the test if there is none.
 func (g *RedisNodes) Node(i int) *RedisServer {
-	g.t.Helper()
+	g.helper()
 	if i < 0 || i >= len(g.nodes) {
-		g.t.Fatalf("fakes: no node %d in a group of %d", i, len(g.nodes))
+		g.fatalf("fakes: no node %d in a group of %d", i, len(g.nodes))
 	}
 	return g.nodes[i]
 }
@@ -93,8 +131,8 @@ func (g *RedisNodes) Clients() []redis.UniversalClient {
 	return cs
 }
 
-// NewClients returns a fresh client per node, in node order, closed at
-// cleanup: the view of a second process. Node i's client passes its
+// NewClients returns a fresh client per node, in node order, closed by
+// Close: the view of a second process. Node i's client passes its
 // commands through the locks.Gate of their context as "redis node <i>: ..."
 // (see RedisGateHook), so the names of Redlock's parallel requests differ by
 // node and by nothing that changes from run to run.
@@ -120,19 +158,19 @@ func (g *RedisNodes) LockOptions() []locks.Option { return lockOptions(g.prefix,
 // Advance moves time forward by d on every node, stopped ones included, then
 // on the shared Clock; manual mode only. See RedisServer.Advance.
 func (g *RedisNodes) Advance(d time.Duration) {
-	g.t.Helper()
-	advance(g.t, g.clock, g.nodes, d)
+	g.helper()
+	advance(g.owner, g.clock, g.nodes, d)
 }
 
 // Stop stops node i. See RedisServer.Stop.
 func (g *RedisNodes) Stop(i int) {
-	g.t.Helper()
+	g.helper()
 	g.Node(i).Stop()
 }
 
 // Restart restarts node i, with its data or empty. See RedisServer.Restart.
 func (g *RedisNodes) Restart(i int, keepData bool) {
-	g.t.Helper()
+	g.helper()
 	g.Node(i).Restart(keepData)
 }
 
@@ -142,9 +180,9 @@ func (g *RedisNodes) Restart(i int, keepData bool) {
 // Redlock. Manual mode on miniredis, or any real server (whose key TTLs are
 // shortened by d).
 func (g *RedisNodes) JumpNode(i int, d time.Duration) {
-	g.t.Helper()
+	g.helper()
 	if d < 0 {
-		g.t.Fatalf("fakes: JumpNode(%d, %v): a jump goes forward", i, d)
+		g.fatalf("fakes: JumpNode(%d, %v): a jump goes forward", i, d)
 	}
 	n := g.Node(i)
 	if n.mini != nil {
@@ -152,7 +190,7 @@ func (g *RedisNodes) JumpNode(i int, d time.Duration) {
 		return
 	}
 	if err := n.advanceReal(d); err != nil {
-		g.t.Fatalf("fakes: JumpNode(%d, %v): %v", i, d, err)
+		g.fatalf("fakes: JumpNode(%d, %v): %v", i, d, err)
 	}
 }
 

@@ -18,14 +18,14 @@ const realTimeout = 10 * time.Second
 // handles.
 const keyBatch = 256
 
-// pingReal fails the test unless the real server answers PING.
-func (r *RedisServer) pingReal() {
-	r.t.Helper()
+// pingReal returns an error unless the real server answers PING.
+func (r *RedisServer) pingReal() error {
 	ctx, cancel := context.WithTimeout(context.Background(), realTimeout)
 	defer cancel()
 	if err := r.client.Ping(ctx).Err(); err != nil {
-		r.t.Fatalf("fakes: %s=%s: the Redis server does not answer PING: %v", EnvRedisAddr, r.addr, err)
+		return fmt.Errorf("the Redis server at %s does not answer PING: %w", r.addr, err)
 	}
+	return nil
 }
 
 // prefixKeys returns every key under the prefix, each once (SCAN may return
@@ -120,16 +120,16 @@ func (r *RedisServer) advanceReal(d time.Duration) error {
 
 // realCommandCount reads total_commands_processed from INFO stats.
 func (r *RedisServer) realCommandCount() int {
-	r.t.Helper()
+	r.helper()
 	ctx, cancel := context.WithTimeout(context.Background(), realTimeout)
 	defer cancel()
 	info, err := r.client.Info(ctx, "stats").Result()
 	if err != nil {
-		r.t.Fatalf("fakes: CommandCount: INFO stats on %s: %v", r.addr, err)
+		r.fatalf("fakes: CommandCount: INFO stats on %s: %v", r.addr, err)
 	}
 	n, err := infoField(info, "total_commands_processed")
 	if err != nil {
-		r.t.Fatalf("fakes: CommandCount: INFO stats on %s: %v", r.addr, err)
+		r.fatalf("fakes: CommandCount: INFO stats on %s: %v", r.addr, err)
 	}
 	return n
 }

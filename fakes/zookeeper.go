@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -27,8 +26,14 @@ type zkConfig struct {
 	manual    bool
 	start     time.Time
 	forceMini bool
+	addr      string // ZooKeeperAt
 	tick      time.Duration
 }
+
+// ZooKeeperAt makes the fake use the real server at addr (host:port)
+// instead of minizk. The fake works under its own Prefix there and deletes
+// it at Close. Default: minizk.
+func ZooKeeperAt(addr string) ZooKeeperOption { return func(c *zkConfig) { c.addr = addr } }
 
 // ZooKeeperManualTime runs minizk on a manual *Clock reading start:
 // sessions expire only when Advance moves it past their timeout. Default:
@@ -38,8 +43,9 @@ func ZooKeeperManualTime(start time.Time) ZooKeeperOption {
 	return func(c *zkConfig) { c.manual, c.start = true, start }
 }
 
-// ForceMinizk uses minizk even when EnvZKAddr names a real server.
-// Default: the environment decides. Use it for tests that need minizk's
+// ForceMinizk uses minizk even when a real server is given, by ZooKeeperAt
+// or, for ZooKeeper, by EnvZKAddr. Default: a real server when one is
+// given. Use it for tests that need minizk's
 // controls (ExpireSession, DropConnections, Pause, Restart) or exact manual
 // time.
 func ForceMinizk() ZooKeeperOption { return func(c *zkConfig) { c.forceMini = true } }
@@ -52,10 +58,10 @@ func ZooKeeperTickTime(d time.Duration) ZooKeeperOption {
 }
 
 // ZooKeeperServer is one ZooKeeper server: minizk on a loopback port, or
-// the real server named by EnvZKAddr. Close stops minizk and closes every
+// a real server (ZooKeeperAt, or EnvZKAddr for ZooKeeper). Close stops minizk and closes every
 // client Connect handed out; on a real server it deletes Prefix first.
 type ZooKeeperServer struct {
-	tb     testing.TB // nil for StartZooKeeper
+	owner
 	addr   string
 	prefix string
 	clock  *Clock // nil: real time
@@ -67,43 +73,33 @@ type ZooKeeperServer struct {
 	closed  bool
 }
 
-// ZooKeeper starts a ZooKeeper server for t: minizk, or the real server of
-// EnvZKAddr unless ForceMinizk is given. Everything is closed by t.Cleanup;
-// it fails the test if the server cannot be started or reached.
+// ZooKeeper starts a ZooKeeper server for t with StartZooKeeper: minizk,
+// or the real server of EnvZKAddr (read here, as a ZooKeeperAt before
+// opts) unless ForceMinizk is given. Everything is closed by t.Cleanup; it
+// fails the test if the server cannot be started or reached.
 func ZooKeeper(t testing.TB, opts ...ZooKeeperOption) *ZooKeeperServer {
 	t.Helper()
-	cfg := newZKConfig(opts)
-	var z *ZooKeeperServer
-	var err error
-	if addr := os.Getenv(EnvZKAddr); addr != "" && !cfg.forceMini {
-		z, err = realZooKeeper(addr, cfg)
-	} else {
-		z, err = startMinizk(cfg)
-	}
-	if err != nil {
-		t.Fatalf("fakes.ZooKeeper: %v", err)
-	}
-	z.tb = t
-	t.Cleanup(func() {
-		if err := z.Close(); err != nil {
-			t.Errorf("fakes.ZooKeeper: %v", err)
-		}
-	})
-	return z
+	return forTest(t, "ZooKeeper", EnvZKAddr, opts, ZooKeeperAt,
+		func(o []ZooKeeperOption) string { return newZKConfig(o).addr }, StartZooKeeper)
 }
 
-// StartZooKeeper starts minizk on a loopback port chosen by the kernel, for
-// programs and examples that have no testing.TB. Close stops it.
+// StartZooKeeper starts minizk on a loopback port chosen by the kernel, or
+// connects to the real server given by ZooKeeperAt (unless ForceMinizk),
+// for programs and examples that have no testing.TB. It returns an error
+// if the server cannot be started or gives no session. Close stops it.
 func StartZooKeeper(opts ...ZooKeeperOption) (*ZooKeeperServer, error) {
-	return startMinizk(newZKConfig(opts))
+	cfg := newZKConfig(opts)
+	if cfg.addr != "" {
+		return realZooKeeper(cfg.addr, cfg)
+	}
+	return startMinizk(cfg)
 }
 
 func newZKConfig(opts []ZooKeeperOption) zkConfig {
 	c := zkConfig{tick: minizk.DefaultTickTime}
-	for _, opt := range opts {
-		if opt != nil {
-			opt(&c)
-		}
+	applyOptions(&c, opts)
+	if c.forceMini {
+		c.addr = ""
 	}
 	return c
 }
@@ -126,7 +122,7 @@ func startMinizk(cfg zkConfig) (*ZooKeeperServer, error) {
 func realZooKeeper(addr string, cfg zkConfig) (*ZooKeeperServer, error) {
 	nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	if err != nil {
-		return nil, fmt.Errorf("%s=%s: %w", EnvZKAddr, addr, err)
+		return nil, fmt.Errorf("zookeeper at %s: %w", addr, err)
 	}
 	_ = nc.Close()
 	z := &ZooKeeperServer{addr: addr, prefix: zkPrefix(), manual: cfg.manual}
@@ -136,7 +132,7 @@ func realZooKeeper(addr string, cfg zkConfig) (*ZooKeeperServer, error) {
 	}
 	if err != nil {
 		_ = z.Close()
-		return nil, fmt.Errorf("%s=%s: %w", EnvZKAddr, addr, err)
+		return nil, fmt.Errorf("zookeeper at %s: %w", addr, err)
 	}
 	return z, nil
 }
@@ -263,7 +259,7 @@ func (z *ZooKeeperServer) Clock() locks.Clock { return clockOf(z.clock) }
 // that the lock uses this fake's Prefix and Clock.
 func (z *ZooKeeperServer) LockOptions() []locks.Option { return lockOptions(z.prefix, z.clock) }
 
-// Real reports whether the server is the real one of EnvZKAddr.
+// Real reports whether the server is a real one (ZooKeeperAt, EnvZKAddr).
 func (z *ZooKeeperServer) Real() bool { return z.mini == nil }
 
 // Minizk returns the minizk server, or nil on a real server. Its controls
@@ -308,14 +304,9 @@ func (z *ZooKeeperServer) AdvanceTime(d time.Duration) error {
 // error (no manual time, or a negative d) and panics: call AdvanceTime
 // there.
 func (z *ZooKeeperServer) Advance(d time.Duration) {
-	err := z.AdvanceTime(d)
-	switch {
-	case err == nil:
-	case z.tb != nil:
-		z.tb.Helper()
-		z.tb.Fatalf("%v", err)
-	default:
-		panic(err)
+	if err := z.AdvanceTime(d); err != nil {
+		z.helper()
+		z.fatalf("%v", err)
 	}
 }
 

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -27,8 +25,7 @@ func EtcdLockOptions() Options {
 }
 
 // EtcdLock is the Factory of etcdlock on a one-member etcd embedded in the
-// process (fakes.Etcd; a LOCKPROOF_ETCD_ENDPOINTS in the environment is
-// cleared for the run with t.Setenv, which a parallel test cannot do).
+// process (fakes.StartEtcd with ForceEmbeddedEtcd: never a real cluster).
 // etcd's leases follow the server's wall clock,
 // whole seconds at a time, and no manual clock can stop them: Clock is the
 // system clock and Advance sleeps, so every run lasts seconds.
@@ -56,10 +53,11 @@ func EtcdLockOptions() Options {
 // deadline has not passed, so etcdlock does not claim it.
 func EtcdLock() Factory {
 	return func(t testing.TB) (*Backend, error) {
-		if os.Getenv(fakes.EnvEtcdEndpoints) != "" {
-			t.Setenv(fakes.EnvEtcdEndpoints, "") // the embedded member, not a real cluster
+		s, err := fakes.StartEtcd(fakes.ForceEmbeddedEtcd())
+		if err != nil {
+			return nil, fmt.Errorf("propertytest: %w", err)
 		}
-		s := fakes.Etcd(t)
+		closeAtCleanup(t, "the embedded etcd", s)
 		be := etcdBackend(s)
 		be.Faults = []Fault{{
 			Name: "revoke the holder's lease (the server's clock jumps)", Kind: FaultClockJump,
@@ -77,18 +75,17 @@ func EtcdLock() Factory {
 // server's lease is at least 1.5 election timeouts, rounded up to whole
 // seconds (2s with etcd's default 1s election timeout), so Slack must be
 // at least that lease + 0.5s − TTL. Claims: the defaults. No backend fault.
-// It passes the endpoints to fakes.Etcd in fakes.EnvEtcdEndpoints, with
-// t.Setenv: not in a parallel test.
+// It chooses the cluster with fakes.EtcdAt, not through the environment.
 func EtcdLockOn(endpoints []string) Factory {
 	return func(t testing.TB) (*Backend, error) {
 		if len(endpoints) == 0 {
 			return nil, fmt.Errorf("propertytest: EtcdLockOn needs the cluster's endpoints")
 		}
-		t.Setenv(fakes.EnvEtcdEndpoints, strings.Join(endpoints, ","))
-		s := fakes.Etcd(t)
-		if !s.Real() {
-			return nil, fmt.Errorf("propertytest: %s did not select the real cluster", fakes.EnvEtcdEndpoints)
+		s, err := fakes.StartEtcd(fakes.EtcdAt(endpoints...))
+		if err != nil {
+			return nil, fmt.Errorf("propertytest: %w", err)
 		}
+		closeAtCleanup(t, "the etcd fake", s)
 		return etcdBackend(s).Backend, nil
 	}
 }

@@ -56,11 +56,7 @@ func MySQLLockWith(newLocker func(db *sql.DB, name string, opts ...locks.Option)
 		if err != nil {
 			return nil, fmt.Errorf("propertytest: start the in-process MySQL: %w", err)
 		}
-		t.Cleanup(func() {
-			if err := s.Close(); err != nil {
-				t.Errorf("propertytest: close the in-process MySQL: %v", err)
-			}
-		})
+		closeAtCleanup(t, "the in-process MySQL", s)
 		be, err := mysqlBackend(s, mysqllock.DefaultTable, clock, newLocker)
 		if err != nil {
 			return nil, err
@@ -83,18 +79,18 @@ func MySQLLockWith(newLocker func(db *sql.DB, name string, opts ...locks.Option)
 // Options.TTL, such as 200ms, and a Slack of at least TTL/4; the lease
 // model's clock tolerance (locks.Drift) must cover the difference between
 // the server's clock rate and this machine's, as for RedisLockOn. Claims:
-// the defaults. No backend fault. It passes dsn to fakes.MySQL in
-// fakes.EnvMySQLDSN, with t.Setenv: not in a parallel test.
+// the defaults. No backend fault. It chooses the server with
+// fakes.MySQLAt, not through the environment.
 func MySQLLockOn(dsn string) Factory {
 	return func(t testing.TB) (*Backend, error) {
 		if dsn == "" {
 			return nil, fmt.Errorf("propertytest: MySQLLockOn needs the server's DSN")
 		}
-		t.Setenv(fakes.EnvMySQLDSN, dsn)
-		s := fakes.MySQL(t)
-		if !s.Real() {
-			return nil, fmt.Errorf("propertytest: %s did not select the real server", fakes.EnvMySQLDSN)
+		s, err := fakes.StartMySQL(fakes.MySQLAt(dsn))
+		if err != nil {
+			return nil, fmt.Errorf("propertytest: %w", err)
 		}
+		closeAtCleanup(t, "the MySQL fake", s)
 		be, err := mysqlBackend(s, mysqllock.DefaultTable, locks.SystemClock{},
 			func(db *sql.DB, name string, opts ...locks.Option) (locks.Locker, error) {
 				return mysqllock.New(db, name, opts...)

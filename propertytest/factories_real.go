@@ -2,7 +2,6 @@ package propertytest
 
 import (
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -25,11 +24,11 @@ func RedisLockOn(addr string) Factory {
 		if addr == "" {
 			return nil, fmt.Errorf("propertytest: RedisLockOn needs the server's address")
 		}
-		t.Setenv(fakes.EnvRedisAddr, addr)
-		r := fakes.Redis(t)
-		if !r.Real() {
-			return nil, fmt.Errorf("propertytest: %s did not select the real server", fakes.EnvRedisAddr)
+		r, err := fakes.StartRedis(fakes.RedisAt(addr))
+		if err != nil {
+			return nil, fmt.Errorf("propertytest: %w", err)
 		}
+		closeAtCleanup(t, "the Redis fake", r)
 		return &Backend{
 			NewLocker: func(name string, opts ...locks.Option) (locks.Locker, error) {
 				return redislock.New(r.NewClient(), name, append(r.LockOptions(), opts...)...)
@@ -50,11 +49,11 @@ func RedlockOn(addrs []string) Factory {
 		if len(addrs) < 3 {
 			return nil, fmt.Errorf("propertytest: RedlockOn needs at least 3 independent servers, got %d", len(addrs))
 		}
-		t.Setenv(fakes.EnvRedisAddrs, strings.Join(addrs, ","))
-		g := fakes.RedisCluster(t, len(addrs))
-		if !g.Node(0).Real() {
-			return nil, fmt.Errorf("propertytest: %s did not select the real servers", fakes.EnvRedisAddrs)
+		g, err := fakes.StartRedisCluster(len(addrs), fakes.RedisNodesAt(addrs...))
+		if err != nil {
+			return nil, fmt.Errorf("propertytest: %w", err)
 		}
+		closeAtCleanup(t, "the Redis fakes", g)
 		return &Backend{
 			NewLocker: func(name string, opts ...locks.Option) (locks.Locker, error) {
 				return redlock.New(g.NewClients(), name, append(g.LockOptions(), opts...)...)
@@ -63,4 +62,13 @@ func RedlockOn(addrs []string) Factory {
 			Advance: time.Sleep,
 		}, nil
 	}
+}
+
+// closeAtCleanup closes the fake c at t's cleanup; a failure to fails t.
+func closeAtCleanup(t testing.TB, what string, c interface{ Close() error }) {
+	t.Cleanup(func() {
+		if err := c.Close(); err != nil {
+			t.Errorf("propertytest: closing %s: %v", what, err)
+		}
+	})
 }

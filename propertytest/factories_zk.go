@@ -87,18 +87,18 @@ func ZKLock() Factory {
 // the server expires sooner. Run it with ZKLockOnOptions (TTL 1s; CI's
 // server, with tickTime 200ms, grants sessions of 0.4 to 60s; ZooKeeper's
 // default tickTime of 2s grants no less than 4s, so use TTL 4s there).
-// Claims: the defaults. No backend fault. It passes addr to fakes.ZooKeeper
-// in fakes.EnvZKAddr, with t.Setenv: not in a parallel test.
+// Claims: the defaults. No backend fault. It chooses the server with
+// fakes.ZooKeeperAt, not through the environment.
 func ZKLockOn(addr string) Factory {
 	return func(t testing.TB) (*Backend, error) {
 		if addr == "" {
 			return nil, errors.New("propertytest: ZKLockOn needs the server's address")
 		}
-		t.Setenv(fakes.EnvZKAddr, addr)
-		z := fakes.ZooKeeper(t)
-		if !z.Real() {
-			return nil, fmt.Errorf("propertytest: %s did not select the real server", fakes.EnvZKAddr)
+		z, err := fakes.StartZooKeeper(fakes.ZooKeeperAt(addr))
+		if err != nil {
+			return nil, fmt.Errorf("propertytest: %w", err)
 		}
+		closeAtCleanup(t, "the ZooKeeper fake", z)
 		be := newZKBackend(z, func(_ int, ttl time.Duration) (*zk.Conn, error) {
 			c, _, err := z.Connect(ttl)
 			return c, err

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"sync"
 	"testing"
@@ -39,12 +38,17 @@ func init() {
 }
 
 // etcdWaiterWithoutRecheck is the Factory of blindWaiter on a one-member
-// embedded etcd (fakes.Etcd), in real time as propertytest.EtcdLock.
+// embedded etcd (fakes.StartEtcd with ForceEmbeddedEtcd), in real time as propertytest.EtcdLock.
 func etcdWaiterWithoutRecheck(t testing.TB) (*propertytest.Backend, error) {
-	if os.Getenv(fakes.EnvEtcdEndpoints) != "" {
-		t.Setenv(fakes.EnvEtcdEndpoints, "") // the embedded member
+	s, err := fakes.StartEtcd(fakes.ForceEmbeddedEtcd())
+	if err != nil {
+		return nil, fmt.Errorf("mutant: %w", err)
 	}
-	s := fakes.Etcd(t)
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("mutant: closing the embedded etcd: %v", err)
+		}
+	})
 	return &propertytest.Backend{
 		NewLocker: func(name string, opts ...locks.Option) (locks.Locker, error) {
 			o, err := locks.Resolve("", append(s.LockOptions(), opts...)...)
