@@ -331,13 +331,15 @@ func (m *machine) verdict(ctx context.Context, out *outputs) ([]Violation, int, 
 		undecided++
 	}
 	m.checkLostUpdates()
+	nth := map[Property]int{} // a property may be broken twice in a run: a file each
 	for i := range m.found {
 		v := &m.found[i]
 		if v.Evidence == nil {
 			// The whole lock history, for the named checks' findings.
 			v.Evidence = lockEvidence(true, v.Expected)
 		}
-		v.File = out.write(v.Property, v.Evidence)
+		nth[v.Property]++
+		v.File = out.write(v.Property, nth[v.Property], v.Evidence)
 	}
 	return m.found, undecided, nil
 }

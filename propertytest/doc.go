@@ -14,7 +14,11 @@
 //     failing (to assert that a broken lock is caught).
 //   - Factory, Backend, Fault: what a lock author supplies: lockers of one
 //     lock on one backend for N clients, the backend's manual clock and
-//     Advance, its node controls and faults.
+//     Advance, its node controls and faults. A Factory gets an Env (the
+//     run's Cleanup and Logf; *testing.T is one) and starts its fakes with
+//     fakes.Start*, handing them to the run with CloseAtCleanup.
+//   - Evidence: a violation's history and the checker's result, as data
+//     and as the JSON lockproof history reads.
 //   - Options: clients, TTL, slack, the claimed fault model (Claims,
 //     FaultKind), budgets. Every field has a stated default.
 //   - Property, Violation, Report: what was found.

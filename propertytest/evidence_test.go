@@ -60,12 +60,18 @@ func recheck(t *testing.T, e *Evidence, path string) linearize.Verdict {
 // history with the lease checker's result, which may be Ok.
 func TestEvidenceChecksAgainFromItsFile(t *testing.T) {
 	dir := t.TempDir()
+	SetFlag(t, "rapid.shrinktime", "300ms") // a short minimization is enough here
 	rep := Check(t, processLocal(), Options{OutDir: dir})
 	if !rep.Failed || len(rep.Violations) == 0 {
 		t.Fatalf("a process-local lock passed\n%s", rep.Output)
 	}
 	illegal := false
+	files := map[string]bool{}
 	for _, v := range rep.Violations {
+		if files[v.File] {
+			t.Errorf("two violations written to %s", v.File)
+		}
+		files[v.File] = true
 		if v.Evidence == nil || !strings.HasPrefix(v.File, dir) {
 			t.Fatalf("%s: evidence %v, file %q (want one under %s)", v.Property, v.Evidence, v.File, dir)
 		}

@@ -95,7 +95,7 @@ func Check(t *testing.T, factory Factory, o Options) *Report {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tb := newQuietTB(t.Name(), nil)
+	tb := newRecordingTB(t.Name(), nil)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -110,9 +110,18 @@ func Check(t *testing.T, factory Factory, o Options) *Report {
 	return s.report
 }
 
-// suite is the state shared by the runs of one Run or Check.
+// host is what a suite needs from what runs it: a test (Run, Check) or
+// RunStandalone's recordingTB. A host with a TempDir method (a test) is
+// where the histories go when no directory is given.
+type host interface {
+	Name() string
+	Logf(format string, args ...any)
+}
+
+// suite is the state shared by the runs of one Run, Check or
+// RunStandalone.
 type suite struct {
-	t       testing.TB
+	h       host
 	factory Factory
 	o       Options
 	out     *outputs
@@ -123,7 +132,7 @@ type suite struct {
 	trace func(m *machine) // called at the end of every run; tests of the suite set it
 }
 
-func newSuite(t testing.TB, factory Factory, o Options) (*suite, error) {
+func newSuite(h host, factory Factory, o Options) (*suite, error) {
 	if factory == nil {
 		return nil, fmt.Errorf("propertytest: nil factory")
 	}
@@ -131,15 +140,19 @@ func newSuite(t testing.TB, factory Factory, o Options) (*suite, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &suite{t: t, factory: factory, o: o, out: &outputs{t: t, dir: o.OutDir},
+	out := &outputs{name: h.Name(), dir: o.OutDir}
+	if td, ok := h.(interface{ TempDir() string }); ok {
+		out.tempDir = td.TempDir
+	}
+	return &suite{h: h, factory: factory, o: o, out: out,
 		report: &Report{Expected: map[Property]int{}, Checked: map[Property]int{}}}, nil
 }
 
 // prop is one run: build the backend, run the actions, finish, check.
 func (s *suite) prop(rt *rapid.T) {
-	scope := &runTB{TB: s.t}
-	defer scope.cleanup()
-	be, err := s.factory(scope)
+	env := &runEnv{logf: s.h.Logf}
+	defer env.cleanup()
+	be, err := s.factory(env)
 	if err == nil {
 		err = be.validate()
 	}
@@ -234,12 +247,13 @@ func (s *suite) logExpected(t interface{ Logf(string, ...any) }) {
 // and property, overwritten by later runs: rapid's last run of a failure
 // is its minimal one.
 type outputs struct {
-	t   testing.TB
-	dir string
-	// none: without a dir, write nothing (RunStandalone: the report
-	// carries the evidence) rather than fall back to the flag, the
-	// environment and the test's temporary directory.
-	none bool
+	name string // the test's or the standalone run's
+	dir  string
+	// tempDir is the test's TempDir; nil (RunStandalone, whose report
+	// carries the evidence) writes nothing without a dir rather than fall
+	// back to the flag, the environment and the test's temporary
+	// directory.
+	tempDir func() string
 
 	mu   sync.Mutex
 	temp bool // dir is the test's temporary directory
@@ -263,12 +277,13 @@ func plural(n int, one, many string) string {
 
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 
-// write writes e as JSON to a file and returns its path, or a note of why
-// it could not; "" when it has nowhere to write.
-func (o *outputs) write(p Property, e *Evidence) string {
+// write writes e, the nth violation of p in the run, as JSON to a file
+// and returns its path, or a note of why it could not; "" when it has
+// nowhere to write.
+func (o *outputs) write(p Property, nth int, e *Evidence) string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.dir == "" && o.none {
+	if o.dir == "" && o.tempDir == nil {
 		return ""
 	}
 	if o.dir == "" {
@@ -278,13 +293,17 @@ func (o *outputs) write(p Property, e *Evidence) string {
 		case os.Getenv(EnvOut) != "":
 			o.dir = os.Getenv(EnvOut)
 		default:
-			o.dir, o.temp = o.t.TempDir(), true
+			o.dir, o.temp = o.tempDir(), true
 		}
 	}
 	if err := os.MkdirAll(o.dir, 0o755); err != nil {
 		return "(history not written: " + err.Error() + ")"
 	}
-	name := unsafeName.ReplaceAllString(o.t.Name()+"-"+string(p), "_") + ".json"
+	base := o.name + "-" + string(p)
+	if nth > 1 {
+		base += fmt.Sprintf("-%d", nth)
+	}
+	name := unsafeName.ReplaceAllString(base, "_") + ".json"
 	path := filepath.Join(o.dir, name)
 	f, err := os.Create(path)
 	if err != nil {
@@ -300,26 +319,27 @@ func (o *outputs) write(p Property, e *Evidence) string {
 	return path
 }
 
-// runTB is the testing.TB a Factory gets: the test's, except that clean-ups
-// registered with Cleanup run at the end of the run rather than of the
-// test, so that the backends of finished runs (servers, connections,
-// proxies) do not pile up while rapid runs and shrinks.
-type runTB struct {
-	testing.TB
+// runEnv is the Env a Factory gets: clean-ups registered with Cleanup run
+// at the end of the run, and Logf goes to the host's log.
+type runEnv struct {
+	logf func(format string, args ...any)
 
 	mu       sync.Mutex
 	cleanups []func()
 }
 
 // Cleanup registers f to run at the end of the run.
-func (r *runTB) Cleanup(f func()) {
+func (r *runEnv) Cleanup(f func()) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.cleanups = append(r.cleanups, f)
 }
 
+// Logf adds a line to the host's log.
+func (r *runEnv) Logf(format string, args ...any) { r.logf(format, args...) }
+
 // cleanup runs the registered clean-ups, last registered first.
-func (r *runTB) cleanup() {
+func (r *runEnv) cleanup() {
 	r.mu.Lock()
 	fs := r.cleanups
 	r.cleanups = nil

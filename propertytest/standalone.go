@@ -70,11 +70,11 @@ func seedIn(out string) uint64 {
 // violated claim is Report.Failed with the minimal run's Violations and
 // the Seed that replays it (RunStandalone with that Seed and Checks 1).
 //
-// Factories get a testing.TB of the run's own: Fatal ends the run with
-// ErrNoVerdict, Skip too (wrapping the reason), Cleanup and TempDir are
-// scoped to the state machine run as in Run. The error is ErrNoVerdict
-// (wrapped, with what went wrong) when the suite could not judge the lock;
-// any other error is bad input.
+// Factories get an Env of the run's own, as in Run: Cleanup is scoped to
+// the state machine run, Logf goes to Log and Report.Output; a factory's
+// error ends the run. The error is ErrNoVerdict (wrapped, with what went
+// wrong) when the suite could not judge the lock; any other error is bad
+// input.
 //
 // rapid keeps its settings in process-wide flags: RunStandalone sets them
 // for its duration and restores them, and calls are serialized. It parses
@@ -127,19 +127,17 @@ func RunStandalone(factory Factory, o Options, s Standalone) (*Report, error) {
 	}
 	defer restore()
 
-	tb := newQuietTB(s.Name, s.Log)
+	tb := newRecordingTB(s.Name, s.Log)
 	suite, err := newSuite(tb, factory, o)
 	if err != nil {
 		return nil, err
 	}
-	suite.out.none = true
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		rapid.Check(tb, suite.prop)
 	}()
 	<-done
-	tb.finish()
 
 	suite.mu.Lock()
 	defer suite.mu.Unlock()

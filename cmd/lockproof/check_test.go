@@ -23,7 +23,7 @@ import (
 func splitBrain() cell {
 	epoch := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	return cell{lock: "split-brain", faults: "crash", about: "every client has its own in-memory lock",
-		factory: func(testing.TB) (*propertytest.Backend, error) {
+		factory: func(propertytest.Env) (*propertytest.Backend, error) {
 			clock := fakes.NewClock(epoch)
 			return &propertytest.Backend{
 				NewLocker: func(name string, opts ...locks.Option) (locks.Locker, error) {
