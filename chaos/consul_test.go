@@ -14,8 +14,6 @@ import (
 	"github.com/lockproof/lockproof/locks/consullock"
 )
 
-var _ chaos.Expirer = (*fakes.ConsulServer)(nil)
-
 // TestConsulBlackholedHolderNoticesWithinTTL: the holder's link to Consul
 // drops every packet both ways (no RST, nothing comes back). Its renewals
 // cannot get through, and it must notice the loss within the TTL: Done()
@@ -26,7 +24,7 @@ func TestConsulBlackholedHolderNoticesWithinTTL(t *testing.T) {
 	c := fakes.Consul(t, fakes.ForceMiniconsul(), fakes.ConsulManualTime(epoch))
 	const ttl = 10 * time.Second
 	ctx := context.Background()
-	p := chaos.NewProxy(t, c.Addr(), 1)
+	p := chaos.TestProxy(t, c.Addr())
 	viaProxy, err := api.NewClient(&api.Config{Address: p.Addr()})
 	if err != nil {
 		t.Fatal(err)

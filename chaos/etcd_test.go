@@ -23,7 +23,7 @@ func TestEtcdPartitionedHolderLosesItsLease(t *testing.T) {
 	e := fakes.Etcd(t)
 	ctx := context.Background()
 	const ttl = 2 * time.Second
-	p := chaos.NewProxy(t, strings.TrimPrefix(e.Endpoint(0), "http://"), 1)
+	p := chaos.TestProxy(t, strings.TrimPrefix(e.Endpoint(0), "http://"))
 	viaProxy, err := clientv3.New(clientv3.Config{Endpoints: []string{p.Addr()}, DialTimeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -91,8 +91,6 @@ func TestEtcdPartitionedHolderLosesItsLease(t *testing.T) {
 		t.Fatalf("register holds %q, want b", fence.Value())
 	}
 }
-
-var _ chaos.Expirer = (*fakes.EtcdServer)(nil)
 
 // TestEtcdExpireLock: the fake's control ends the holder's lease of an
 // etcdlock lock (the fake knows its key layout, escaped names included),

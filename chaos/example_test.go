@@ -1,33 +1,60 @@
 package chaos_test
 
 import (
+	"bufio"
+	"errors"
 	"fmt"
+	"io"
+	"net"
+	"os"
 	"time"
 
 	"github.com/lockproof/lockproof/chaos"
 )
 
-// A nemesis schedule is drawn from a seed and printed; the printed text
-// parses back, so a failing run replays from its log.
+// A proxy in front of a server: a request goes through, then the replies
+// are dropped (chaos.KindPartition) and the request gets no answer.
 func Example() {
-	set := chaos.FaultSet{
-		Kinds: []chaos.Kind{chaos.KindPartition, chaos.KindPause},
-		Targets: map[chaos.Kind][]string{
-			chaos.KindPartition: {"node0", "node1"},
-			chaos.KindPause:     {"client-a"},
-		},
-		MaxDuration: time.Second,
-	}
-	s, err := chaos.Plan(42, set, 5*time.Second, 3)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		panic(err)
+		fmt.Println(err)
+		return
 	}
-	fmt.Println(s)
-	replayed, err := chaos.ParseSchedule(s.String())
-	fmt.Println(len(replayed), err)
+	defer ln.Close()
+	go func() { // an echo server
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() { _, _ = io.Copy(c, c); _ = c.Close() }()
+		}
+	}()
+	p, err := chaos.StartProxy(ln.Addr().String(), 1)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer p.Close()
+	c, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer c.Close()
+	r := bufio.NewReader(c)
+	fmt.Fprintln(c, "ping")
+	line, _ := r.ReadString('\n')
+	fmt.Print("reply: ", line)
+
+	p.DropReplies()
+	fmt.Println("fault:", chaos.KindPartition)
+	fmt.Fprintln(c, "ping")
+	_ = c.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+	_, err = r.ReadString('\n')
+	fmt.Println("no reply:", errors.Is(err, os.ErrDeadlineExceeded))
 	// Output:
-	// +566ms partition node1 for 531ms
-	// +2.302s pause client-a for 534ms
-	// +3.006s partition node0 for 301ms
-	// 3 <nil>
+	// reply: ping
+	// fault: partition
+	// no reply: true
 }

@@ -23,7 +23,7 @@ func failover(t *testing.T, settled func(ctx context.Context, replica *fakes.Red
 	t.Helper()
 	primary := fakes.Redis(t, fakes.ForceMiniredis())
 	replica := fakes.Redis(t, fakes.ForceMiniredis())
-	p := chaos.NewProxy(t, primary.Addr(), 1)
+	p := chaos.TestProxy(t, primary.Addr())
 	if err := p.Replicate(replica.Addr(), replicationLag); err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +96,7 @@ func TestRedisFailoverAfterReplicationIsSafe(t *testing.T) {
 
 func TestReplicateRejectsBadUse(t *testing.T) {
 	r := fakes.Redis(t, fakes.ForceMiniredis())
-	p := chaos.NewProxy(t, r.Addr(), 1)
+	p := chaos.TestProxy(t, r.Addr())
 	if _, err := p.Promote(); err == nil {
 		t.Error("Promote without a replica succeeded")
 	}

@@ -12,16 +12,6 @@ import (
 	"github.com/lockproof/lockproof/locks/redlock"
 )
 
-// The fakes implement the time and expiry interfaces.
-var (
-	_ chaos.Clocked    = (*fakes.RedisServer)(nil)
-	_ chaos.Expirer    = (*fakes.RedisServer)(nil)
-	_ chaos.Clocked    = (*fakes.RedisNodes)(nil)
-	_ chaos.Expirer    = (*fakes.RedisNodes)(nil)
-	_ chaos.NodeClocks = (*fakes.RedisNodes)(nil)
-	_ chaos.Expirer    = (*fakes.MySQLServer)(nil)
-)
-
 // TestRedlockClockJumpDoubleGrant: A holds exactly nodes 0, 1, 2 (3 and 4
 // were down); node 2's clock jumps a TTL forward, so A's key there expires
 // early, and B wins nodes 2, 3, 4 while A's lease is live.
@@ -50,8 +40,7 @@ func TestRedlockClockJumpDoubleGrant(t *testing.T) {
 	if _, err := lb.TryLock(ctx); err == nil {
 		t.Fatal("B won before any clock jumped")
 	}
-	var jumper chaos.NodeClocks = g
-	jumper.JumpNode(2, ttl)
+	g.JumpNode(2, ttl)
 	b, err := lb.TryLock(ctx)
 	if err != nil {
 		t.Fatalf("B after node 2's clock jumped: %v", err)
@@ -129,14 +118,13 @@ func TestExpireLock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var e chaos.Expirer = r
-	if err := e.ExpireLock(ctx, "job"); err != nil {
+	if err := r.ExpireLock(ctx, "job"); err != nil {
 		t.Fatal(err)
 	}
 	if err := held.Renew(ctx); err == nil {
 		t.Fatal("Renew after ExpireLock succeeded")
 	}
-	if err := e.ExpireLock(ctx, "job"); err == nil {
+	if err := r.ExpireLock(ctx, "job"); err == nil {
 		t.Fatal("ExpireLock with no lease held succeeded")
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"sync"
-	"testing"
 	"time"
 )
 
@@ -77,20 +76,8 @@ type Proxy struct {
 	wg      sync.WaitGroup
 }
 
-// NewProxy starts a proxy to target for one test, on a loopback port chosen
-// by the kernel; tb.Cleanup closes it. seed drives the latency jitter.
-func NewProxy(tb testing.TB, target string, seed uint64) *Proxy {
-	tb.Helper()
-	p, err := StartProxy(target, seed)
-	if err != nil {
-		tb.Fatalf("chaos: %v", err)
-	}
-	tb.Cleanup(func() { _ = p.Close() })
-	return p
-}
-
 // StartProxy starts a proxy to target on a loopback port chosen by the
-// kernel, for programs without a testing.TB; Close stops it.
+// kernel; Close stops it. seed drives the latency jitter.
 func StartProxy(target string, seed uint64) (*Proxy, error) {
 	if target == "" {
 		return nil, errors.New("proxy: empty target address")

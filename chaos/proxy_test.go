@@ -116,7 +116,7 @@ func isTimeout(err error) bool {
 
 func TestProxyPassesThrough(t *testing.T) {
 	e := startEcho(t)
-	p := NewProxy(t, e.ln.Addr().String(), 1)
+	p := testProxy(t, e.ln.Addr().String())
 	c := dial(t, p.Addr())
 	for _, line := range []string{"a", "bb", "ccc"} {
 		if got, err := c.ask(line, 5*time.Second); err != nil || got != line {
@@ -130,7 +130,7 @@ func TestProxyPassesThrough(t *testing.T) {
 
 func TestProxyLatency(t *testing.T) {
 	e := startEcho(t)
-	p := NewProxy(t, e.ln.Addr().String(), 1)
+	p := testProxy(t, e.ln.Addr().String())
 	if err := p.SetLatency(Up, 20*time.Millisecond, 5*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +153,7 @@ func TestProxyLatency(t *testing.T) {
 // A partition holds the bytes; healing delivers them in order.
 func TestProxyPartitionHoldsThenDelivers(t *testing.T) {
 	e := startEcho(t)
-	p := NewProxy(t, e.ln.Addr().String(), 1)
+	p := testProxy(t, e.ln.Addr().String())
 	c := dial(t, p.Addr())
 	if _, err := c.ask("before", 5*time.Second); err != nil {
 		t.Fatal(err)
@@ -177,7 +177,7 @@ func TestProxyPartitionHoldsThenDelivers(t *testing.T) {
 // healing, the broken connection is reset and a new one works.
 func TestProxyDropReplies(t *testing.T) {
 	e := startEcho(t)
-	p := NewProxy(t, e.ln.Addr().String(), 1)
+	p := testProxy(t, e.ln.Addr().String())
 	c := dial(t, p.Addr())
 	p.DropReplies()
 	if _, err := c.ask("lost", 100*time.Millisecond); !isTimeout(err) {
@@ -198,7 +198,7 @@ func TestProxyDropReplies(t *testing.T) {
 
 func TestProxyRefuseAndReset(t *testing.T) {
 	e := startEcho(t)
-	p := NewProxy(t, e.ln.Addr().String(), 1)
+	p := testProxy(t, e.ln.Addr().String())
 	old := dial(t, p.Addr())
 	if _, err := old.ask("x", 5*time.Second); err != nil {
 		t.Fatal(err)
@@ -227,7 +227,7 @@ func TestProxyServerDown(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	_ = ln.Close()
-	p := NewProxy(t, addr, 1)
+	p := testProxy(t, addr)
 	if err := refusedErr(p.Addr()); err == nil || isTimeout(err) {
 		t.Fatalf("ask with the server down: %v, want a reset", err)
 	}
@@ -258,7 +258,7 @@ func TestProxyCloseTwice(t *testing.T) {
 // with no fault. overhead-p50-us is the proxy's median cost per round trip.
 func BenchmarkProxyRoundTrip(b *testing.B) {
 	e := startEcho(b)
-	p := NewProxy(b, e.ln.Addr().String(), 1)
+	p := testProxy(b, e.ln.Addr().String())
 	direct, proxied := dial(b, e.ln.Addr().String()), dial(b, p.Addr())
 	rtt := func(c *client) time.Duration {
 		began := time.Now()

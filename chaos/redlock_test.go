@@ -85,10 +85,11 @@ func TestRedlockLostReplyReleasesEverywhere(t *testing.T) {
 	const ttl = 10 * time.Second
 	g := fakes.RedisCluster(t, 5, fakes.ForceMiniredis())
 	ctx := context.Background()
-	net := chaos.NewNet(t, 1)
+	var links []*chaos.Proxy // A's link to each node
 	var viaProxy []redis.UniversalClient
-	for i, node := range g.Nodes() {
-		p := net.Link("A", "node"+string(rune('0'+i)), node.Addr())
+	for _, node := range g.Nodes() {
+		p := chaos.TestProxy(t, node.Addr())
+		links = append(links, p)
 		c := redis.NewClient(&redis.Options{Addr: p.Addr(), MaxRetries: -1})
 		t.Cleanup(func() { _ = c.Close() })
 		viaProxy = append(viaProxy, c)
@@ -102,8 +103,8 @@ func TestRedlockLostReplyReleasesEverywhere(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := range 3 {
-		net.Link("A", "node"+string(rune('0'+i)), "").DropReplies()
+	for _, p := range links[:3] {
+		p.DropReplies()
 	}
 	actx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	began := time.Now()
@@ -114,7 +115,9 @@ func TestRedlockLostReplyReleasesEverywhere(t *testing.T) {
 		_ = lease.Unlock(ctx)
 		t.Fatal("A reported the lock held with replies lost on 3 of 5 nodes")
 	}
-	net.HealAll() // the connections that lost replies are reset; A's clean-up needs them
+	for _, p := range links {
+		p.Heal() // the connections that lost replies are reset; A's clean-up needs them
+	}
 	// A's clean-up ran with its own timeout; if it could not reach a node,
 	// the key there would block B for the TTL. B must get the lock now.
 	b, err := lb.TryLock(ctx)

@@ -71,6 +71,5 @@
 // StartEtcd. No test needs to sleep out a TTL: start the fake with manual time
 // (ManualTime, ConsulManualTime), pass LockOptions to the lock, and
 // Advance; where the server keeps its own time (etcd, MySQL), expire the
-// lease with the fake's control instead. The fakes implement chaos's
-// Clocked, Expirer and NodeClocks where they can.
+// lease with the fake's control instead.
 package fakes

@@ -298,7 +298,7 @@ func (z *ZooKeeperServer) AdvanceTime(d time.Duration) error {
 	return nil
 }
 
-// Advance is AdvanceTime for tests, the fakes' (and chaos.Clocked's)
+// Advance is AdvanceTime for tests, with the other fakes'
 // signature: an error fails the test of ZooKeeper(t). On a server from
 // StartZooKeeper, which has no test to fail, an error is a programming
 // error (no manual time, or a negative d) and panics: call AdvanceTime

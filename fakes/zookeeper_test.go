@@ -10,14 +10,11 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/lockproof/lockproof/chaos"
 	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/locks"
 )
 
 var zkACL = zk.WorldACL(zk.PermAll)
-
-var _ chaos.Clocked = (*fakes.ZooKeeperServer)(nil)
 
 func TestZooKeeperFollowsTheEnvironment(t *testing.T) {
 	z := fakes.ZooKeeper(t)

@@ -9,11 +9,26 @@ import (
 )
 
 // Factory builds a fresh Backend for one run of the state machine. It is
-// called once per rapid test case (and again while rapid shrinks) with a
-// testing.TB that is the test's, except that what it registers with
-// Cleanup (as fakes.Redis does) runs at the end of the run. A failure of
-// the factory's helpers fails the test itself.
-type Factory func(t testing.TB) (*Backend, error)
+// called once per rapid test case (and again while rapid shrinks) with the
+// run's Env; an error ends the run (Run fails the test, RunStandalone
+// returns ErrNoVerdict).
+type Factory func(env Env) (*Backend, error)
+
+// Env is what a Factory gets from the run it builds a backend for: the
+// suite's own, whose clean-ups run at the end of the run (not of the
+// test), so that the servers, connections and proxies of finished runs do
+// not pile up while rapid runs and shrinks. *testing.T satisfies it, for
+// a factory called directly in a test.
+type Env interface {
+	// Cleanup registers f to run at the end of the run, last registered
+	// first.
+	Cleanup(f func())
+	// Logf adds a line to the run's log (the test's log in Run and Check,
+	// Standalone.Log and Report.Output in RunStandalone).
+	Logf(format string, args ...any)
+}
+
+var _ Env = (*testing.T)(nil)
 
 // Backend is one lock backend for one run, with the controls the suite
 // drives. NewLocker, Clock and Advance are required.

@@ -50,8 +50,12 @@ type Violation struct {
 	// History is the minimal failing history (for a linearizability
 	// failure) or the end of the run's history, as text.
 	History string
-	// Timeline is the HTML timeline file written for it, if any.
-	Timeline string
+	// Evidence is the history the checks judged, with the checker's
+	// result on it, as data.
+	Evidence *Evidence
+	// File is where Evidence was written as JSON (Options.OutDir), if it
+	// was.
+	File string
 }
 
 // Status is "VIOLATED" or "expected violation".
@@ -71,8 +75,9 @@ func (v Violation) String() string {
 	if v.History != "" {
 		fmt.Fprintf(&b, "\nhistory:\n%s", v.History)
 	}
-	if v.Timeline != "" {
-		fmt.Fprintf(&b, "\ntimeline: %s", v.Timeline)
+	if v.File != "" && v.Evidence != nil {
+		fmt.Fprintf(&b, "\nhistory file: %s (its verdict and timeline: lockproof history %s -html timeline.html %s)",
+			v.File, strings.Join(v.Evidence.HistoryArgs(), " "), v.File)
 	}
 	return b.String()
 }
@@ -82,7 +87,7 @@ func (m *machine) violate(p Property, expected bool, detail string) {
 	lockH, _, _ := m.rec.histories()
 	m.found = append(m.found, Violation{
 		Property: p, Expected: expected || len(m.unclaimed) > 0, Unclaimed: m.unclaimedList(),
-		Detail: detail, History: describeLockOps(lockH, 24),
+		Detail: detail, History: describeLockOps(m.lease, lockH, 24),
 	})
 }
 
@@ -296,36 +301,29 @@ func (m *machine) checkAvailability() {
 const availabilityTries = 3
 
 // verdict runs the history checks after finish and returns every
-// violation of the run, with the timelines written by out.
+// violation of the run, with its evidence, written by out.
 func (m *machine) verdict(ctx context.Context, out *outputs) ([]Violation, int, error) {
 	lockH, regH, unfenced := m.rec.histories()
 	m.ran[Exclusivity] = true
 	undecided := 0
-	model, err := linearize.NewLeaseModel(m.o.TTL, locks.Drift(m.o.TTL))
-	if err != nil {
-		return nil, 0, err
-	}
+	model := m.lease
 	lres, err := linearize.Check(ctx, model, lockH, linearize.Options{TimeLimit: m.o.CheckTimeLimit, Workers: 1})
 	if err != nil {
 		return nil, 0, fmt.Errorf("propertytest: checking the lock history: %w", err)
 	}
-	// The whole lock history, for the named checks' findings.
-	lockPicture := func(v *Violation) string {
-		return out.write(v.Property, func(w writer) error {
-			return linearize.WriteHTML(w, model, lockH, &lres, m.leasePicture(true, v.Expected))
-		})
+	lockEvidence := func(all, expected bool) *Evidence {
+		return &Evidence{Model: ModelLease, TTL: m.o.TTL, Tolerance: locks.Drift(m.o.TTL), Lease: lockH,
+			Result: lres, All: all, Expected: expected}
 	}
 	switch lres.Verdict {
 	case linearize.Illegal:
 		v := m.lockIllegal(ctx, model, lockH, &lres)
-		v.Timeline = out.write(v.Property, func(w writer) error {
-			return linearize.WriteHTML(w, model, lockH, &lres, m.leasePicture(false, v.Expected))
-		})
+		v.Evidence = lockEvidence(false, v.Expected)
 		m.found = append(m.found, v) // after the named checks' findings, which came first in time
 	case linearize.Unknown:
 		undecided++
 	}
-	if v, ok, err := m.checkRegister(ctx, regH, unfenced, out); err != nil {
+	if v, ok, err := m.checkRegister(ctx, regH, unfenced); err != nil {
 		return nil, 0, err
 	} else if ok {
 		m.found = append(m.found, v)
@@ -333,10 +331,15 @@ func (m *machine) verdict(ctx context.Context, out *outputs) ([]Violation, int, 
 		undecided++
 	}
 	m.checkLostUpdates()
+	nth := map[Property]int{} // a property may be broken twice in a run: a file each
 	for i := range m.found {
-		if m.found[i].Timeline == "" {
-			m.found[i].Timeline = lockPicture(&m.found[i])
+		v := &m.found[i]
+		if v.Evidence == nil {
+			// The whole lock history, for the named checks' findings.
+			v.Evidence = lockEvidence(true, v.Expected)
 		}
+		nth[v.Property]++
+		v.File = out.write(v.Property, nth[v.Property], v.Evidence)
 	}
 	return m.found, undecided, nil
 }
@@ -402,7 +405,7 @@ func (m *machine) lockIllegal(ctx context.Context, model linearize.Model[lineari
 		case op.Input.Op == linearize.Acquire && !op.Unknown && grantWasLegal(ctx, model, h, res.Counterexample, b, m.o.CheckTimeLimit):
 			p, what = Symmetry, "an Unlock or Renew succeeded, at or after a legal grant to another owner, for an owner that no longer held the lock"
 		}
-		what += fmt.Sprintf(" (stuck at: client %d %s)", op.ClientID, describeLockOp(&op))
+		what += fmt.Sprintf(" (stuck at: client %d %s)", op.ClientID, model.DescribeOperation(&op))
 	}
 	var cex []lockOp
 	for _, i := range res.Counterexample {
@@ -415,7 +418,7 @@ func (m *machine) lockIllegal(ctx context.Context, model linearize.Model[lineari
 	for _, i := range res.Counterexample {
 		op := h[i]
 		fmt.Fprintf(&b, "  client %d [%v, %v] %s\n", op.ClientID, time.Duration(op.Call),
-			time.Duration(op.Return), describeLockOp(&op))
+			time.Duration(op.Return), model.DescribeOperation(&op))
 	}
 	minimal := "minimal"
 	if !res.Minimal {
@@ -431,32 +434,18 @@ func (m *machine) lockIllegal(ctx context.Context, model linearize.Model[lineari
 // checkRegister checks the register history: fenced (every lease had a
 // token) against NewFencedRegisterModel, unfenced against NewRegisterModel.
 // It guards the recording itself; lost updates are checkLostUpdates' job.
-func (m *machine) checkRegister(ctx context.Context, h []regOp, unfenced int, out *outputs) (Violation, bool, error) {
+func (m *machine) checkRegister(ctx context.Context, h []regOp, unfenced int) (Violation, bool, error) {
 	opts := linearize.Options{TimeLimit: m.o.CheckTimeLimit, Workers: 1}
 	var res linearize.Result
 	var err error
-	var picture func(w writer) error
+	ev := &Evidence{Expected: len(m.unclaimed) > 0}
 	switch unfenced {
 	case 0:
-		model := linearize.NewFencedRegisterModel(0)
-		res, err = linearize.Check(ctx, model, h, opts)
-		picture = func(w writer) error {
-			return linearize.WriteHTML(w, model, h, &res, linearize.Picture{Unit: time.Nanosecond})
-		}
+		ev.Model, ev.Fenced = ModelFenced, fencedEvidence(h)
+		res, err = linearize.Check(ctx, linearize.NewFencedRegisterModel(""), ev.Fenced, opts)
 	case len(h):
-		plain := make([]linearize.Operation[linearize.RegisterInput[int], linearize.RegisterOutput[int]], len(h))
-		for i, op := range h {
-			plain[i] = linearize.Operation[linearize.RegisterInput[int], linearize.RegisterOutput[int]]{
-				ID: op.ID, ClientID: op.ClientID, Call: op.Call, Return: op.Return,
-				Input:  linearize.RegisterInput[int]{Op: op.Input.Op, Value: op.Input.Value},
-				Output: linearize.RegisterOutput[int]{Value: op.Output.Value},
-			}
-		}
-		model := linearize.NewRegisterModel(0)
-		res, err = linearize.Check(ctx, model, plain, opts)
-		picture = func(w writer) error {
-			return linearize.WriteHTML(w, model, plain, &res, linearize.Picture{Unit: time.Nanosecond})
-		}
+		ev.Model, ev.Register = ModelRegister, plainEvidence(h)
+		res, err = linearize.Check(ctx, linearize.NewRegisterModel(""), ev.Register, opts)
 	default:
 		return Violation{}, false, fmt.Errorf("propertytest: the lock gave %d of %d leases no fencing token: a lock must be fenced always or never", unfenced, len(h))
 	}
@@ -469,10 +458,11 @@ func (m *machine) checkRegister(ctx context.Context, h []regOp, unfenced int, ou
 	case linearize.Ok:
 		return Violation{}, false, nil
 	}
+	ev.Result = res
 	return Violation{
 		Property: Exclusivity, Expected: len(m.unclaimed) > 0, Unclaimed: m.unclaimedList(),
 		Detail:   fmt.Sprintf("the shared register's history is not linearizable (%d operations in the counterexample)", len(res.Counterexample)),
-		Timeline: out.write(Exclusivity, picture),
+		Evidence: ev,
 	}, true, nil
 }
 

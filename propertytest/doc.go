@@ -14,7 +14,11 @@
 //     failing (to assert that a broken lock is caught).
 //   - Factory, Backend, Fault: what a lock author supplies: lockers of one
 //     lock on one backend for N clients, the backend's manual clock and
-//     Advance, its node controls and faults.
+//     Advance, its node controls and faults. A Factory gets an Env (the
+//     run's Cleanup and Logf; *testing.T is one) and starts its fakes with
+//     fakes.Start*, handing them to the run with CloseAtCleanup.
+//   - Evidence: a violation's history and the checker's result, as data
+//     and as the JSON lockproof history reads.
 //   - Options: clients, TTL, slack, the claimed fault model (Claims,
 //     FaultKind), budgets. Every field has a stated default.
 //   - Property, Violation, Report: what was found.
@@ -157,10 +161,12 @@
 // violation": logged and counted in Report.Expected, never a failure. Any
 // other violation is "VIOLATED": Run fails the test with the property, the
 // detail, the minimal history (the counterexample linearize shrank, or the
-// end of the run's history for the named checks) and the path of an HTML
-// timeline (-propertytest.out, LOCKPROOF_PROPERTYTEST_OUT, else the test's
+// end of the run's history for the named checks) and the path of the
+// history as the JSON `lockproof history` reads, checks again and draws
+// (-propertytest.out, LOCKPROOF_PROPERTYTEST_OUT, else the test's
 // temporary directory); rapid shrinks the run and prints -rapid.seed to
-// replay it.
+// replay it. Violation.Evidence holds the same history and the checker's
+// result as data.
 //
 // # Limits
 //

@@ -46,7 +46,7 @@ func ExampleViolation_Status() {
 // process-local mutex does across processes: the suite finds two holders.
 func ExampleFactory() {
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	mine := func(t testing.TB) (*propertytest.Backend, error) {
+	mine := func(propertytest.Env) (*propertytest.Backend, error) {
 		clock := fakes.NewClock(start)
 		shared := map[string]*fakes.MemLock{} // the "server": one lock per name
 		return &propertytest.Backend{
@@ -72,7 +72,7 @@ func ExampleFactory() {
 	}
 	fmt.Printf("shared lock: %d runs, failed: %v\n", rep.Runs, rep.Failed)
 
-	perClient := func(t testing.TB) (*propertytest.Backend, error) {
+	perClient := func(propertytest.Env) (*propertytest.Backend, error) {
 		clock := fakes.NewClock(start)
 		return &propertytest.Backend{
 			NewLocker: func(name string, opts ...locks.Option) (locks.Locker, error) {

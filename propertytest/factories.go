@@ -1,7 +1,7 @@
 package propertytest
 
 import (
-	"testing"
+	"fmt"
 	"time"
 
 	"github.com/lockproof/lockproof/chaos"
@@ -18,8 +18,12 @@ var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // RedisLock is the Factory of redislock on a single miniredis (fakes.Redis
 // in manual time). It offers no backend fault.
 func RedisLock() Factory {
-	return func(t testing.TB) (*Backend, error) {
-		r := fakes.Redis(t, fakes.ManualTime(epoch), fakes.ForceMiniredis())
+	return func(env Env) (*Backend, error) {
+		r, err := fakes.StartRedis(fakes.ManualTime(epoch), fakes.ForceMiniredis())
+		if err != nil {
+			return nil, err
+		}
+		CloseAtCleanup(env, "the Redis fake", r)
 		return &Backend{
 			NewLocker: func(name string, opts ...locks.Option) (locks.Locker, error) {
 				return redislock.New(r.NewClient(), name, append(r.LockOptions(), opts...)...)
@@ -36,13 +40,17 @@ func RedisLock() Factory {
 // replica. redislock does not claim to survive it: with the default
 // Options.Claims the suite reports what it breaks as an expected violation.
 func RedisLockWithFailover(lag time.Duration) Factory {
-	return func(t testing.TB) (*Backend, error) {
-		g := fakes.RedisCluster(t, 2, fakes.ManualTime(epoch), fakes.ForceMiniredis())
+	return func(env Env) (*Backend, error) {
+		g, err := fakes.StartRedisCluster(2, fakes.ManualTime(epoch), fakes.ForceMiniredis())
+		if err != nil {
+			return nil, err
+		}
+		CloseAtCleanup(env, "the RedisCluster fake", g)
 		p, err := chaos.StartProxy(g.Node(0).Addr(), 1)
 		if err != nil {
 			return nil, err
 		}
-		t.Cleanup(func() { _ = p.Close() })
+		env.Cleanup(func() { _ = p.Close() })
 		if err := p.Replicate(g.Node(1).Addr(), lag); err != nil {
 			return nil, err
 		}
@@ -50,7 +58,7 @@ func RedisLockWithFailover(lag time.Duration) Factory {
 			NewLocker: func(name string, opts ...locks.Option) (locks.Locker, error) {
 				c := redis.NewClient(&redis.Options{Addr: p.Addr()})
 				fakes.GateRedis(c, g.Node(0).GateLabel())
-				t.Cleanup(func() { _ = c.Close() })
+				env.Cleanup(func() { _ = c.Close() })
 				return redislock.New(c, name, append(g.LockOptions(), opts...)...)
 			},
 			Clock:   g.Clock(),
@@ -69,8 +77,12 @@ func RedisLockWithFailover(lag time.Duration) Factory {
 // data) and the availability check. Redlock gives no fencing token: run it
 // with Claims of FaultCrash and FaultNodeDown.
 func Redlock(n int) Factory {
-	return func(t testing.TB) (*Backend, error) {
-		g := fakes.RedisCluster(t, n, fakes.ManualTime(epoch), fakes.ForceMiniredis())
+	return func(env Env) (*Backend, error) {
+		g, err := fakes.StartRedisCluster(n, fakes.ManualTime(epoch), fakes.ForceMiniredis())
+		if err != nil {
+			return nil, err
+		}
+		CloseAtCleanup(env, "the RedisCluster fake", g)
 		be := &Backend{
 			NewLocker: func(name string, opts ...locks.Option) (locks.Locker, error) {
 				return redlock.New(g.NewClients(), name, append(g.LockOptions(), opts...)...)
@@ -95,7 +107,7 @@ func Redlock(n int) Factory {
 // MemLock is the Factory of fakes.MemLock: every client shares one
 // in-memory lock on a fakes.Clock.
 func MemLock() Factory {
-	return func(t testing.TB) (*Backend, error) {
+	return func(env Env) (*Backend, error) {
 		clock := fakes.NewClock(epoch)
 		var shared *fakes.MemLock
 		return &Backend{
@@ -122,43 +134,60 @@ func MemLock() Factory {
 // (its requests take effect, it never hears so). Run it with a short
 // Options.OpTimeout: every operation of a cut-off client waits that long.
 func RedisLockWithNetworkFaults() Factory {
-	return func(t testing.TB) (*Backend, error) {
-		r := fakes.Redis(t, fakes.ManualTime(epoch), fakes.ForceMiniredis())
+	return func(env Env) (*Backend, error) {
+		r, err := fakes.StartRedis(fakes.ManualTime(epoch), fakes.ForceMiniredis())
+		if err != nil {
+			return nil, err
+		}
+		CloseAtCleanup(env, "the Redis fake", r)
 		var proxies []*chaos.Proxy
-		proxy := func(i int) *chaos.Proxy {
+		proxy := func(i int) (*chaos.Proxy, error) {
 			for len(proxies) <= i {
 				p, err := chaos.StartProxy(r.Addr(), uint64(len(proxies))+1)
 				if err != nil {
-					t.Fatalf("propertytest: start proxy: %v", err)
+					return nil, fmt.Errorf("propertytest: start proxy: %w", err)
 				}
-				t.Cleanup(func() { _ = p.Close() })
+				CloseAtCleanup(env, "a proxy", p)
 				proxies = append(proxies, p)
 			}
-			return proxies[i]
+			return proxies[i], nil
 		}
 		clients := 0
 		return &Backend{
 			NewLocker: func(name string, opts ...locks.Option) (locks.Locker, error) {
-				p := proxy(clients)
+				p, err := proxy(clients)
+				if err != nil {
+					return nil, err
+				}
 				clients++
 				// Deadlines from ctx, not go-redis's 3 s read timeout, so a
 				// cut-off client gives up at Options.OpTimeout.
 				c := redis.NewClient(&redis.Options{Addr: p.Addr(), ContextTimeoutEnabled: true,
 					ReadTimeout: time.Second, WriteTimeout: time.Second, DialTimeout: time.Second})
 				fakes.GateRedis(c, r.GateLabel())
-				t.Cleanup(func() { _ = c.Close() })
+				env.Cleanup(func() { _ = c.Close() })
 				return redislock.New(c, name, append(r.LockOptions(), opts...)...)
 			},
 			Clock:   r.Clock(),
 			Advance: r.Advance,
 			Faults: []Fault{
 				{Name: "partition client 0", Kind: FaultPartition,
-					Inject: func() error { proxy(0).Partition(); return nil },
-					Heal:   func() error { proxy(0).Heal(); return nil }},
+					Inject: func() error { return onProxy(proxy, 0, (*chaos.Proxy).Partition) },
+					Heal:   func() error { return onProxy(proxy, 0, (*chaos.Proxy).Heal) }},
 				{Name: "drop the replies to client 1", Kind: FaultPartition,
-					Inject: func() error { proxy(1).DropReplies(); return nil },
-					Heal:   func() error { proxy(1).Heal(); return nil }},
+					Inject: func() error { return onProxy(proxy, 1, (*chaos.Proxy).DropReplies) },
+					Heal:   func() error { return onProxy(proxy, 1, (*chaos.Proxy).Heal) }},
 			},
 		}, nil
 	}
+}
+
+// onProxy applies do to proxy i, started if it was not.
+func onProxy(proxy func(int) (*chaos.Proxy, error), i int, do func(*chaos.Proxy)) error {
+	p, err := proxy(i)
+	if err != nil {
+		return err
+	}
+	do(p)
+	return nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"testing"
 	"time"
 
 	"github.com/hashicorp/consul/api"
@@ -48,14 +47,18 @@ func ConsulLockOnOptions() Options { return Options{TTL: time.Second, Slack: 3 *
 // violation: so it does not claim FaultPartition, and the suite reports
 // what that fault causes as expected violations.
 func ConsulLock() Factory {
-	return func(t testing.TB) (*Backend, error) {
-		c := fakes.Consul(t, fakes.ConsulManualTime(epoch), fakes.ForceMiniconsul(),
+	return func(env Env) (*Backend, error) {
+		c, err := fakes.StartConsul(fakes.ConsulManualTime(epoch), fakes.ForceMiniconsul(),
 			fakes.ConsulSessionTTLMin(locks.MinTTL))
+		if err != nil {
+			return nil, err
+		}
+		CloseAtCleanup(env, "miniconsul", c)
 		// At the end, before miniconsul stops: time runs out for every lease
 		// left, so that their monitors (blocking queries, and pauses on the
 		// manual clock once the server is gone) end with them.
-		t.Cleanup(func() { c.Advance(time.Hour) })
-		be := newConsulBackend(c, c.LockOptions(), c.SessionTTLMin())
+		env.Cleanup(func() { c.Advance(time.Hour) })
+		be := newConsulBackend(func() (*api.Client, error) { return c.NewClient(), nil }, c.LockOptions(), c.SessionTTLMin())
 		be.Clock, be.Advance = c.Clock(), c.Advance
 		be.Faults = []Fault{{
 			Name: "invalidate the holder's session (its node's health check fails)", Kind: FaultPartition,
@@ -80,25 +83,20 @@ func ConsulLock() Factory {
 // sessions are invalidated up to TTL×2 after their last renewal, and the
 // lock-delay (one TTL) follows. Claims: the defaults. No backend fault.
 func ConsulLockOn(addr string) Factory {
-	return func(t testing.TB) (*Backend, error) {
+	return func(env Env) (*Backend, error) {
 		if addr == "" {
 			return nil, fmt.Errorf("propertytest: ConsulLockOn needs the agent's address")
 		}
-		c := &consulOn{t: t, addr: addr, prefix: "lockproof-test-" + locks.NewOwner()[:8] + "/"}
+		c := &consulOn{env: env, addr: addr, prefix: "lockproof-test-" + locks.NewOwner()[:8] + "/"}
 		admin, err := c.newClient()
 		if err != nil {
 			return nil, err
 		}
-		t.Cleanup(func() { c.deleteKeys(admin) })
-		be := newConsulBackend(c, []locks.Option{locks.WithPrefix(c.prefix)}, locks.MinTTL)
+		env.Cleanup(func() { c.deleteKeys(admin) })
+		be := newConsulBackend(c.newClient, []locks.Option{locks.WithPrefix(c.prefix)}, locks.MinTTL)
 		be.Clock, be.Advance = locks.SystemClock{}, time.Sleep
 		return be.Backend, nil
 	}
-}
-
-// consulClients hands out api clients, each with connections of its own.
-type consulClients interface {
-	NewClient() *api.Client
 }
 
 // consulBackend is a Backend of consullock, and the name of the lock its
@@ -109,9 +107,9 @@ type consulBackend struct {
 }
 
 // newConsulBackend returns a consulBackend whose lockers each use a client
-// of their own, with the options own before the suite's. Clock and
-// Advance are left to the caller.
-func newConsulBackend(c consulClients, own []locks.Option, ttlMin time.Duration) *consulBackend {
+// of their own, from newClient, with the options own before the suite's.
+// Clock and Advance are left to the caller.
+func newConsulBackend(newClient func() (*api.Client, error), own []locks.Option, ttlMin time.Duration) *consulBackend {
 	be := &consulBackend{}
 	be.Backend = &Backend{
 		NewLocker: func(name string, opts ...locks.Option) (locks.Locker, error) {
@@ -122,7 +120,11 @@ func newConsulBackend(c consulClients, own []locks.Option, ttlMin time.Duration)
 			}
 			be.lockName = name
 			s := consullock.Session{LockDelay: consullock.DefaultLockDelay(o.TTL), TTLMin: ttlMin}
-			return consullock.NewWithSession(c.NewClient(), name, s, all...)
+			client, err := newClient()
+			if err != nil {
+				return nil, err
+			}
+			return consullock.NewWithSession(client, name, s, all...)
 		},
 	}
 	return be
@@ -145,7 +147,7 @@ func invalidateHolder(c *fakes.ConsulServer, name string) error {
 
 // consulOn hands out clients of a real agent, closed at the run's cleanup.
 type consulOn struct {
-	t      testing.TB
+	env    Env
 	addr   string
 	prefix string
 }
@@ -157,18 +159,8 @@ func (c *consulOn) newClient() (*api.Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("propertytest: consul client for %s: %w", c.addr, err)
 	}
-	c.t.Cleanup(tr.CloseIdleConnections)
+	c.env.Cleanup(tr.CloseIdleConnections)
 	return client, nil
-}
-
-// NewClient returns a client with connections of its own; it fails the
-// run's test when the address is malformed.
-func (c *consulOn) NewClient() *api.Client {
-	client, err := c.newClient()
-	if err != nil {
-		c.t.Fatalf("%v", err)
-	}
-	return client
 }
 
 // deleteKeys deletes the run's prefix (the locks' sessions were destroyed
@@ -177,6 +169,6 @@ func (c *consulOn) deleteKeys(admin *api.Client) {
 	ctx, cancel := context.WithTimeout(context.Background(), consulTimeout)
 	defer cancel()
 	if _, err := admin.KV().DeleteTree(c.prefix, (&api.WriteOptions{}).WithContext(ctx)); err != nil {
-		c.t.Errorf("propertytest: delete %s* on %s: %v", c.prefix, c.addr, err)
+		c.env.Logf("propertytest: delete %s* on %s: %v", c.prefix, c.addr, err)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"testing"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -52,12 +51,12 @@ func EtcdLockOptions() Options {
 // expire it; the next waiter is granted the lock while the holder's local
 // deadline has not passed, so etcdlock does not claim it.
 func EtcdLock() Factory {
-	return func(t testing.TB) (*Backend, error) {
+	return func(env Env) (*Backend, error) {
 		s, err := fakes.StartEtcd(fakes.ForceEmbeddedEtcd())
 		if err != nil {
 			return nil, fmt.Errorf("propertytest: %w", err)
 		}
-		closeAtCleanup(t, "the embedded etcd", s)
+		CloseAtCleanup(env, "the embedded etcd", s)
 		be := etcdBackend(s)
 		be.Faults = []Fault{{
 			Name: "revoke the holder's lease (the server's clock jumps)", Kind: FaultClockJump,
@@ -77,7 +76,7 @@ func EtcdLock() Factory {
 // at least that lease + 0.5s − TTL. Claims: the defaults. No backend fault.
 // It chooses the cluster with fakes.EtcdAt, not through the environment.
 func EtcdLockOn(endpoints []string) Factory {
-	return func(t testing.TB) (*Backend, error) {
+	return func(env Env) (*Backend, error) {
 		if len(endpoints) == 0 {
 			return nil, fmt.Errorf("propertytest: EtcdLockOn needs the cluster's endpoints")
 		}
@@ -85,7 +84,7 @@ func EtcdLockOn(endpoints []string) Factory {
 		if err != nil {
 			return nil, fmt.Errorf("propertytest: %w", err)
 		}
-		closeAtCleanup(t, "the etcd fake", s)
+		CloseAtCleanup(env, "the etcd fake", s)
 		return etcdBackend(s).Backend, nil
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"testing"
 	"time"
 
 	gmssql "github.com/dolthub/go-mysql-server/sql"
@@ -47,16 +46,16 @@ func MySQLLock() Factory {
 // to pass on, the table first (locks.WithPrefix, a table created by
 // mysqllock.CreateTable) and the manual clock, then the suite's.
 func MySQLLockWith(newLocker func(db *sql.DB, name string, opts ...locks.Option) (locks.Locker, error)) Factory {
-	return func(t testing.TB) (*Backend, error) {
+	return func(env Env) (*Backend, error) {
 		clock := fakes.NewClock(epoch)
-		if err := followClock(t, clock); err != nil {
+		if err := followClock(env, clock); err != nil {
 			return nil, err
 		}
 		s, err := fakes.StartMySQL()
 		if err != nil {
 			return nil, fmt.Errorf("propertytest: start the in-process MySQL: %w", err)
 		}
-		closeAtCleanup(t, "the in-process MySQL", s)
+		CloseAtCleanup(env, "the in-process MySQL", s)
 		be, err := mysqlBackend(s, mysqllock.DefaultTable, clock, newLocker)
 		if err != nil {
 			return nil, err
@@ -82,7 +81,7 @@ func MySQLLockWith(newLocker func(db *sql.DB, name string, opts ...locks.Option)
 // the defaults. No backend fault. It chooses the server with
 // fakes.MySQLAt, not through the environment.
 func MySQLLockOn(dsn string) Factory {
-	return func(t testing.TB) (*Backend, error) {
+	return func(env Env) (*Backend, error) {
 		if dsn == "" {
 			return nil, fmt.Errorf("propertytest: MySQLLockOn needs the server's DSN")
 		}
@@ -90,7 +89,7 @@ func MySQLLockOn(dsn string) Factory {
 		if err != nil {
 			return nil, fmt.Errorf("propertytest: %w", err)
 		}
-		closeAtCleanup(t, "the MySQL fake", s)
+		CloseAtCleanup(env, "the MySQL fake", s)
 		be, err := mysqlBackend(s, mysqllock.DefaultTable, locks.SystemClock{},
 			func(db *sql.DB, name string, opts ...locks.Option) (locks.Locker, error) {
 				return mysqllock.New(db, name, opts...)
@@ -149,11 +148,12 @@ var gmsClock struct {
 // errClockTaken: another backend's manual clock drives go-mysql-server.
 var errClockTaken = errors.New("propertytest: another MySQLLock backend is live in this process (go-mysql-server has one clock per process)")
 
-// followClock makes go-mysql-server's NOW() read clock until t's cleanup.
+// followClock makes go-mysql-server's NOW() read clock until env's
+// cleanup.
 // go-mysql-server only offers RunWithNowFunc, which restores the previous
 // function when its callback returns: the callback waits on a goroutine of
 // its own until the cleanup.
-func followClock(t testing.TB, clock locks.Clock) error {
+func followClock(env Env, clock locks.Clock) error {
 	gmsClock.Lock()
 	defer gmsClock.Unlock()
 	if gmsClock.busy {
@@ -170,7 +170,7 @@ func followClock(t testing.TB, clock locks.Clock) error {
 		})
 	}()
 	<-set
-	t.Cleanup(func() {
+	env.Cleanup(func() {
 		close(release)
 		<-restored
 		gmsClock.Lock()

@@ -2,7 +2,7 @@ package propertytest
 
 import (
 	"fmt"
-	"testing"
+	"io"
 	"time"
 
 	"github.com/lockproof/lockproof/fakes"
@@ -20,7 +20,7 @@ import (
 // and this machine's, which it does for a server on the same machine or
 // one kept in step by NTP.
 func RedisLockOn(addr string) Factory {
-	return func(t testing.TB) (*Backend, error) {
+	return func(env Env) (*Backend, error) {
 		if addr == "" {
 			return nil, fmt.Errorf("propertytest: RedisLockOn needs the server's address")
 		}
@@ -28,7 +28,7 @@ func RedisLockOn(addr string) Factory {
 		if err != nil {
 			return nil, fmt.Errorf("propertytest: %w", err)
 		}
-		closeAtCleanup(t, "the Redis fake", r)
+		CloseAtCleanup(env, "the Redis fake", r)
 		return &Backend{
 			NewLocker: func(name string, opts ...locks.Option) (locks.Locker, error) {
 				return redislock.New(r.NewClient(), name, append(r.LockOptions(), opts...)...)
@@ -45,7 +45,7 @@ func RedisLockOn(addr string) Factory {
 // availability check is off: run it with Claims of FaultCrash only (redlock
 // gives no fencing token, so it does not claim FaultPause).
 func RedlockOn(addrs []string) Factory {
-	return func(t testing.TB) (*Backend, error) {
+	return func(env Env) (*Backend, error) {
 		if len(addrs) < 3 {
 			return nil, fmt.Errorf("propertytest: RedlockOn needs at least 3 independent servers, got %d", len(addrs))
 		}
@@ -53,7 +53,7 @@ func RedlockOn(addrs []string) Factory {
 		if err != nil {
 			return nil, fmt.Errorf("propertytest: %w", err)
 		}
-		closeAtCleanup(t, "the Redis fakes", g)
+		CloseAtCleanup(env, "the Redis fakes", g)
 		return &Backend{
 			NewLocker: func(name string, opts ...locks.Option) (locks.Locker, error) {
 				return redlock.New(g.NewClients(), name, append(g.LockOptions(), opts...)...)
@@ -64,11 +64,13 @@ func RedlockOn(addrs []string) Factory {
 	}
 }
 
-// closeAtCleanup closes the fake c at t's cleanup; a failure to fails t.
-func closeAtCleanup(t testing.TB, what string, c interface{ Close() error }) {
-	t.Cleanup(func() {
+// CloseAtCleanup registers the closing of c (a fake from fakes.Start*, a
+// proxy, a client) with env, and logs an error it returns: how a Factory
+// hands what it started to the run, which closes it when the run ends.
+func CloseAtCleanup(env Env, what string, c io.Closer) {
+	env.Cleanup(func() {
 		if err := c.Close(); err != nil {
-			t.Errorf("propertytest: closing %s: %v", what, err)
+			env.Logf("propertytest: closing %s: %v", what, err)
 		}
 	})
 }

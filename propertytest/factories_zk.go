@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"testing"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -62,11 +61,15 @@ func ZKLockOnOptions() Options {
 // before the holder's local deadline, so zklock does not claim it, and the
 // suite reports what it breaks as expected violations.
 func ZKLock() Factory {
-	return func(t testing.TB) (*Backend, error) {
-		z := fakes.ZooKeeper(t, fakes.ZooKeeperManualTime(epoch), fakes.ForceMinizk(), fakes.ZooKeeperTickTime(zkTick))
+	return func(env Env) (*Backend, error) {
+		z, err := fakes.StartZooKeeper(fakes.ZooKeeperManualTime(epoch), fakes.ForceMinizk(), fakes.ZooKeeperTickTime(zkTick))
+		if err != nil {
+			return nil, err
+		}
+		CloseAtCleanup(env, "the ZooKeeper fake", z)
 		// Before the fake closes its clients: time runs out for every lease
 		// left, so that their monitors end with them.
-		t.Cleanup(func() { z.Advance(time.Hour) })
+		env.Cleanup(func() { z.Advance(time.Hour) })
 		be := newZKBackend(z, func(_ int, _ time.Duration) (*zk.Conn, error) {
 			c, _, err := z.Connect(zkSession)
 			return c, err
@@ -90,7 +93,7 @@ func ZKLock() Factory {
 // Claims: the defaults. No backend fault. It chooses the server with
 // fakes.ZooKeeperAt, not through the environment.
 func ZKLockOn(addr string) Factory {
-	return func(t testing.TB) (*Backend, error) {
+	return func(env Env) (*Backend, error) {
 		if addr == "" {
 			return nil, errors.New("propertytest: ZKLockOn needs the server's address")
 		}
@@ -98,7 +101,7 @@ func ZKLockOn(addr string) Factory {
 		if err != nil {
 			return nil, fmt.Errorf("propertytest: %w", err)
 		}
-		closeAtCleanup(t, "the ZooKeeper fake", z)
+		CloseAtCleanup(env, "the ZooKeeper fake", z)
 		be := newZKBackend(z, func(_ int, ttl time.Duration) (*zk.Conn, error) {
 			c, _, err := z.Connect(ttl)
 			return c, err

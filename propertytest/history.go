@@ -233,8 +233,9 @@ func (g *register) lostUpdates() []lostUpdate {
 }
 
 // describeLockOps renders the last n operations of a lock history, one a
-// line, for failures that linearize does not explain.
-func describeLockOps(h []lockOp, n int) string {
+// line, as the lease model describes them, for failures that linearize
+// does not explain.
+func describeLockOps(model linearize.Model[linearize.LeaseState, linearize.LeaseInput, linearize.LeaseOutput], h []lockOp, n int) string {
 	var b strings.Builder
 	from := max(0, len(h)-n)
 	if from > 0 {
@@ -242,23 +243,7 @@ func describeLockOps(h []lockOp, n int) string {
 	}
 	for _, op := range h[from:] {
 		fmt.Fprintf(&b, "  client %d [%v, %v] %s\n", op.ClientID, time.Duration(op.Call),
-			time.Duration(op.Return), describeLockOp(&op))
+			time.Duration(op.Return), model.DescribeOperation(&op))
 	}
 	return b.String()
-}
-
-func describeLockOp(op *lockOp) string {
-	in, out := op.Input, op.Output
-	s := fmt.Sprintf("%s(owner %d)", in.Op, in.Owner)
-	switch {
-	case op.Unknown:
-		return s + " -> ?"
-	case in.Op == linearize.Acquire && out.OK:
-		return fmt.Sprintf("%s -> granted, token %d", s, out.Token)
-	case in.Op == linearize.Acquire:
-		return s + " -> locked"
-	case out.OK:
-		return s + " -> ok"
-	}
-	return s + " -> not held"
 }

@@ -54,7 +54,8 @@ type machine struct {
 	unclaimed map[string]bool // unclaimed faults injected during the run
 	faulted   bool            // some backend fault was injected
 	found     []Violation
-	ran       map[Property]bool // the named checks this run made
+	lease     linearize.Model[linearize.LeaseState, linearize.LeaseInput, linearize.LeaseOutput] // the model the lock history is checked against
+	ran       map[Property]bool                                                                  // the named checks this run made
 	log       []string
 	sched     *sched
 	lapsed    []lapsed           // leases past their deadline, not yet signalled lost
@@ -66,6 +67,11 @@ type machine struct {
 func newMachine(o Options, be *Backend, jitterSeed uint64) (*machine, error) {
 	m := &machine{o: o, be: be, rec: newRecorder(be.Clock), sched: newSched(o.Settle),
 		active: map[int]bool{}, used: map[int]bool{}, ran: map[Property]bool{}, unclaimed: map[string]bool{}}
+	lease, err := linearize.NewLeaseModel(o.TTL, locks.Drift(o.TTL))
+	if err != nil {
+		return nil, err
+	}
+	m.lease = lease
 	for i := 0; i <= o.Clients; i++ {
 		l, err := be.NewLocker(o.Name, locks.WithTTL(o.TTL), locks.WithWatchdog(false), locks.WithObserver(crashObserver{}),
 			locks.WithRand(rand.NewPCG(jitterSeed, uint64(i))))

@@ -5,34 +5,38 @@ import (
 	"slices"
 	"time"
 
+	"github.com/lockproof/lockproof/chaos"
 	"github.com/lockproof/lockproof/locks"
 )
 
-// FaultKind names a class of fault. A lock claims to survive some kinds
-// (Options.Claims); a violation in a run that injected a kind it does not
-// claim is reported as an expected violation, not a failure.
-type FaultKind string
+// FaultKind names a class of fault: it is chaos.Kind, the project's one
+// fault vocabulary. A lock claims to survive some kinds (Options.Claims); a
+// violation in a run that injected a kind it does not claim is reported as
+// an expected violation, not a failure.
+type FaultKind = chaos.Kind
 
-// The fault kinds. FaultCrash and FaultPause are produced by the suite
-// itself for every lock; the others come from the Backend's Faults.
+// The fault kinds the suite injects, under the names propertytest has
+// always given them (each is the chaos.Kind of the same name). FaultCrash
+// and FaultPause are produced by the suite itself for every lock; the
+// others come from the Backend's Faults.
 const (
 	// FaultCrash: a client stops without unlocking (its lease is left to
 	// expire) and comes back as a fresh process.
-	FaultCrash FaultKind = "crash"
+	FaultCrash = chaos.KindCrash
 	// FaultPause: a holder stalls between checking its lease and writing
 	// (a GC pause), past its lease's deadline. Only fencing makes a lock
 	// safe against it.
-	FaultPause FaultKind = "pause"
+	FaultPause = chaos.KindPause
 	// FaultPartition: the network between clients and a backend node loses
 	// or holds messages.
-	FaultPartition FaultKind = "partition"
+	FaultPartition = chaos.KindPartition
 	// FaultNodeDown: a backend node stops (and later restarts with its data).
-	FaultNodeDown FaultKind = "node-down"
+	FaultNodeDown = chaos.KindNodeDown
 	// FaultFailover: a primary is replaced by an asynchronously fed replica
 	// that may have missed the last writes.
-	FaultFailover FaultKind = "failover"
+	FaultFailover = chaos.KindFailover
 	// FaultClockJump: one backend node's clock jumps forward.
-	FaultClockJump FaultKind = "clock-jump"
+	FaultClockJump = chaos.KindClockJump
 )
 
 // Options configure Run and Check. The zero value is ready: every field has
@@ -76,9 +80,12 @@ type Options struct {
 	// prints the history the check printed. Default 200; negative means no
 	// bound but the wall time's.
 	ShrinkRuns int
-	// OutDir is where failure timelines (HTML) are written. Default: the
+	// OutDir is where the history of each violation is written, as the
+	// JSON that `lockproof history` reads (Violation.File; the same data
+	// is Violation.Evidence). Default in Run and Check: the
 	// -propertytest.out flag, then the LOCKPROOF_PROPERTYTEST_OUT
-	// environment variable, then t.TempDir() (removed after the test).
+	// environment variable, then t.TempDir() (removed after the test); in
+	// RunStandalone: nowhere.
 	OutDir string
 
 	_ struct{} // keyed literals only

@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -15,8 +14,9 @@ import (
 	"pgregory.net/rapid"
 )
 
-// outFlag is -propertytest.out: where failure timelines are written.
-var outFlag = flag.String("propertytest.out", "", "propertytest: directory for the HTML timelines of failures (default: the test's temporary directory)")
+// outFlag is -propertytest.out: where the histories of failures are
+// written.
+var outFlag = flag.String("propertytest.out", "", "propertytest: directory for the JSON histories of failures, which lockproof history reads (default: the test's temporary directory)")
 
 // EnvOut names the environment variable read when -propertytest.out is not
 // given.
@@ -70,9 +70,9 @@ func (r *Report) Broken() []Property {
 
 // Run checks the lock built by factory with rapid state machines and fails
 // t when a property it claims is violated. The failure names the property,
-// shows the minimal history and the timeline file, and rapid prints the
-// seed that replays it (-rapid.seed); -rapid.checks and -rapid.steps set
-// the number of runs and their length. Violations under faults the lock
+// shows the minimal history and the file of its JSON history, and rapid
+// prints the seed that replays it (-rapid.seed); -rapid.checks and
+// -rapid.steps set the number of runs and their length. Violations under faults the lock
 // does not claim (see Options.Claims) are logged as expected violations.
 // Run must be called from the test's goroutine.
 func Run(t *testing.T, factory Factory, o Options) *Report {
@@ -95,7 +95,7 @@ func Check(t *testing.T, factory Factory, o Options) *Report {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tb := newQuietTB(t.Name(), nil)
+	tb := newRecordingTB(t.Name(), nil)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -110,9 +110,18 @@ func Check(t *testing.T, factory Factory, o Options) *Report {
 	return s.report
 }
 
-// suite is the state shared by the runs of one Run or Check.
+// host is what a suite needs from what runs it: a test (Run, Check) or
+// RunStandalone's recordingTB. A host with a TempDir method (a test) is
+// where the histories go when no directory is given.
+type host interface {
+	Name() string
+	Logf(format string, args ...any)
+}
+
+// suite is the state shared by the runs of one Run, Check or
+// RunStandalone.
 type suite struct {
-	t       testing.TB
+	h       host
 	factory Factory
 	o       Options
 	out     *outputs
@@ -124,7 +133,7 @@ type suite struct {
 	trace func(m *machine) // called at the end of every run; tests of the suite set it
 }
 
-func newSuite(t testing.TB, factory Factory, o Options) (*suite, error) {
+func newSuite(h host, factory Factory, o Options) (*suite, error) {
 	if factory == nil {
 		return nil, fmt.Errorf("propertytest: nil factory")
 	}
@@ -132,7 +141,11 @@ func newSuite(t testing.TB, factory Factory, o Options) (*suite, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &suite{t: t, factory: factory, o: o, out: &outputs{t: t, dir: o.OutDir},
+	out := &outputs{name: h.Name(), dir: o.OutDir}
+	if td, ok := h.(interface{ TempDir() string }); ok {
+		out.tempDir = td.TempDir
+	}
+	return &suite{h: h, factory: factory, o: o, out: out,
 		report: &Report{Expected: map[Property]int{}, Checked: map[Property]int{}}}, nil
 }
 
@@ -151,9 +164,9 @@ func (s *suite) prop(rt *rapid.T) {
 		s.shrink.end(call, rt.Failed())
 		s.mu.Unlock()
 	}()
-	scope := &runTB{TB: s.t}
-	defer scope.cleanup()
-	be, err := s.factory(scope)
+	env := &runEnv{logf: s.h.Logf}
+	defer env.cleanup()
+	be, err := s.factory(env)
 	if err == nil {
 		err = be.validate()
 	}
@@ -203,7 +216,7 @@ func (s *suite) prop(rt *rapid.T) {
 		rt.Logf("run log:\n  %s", strings.Join(m.log, "\n  "))
 		n := len(failures)
 		if s.out.temporary() {
-			failures = append(failures, "(the timelines are in the test's temporary directory, removed when the test ends: keep them with -propertytest.out=DIR or "+EnvOut+"=DIR)")
+			failures = append(failures, "(the histories are in the test's temporary directory, removed when the test ends: keep them with -propertytest.out=DIR or "+EnvOut+"=DIR)")
 		}
 		rt.Fatalf("propertytest: %s violated:\n%s", plural(n, "property", "properties"), strings.Join(failures, "\n\n"))
 	}
@@ -244,21 +257,23 @@ func (s *suite) logExpected(t interface{ Logf(string, ...any) }) {
 	}
 }
 
-// writer is where a timeline is rendered.
-type writer = io.Writer
-
-// outputs writes failure timelines, one file per test and property,
-// overwritten by later runs: rapid's last run of a failure is its minimal
-// one.
+// outputs writes the evidence of violations as JSON, one file per test
+// and property, overwritten by later runs: rapid's last run of a failure
+// is its minimal one.
 type outputs struct {
-	t   testing.TB
-	dir string
+	name string // the test's or the standalone run's
+	dir  string
+	// tempDir is the test's TempDir; nil (RunStandalone, whose report
+	// carries the evidence) writes nothing without a dir rather than fall
+	// back to the flag, the environment and the test's temporary
+	// directory.
+	tempDir func() string
 
 	mu   sync.Mutex
 	temp bool // dir is the test's temporary directory
 }
 
-// temporary reports whether the timelines went to the test's temporary
+// temporary reports whether the histories went to the test's temporary
 // directory.
 func (o *outputs) temporary() bool {
 	o.mu.Lock()
@@ -276,11 +291,15 @@ func plural(n int, one, many string) string {
 
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 
-// write renders a timeline to a file and returns its path, or a note of
-// why it could not.
-func (o *outputs) write(p Property, render func(w writer) error) string {
+// write writes e, the nth violation of p in the run, as JSON to a file
+// and returns its path, or a note of why it could not; "" when it has
+// nowhere to write.
+func (o *outputs) write(p Property, nth int, e *Evidence) string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if o.dir == "" && o.tempDir == nil {
+		return ""
+	}
 	if o.dir == "" {
 		switch {
 		case *outFlag != "":
@@ -288,48 +307,53 @@ func (o *outputs) write(p Property, render func(w writer) error) string {
 		case os.Getenv(EnvOut) != "":
 			o.dir = os.Getenv(EnvOut)
 		default:
-			o.dir, o.temp = o.t.TempDir(), true
+			o.dir, o.temp = o.tempDir(), true
 		}
 	}
 	if err := os.MkdirAll(o.dir, 0o755); err != nil {
-		return "(timeline not written: " + err.Error() + ")"
+		return "(history not written: " + err.Error() + ")"
 	}
-	name := unsafeName.ReplaceAllString(o.t.Name()+"-"+string(p), "_") + ".html"
+	base := o.name + "-" + string(p)
+	if nth > 1 {
+		base += fmt.Sprintf("-%d", nth)
+	}
+	name := unsafeName.ReplaceAllString(base, "_") + ".json"
 	path := filepath.Join(o.dir, name)
 	f, err := os.Create(path)
 	if err != nil {
-		return "(timeline not written: " + err.Error() + ")"
+		return "(history not written: " + err.Error() + ")"
 	}
-	err = render(f)
+	err = e.WriteJSON(f)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		return "(timeline not written: " + err.Error() + ")"
+		return "(history not written: " + err.Error() + ")"
 	}
 	return path
 }
 
-// runTB is the testing.TB a Factory gets: the test's, except that clean-ups
-// registered with Cleanup run at the end of the run rather than of the
-// test, so that the backends of finished runs (servers, connections,
-// proxies) do not pile up while rapid runs and shrinks.
-type runTB struct {
-	testing.TB
+// runEnv is the Env a Factory gets: clean-ups registered with Cleanup run
+// at the end of the run, and Logf goes to the host's log.
+type runEnv struct {
+	logf func(format string, args ...any)
 
 	mu       sync.Mutex
 	cleanups []func()
 }
 
 // Cleanup registers f to run at the end of the run.
-func (r *runTB) Cleanup(f func()) {
+func (r *runEnv) Cleanup(f func()) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.cleanups = append(r.cleanups, f)
 }
 
+// Logf adds a line to the host's log.
+func (r *runEnv) Logf(format string, args ...any) { r.logf(format, args...) }
+
 // cleanup runs the registered clean-ups, last registered first.
-func (r *runTB) cleanup() {
+func (r *runEnv) cleanup() {
 	r.mu.Lock()
 	fs := r.cleanups
 	r.cleanups = nil

@@ -19,7 +19,7 @@ import (
 // the settings rapid otherwise reads from its -rapid.* flags.
 type Standalone struct {
 	// Name names the run: it is rapid's test name and prefixes the
-	// timeline files. Required.
+	// history files. Required.
 	Name string
 	// Checks is the number of runs (rapid's -rapid.checks). Default 100.
 	Checks int
@@ -70,17 +70,26 @@ func seedIn(out string) uint64 {
 // violated claim is Report.Failed with the minimal run's Violations and
 // the Seed that replays it (RunStandalone with that Seed and Checks 1).
 //
-// Factories get a testing.TB of the run's own: Fatal ends the run with
-// ErrNoVerdict, Skip too (wrapping the reason), Cleanup and TempDir are
-// scoped to the state machine run as in Run. The error is ErrNoVerdict
-// (wrapped, with what went wrong) when the suite could not judge the lock;
-// any other error is bad input.
+// Factories get an Env of the run's own, as in Run: Cleanup is scoped to
+// the state machine run, Logf goes to Log and Report.Output; a factory's
+// error ends the run. The error is ErrNoVerdict (wrapped, with what went
+// wrong) when the suite could not judge the lock; any other error is bad
+// input.
 //
 // rapid keeps its settings in process-wide flags: RunStandalone sets them
 // for its duration and restores them, and calls are serialized. It parses
 // the (empty) command line of package flag if nothing has, because rapid
 // asks testing.Short, which needs it; a program with flags of its own on
 // flag.CommandLine should parse them first.
+//
+// Why not through rapid's API alone (read in pgregory.net/rapid v1.3.0):
+// rapid.Check and T.Repeat, which runs the state machine, both call
+// testing.Short, which panics unless testing.Init has run ("testing: Short
+// called before Init"); Check reads the seed, the number of checks and the
+// shrink time only from its flags (baseSeed reads flags.seed) and Repeat
+// the steps; Generator.Example(seed) fixes a seed without the flags but
+// does not shrink and still reaches Repeat. So testing.Init and the flags
+// stay until rapid takes its settings from its caller.
 func RunStandalone(factory Factory, o Options, s Standalone) (*Report, error) {
 	if s.Name == "" {
 		return nil, fmt.Errorf("propertytest: RunStandalone needs a Name")
@@ -118,7 +127,7 @@ func RunStandalone(factory Factory, o Options, s Standalone) (*Report, error) {
 	}
 	defer restore()
 
-	tb := newQuietTB(s.Name, s.Log)
+	tb := newRecordingTB(s.Name, s.Log)
 	suite, err := newSuite(tb, factory, o)
 	if err != nil {
 		return nil, err
@@ -129,7 +138,6 @@ func RunStandalone(factory Factory, o Options, s Standalone) (*Report, error) {
 		rapid.Check(tb, suite.prop)
 	}()
 	<-done
-	tb.finish()
 
 	suite.mu.Lock()
 	defer suite.mu.Unlock()

@@ -17,7 +17,7 @@ import (
 // mutex in a system of several processes, so two clients hold "the" lock
 // at once.
 func processLocal() Factory {
-	return func(t testing.TB) (*Backend, error) {
+	return func(Env) (*Backend, error) {
 		clock := fakes.NewClock(epoch)
 		return &Backend{
 			NewLocker: func(name string, opts ...locks.Option) (locks.Locker, error) {
@@ -62,8 +62,8 @@ func TestRunStandaloneCatchesAndReplays(t *testing.T) {
 	if b := rep.Broken(); len(b) == 0 || b[0] != Exclusivity {
 		t.Fatalf("broken %v, want exclusivity first", b)
 	}
-	if tl := rep.Violations[0].Timeline; !strings.HasPrefix(tl, dir) {
-		t.Errorf("timeline %q not written under OutDir %s", tl, dir)
+	if f := rep.Violations[0].File; !strings.HasPrefix(f, dir) || !strings.HasSuffix(f, ".json") {
+		t.Errorf("history %q not written under OutDir %s as JSON", f, dir)
 	}
 	again, err := RunStandalone(processLocal(), Options{OutDir: dir}, Standalone{Name: "replay", Checks: 1, Seed: rep.Seed, ShrinkTime: time.Millisecond})
 	if err != nil {
@@ -76,20 +76,15 @@ func TestRunStandaloneCatchesAndReplays(t *testing.T) {
 }
 
 func TestRunStandaloneWithoutVerdict(t *testing.T) {
-	broken := func(testing.TB) (*Backend, error) { return nil, errors.New("no backend today") }
+	broken := func(Env) (*Backend, error) { return nil, errors.New("no backend today") }
 	_, err := RunStandalone(broken, Options{}, Standalone{Name: "broken", Checks: 3, ShrinkTime: 1})
 	if !errors.Is(err, ErrNoVerdict) || !strings.Contains(err.Error(), "no backend today") {
 		t.Errorf("factory error: got %v", err)
 	}
-	skipping := func(t testing.TB) (*Backend, error) { t.Skip("server not installed"); return nil, nil }
-	_, err = RunStandalone(skipping, Options{}, Standalone{Name: "skipping", Checks: 3})
-	if !errors.Is(err, ErrNoVerdict) || !strings.Contains(err.Error(), "server not installed") {
-		t.Errorf("skipped factory: got %v", err)
-	}
-	fatal := func(t testing.TB) (*Backend, error) { t.Fatalf("cannot start"); return nil, nil }
-	_, err = RunStandalone(fatal, Options{}, Standalone{Name: "fatal", Checks: 3, ShrinkTime: 1})
-	if !errors.Is(err, ErrNoVerdict) {
-		t.Errorf("factory calling Fatalf: got %v", err)
+	nilBackend := func(Env) (*Backend, error) { return nil, nil }
+	_, err = RunStandalone(nilBackend, Options{}, Standalone{Name: "nil backend", Checks: 3, ShrinkTime: 1})
+	if !errors.Is(err, ErrNoVerdict) || !strings.Contains(err.Error(), "nil backend") {
+		t.Errorf("factory returning no backend: got %v", err)
 	}
 	for _, s := range []Standalone{{}, {Name: "x", Checks: -1}} {
 		if _, err := RunStandalone(MemLock(), Options{}, s); err == nil || errors.Is(err, ErrNoVerdict) {
@@ -130,12 +125,12 @@ func TestRedlockOnRealServer(t *testing.T) {
 	}
 }
 
-// A factory that fails the way a fake does when its server does not answer
-// (Fatalf on the TB it was given) gives ErrNoVerdict with that cause.
+// A factory that fails the way a fake's Start does when its server does
+// not answer gives ErrNoVerdict with that cause.
 func TestRunStandaloneKeepsTheFactorysCause(t *testing.T) {
-	down := func(t testing.TB) (*Backend, error) {
-		t.Fatalf("fakes: the Redis server at 127.0.0.1:1 does not answer PING: dial tcp 127.0.0.1:1: connect: connection refused")
-		return nil, nil
+	down := func(Env) (*Backend, error) {
+		_, err := fakes.StartRedis(fakes.RedisAt("127.0.0.1:1"))
+		return nil, err
 	}
 	_, err := RunStandalone(down, Options{}, Standalone{Name: "down", Checks: 1, Seed: 1})
 	if !errors.Is(err, ErrNoVerdict) || !strings.Contains(err.Error(), "connection refused") {
@@ -201,5 +196,35 @@ func TestShrinkBudgetFollowsRapid(t *testing.T) {
 		if _, spent := unbounded.start(-1); spent {
 			t.Fatal("a negative budget was spent")
 		}
+	}
+}
+
+// The Env a factory gets in RunStandalone runs its clean-ups at the end of
+// every run, last registered first, and sends its log lines to Log.
+func TestRunStandaloneEnv(t *testing.T) {
+	var order []string
+	runs := 0
+	counting := func(env Env) (*Backend, error) {
+		runs++
+		env.Logf("factory run %d", runs)
+		env.Cleanup(func() { order = append(order, "second") })
+		env.Cleanup(func() { order = append(order, "first") })
+		return MemLock()(env)
+	}
+	var log bytes.Buffer
+	rep, err := RunStandalone(counting, Options{}, Standalone{Name: "env", Checks: 3, Seed: 9, Log: &log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if runs != rep.Runs || len(order) != 2*runs {
+		t.Fatalf("%d factory calls, %d runs, clean-ups %v", runs, rep.Runs, order)
+	}
+	for i := 0; i < len(order); i += 2 {
+		if order[i] != "first" || order[i+1] != "second" {
+			t.Fatalf("clean-ups ran in the order %v, want the last registered first", order)
+		}
+	}
+	if !strings.Contains(log.String(), "factory run 3") || !strings.Contains(rep.Output, "factory run 1") {
+		t.Errorf("the factory's log lines are missing:\n%s", log.String())
 	}
 }

@@ -14,9 +14,9 @@ import (
 func slowMemLock(d time.Duration) cell {
 	mem := propertytest.MemLock()
 	return cell{lock: "slow-memlock", faults: "crash", about: "MemLock, each run slowed",
-		factory: func(t testing.TB) (*propertytest.Backend, error) {
+		factory: func(env propertytest.Env) (*propertytest.Backend, error) {
 			time.Sleep(d)
-			return mem(t)
+			return mem(env)
 		}}
 }
 

@@ -78,7 +78,17 @@ type violationOut struct {
 	Detail    string   `json:"detail"`
 	Unclaimed []string `json:"unclaimed_faults,omitempty"`
 	History   string   `json:"history,omitempty"`
-	Timeline  string   `json:"timeline,omitempty"`
+	// File is the violation's history in linearize's JSON format (written
+	// with -histories), and Recheck the lockproof history command that
+	// checks it again.
+	File    string `json:"history_file,omitempty"`
+	Recheck string `json:"recheck,omitempty"`
+	// Verdict is the history checker's on that history (Ok, Illegal,
+	// Unknown): a named check's finding may rest on a history the model
+	// finds Ok.
+	Verdict string `json:"history_verdict,omitempty"`
+
+	evidence *propertytest.Evidence // the history and the checker's result, for the report
 }
 
 // cellResult is one row of the table.
@@ -148,7 +158,8 @@ func checkCmd(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&f.steps, "steps", 30, "average actions per run")
 	fs.BoolVar(&f.json, "json", false, "print the results as JSON on stdout instead of the table")
 	fs.StringVar(&f.html, "html", defaultReport, "write the HTML report here (empty: none)")
-	fs.StringVar(&f.outDir, "out", "", "directory for the violations' timelines (default: a temporary one)")
+	fs.StringVar(&f.outDir, "histories", "", "write each violation's history here as JSON, which lockproof history reads (default: none)")
+	fs.StringVar(&f.outDir, "out", "", "the old name of -histories")
 	f.ep.flags(fs, "check %s on %s instead of %s, in real time")
 	if code, ok := parseArgs(fs, args, "lockproof check [flags]", 0, stderr); !ok {
 		return code
@@ -162,7 +173,7 @@ func checkCmd(args []string, stdout, stderr io.Writer) int {
 		bad.add(err.Error())
 	}
 	bad.output("html", f.html)
-	bad.outDir("out", f.outDir)
+	bad.outDir(histFlagName(fs), f.outDir)
 	if bad.report(stderr) {
 		return exitUsage
 	}
@@ -170,15 +181,6 @@ func checkCmd(args []string, stdout, stderr io.Writer) int {
 		f.seed = randomSeed()
 	}
 	cfg := checkConfig{seed: f.seed, budget: f.budget, runs: f.runs, chunk: 10, steps: f.steps, outDir: f.outDir, shrink: shrinkBackstop}
-	if cfg.outDir == "" {
-		dir, err := os.MkdirTemp("", "lockproof-check-")
-		if err != nil {
-			fmt.Fprintf(stderr, "lockproof check: %v\n", err)
-			return exitError
-		}
-		defer func() { _ = os.RemoveAll(dir) }()
-		cfg.outDir = dir
-	}
 	res := runMatrix(cells, cfg, newProgress(stderr, cells, cfg))
 	if f.json {
 		enc := json.NewEncoder(stdout)
@@ -262,7 +264,9 @@ func runCell(c *cell, cfg checkConfig, share time.Duration, p *progress) cellRes
 	start := time.Now()
 	cr := cellResult{Lock: c.lock, Faults: c.faults, About: c.about, Claims: claimsOf(c.opts), Mutant: string(c.breaks)}
 	opts := c.opts
-	opts.OutDir = filepath.Join(cfg.outDir, unsafeFile.ReplaceAllString(c.name(), "_"))
+	if cfg.outDir != "" {
+		opts.OutDir = filepath.Join(cfg.outDir, unsafeFile.ReplaceAllString(c.name(), "_"))
+	}
 	checked := map[propertytest.Property]int{}
 	expected := map[propertytest.Property]int{}
 	var lastExpected *propertytest.Violation
@@ -354,11 +358,27 @@ func runCell(c *cell, cfg checkConfig, share time.Duration, p *progress) cellRes
 
 func violationOf(v *propertytest.Violation) violationOut {
 	out := violationOut{Property: string(v.Property), Status: v.Status(), Detail: v.Detail,
-		Unclaimed: v.Unclaimed, History: v.History}
-	if _, err := os.Stat(v.Timeline); err == nil {
-		out.Timeline = v.Timeline
+		Unclaimed: v.Unclaimed, History: v.History, evidence: v.Evidence}
+	if v.Evidence != nil {
+		out.Verdict = v.Evidence.Result.Verdict.String()
+	}
+	if _, err := os.Stat(v.File); err == nil && v.Evidence != nil {
+		out.File = v.File
+		out.Recheck = strings.Join(append(append([]string{"lockproof", "history"}, v.Evidence.HistoryArgs()...), v.File), " ")
 	}
 	return out
+}
+
+// histFlagName is the name the histories' directory was given on the
+// command line: -histories, or its old name -out.
+func histFlagName(fs *flag.FlagSet) string {
+	name := "histories"
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "out" {
+			name = "out"
+		}
+	})
+	return name
 }
 
 // printTable writes the lock × property table and what to do next.
@@ -483,7 +503,8 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("lockproof replay", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var ep endpoints
-	out := fs.String("out", "", "directory for the HTML timelines (default: a new temporary one, kept)")
+	out := fs.String("histories", "", "write the violations' histories here as JSON, which lockproof history reads (default: a new temporary directory, kept)")
+	fs.StringVar(out, "out", "", "the old name of -histories")
 	steps := fs.Int("steps", 30, "average actions per run (as given to check)")
 	ep.flags(fs, "the servers check ran %[1]s on (%[2]s), if any")
 	if code, ok := parseArgs(fs, args, "lockproof replay [flags] <seed>", 1, stderr); !ok {
@@ -491,7 +512,7 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	bad := flagProblems{cmd: "lockproof replay"}
 	bad.need(*steps >= 1, "steps", *steps, "want at least 1 action per run")
-	bad.outDir("out", *out)
+	bad.outDir(histFlagName(fs), *out)
 	if bad.report(stderr) {
 		return exitUsage
 	}

@@ -45,10 +45,12 @@ func TestOutputPathsCheckedFirst(t *testing.T) {
 	}{
 		{append(check, "-html", missing), "-html " + missing + ": directory " + filepath.Dir(missing) + " does not exist"},
 		{append(check, "-html", dir), "-html " + dir + ": is a directory"},
+		{append(check, "-html", "", "-histories", filepath.Join(file, "h")), "-histories " + filepath.Join(file, "h")},
 		{append(check, "-html", "", "-out", filepath.Join(file, "timelines")), "-out " + filepath.Join(file, "timelines")},
 		{append(append([]string{"bench"}, small...), "-json", missing), "-json " + missing},
 		{append(append([]string{"bench"}, small...), "-html", filepath.Join(file, "b.html")), "is not a directory"},
 		{[]string{"replay", "-out", filepath.Join(file, "x"), "1"}, "-out " + filepath.Join(file, "x")},
+		{[]string{"replay", "-histories", filepath.Join(file, "x"), "1"}, "-histories " + filepath.Join(file, "x")},
 		{[]string{"history", "-html", missing, write(t, "h.json", doubleGrant)}, "-html " + missing},
 	} {
 		var out, errOut bytes.Buffer

@@ -19,7 +19,7 @@ var reportTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
 	},
 }).Parse(reportHTML))
 
-// reportViolation is a violation with its timeline read in, for the page.
+// reportViolation is a violation with its timeline rendered, for the page.
 type reportViolation struct {
 	violationOut
 	Cell     string
@@ -43,12 +43,12 @@ func writeReport(path string, res checkResult) error {
 				if v.Status == statusViolated {
 					rv.Replay = c.Replay
 				}
-				if v.Timeline != "" {
-					b, err := os.ReadFile(v.Timeline)
-					if err != nil {
-						return fmt.Errorf("report: %w", err)
+				if v.evidence != nil {
+					var b strings.Builder
+					if err := v.evidence.WriteHTML(&b); err != nil {
+						return fmt.Errorf("report: %s: %w", rv.Cell, err)
 					}
-					rv.Timeline = string(b)
+					rv.Timeline = b.String()
 				}
 				vs = append(vs, rv)
 			}

@@ -2,12 +2,12 @@ package main
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/lockproof/lockproof/linearize"
+	"github.com/lockproof/lockproof/propertytest"
 )
 
 // crowdedLeaseHistory is a double grant whose client 1 makes operations
@@ -50,22 +50,11 @@ func TestReportTimelineInBrowser(t *testing.T) {
 	if res.Verdict != linearize.Illegal {
 		t.Fatalf("verdict %v, want Illegal (a double grant)", res.Verdict)
 	}
-	dir := t.TempDir()
-	timeline := filepath.Join(dir, "timeline.html")
-	fh, err := os.Create(timeline)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = linearize.WriteHTML(fh, m, h, &res, linearize.Picture{All: true, Unit: time.Millisecond, LeaseTTL: 5 * time.Second, LeaseTolerance: time.Millisecond})
-	if cerr := fh.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	ev := &propertytest.Evidence{Model: propertytest.ModelLease, TTL: 5 * time.Second, Tolerance: time.Millisecond,
+		Lease: h, Result: res, All: true}
 	out := checkResult{Verdict: statusViolated, Cells: []cellResult{{Lock: "crafted", Faults: "none",
-		Violations: []violationOut{{Property: "exclusivity", Status: statusViolated, Detail: "a double grant", Timeline: timeline}}}}}
-	path := filepath.Join(dir, "report.html")
+		Violations: []violationOut{{Property: "exclusivity", Status: statusViolated, Detail: "a double grant", evidence: ev}}}}}
+	path := filepath.Join(t.TempDir(), "report.html")
 	if err := writeReport(path, out); err != nil {
 		t.Fatal(err)
 	}

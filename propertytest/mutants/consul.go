@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"testing"
 	"time"
 
 	"github.com/hashicorp/consul/api"
@@ -45,9 +44,13 @@ var consulEpoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // local deadline; the mutant's bug then shows when a client whose lease ran
 // out renews it while another client holds the lock (the suite's foreign
 // Renew): Consul answers 404 and the mutant reports success.
-func consulIgnoresInvalidation(t testing.TB) (*propertytest.Backend, error) {
-	c := fakes.Consul(t, fakes.ConsulManualTime(consulEpoch), fakes.ForceMiniconsul(),
+func consulIgnoresInvalidation(env propertytest.Env) (*propertytest.Backend, error) {
+	c, err := fakes.StartConsul(fakes.ConsulManualTime(consulEpoch), fakes.ForceMiniconsul(),
 		fakes.ConsulSessionTTLMin(locks.MinTTL))
+	if err != nil {
+		return nil, err
+	}
+	propertytest.CloseAtCleanup(env, "miniconsul", c)
 	return &propertytest.Backend{
 		NewLocker: func(name string, opts ...locks.Option) (locks.Locker, error) {
 			o, err := locks.Resolve("", append(c.LockOptions(), opts...)...)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
-	"testing"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -44,16 +43,12 @@ func init() {
 
 // etcdWaiterWithoutRecheck is the Factory of blindWaiter on a one-member
 // embedded etcd (fakes.StartEtcd with ForceEmbeddedEtcd), in real time as propertytest.EtcdLock.
-func etcdWaiterWithoutRecheck(t testing.TB) (*propertytest.Backend, error) {
+func etcdWaiterWithoutRecheck(env propertytest.Env) (*propertytest.Backend, error) {
 	s, err := fakes.StartEtcd(fakes.ForceEmbeddedEtcd())
 	if err != nil {
 		return nil, fmt.Errorf("mutant: %w", err)
 	}
-	t.Cleanup(func() {
-		if err := s.Close(); err != nil {
-			t.Errorf("mutant: closing the embedded etcd: %v", err)
-		}
-	})
+	propertytest.CloseAtCleanup(env, "the embedded etcd", s)
 	return &propertytest.Backend{
 		NewLocker: func(name string, opts ...locks.Option) (locks.Locker, error) {
 			o, err := locks.Resolve("", append(s.LockOptions(), opts...)...)

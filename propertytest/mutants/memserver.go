@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"testing"
 	"time"
 
 	"github.com/lockproof/lockproof/fakes"
@@ -52,7 +51,7 @@ func memMutant(name string, b serverBug, breaks propertytest.Property, bug strin
 // memFactory is the Factory of a memServer with bug b on a manual clock.
 // Every client gets a Locker of its own on the one server.
 func memFactory(b serverBug) propertytest.Factory {
-	return func(testing.TB) (*propertytest.Backend, error) {
+	return func(propertytest.Env) (*propertytest.Backend, error) {
 		clock := fakes.NewClock(epoch)
 		s := newMemServer(clock, b)
 		return &propertytest.Backend{

@@ -170,8 +170,11 @@ func assertCaught(t *testing.T, m Mutant, rep *propertytest.Report) *propertytes
 	if v.History == "" {
 		t.Errorf("the violation shows no history: %v", v)
 	}
-	if _, err := os.Stat(v.Timeline); err != nil {
-		t.Errorf("timeline %q: %v", v.Timeline, err)
+	if v.Evidence == nil {
+		t.Errorf("the violation carries no evidence: %v", v)
+	}
+	if _, err := os.Stat(v.File); err != nil {
+		t.Errorf("history file %q: %v", v.File, err)
 	}
 	t.Logf("killed %s: %s at run %d (%d runs with shrinking); replay the failure: -rapid.seed=%d\n%s",
 		m.Name, broken[0], rep.FirstFailure, rep.Runs, rep.Seed, v.Detail)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -37,8 +36,12 @@ func init() {
 // setnxFactory is the Factory of a setnxLocker with bug b on a miniredis in
 // manual time; every client has a connection of its own.
 func setnxFactory(b redisBug) propertytest.Factory {
-	return func(t testing.TB) (*propertytest.Backend, error) {
-		r := fakes.Redis(t, fakes.ManualTime(epoch), fakes.ForceMiniredis())
+	return func(env propertytest.Env) (*propertytest.Backend, error) {
+		r, err := fakes.StartRedis(fakes.ManualTime(epoch), fakes.ForceMiniredis())
+		if err != nil {
+			return nil, err
+		}
+		propertytest.CloseAtCleanup(env, "the Redis fake", r)
 		return &propertytest.Backend{
 			NewLocker: func(name string, opts ...locks.Option) (locks.Locker, error) {
 				return newSetNXLocker(r.NewClient(), name, b, append(r.LockOptions(), opts...)...)

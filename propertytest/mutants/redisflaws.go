@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"testing"
 
 	"github.com/redis/go-redis/v9"
 
@@ -93,8 +92,12 @@ func flawedFactory(f redisFlaw) propertytest.Factory {
 // setnxLocker (its client, key, options and fencing counter), on a
 // miniredis in manual time; every client has a connection of its own.
 func onSetNX(lock func(base *setnxLocker) locks.Locker) propertytest.Factory {
-	return func(t testing.TB) (*propertytest.Backend, error) {
-		r := fakes.Redis(t, fakes.ManualTime(epoch), fakes.ForceMiniredis())
+	return func(env propertytest.Env) (*propertytest.Backend, error) {
+		r, err := fakes.StartRedis(fakes.ManualTime(epoch), fakes.ForceMiniredis())
+		if err != nil {
+			return nil, err
+		}
+		propertytest.CloseAtCleanup(env, "the Redis fake", r)
 		return &propertytest.Backend{
 			NewLocker: func(name string, opts ...locks.Option) (locks.Locker, error) {
 				base, err := newSetNXLocker(r.NewClient(), name, noRedisBug, append(r.LockOptions(), opts...)...)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"testing"
 
 	"github.com/redis/go-redis/v9"
 
@@ -28,8 +27,12 @@ func init() {
 // survive: nodes 0 and 1 down (a minority, stopped and restarted with
 // their data), and the availability check.
 func redlockFactory(quorum int) propertytest.Factory {
-	return func(t testing.TB) (*propertytest.Backend, error) {
-		g := fakes.RedisCluster(t, redlockNodes, fakes.ManualTime(epoch), fakes.ForceMiniredis())
+	return func(env propertytest.Env) (*propertytest.Backend, error) {
+		g, err := fakes.StartRedisCluster(redlockNodes, fakes.ManualTime(epoch), fakes.ForceMiniredis())
+		if err != nil {
+			return nil, err
+		}
+		propertytest.CloseAtCleanup(env, "the RedisCluster fake", g)
 		down := func(nodes ...int) propertytest.Fault {
 			return propertytest.Fault{Name: fmt.Sprintf("nodes %v down", nodes), Kind: propertytest.FaultNodeDown,
 				Inject: func() error {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"testing"
 	"time"
 
 	"github.com/lockproof/lockproof/fakes"
@@ -62,7 +61,7 @@ func init() {
 // seqFactory is the Factory of seqLockers with flaw f on one seqServer
 // on a manual clock.
 func seqFactory(f seqFlaw) propertytest.Factory {
-	return func(testing.TB) (*propertytest.Backend, error) {
+	return func(propertytest.Env) (*propertytest.Backend, error) {
 		clock := fakes.NewClock(epoch)
 		s := &seqServer{clock: clock, nodes: map[locks.Token]time.Time{}}
 		return &propertytest.Backend{

@@ -1,8 +1,6 @@
 package mutants
 
 import (
-	"testing"
-
 	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/locks/redislock"
@@ -20,8 +18,12 @@ func init() {
 // singleNodeAsThree is the Factory of redislock on node 0 of three
 // miniredis nodes, presented as a three-node backend.
 func singleNodeAsThree() propertytest.Factory {
-	return func(t testing.TB) (*propertytest.Backend, error) {
-		g := fakes.RedisCluster(t, 3, fakes.ManualTime(epoch), fakes.ForceMiniredis())
+	return func(env propertytest.Env) (*propertytest.Backend, error) {
+		g, err := fakes.StartRedisCluster(3, fakes.ManualTime(epoch), fakes.ForceMiniredis())
+		if err != nil {
+			return nil, err
+		}
+		propertytest.CloseAtCleanup(env, "the RedisCluster fake", g)
 		return &propertytest.Backend{
 			NewLocker: func(name string, opts ...locks.Option) (locks.Locker, error) {
 				return redislock.New(g.Node(0).NewClient(), name, append(g.LockOptions(), opts...)...)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"sync"
-	"testing"
 	"time"
 
 	"github.com/lockproof/lockproof/locks"
@@ -32,8 +31,8 @@ func init() {
 // and the suite's settings).
 func redislockWith(wrap func(locks.Lease, locks.Options) locks.Lease) propertytest.Factory {
 	inner := propertytest.RedisLock()
-	return func(t testing.TB) (*propertytest.Backend, error) {
-		be, err := inner(t)
+	return func(env propertytest.Env) (*propertytest.Backend, error) {
+		be, err := inner(env)
 		if err != nil {
 			return nil, err
 		}

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"testing"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -88,9 +87,13 @@ type zkFlaws struct {
 // manual time, set up as propertytest.ZKLock (sessions of an hour, that
 // end only at the end of the run).
 func zkRecipe(f zkFlaws) propertytest.Factory {
-	return func(t testing.TB) (*propertytest.Backend, error) {
-		z := fakes.ZooKeeper(t, fakes.ZooKeeperManualTime(zkEpoch), fakes.ForceMinizk(), fakes.ZooKeeperTickTime(zkSession/20))
-		t.Cleanup(func() { z.Advance(2 * zkSession) }) // every lease ends, and with it its goroutine
+	return func(env propertytest.Env) (*propertytest.Backend, error) {
+		z, err := fakes.StartZooKeeper(fakes.ZooKeeperManualTime(zkEpoch), fakes.ForceMinizk(), fakes.ZooKeeperTickTime(zkSession/20))
+		if err != nil {
+			return nil, err
+		}
+		propertytest.CloseAtCleanup(env, "the ZooKeeper fake", z)
+		env.Cleanup(func() { z.Advance(2 * zkSession) }) // every lease ends, and with it its goroutine
 		return &propertytest.Backend{
 			NewLocker: func(name string, opts ...locks.Option) (locks.Locker, error) {
 				o, err := locks.Resolve("", append(z.LockOptions(), opts...)...)

@@ -38,8 +38,12 @@ const bsmRetry = 2 * time.Millisecond
 //     locks.ErrNotHeld. Unlock is Release; ErrLockNotHeld is
 //     locks.ErrNotHeld.
 func bsmLock() propertytest.Factory {
-	return func(t testing.TB) (*propertytest.Backend, error) {
-		r := fakes.Redis(t, fakes.ManualTime(epoch), fakes.ForceMiniredis())
+	return func(env propertytest.Env) (*propertytest.Backend, error) {
+		r, err := fakes.StartRedis(fakes.ManualTime(epoch), fakes.ForceMiniredis())
+		if err != nil {
+			return nil, err
+		}
+		propertytest.CloseAtCleanup(env, "the Redis fake", r)
 		return &propertytest.Backend{
 			NewLocker: func(name string, opts ...locks.Option) (locks.Locker, error) {
 				o, err := locks.Resolve(r.Prefix(), append(r.LockOptions(), opts...)...)

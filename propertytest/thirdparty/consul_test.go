@@ -85,8 +85,12 @@ func consulOptions(claims ...propertytest.FaultKind) propertytest.Options {
 //     deadline the session, and so the key, is still ours. Like api.Lock
 //     with a session of its own, Unlock leaves the session to expire.
 func consulLock() propertytest.Factory {
-	return func(t testing.TB) (*propertytest.Backend, error) {
-		s := fakes.Consul(t, fakes.ConsulManualTime(epoch), fakes.ForceMiniconsul())
+	return func(env propertytest.Env) (*propertytest.Backend, error) {
+		s, err := fakes.StartConsul(fakes.ConsulManualTime(epoch), fakes.ForceMiniconsul())
+		if err != nil {
+			return nil, err
+		}
+		propertytest.CloseAtCleanup(env, "the Consul fake", s)
 		return &propertytest.Backend{
 			NewLocker: func(name string, opts ...locks.Option) (locks.Locker, error) {
 				o, err := locks.Resolve(s.Prefix(), append(s.LockOptions(), opts...)...)
@@ -94,7 +98,7 @@ func consulLock() propertytest.Factory {
 					return nil, err
 				}
 				tr := &http.Transport{}
-				t.Cleanup(tr.CloseIdleConnections)
+				env.Cleanup(tr.CloseIdleConnections)
 				c := &consulClient{addr: s.Addr(), tr: tr, key: o.Prefix + name, o: o}
 				return &adapted{name: name, opt: o, acquire: c.acquire}, nil
 			},

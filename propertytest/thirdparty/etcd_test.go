@@ -72,7 +72,7 @@ func etcdOptions(claims ...propertytest.FaultKind) propertytest.Options {
 //     locks.ErrNotHeld.
 func etcdMutex(s *fakes.EtcdServer, fenced bool) propertytest.Factory {
 	var runs atomic.Int64
-	return func(t testing.TB) (*propertytest.Backend, error) {
+	return func(env propertytest.Env) (*propertytest.Backend, error) {
 		prefix := s.Prefix() + "run" + strconv.FormatInt(runs.Add(1), 10) + "/"
 		return &propertytest.Backend{
 			NewLocker: func(name string, opts ...locks.Option) (locks.Locker, error) {
@@ -84,7 +84,7 @@ func etcdMutex(s *fakes.EtcdServer, fenced bool) propertytest.Factory {
 					return nil, fmt.Errorf("etcd adapter: TTL %v: etcd leases have whole-second TTLs", o.TTL)
 				}
 				c := s.NewClient()
-				t.Cleanup(func() { _ = c.Close() }) // closed again, harmlessly, at the test's end
+				env.Cleanup(func() { _ = c.Close() }) // closed again, harmlessly, at the run's end
 				return &adapted{name: name, opt: o, acquire: etcdAcquire(c, o.Prefix+name, o, fenced)}, nil
 			},
 			Clock:   locks.SystemClock{},

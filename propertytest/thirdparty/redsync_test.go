@@ -50,8 +50,12 @@ const redsyncRetry = 2 * time.Millisecond
 //     locks.ErrNotHeld. ErrExtendFailed (extended, but too late to be
 //     valid by redsync's clock) passes through: unknown.
 func redsyncLock() propertytest.Factory {
-	return func(t testing.TB) (*propertytest.Backend, error) {
-		r := fakes.Redis(t, fakes.ManualTime(epoch), fakes.ForceMiniredis())
+	return func(env propertytest.Env) (*propertytest.Backend, error) {
+		r, err := fakes.StartRedis(fakes.ManualTime(epoch), fakes.ForceMiniredis())
+		if err != nil {
+			return nil, err
+		}
+		propertytest.CloseAtCleanup(env, "the Redis fake", r)
 		return &propertytest.Backend{
 			NewLocker: func(name string, opts ...locks.Option) (locks.Locker, error) {
 				o, err := locks.Resolve(r.Prefix(), append(r.LockOptions(), opts...)...)
