@@ -2,10 +2,8 @@ package thirdparty_test
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,7 +22,7 @@ import (
 // a tickTime of zkTTL/20 (sessions of 2 to 20 ticks). It is a minute of
 // the run's manual clock so that go-zookeeper's own timers, which run on
 // the wall clock (a read deadline of 2/3 of the session timeout on an
-// idle connection), never fire within a run.
+// idle connection without pings), never fire within a run.
 const (
 	zkTTL  = time.Minute
 	zkTick = zkTTL / 20
@@ -57,17 +55,17 @@ func zkOptions(claims ...propertytest.FaultKind) propertytest.Options {
 //   - Keep-alive: go-zookeeper pings every third of the session timeout of
 //     wall time, which in manual time would renew sessions at moments
 //     nothing in the run decides. The suite turns the watchdog off, so
-//     the adapter turns go-zookeeper's pings off (its dialer drops them)
-//     and keeps sessions alive on the run's clock instead: a waiter's
+//     the adapter turns go-zookeeper's pings off (fakes' ConnectManual
+//     drops them) and keeps sessions alive on the run's clock instead: a waiter's
 //     session with one request every TTL/3 while zk.Lock waits, as the
 //     pings would, and a holder's by Renew alone. An Advance longer than
 //     the TTL jumps past a waiter's session expiry, as a pause of the
 //     waiting process would: zk.Lock then returns zk.ErrSessionExpired,
 //     an unknown outcome to the suite.
 //   - Reconnects: go-zookeeper sleeps a second of wall time before it
-//     dials its one server again; the adapter's HostProvider (zkHost)
-//     redials at once twice first, so that a client whose session expired
-//     learns so, and has a new session, without that wait.
+//     dials its one server again; ConnectManual's client redials at once
+//     twice first, so that a client whose session expired learns so, and
+//     has a new session, without that wait.
 //   - go-zookeeper's calls take no context: the only way to stop one is to
 //     close its connection, which ends the session and deletes its node.
 //     The adapter does so when a Lock's ctx ends (a waiter that gives up).
@@ -136,15 +134,13 @@ type zkClient struct {
 }
 
 func (c *zkClient) acquire(ctx context.Context, wait bool) (grant, error) {
-	w := &zkWire{waits: make(chan struct{})}
-	conn, err := c.connect(w)
+	conn, waits, err := c.connect()
 	if err != nil {
 		return grant{}, err
 	}
 	session := conn.SessionID()
 	l := zk.NewLock(conn, c.path, zk.WorldACL(zk.PermAll))
 	stop := func() {}
-	waits := w.waits
 	if wait {
 		stop, waits = c.keepAlive(conn), nil
 	}
@@ -175,36 +171,31 @@ func (c *zkClient) acquire(ctx context.Context, wait bool) (grant, error) {
 	return g, nil
 }
 
-// connect returns a new connection with a session of the TTL, once it has
-// the session. It is closed at the end of the run at the latest.
-func (c *zkClient) connect(w *zkWire) (*zk.Conn, error) {
-	session := make(chan struct{})
+// connect returns a new connection with a session of the TTL (on
+// ConnectManual: no pings, prompt redials), once it has the session;
+// waits is closed at its first getData request: on a connection of its
+// own, only zk.Lock's watch on its predecessor is one. It is closed at the
+// end of the run at the latest (the fake's Close).
+func (c *zkClient) connect() (*zk.Conn, <-chan struct{}, error) {
+	waits := make(chan struct{})
 	var once sync.Once
-	conn, _, err := zk.Connect(c.z.Servers(), c.o.TTL, zk.WithLogger(zkQuiet{}), zk.WithDialer(w.dial),
-		zk.WithHostProvider(&zkHost{}),
-		zk.WithEventCallback(func(e zk.Event) {
-			if e.Type == zk.EventSession && e.State == zk.StateHasSession {
-				once.Do(func() { close(session) })
-			}
-		}))
-	if err != nil {
-		return nil, fmt.Errorf("zk adapter: connect: %w", err)
-	}
-	c.t.Cleanup(conn.Close) // before the fake's own clean-up, registered earlier
-	select {
-	case <-session:
-	case <-time.After(10 * time.Second):
-		conn.Close()
-		return nil, errors.New("zk adapter: no session within 10s")
-	}
-	if m := c.z.Minizk(); m != nil {
-		if got, err := m.SessionTimeout(conn.SessionID()); err != nil || got != c.o.TTL {
-			conn.Close()
-			return nil, fmt.Errorf("zk adapter: session timeout %v (%v), want the TTL %v", got, err, c.o.TTL)
+	conn, err := c.z.ConnectManual(c.z.Addr(), c.o.TTL, func(op int32) {
+		if op == zkOpGetData {
+			once.Do(func() { close(waits) })
 		}
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("zk adapter: %w", err)
 	}
-	return conn, nil
+	if got, err := c.z.Minizk().SessionTimeout(conn.SessionID()); err != nil || got != c.o.TTL {
+		conn.Close()
+		return nil, nil, fmt.Errorf("zk adapter: session timeout %v (%v), want the TTL %v", got, err, c.o.TTL)
+	}
+	return conn, waits, nil
 }
+
+// zkOpGetData is the opcode of getData in ZooKeeper's wire protocol.
+const zkOpGetData = 4
 
 // keepAlive sends one request on conn every TTL/3 of the run's clock, as
 // go-zookeeper's pings would, until the returned function is called. It
@@ -349,99 +340,11 @@ func lowestChild(kids []string) (string, bool) {
 	return best, bestSeq >= 0
 }
 
-// zkWire is the dialer of one acquisition's connection. It drops
-// go-zookeeper's pings and closes waits at the first getData request: on a
-// connection of its own, only zk.Lock's watch on its predecessor is one.
-type zkWire struct {
-	waits chan struct{}
-	once  sync.Once
-}
-
-// The wire protocol's request header: xid, then opcode.
-const (
-	zkOpGetData = 4
-	zkOpPing    = 11
-	zkXidPing   = -2
-)
-
-func (w *zkWire) dial(network, address string, timeout time.Duration) (net.Conn, error) {
-	nc, err := net.DialTimeout(network, address, timeout)
-	if err != nil {
-		return nil, err
-	}
-	return &zkWireConn{Conn: nc, w: w}, nil
-}
-
-// zkWireConn reads the header of each request written. go-zookeeper writes
-// each packet, length prefix included, with one Write, from one goroutine
-// at a time; the first is the handshake, which has no request header.
-type zkWireConn struct {
-	net.Conn
-	w       *zkWire
-	written int
-}
-
-func (c *zkWireConn) Write(p []byte) (int, error) {
-	c.written++
-	if c.written > 1 && len(p) >= 12 {
-		xid, op := int32(binary.BigEndian.Uint32(p[4:8])), int32(binary.BigEndian.Uint32(p[8:12]))
-		switch {
-		case xid == zkXidPing && op == zkOpPing:
-			return len(p), nil
-		case op == zkOpGetData:
-			c.w.once.Do(func() { close(c.w.waits) })
-		}
-	}
-	return c.Conn.Write(p)
-}
-
-// zkHost is the HostProvider of one server that lets go-zookeeper redial
-// at once twice after a connection was lost (once to learn that its
-// session expired, once for a new session), and only then pauses a second
-// of wall time before each round, as its default provider does before
-// every redial of its one server. A second of wall time per redial would
-// otherwise be spent whenever a session expires in a run.
-type zkHost struct {
-	mu     sync.Mutex
-	server string
-	tries  int // dials since the last connection that had a session
-}
-
-var _ zk.HostProvider = (*zkHost)(nil)
-
-func (h *zkHost) Init(servers []string) error {
-	if len(servers) != 1 {
-		return fmt.Errorf("zk adapter: one server, got %v", servers)
-	}
-	h.server = servers[0]
-	return nil
-}
-
-func (h *zkHost) Len() int { return 1 }
-
-func (h *zkHost) Next() (string, bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.tries++
-	return h.server, h.tries > 2
-}
-
-func (h *zkHost) Connected() {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.tries = 0
-}
-
-// zkQuiet drops go-zookeeper's log lines.
-type zkQuiet struct{}
-
-func (zkQuiet) Printf(string, ...any) {}
-
 // zkChecks sets the default runs of a zk.Lock test: each run of about 30
 // actions takes some 0.3 s of wall time (a connection and a session per
-// acquisition), so 4 by default; LOCKPROOF_DEEP=1 or -rapid.checks decide
+// acquisition), so 3 by default; LOCKPROOF_DEEP=1 or -rapid.checks decide
 // otherwise.
-func zkChecks(t *testing.T) { propertytest.SetChecks(t, 4) }
+func zkChecks(t *testing.T) { propertytest.SetChecks(t, 3) }
 
 // go-zookeeper's zk.Lock claims mutual exclusion while its session lives,
 // with no fencing token: run with Claims crash only, the suite must pass.
