@@ -157,10 +157,40 @@ func (zkQuiet) Printf(string, ...any) {}
 // them through a locks.Gate: unlike the other fakes' clients, these are not
 // gated.
 func (z *ZooKeeperServer) Connect(sessionTimeout time.Duration) (*zk.Conn, <-chan zk.Event, error) {
+	return z.connect(z.addr, sessionTimeout)
+}
+
+// ConnectManual is Connect for a client of minizk in manual time, through
+// addr: the server's Addr, or a proxy in front of it (a chaos.Proxy). Two
+// of go-zookeeper's ways run on the wall clock, which the run's manual
+// clock does not follow, and are changed:
+//
+//   - Pings: go-zookeeper pings every third of the session timeout of wall
+//     time, which would renew sessions at moments nothing in the test
+//     decides. ConnectManual's client never sends them (its dialer drops
+//     them): keep its session alive with requests, on the manual clock.
+//     With no ping, go-zookeeper gives an idle connection up after 2/3 of
+//     the session timeout of wall time: give sessions timeouts longer than
+//     a test runs.
+//   - Reconnects: go-zookeeper pauses a second of wall time before it dials
+//     its one server again. ConnectManual's client redials at once twice
+//     after a connection is lost (once to learn that its session expired,
+//     once for a new session) and pauses only after that.
+//
+// onRequest, if not nil, is called with the opcode of each request the
+// client writes (pings included, dropped after the call; not the
+// handshake), on go-zookeeper's sending goroutine.
+func (z *ZooKeeperServer) ConnectManual(addr string, sessionTimeout time.Duration, onRequest func(opcode int32)) (*zk.Conn, error) {
+	d := &zkManualDialer{onRequest: onRequest}
+	c, _, err := z.connect(addr, sessionTimeout, zk.WithDialer(d.dial), zk.WithHostProvider(&zkRedialer{}))
+	return c, err
+}
+
+func (z *ZooKeeperServer) connect(addr string, sessionTimeout time.Duration, opts ...func(*zk.Conn)) (*zk.Conn, <-chan zk.Event, error) {
 	session := make(chan struct{})
 	events := make(chan zk.Event, 256)
 	var once sync.Once
-	c, _, err := zk.Connect([]string{z.addr}, sessionTimeout, zk.WithLogger(zkQuiet{}),
+	all := []func(*zk.Conn){zk.WithLogger(zkQuiet{}),
 		zk.WithEventCallback(func(e zk.Event) {
 			if e.Type == zk.EventSession && e.State == zk.StateHasSession {
 				once.Do(func() { close(session) })
@@ -169,9 +199,16 @@ func (z *ZooKeeperServer) Connect(sessionTimeout time.Duration) (*zk.Conn, <-cha
 			case events <- e:
 			default:
 			}
-		}))
+		})}
+	all = append(all, opts...)
+	// zk.Connect's option type is unexported: one option applies them all.
+	c, _, err := zk.Connect([]string{addr}, sessionTimeout, func(c *zk.Conn) {
+		for _, o := range all {
+			o(c)
+		}
+	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("fakes: zookeeper client for %s: %w", z.addr, err)
+		return nil, nil, fmt.Errorf("fakes: zookeeper client for %s: %w", addr, err)
 	}
 	z.mu.Lock()
 	closed := z.closed
@@ -187,7 +224,7 @@ func (z *ZooKeeperServer) Connect(sessionTimeout time.Duration) (*zk.Conn, <-cha
 	case <-session:
 		return c, events, nil
 	case <-time.After(10 * time.Second):
-		return nil, nil, fmt.Errorf("fakes: no zookeeper session from %s within 10s", z.addr)
+		return nil, nil, fmt.Errorf("fakes: no zookeeper session from %s within 10s", addr)
 	}
 }
 

@@ -114,3 +114,37 @@ func TestStartZooKeeperWithoutATest(t *testing.T) {
 		t.Fatal("Connect after Close succeeded")
 	}
 }
+
+// A ConnectManual client in manual time keeps its session only by its
+// requests (no ping), and reports each one's opcode.
+func TestZooKeeperConnectManual(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	z := fakes.ZooKeeper(t, fakes.ForceMinizk(), fakes.ZooKeeperManualTime(start), fakes.ZooKeeperTickTime(time.Second))
+	ops := make(chan int32, 16)
+	c, err := z.ConnectManual(z.Addr(), 10*time.Second, func(op int32) {
+		select {
+		case ops <- op:
+		default:
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := c.SessionID()
+	for range 3 {
+		z.Advance(6 * time.Second) // within the timeout of the last request
+		if _, _, err := c.Exists("/"); err != nil {
+			t.Fatal(err)
+		}
+		if op := <-ops; op != 3 {
+			t.Fatalf("onRequest saw opcode %d for exists", op)
+		}
+	}
+	if got := z.Minizk().Sessions(); !slices.Contains(got, id) {
+		t.Fatalf("session %#x gone after requests within its timeout: %v", id, got)
+	}
+	z.Advance(10 * time.Second)
+	if got := z.Minizk().Sessions(); slices.Contains(got, id) {
+		t.Fatalf("session %#x alive after its timeout without a request: %v", id, got)
+	}
+}

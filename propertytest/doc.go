@@ -23,11 +23,13 @@
 //     FaultKind), budgets. Every field has a stated default.
 //   - Property, Violation, Report: what was found.
 //   - RedisLock, RedisLockWithFailover, RedisLockWithNetworkFaults,
-//     Redlock, EtcdLock, ConsulLock, MySQLLock (and MySQLLockWith), MemLock:
-//     factories of the built-in locks on their fakes. RedisLockOn,
-//     RedlockOn, EtcdLockOn, ConsulLockOn, MySQLLockOn: the same locks on
-//     real servers, in real time. EtcdLockOptions, ConsulLockOptions and
-//     ConsulLockOnOptions: the Options those factories need.
+//     Redlock, EtcdLock, ConsulLock, MySQLLock (and MySQLLockWith), ZKLock,
+//     ZKLockWithNetworkFaults, MemLock: factories of the built-in locks on
+//     their fakes. RedisLockOn, RedlockOn, EtcdLockOn, ConsulLockOn,
+//     MySQLLockOn, ZKLockOn: the same locks on real servers, in real time.
+//     EtcdLockOptions, ConsulLockOptions, ConsulLockOnOptions,
+//     ZKLockNetworkOptions and ZKLockOnOptions: the Options those
+//     factories need.
 //   - RunStandalone: the suite outside go test (lockproof check uses it).
 //   - Main, SetChecks, ChecksGiven, Deep: for a package's TestMain and
 //     tests: short rapid defaults, LOCKPROOF_DEEP=1 for long runs.

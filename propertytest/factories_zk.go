@@ -3,6 +3,7 @@ package propertytest
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/lockproof/lockproof/chaos"
 	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/locks/zklock"
@@ -80,6 +82,226 @@ func ZKLock() Factory {
 	}
 }
 
+// ZKLockNetworkOptions are the Options to run ZKLockWithNetworkFaults
+// with: TTL 1 min of the manual clock (the session timeout: go-zookeeper's
+// wall-time timers must not fire within a run), OpTimeout 100 ms of wall
+// time (every operation of a cut-off client waits that long), Settle 5 ms
+// (requests cross a proxy), and Claims crash, pause and partition.
+func ZKLockNetworkOptions() Options {
+	return Options{TTL: zkNetTTL, OpTimeout: 100 * time.Millisecond, Settle: 5 * time.Millisecond,
+		Claims: []FaultKind{FaultCrash, FaultPause, FaultPartition}}
+}
+
+// zkNetTTL is ZKLockNetworkOptions' TTL, and the session timeout of
+// ZKLockWithNetworkFaults' clients, which minizk grants with a tickTime of
+// a twentieth of it; zkNetRequestTimeout is the request timeout of its
+// lockers, in wall time: a request that no reply answers so soon is cut
+// off.
+const (
+	zkNetTTL            = time.Minute
+	zkNetRequestTimeout = 30 * time.Millisecond
+)
+
+// ZKLockWithNetworkFaults is the Factory of zklock on minizk in manual time
+// with each client behind a chaos.Proxy of its own, and two FaultPartition
+// faults: client 0 partitioned (its bytes held, delivered when the
+// partition heals) and client 1's replies dropped (its requests take
+// effect, it never hears so), besides ZKLock's FaultClockJump (the
+// holder's session expired now: not claimed). Run it with
+// ZKLockNetworkOptions.
+//
+// Sessions here are what they are on a real network: each client's
+// session timeout is its TTL, and a session lives as long as the server
+// hears from it. go-zookeeper's pings run on the wall clock, which the
+// run's clock does not follow; its clients come from fakes' ConnectManual,
+// which drops them, and Advance pings for them on the run's clock instead:
+// before every third of the shortest session timeout that it moves the
+// clock, every client sends one request (exists of "/"). Through a healthy
+// proxy Advance waits for its reply; a partitioned client's request is held
+// (delivered at the heal), one whose replies are dropped reaches the server
+// (its session lives on) and is not waited for. So a partitioned client's
+// session expires one timeout after the server last heard from it, and its
+// ephemeral nodes go with it; the other sessions live.
+//
+// What zklock claims here (FaultPartition): its lease is lost once no
+// round trip has proved the session for TTL − locks.Drift(TTL), counted
+// from the moment the last proving request was sent; the server, having
+// answered that request, expires the session no sooner than the session
+// timeout (at least the TTL) after it. So a cut-off holder stops trusting
+// its lease before the server may give its node away, and a partitioned
+// holder's node goes with its session, which frees the lock. Its lockers'
+// requests time out after zkNetRequestTimeout of wall time. Session expiry
+// while the holder still trusts its lease is the FaultClockJump, which
+// zklock does not claim.
+func ZKLockWithNetworkFaults() Factory {
+	return func(env Env) (*Backend, error) {
+		be, _, err := newZKNetBackend(env)
+		if err != nil {
+			return nil, err
+		}
+		return be.Backend, nil
+	}
+}
+
+// newZKNetBackend is ZKLockWithNetworkFaults' Backend, and its network.
+func newZKNetBackend(env Env) (*zkBackend, *zkNet, error) {
+	z, err := fakes.StartZooKeeper(fakes.ZooKeeperManualTime(epoch), fakes.ForceMinizk(), fakes.ZooKeeperTickTime(zkNetTTL/20))
+	if err != nil {
+		return nil, nil, err
+	}
+	CloseAtCleanup(env, "the ZooKeeper fake", z)
+	n := &zkNet{z: z}
+	env.Cleanup(n.close)                         // after the leases' last act below, before the fake's clean-up
+	env.Cleanup(func() { z.Advance(time.Hour) }) // every lease left runs out, and its monitor ends
+	be := newZKBackend(z, n.connect, locks.WithRequestTimeout(zkNetRequestTimeout))
+	be.Clock, be.Advance = z.Clock(), n.advance
+	be.Faults = []Fault{
+		{Name: "partition client 0", Kind: FaultPartition,
+			Inject: n.cut(0, (*chaos.Proxy).Partition), Heal: n.heal(0)},
+		{Name: "drop the replies to client 1", Kind: FaultPartition,
+			Inject: n.cut(1, (*chaos.Proxy).DropReplies), Heal: n.heal(1)},
+		expireHolderFault(z, be),
+	}
+	return be, n, nil
+}
+
+// zkNet is the network of ZKLockWithNetworkFaults: a proxy and a
+// connection per client, and which clients are cut off.
+type zkNet struct {
+	z *fakes.ZooKeeperServer
+
+	mu      sync.Mutex
+	proxies []*chaos.Proxy
+	conns   []*zk.Conn
+	cutOff  map[int]bool
+	every   time.Duration // a third of the shortest session timeout
+}
+
+// proxy returns client i's proxy, started on first use.
+func (n *zkNet) proxy(i int) (*chaos.Proxy, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for len(n.proxies) <= i {
+		p, err := chaos.StartProxy(n.z.Addr(), uint64(len(n.proxies))+1)
+		if err != nil {
+			return nil, fmt.Errorf("propertytest: start proxy: %w", err)
+		}
+		n.proxies = append(n.proxies, p)
+	}
+	return n.proxies[i], nil
+}
+
+// connect is client i's connection, through its proxy, with a session
+// timeout of ttl.
+func (n *zkNet) connect(i int, ttl time.Duration) (*zk.Conn, error) {
+	p, err := n.proxy(i)
+	if err != nil {
+		return nil, err
+	}
+	c, err := n.z.ConnectManual(p.Addr(), ttl, nil)
+	if err != nil {
+		return nil, err
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.conns = append(n.conns, c)
+	if n.every == 0 || ttl/3 < n.every {
+		n.every = ttl / 3
+	}
+	return c, nil
+}
+
+// cut applies f to client i's proxy and marks the client cut off.
+func (n *zkNet) cut(i int, f func(*chaos.Proxy)) func() error {
+	return func() error {
+		p, err := n.proxy(i)
+		if err != nil {
+			return err
+		}
+		n.mu.Lock()
+		if n.cutOff == nil {
+			n.cutOff = map[int]bool{}
+		}
+		n.cutOff[i] = true
+		n.mu.Unlock()
+		f(p)
+		return nil
+	}
+}
+
+// heal heals client i's proxy.
+func (n *zkNet) heal(i int) func() error {
+	return func() error {
+		p, err := n.proxy(i)
+		if err != nil {
+			return err
+		}
+		p.Heal()
+		n.mu.Lock()
+		delete(n.cutOff, i)
+		n.mu.Unlock()
+		return nil
+	}
+}
+
+// advance moves time by d in steps of at most a third of the shortest
+// session timeout, every client pinging before each step.
+func (n *zkNet) advance(d time.Duration) {
+	for d > 0 {
+		n.mu.Lock()
+		step := d
+		if n.every > 0 {
+			step = min(d, n.every)
+		}
+		n.mu.Unlock()
+		n.ping()
+		n.z.Advance(step)
+		d -= step
+	}
+}
+
+// ping sends one request on every client's connection: what go-zookeeper's
+// ping does. It waits (up to zkTimeout) for the replies of the clients not
+// cut off.
+func (n *zkNet) ping() {
+	n.mu.Lock()
+	conns, cut := slices.Clone(n.conns), maps.Clone(n.cutOff)
+	n.mu.Unlock()
+	var waits []chan struct{}
+	for i, c := range conns {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_, _, _ = c.Exists("/") // a lost connection shows in the lock's own requests
+		}()
+		if !cut[i] { // a cut-off client's request ends at the heal or the close
+			waits = append(waits, done)
+		}
+	}
+	deadline := time.NewTimer(zkTimeout)
+	defer deadline.Stop()
+	for _, done := range waits {
+		select {
+		case <-done:
+		case <-deadline.C:
+			return
+		}
+	}
+}
+
+// close closes every client's connection, then the proxies.
+func (n *zkNet) close() {
+	n.mu.Lock()
+	conns, proxies := n.conns, n.proxies
+	n.mu.Unlock()
+	for _, c := range conns {
+		c.Close()
+	}
+	for _, p := range proxies {
+		_ = p.Close()
+	}
+}
+
 // ZKLockOn is the Factory of zklock on the real ZooKeeper server at addr
 // (host:port), under a node of its own (fakes.ZooKeeper's Prefix) that is
 // deleted after every run. A real server keeps its own time, so the run
@@ -127,15 +349,15 @@ func (b *zkBackend) lockNode() string {
 
 // newZKBackend returns a zkBackend whose i-th locker has a connection of
 // its own from connect (given the locker's TTL), and the fake's options
-// (prefix, clock) before the suite's. On minizk it checks that the session
+// (prefix, clock) and extra before the suite's. On minizk it checks that the session
 // timeout granted is at least the TTL. Clock and Advance are left to the
 // caller.
-func newZKBackend(z *fakes.ZooKeeperServer, connect func(i int, ttl time.Duration) (*zk.Conn, error)) *zkBackend {
+func newZKBackend(z *fakes.ZooKeeperServer, connect func(i int, ttl time.Duration) (*zk.Conn, error), extra ...locks.Option) *zkBackend {
 	be := &zkBackend{}
 	clients := 0
 	be.Backend = &Backend{
 		NewLocker: func(name string, opts ...locks.Option) (locks.Locker, error) {
-			all := append(slices.Clone(z.LockOptions()), opts...)
+			all := slices.Concat(z.LockOptions(), extra, opts)
 			o, err := locks.Resolve(zklock.DefaultPrefix, all...)
 			if err != nil {
 				return nil, fmt.Errorf("propertytest: %w", err)

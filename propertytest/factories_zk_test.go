@@ -1,11 +1,18 @@
 package propertytest
 
 import (
+	"context"
+	"errors"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
+
 	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/minizk"
+	"github.com/lockproof/lockproof/locks"
 )
 
 // Each run lasts about a second on minizk (go-zookeeper reconnects after
@@ -54,5 +61,61 @@ func TestZKLockOnMinizk(t *testing.T) {
 		if k != "zookeeper" {
 			t.Fatalf("nodes left under /: %v", kids)
 		}
+	}
+}
+
+// zklock claims safety under partitions and lost replies on minizk: a
+// cut-off holder's lease runs out before the server expires its session.
+// The holder's session expired now (the FaultClockJump) is not claimed.
+func TestZKLockUnderNetworkFaults(t *testing.T) {
+	SetChecks(t, 3) // each run waits out cut-off operations in wall time
+	rep := Run(t, ZKLockWithNetworkFaults(), ZKLockNetworkOptions())
+	if rep.Runs == 0 || rep.Checked[Exclusivity] != rep.Runs || rep.Checked[DeadlockFreedom] != rep.Runs {
+		t.Fatalf("checks ran %v in %d runs", rep.Checked, rep.Runs)
+	}
+	t.Logf("runs %d, named checks %v, expected violations (unclaimed session expiry) %v", rep.Runs, rep.Checked, rep.Expected)
+}
+
+// Advance keeps alive the sessions of the clients that reach the server
+// (client 1's replies dropped: its requests still arrive) and not the
+// partitioned client's, which expires one session timeout after the server
+// last heard from it; at the heal, client 0 learns so and has a new
+// session.
+func TestZKNetworkPingsOnlyThroughTheNetwork(t *testing.T) {
+	be, n, err := newZKNetBackend(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if _, err := be.NewLocker("ping", locks.WithTTL(zkNetTTL)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ids := make([]int64, len(n.conns))
+	for i, c := range n.conns {
+		ids[i] = c.SessionID()
+	}
+	for i := range 2 {
+		if err := be.Faults[i].Inject(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	be.Advance(zkNetTTL + zkNetTTL/2)
+	live := n.z.Minizk().Sessions()
+	if slices.Contains(live, ids[0]) || !slices.Contains(live, ids[1]) || !slices.Contains(live, ids[2]) {
+		t.Fatalf("after 1.5 session timeouts, live sessions %#x of %#x: want all but the partitioned client 0's", live, ids)
+	}
+	for i := range 2 {
+		if err := be.Faults[i].Heal(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, _, err := n.conns[0].Exists("/"); err != nil && !errors.Is(err, zk.ErrSessionExpired) {
+		t.Fatalf("client 0 after the heal: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := n.z.Minizk().WaitFor(ctx, func(minizk.View) bool { id := n.conns[0].SessionID(); return id != 0 && id != ids[0] }); err != nil {
+		t.Fatalf("client 0 has no new session after the heal (still %#x): %v", n.conns[0].SessionID(), err)
 	}
 }

@@ -71,7 +71,15 @@ func traceRuns(t *testing.T, factory Factory, o Options) []string {
 // clock, sleeping a second before each round of dialling its one server,
 // and neither the reconnection nor the new session (a transaction that
 // takes a zxid, the fencing token's counter) belongs to an operation the
-// scheduler orders.
+// scheduler orders. An experiment (not kept) with the clients of
+// fakes.ZooKeeperServer.ConnectManual, which redial at once, and the GUIDs
+// masked: of three batches of four replays of seed 20261125 (4 runs each),
+// two were identical throughout; in the third, two runs parted at a grant
+// whose token was one zxid apart (16 against 15). So a zxid is still taken
+// by something no operation owns, in some replays and not in others:
+// candidates are a lease monitor's delete of its node after Done, a
+// cancelled create's background clean-up and a reconnect's new session;
+// none is traced yet.
 func TestSeedReplaysExactly(t *testing.T) {
 	cases := []struct {
 		name    string

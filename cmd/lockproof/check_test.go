@@ -307,3 +307,29 @@ func TestCheckMutantsHistoriesCheckAgain(t *testing.T) {
 	}
 	t.Logf("%d histories checked again: %v", n, verdicts)
 }
+
+// zklock has a network cell on minizk that claims partitions (and not the
+// holder's session expired at once), and none on a real server, whose
+// sessions cannot be partitioned through proxies; the cell runs.
+func TestZKNetworkCell(t *testing.T) {
+	var network []cell
+	for _, c := range builtinCells(endpoints{}) {
+		if c.lock == lockZK && c.faults == "network" {
+			network = append(network, c)
+		}
+	}
+	if len(network) != 1 || claimsOf(network[0].opts) != "crash, pause, partition" {
+		t.Fatalf("zklock network cells on minizk: %d; claims %q", len(network), claimsOf(network[0].opts))
+	}
+	for _, c := range builtinCells(endpoints{zk: "z:1"}) {
+		if c.lock == lockZK && !c.real {
+			t.Errorf("with -zk, a cell on minizk: %s", c.name())
+		}
+	}
+	cfg := quickConfig(t)
+	cfg.runs = 2
+	res := runMatrix(network, cfg, newProgress(&bytes.Buffer{}, network, cfg))
+	if c := res.Cells[0]; c.Runs != 2 || c.Violated || c.Error != "" || c.Claims != "crash, pause, partition" {
+		t.Fatalf("zklock/network: runs %d violated %v error %q claims %q", c.Runs, c.Violated, c.Error, c.Claims)
+	}
+}

@@ -195,9 +195,14 @@ func builtinCells(ep endpoints) []cell {
 		cells = append(cells, cell{lock: lockZK, faults: "crash", about: "client crashes and pauses, real ZooKeeper at " + ep.zk + ", real time",
 			real: true, factory: propertytest.ZKLockOn(ep.zk), opts: propertytest.ZKLockOnOptions(), fewerSteps: 3})
 	} else {
-		cells = append(cells, cell{lock: lockZK, faults: "crash",
-			about:   "client crashes and pauses; the holder's session expired while it trusts its lease (not claimed)",
-			factory: propertytest.ZKLock()})
+		cells = append(cells,
+			cell{lock: lockZK, faults: "crash",
+				about:   "client crashes and pauses; the holder's session expired while it trusts its lease (not claimed)",
+				factory: propertytest.ZKLock()},
+			cell{lock: lockZK, faults: "network",
+				about:   "a client partitioned, another's replies dropped; the holder's session expired while it trusts its lease (not claimed)",
+				factory: propertytest.ZKLockWithNetworkFaults(), opts: propertytest.ZKLockNetworkOptions()},
+		)
 	}
 	return cells
 }

@@ -163,8 +163,8 @@ func (l *Locker) enqueue(ctx context.Context, c *contender, began time.Time) (*c
 // alone: go-zookeeper ends it in bounded time (see do), and a create given
 // up on leaves an outcome to clean up. If ctx ends first, the create
 // finishes in the background, which deletes the node if it was created;
-// create waits up to the request timeout for that, so that a Lock that
-// gives up mostly returns with its node gone.
+// create waits up to the request timeout (wall time) for that, so that a
+// Lock that gives up mostly returns with its node gone.
 func (l *Locker) create(ctx context.Context, c *contender) error {
 	session := l.conn.SessionID()
 	var path string
@@ -185,11 +185,14 @@ func (l *Locker) create(ctx context.Context, c *contender) error {
 	case err == nil:
 		c.set(l, path[len(l.path)+1:], session)
 	case errors.Is(err, errGaveUp):
-		t := l.opt.Clock.NewTimer(l.opt.RequestTimeout)
-		defer t.Stop()
+		// The request timeout is wall time, as every request's bound
+		// (locks.RequestContext), not the Locker's clock: a manual clock
+		// that nobody moves while this call runs would hold it for good.
+		wait, cancel := locks.RequestContext(context.WithoutCancel(ctx), l.opt.RequestTimeout)
+		defer cancel()
 		select {
 		case <-cleaned:
-		case <-t.C():
+		case <-wait.Done():
 		}
 	}
 	return err

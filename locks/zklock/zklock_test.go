@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/locks/internal/locktest"
 )
@@ -643,4 +644,53 @@ func TestUnlockWithEndedContextFreesAtDeadline(t *testing.T) {
 	if err := next.Unlock(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestGivingUpWithCreateCutOffOnStoppedClock: a Lock whose ctx ends while
+// the create of its node is cut off waits for the create's clean-up at
+// most the request timeout of wall time, as every request's bound, not of
+// the Locker's clock: on a clock nobody moves meanwhile (a manual one in a
+// test that waits for the Lock to return), it waited until go-zookeeper
+// found the connection dead. So the Lock must return before the connection
+// is seen lost. (Found by lockproof check's zklock network cell, where the
+// suite's crash of such a Lock never returned.)
+func TestGivingUpWithCreateCutOffOnStoppedClock(t *testing.T) {
+	s := server(t)
+	d := &faultDialer{}
+	var mu sync.Mutex
+	lost := false
+	conn := s.connectWith(t, connOpts{dialer: d, events: func(e zk.Event) {
+		if e.Type == zk.EventSession && e.State == zk.StateDisconnected {
+			mu.Lock()
+			lost = true
+			mu.Unlock()
+		}
+	}})
+	stopped := fakes.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	l := s.newLocker(t, conn, "stopped", locks.WithClock(stopped), locks.WithWatchdog(false),
+		locks.WithRequestTimeout(100*time.Millisecond))
+	locktest.UnlockOnce(t, locktest.MustLock(t, l)) // the lock's node exists from now on
+
+	sent := make(chan struct{})
+	var once sync.Once
+	gate := gateFunc(func(_ context.Context, what string) func() {
+		if what == "zk create" {
+			d.setCut(true)
+			once.Do(func() { close(sent) })
+		}
+		return func() {}
+	})
+	ctx, cancel := context.WithCancel(locks.WithGate(context.Background(), gate))
+	defer cancel()
+	res := locktest.LockAsync(ctx, l)
+	<-sent
+	cancel()
+	r := locktest.Receive(t, res)
+	mu.Lock()
+	seenLost := lost
+	mu.Unlock()
+	if !errors.Is(r.Err, context.Canceled) || seenLost {
+		t.Fatalf("Lock cancelled with its create cut off: %v; the connection already seen lost: %v (want the Lock back first)", r.Err, seenLost)
+	}
+	d.setCut(false)
 }

@@ -3,8 +3,9 @@ package thirdparty_test
 // The propertytest suite run on third-party locks (issue 8 item 6), through
 // test-only adapters to locks.Locker and locks.Lease: go-redsync/redsync
 // and bsm/redislock on miniredis in manual time, the Mutex of etcd's
-// client/v3/concurrency on an embedded etcd in real time, and the Lock of
-// hashicorp/consul/api on miniconsul in manual time. One file per library
+// client/v3/concurrency on an embedded etcd in real time, the Lock of
+// hashicorp/consul/api on miniconsul in manual time, and the Lock of
+// go-zookeeper/zk on minizk in manual time. One file per library
 // (<lib>_test.go); this one holds what they share.
 //
 // What every adapter does the same way (each file documents the rest):

@@ -1,11 +1,12 @@
 // Package thirdparty runs the propertytest suite on other people's locks:
 // go-redsync/redsync and bsm/redislock on miniredis in manual time, the
-// Mutex of etcd's client/v3/concurrency on an embedded etcd, and the Lock
-// of hashicorp/consul/api on miniconsul. The package is its tests: each
-// library gets a test-only adapter to locks.Locker and locks.Lease that
-// neither fixes nor worsens what the library does, one run with the claims
-// the library makes for itself (it must pass), and one holding it to pause
-// safety without a fencing token, which the suite must report as broken.
+// Mutex of etcd's client/v3/concurrency on an embedded etcd, the Lock of
+// hashicorp/consul/api on miniconsul, and the Lock of go-zookeeper/zk on
+// minizk in manual time. The package is its tests: each library gets a
+// test-only adapter to locks.Locker and locks.Lease that neither fixes nor
+// worsens what the library does, one run with the claims the library makes
+// for itself (it must pass), and one holding it to pause safety without a
+// fencing token, which the suite must report as broken.
 //
 //	go test ./propertytest/thirdparty/ -v
 //	LOCKPROOF_DEEP=1 go test ./propertytest/thirdparty/ -timeout 30m -v
