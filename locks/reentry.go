@@ -70,6 +70,9 @@ func (r *Reentry) Acquire(ctx context.Context, try bool, acquire func(context.Co
 	if r == nil {
 		return acquire(ctx)
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("lock: owner %q: %w", r.opt.Owner, err)
+	}
 	if h := r.reenter(); h != nil {
 		return h, nil
 	}
