@@ -9,24 +9,17 @@ import (
 	"github.com/lockproof/lockproof/locks"
 )
 
-// Manual is a manual clock (fakes.Clock): the lockers a conformance helper
-// checks run on it, and Advance moves it (and, where the test wires it so,
-// the backend's time).
-type Manual interface {
-	locks.Clock
-	Advance(d time.Duration)
-}
-
-// MaxHold checks locks.WithMaxHold on a backend. lockers[0] runs on clock
-// with locks.WithMaxHold(maxHold), a TTL above 3·maxHold (so that no
-// renewal is due before the bound) and the watchdog on; lockers[1:] are
-// other clients of the same lock, each with an owner of its own (none for a
+// MaxHold checks locks.WithMaxHold on a backend. The lockers run on the
+// manual clock, which advance moves (with the backend's time, where the
+// backend has a manual one). lockers[0] has locks.WithMaxHold(maxHold) and
+// a TTL above 3·maxHold, so that no renewal is due before the bound (the
+// watchdog may be on); lockers[1:] are other clients of the same lock, each with an owner of its own (none for a
 // backend that is its own client, as fakes.MemLock). It checks that a lease
 // held through the bound ends at it: Deadline never past it, Renew
 // accepted before it and refused after it with ErrMaxHold, Done closed and
 // Err wrapping ErrMaxHold, Unlock reporting ErrMaxHold; and that the lock
 // was released: it is taken again, with a higher fencing token.
-func MaxHold(t testing.TB, clock Manual, maxHold time.Duration, lockers ...locks.Locker) {
+func MaxHold(t testing.TB, clock locks.Clock, advance func(time.Duration), maxHold time.Duration, lockers ...locks.Locker) {
 	t.Helper()
 	ctx := context.Background()
 	lease, err := lockers[0].TryLock(ctx)
@@ -46,7 +39,7 @@ func MaxHold(t testing.TB, clock Manual, maxHold time.Duration, lockers ...locks
 	if d := lease.Deadline(); d.After(bound) {
 		t.Fatalf("Deadline %v is past the max hold's end %v", d, bound)
 	}
-	clock.Advance(maxHold)
+	advance(maxHold)
 	if err := lease.Renew(ctx); !errors.Is(err, locks.ErrMaxHold) {
 		t.Fatalf("Renew at the max hold = %v, want ErrMaxHold", err)
 	}

@@ -182,14 +182,14 @@ func (t *timer) Stop() bool {
 func TestMaxHoldCheck(t *testing.T) {
 	c := newClock()
 	good := newMemLock(t, c, locks.WithMaxHold(time.Second))
-	if msg := run(t, func(tb testing.TB) { locktest.MaxHold(tb, c, time.Second, good) }); msg != "" {
+	if msg := run(t, func(tb testing.TB) { locktest.MaxHold(tb, c, c.Advance, time.Second, good) }); msg != "" {
 		t.Fatalf("a lock with WithMaxHold: %s", msg)
 	}
 	without := newMemLock(t, c)
-	caught(t, "a lock without WithMaxHold", run(t, func(tb testing.TB) { locktest.MaxHold(tb, c, time.Second, without) }))
+	caught(t, "a lock without WithMaxHold", run(t, func(tb testing.TB) { locktest.MaxHold(tb, c, c.Advance, time.Second, without) }))
 	kept := newMemLock(t, c, locks.WithMaxHold(time.Second))
 	kept.keep = true
-	caught(t, "a lock whose max hold releases nothing", run(t, func(tb testing.TB) { locktest.MaxHold(tb, c, time.Second, kept) }))
+	caught(t, "a lock whose max hold releases nothing", run(t, func(tb testing.TB) { locktest.MaxHold(tb, c, c.Advance, time.Second, kept) }))
 	c.Advance(time.Hour) // end the leases the failed checks left
 }
 
