@@ -21,7 +21,9 @@ import (
 // Options.Clock; pass a *Clock with locks.WithClock to expire it with
 // Advance. Lock waits for a release, an expiry or ExpireNow, never on a
 // ticker. ExpireNow and FailNext inject the faults a real backend has.
-// Create it with NewMemLock; it is safe for concurrent use.
+// Create it with NewMemLock; it is safe for concurrent use. With
+// locks.WithOwner, Lock and TryLock re-enter the owner's live grant (see
+// locks.WithOwner); with locks.WithMaxHold the lease ends itself.
 //
 // Having no client, it calls locks.GateRequest itself: each acquire attempt
 // (TryLock, and every attempt of Lock) is the request "memlock acquire", a
@@ -29,8 +31,9 @@ import (
 // through the locks.Gate of the operation's context, if any, before the
 // lock's state is read.
 type MemLock struct {
-	name string
-	opt  locks.Options
+	name    string
+	opt     locks.Options
+	reentry *locks.Reentry // nil without locks.WithOwner
 
 	mu       sync.Mutex
 	owner    string        // owner value of the holder; "" when free
@@ -54,13 +57,18 @@ func NewMemLock(name string, opts ...locks.Option) (*MemLock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fakes: new mem lock %q: %w", name, err)
 	}
-	return &MemLock{name: name, opt: o, changed: make(chan struct{})}, nil
+	return &MemLock{name: name, opt: o, reentry: locks.NewReentry(o), changed: make(chan struct{})}, nil
 }
 
 // TryLock makes one attempt: it returns a lease, an error wrapping
 // locks.ErrLocked while another owner holds the lock, or the error injected
 // by FailNext.
 func (l *MemLock) TryLock(ctx context.Context) (locks.Lease, error) {
+	return l.reentry.Acquire(ctx, true, l.tryLock)
+}
+
+// tryLock is TryLock without re-entry (see locks.WithOwner).
+func (l *MemLock) tryLock(ctx context.Context) (locks.Lease, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("lock %q: trylock: %w", l.name, err)
 	}
@@ -74,6 +82,11 @@ func (l *MemLock) TryLock(ctx context.Context) (locks.Lease, error) {
 // Options.WaitBudget has passed on Options.Clock and one last attempt fails,
 // or the error injected by FailNext.
 func (l *MemLock) Lock(ctx context.Context) (locks.Lease, error) {
+	return l.reentry.Acquire(ctx, false, l.lock)
+}
+
+// lock is Lock without re-entry (see locks.WithOwner).
+func (l *MemLock) lock(ctx context.Context) (locks.Lease, error) {
 	var budget <-chan time.Time
 	if l.opt.WaitBudget > 0 {
 		t := l.opt.Clock.NewTimer(l.opt.WaitBudget)

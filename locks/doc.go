@@ -30,10 +30,14 @@
 //     storage and to see stale writers rejected in tests.
 //   - Options, Option, Resolve, ValidateName, Drift: settings shared by all
 //     locks (TTL, watchdog, wait budget, request timeout, key prefix, clock,
-//     logger, observer) and their validation.
+//     logger, observer, max hold, owner) and their validation.
 //   - ManagedLease, NewLease, LeaseOps: the lease machinery (deadline,
-//     watchdog, Done, double-unlock rules) for lock authors: a backend
-//     supplies owner-checked Renew and Release, NewLease does the rest.
+//     watchdog, Done, double-unlock rules, the max hold of WithMaxHold) for
+//     lock authors: a backend supplies owner-checked Renew and Release,
+//     NewLease does the rest.
+//   - WithOwner, Reentry: re-entry by owner identity. A backend passes its
+//     Lock and TryLock through Reentry.Acquire; holds of one owner share one
+//     acquisition and its token, and the last Unlock releases it.
 //   - Clock, SystemClock, Timer: time as an input (tests use fakes.Clock).
 //   - Gate, WithGate, GateOf, GateRequest: the request seam. A context may
 //     carry a Gate that every backend request made with it passes through
@@ -43,7 +47,7 @@
 //     lock, where chaos pauses or crashes clients. Unused, they cost a nil
 //     check.
 //   - The sentinel errors: ErrLocked, ErrNotHeld, ErrLeaseExpired,
-//     ErrReleased, ErrWaitBudget, ErrNoQuorum, ErrInvalidName, ErrInvalidTTL,
+//     ErrReleased, ErrMaxHold, ErrWaitBudget, ErrNoQuorum, ErrInvalidName, ErrInvalidTTL,
 //     ErrInvalidOption, ErrNilClient, ErrStaleToken, ErrNoFencing. Backends wrap
 //     them with %w; test with errors.Is.
 //

@@ -17,6 +17,10 @@ var (
 	// ErrReleased is returned when a lease that was already unlocked is used
 	// again: a double Unlock, or Renew after Unlock.
 	ErrReleased = errors.New("locks: lease already released")
+	// ErrMaxHold means the lease reached the longest hold set with
+	// WithMaxHold: it stopped renewing, closed Done and released the lock on
+	// the backend, whatever the watchdog would have done.
+	ErrMaxHold = errors.New("locks: maximum hold time reached")
 	// ErrWaitBudget is returned by Lock when the wait budget set with
 	// WithWaitBudget ran out before the lock was acquired.
 	ErrWaitBudget = errors.New("locks: wait budget exhausted")

@@ -43,8 +43,11 @@ type ManagedLease struct {
 	mu        sync.Mutex
 	lastStart time.Time // when the last successful (re)grant was sent
 	deadline  time.Time
-	err       error // why done was closed; nil while held
+	maxEnd    time.Time // spec.Start + Options.MaxHold; zero without a bound
+	err       error     // why done was closed; nil while held
 	unlocked  bool
+	released  bool     // the release sent at the max hold succeeded
+	onFinish  []func() // called once done is closed (see afterDone)
 	expiry    Timer
 	watchdog  Timer
 	cancelWD  context.CancelFunc
@@ -54,14 +57,19 @@ var _ Lease = (*ManagedLease)(nil)
 
 // NewLease starts managing a granted acquisition: Done closes at the
 // deadline unless the lease is renewed, and with o.Watchdog the lease renews
-// itself every TTL/3. o must come from Resolve.
+// itself every TTL/3. With o.MaxHold the lease ends o.MaxHold after
+// spec.Start whatever the watchdog does (see WithMaxHold). o must come from
+// Resolve.
 func NewLease(spec LeaseSpec, ops LeaseOps, o Options) *ManagedLease {
 	l := &ManagedLease{spec: spec, ops: ops, opt: o, done: make(chan struct{})}
+	if o.MaxHold > 0 {
+		l.maxEnd = spec.Start.Add(o.MaxHold)
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.extendLocked(spec.Start)
 	if !l.opt.Clock.Now().Before(l.deadline) {
-		l.finishLocked(fmt.Errorf("lock %q: %w before it was handed over", spec.Name, ErrLeaseExpired))
+		l.endLocked(" before it was handed over")
 		return l
 	}
 	if o.Watchdog {
@@ -97,10 +105,13 @@ func (l *ManagedLease) event(p Point) Event {
 	return Event{Point: p, Name: l.spec.Name, Token: l.spec.Token, Fenced: l.spec.Fenced}
 }
 
-// extendLocked moves the deadline to start+TTL-drift (never backwards) and
-// re-arms the expiry timer.
+// extendLocked moves the deadline to start+TTL-drift, or to the max hold's
+// end if that comes first (never backwards), and re-arms the expiry timer.
 func (l *ManagedLease) extendLocked(start time.Time) {
 	d := start.Add(l.opt.TTL - Drift(l.opt.TTL))
+	if !l.maxEnd.IsZero() && d.After(l.maxEnd) {
+		d = l.maxEnd
+	}
 	if !d.After(l.deadline) {
 		return
 	}
@@ -115,8 +126,50 @@ func (l *ManagedLease) expire() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.err == nil && !l.opt.Clock.Now().Before(l.deadline) {
-		l.finishLocked(fmt.Errorf("lock %q: %w", l.spec.Name, ErrLeaseExpired))
+		l.endLocked("")
 	}
+}
+
+// endLocked finishes a lease whose deadline has passed: with ErrMaxHold, and
+// a release sent once Done is closed, when the deadline was the max hold's
+// end; with ErrLeaseExpired otherwise. how is appended to the reason.
+func (l *ManagedLease) endLocked(how string) {
+	if l.maxEnd.IsZero() || l.deadline.Before(l.maxEnd) {
+		l.finishLocked(fmt.Errorf("lock %q: %w%s", l.spec.Name, ErrLeaseExpired, how))
+		return
+	}
+	l.finishLocked(fmt.Errorf("lock %q: %w (%v)%s", l.spec.Name, ErrMaxHold, l.opt.MaxHold, how))
+	l.wg.Add(1)
+	go l.releaseAtMaxHold()
+}
+
+// releaseAtMaxHold releases the lock on the backend after the max hold
+// closed Done, bounded by the request timeout; Unlock waits for it.
+func (l *ManagedLease) releaseAtMaxHold() {
+	defer l.wg.Done()
+	ctx, cancel := RequestContext(context.Background(), l.opt.RequestTimeout)
+	defer cancel()
+	err := l.ops.Release(ctx)
+	if err != nil {
+		l.opt.Logger.Warn("lockproof: release at max hold failed; the lock expires by its TTL", "lock", l.spec.Name, "err", err)
+	}
+	l.mu.Lock()
+	l.released = err == nil
+	l.mu.Unlock()
+}
+
+// afterDone calls f once Done is closed: at once if it is, else from the
+// goroutine that closes it, with the lease's mutex held (f must not call
+// the lease).
+func (l *ManagedLease) afterDone(f func()) {
+	l.mu.Lock()
+	if l.err == nil {
+		l.onFinish = append(l.onFinish, f)
+		l.mu.Unlock()
+		return
+	}
+	l.mu.Unlock()
+	f()
 }
 
 // finishLocked closes Done with reason, once, and stops all timers.
@@ -135,14 +188,23 @@ func (l *ManagedLease) finishLocked(reason error) {
 	if l.cancelWD != nil {
 		l.cancelWD()
 	}
+	for _, f := range l.onFinish {
+		f()
+	}
+	l.onFinish = nil
 }
 
 // scheduleWatchdogLocked arms the next renewal: at lastStart+TTL/3, or after
-// retry when retry > 0.
+// retry when retry > 0. It arms none once the deadline is the max hold's
+// end, or the renewal would come at or after it: the lease is not renewed
+// past its max hold.
 func (l *ManagedLease) scheduleWatchdogLocked(retry time.Duration) {
 	d := retry
 	if d == 0 {
 		d = l.lastStart.Add(l.opt.TTL / 3).Sub(l.opt.Clock.Now())
+	}
+	if !l.maxEnd.IsZero() && (!l.deadline.Before(l.maxEnd) || !l.opt.Clock.Now().Add(d).Before(l.maxEnd)) {
+		return
 	}
 	l.watchdog = l.opt.Clock.AfterFunc(max(d, 0), l.watchdogFire)
 }
@@ -224,7 +286,7 @@ func (l *ManagedLease) usable() error {
 		return fmt.Errorf("lock %q: %w", l.spec.Name, ErrReleased)
 	}
 	if l.err == nil && !l.opt.Clock.Now().Before(l.deadline) {
-		l.finishLocked(fmt.Errorf("lock %q: %w", l.spec.Name, ErrLeaseExpired))
+		l.endLocked("")
 	}
 	return l.err
 }
@@ -247,6 +309,12 @@ func (l *ManagedLease) Unlock(ctx context.Context) error {
 			return prior
 		}
 		return fmt.Errorf("lock %q: unlock: %w (left to expire by TTL)", l.spec.Name, err)
+	}
+	l.mu.Lock()
+	released := l.released
+	l.mu.Unlock()
+	if released {
+		return prior // the max hold's release freed it
 	}
 	// The backend release is owner-checked, so it is sent even for a lease
 	// known to be expired or lost: it cleans up if the key is still ours.

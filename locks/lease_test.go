@@ -20,6 +20,10 @@ type scriptedOps struct {
 	renews   int
 	releases int
 	renewed  chan struct{}
+	// releaseErr is what Release returns; onRelease, if set, is called
+	// first.
+	releaseErr error
+	onRelease  func()
 }
 
 func newOps() *scriptedOps { return &scriptedOps{renewed: make(chan struct{}, 100)} }
@@ -35,8 +39,17 @@ func (s *scriptedOps) Renew(context.Context) error {
 func (s *scriptedOps) Release(context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.onRelease != nil {
+		s.onRelease()
+	}
 	s.releases++
-	return nil
+	return s.releaseErr
+}
+
+func (s *scriptedOps) count() (renews, releases int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.renews, s.releases
 }
 
 func (s *scriptedOps) set(err error) {

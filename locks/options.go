@@ -43,8 +43,16 @@ type Options struct {
 	Logger *slog.Logger
 	// Observer is called at each Point. Default nil (no cost).
 	Observer Observer
+	// MaxHold is the longest a lease lives from its grant, renewed or not;
+	// zero means no bound. Default zero. See WithMaxHold.
+	MaxHold time.Duration
+	// Owner is the identity that may acquire the lock again while it holds
+	// it; "" means none (every acquisition is a new owner). Default "". See
+	// WithOwner.
+	Owner string
 
 	requestTimeoutSet bool
+	ownerSet          bool
 	rand              *lockedRand // nil: the process-wide source
 }
 
@@ -159,6 +167,15 @@ func Resolve(defaultPrefix string, opts ...Option) (Options, error) {
 		return o, fmt.Errorf("%w: request timeout %v must be positive and below the TTL %v",
 			ErrInvalidOption, o.RequestTimeout, o.TTL)
 	}
+	if o.MaxHold < 0 || (o.MaxHold > 0 && o.MaxHold < o.RequestTimeout) {
+		return o, fmt.Errorf("%w: max hold %v must be zero (none) or at least the request timeout %v",
+			ErrInvalidOption, o.MaxHold, o.RequestTimeout)
+	}
+	if o.ownerSet {
+		if err := validateID(ErrInvalidOption, "owner id ", o.Owner); err != nil {
+			return o, err
+		}
+	}
 	if o.Clock == nil {
 		return o, fmt.Errorf("%w: nil clock", ErrInvalidOption)
 	}
@@ -170,18 +187,22 @@ func Resolve(defaultPrefix string, opts ...Option) (Options, error) {
 
 // ValidateName reports whether name can name a lock: non-empty, valid UTF-8,
 // at most MaxNameLen bytes, with no control characters.
-func ValidateName(name string) error {
+func ValidateName(name string) error { return validateID(ErrInvalidName, "", name) }
+
+// validateID applies ValidateName's rules to id, what says what id is
+// ("" for a lock name, else with a trailing space), and wraps sentinel.
+func validateID(sentinel error, what, id string) error {
 	switch {
-	case name == "":
-		return fmt.Errorf("%w: empty", ErrInvalidName)
-	case len(name) > MaxNameLen:
-		return fmt.Errorf("%w: %d bytes (at most %d)", ErrInvalidName, len(name), MaxNameLen)
-	case !utf8.ValidString(name):
-		return fmt.Errorf("%w: %q is not valid UTF-8", ErrInvalidName, name)
+	case id == "":
+		return fmt.Errorf("%w: %sempty", sentinel, what)
+	case len(id) > MaxNameLen:
+		return fmt.Errorf("%w: %s%d bytes (at most %d)", sentinel, what, len(id), MaxNameLen)
+	case !utf8.ValidString(id):
+		return fmt.Errorf("%w: %s%q is not valid UTF-8", sentinel, what, id)
 	}
-	for _, r := range name {
+	for _, r := range id {
 		if unicode.IsControl(r) {
-			return fmt.Errorf("%w: %q contains a control character", ErrInvalidName, name)
+			return fmt.Errorf("%w: %s%q contains a control character", sentinel, what, id)
 		}
 	}
 	return nil

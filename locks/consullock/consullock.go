@@ -64,6 +64,7 @@ type Locker struct {
 	name      string
 	key       string
 	opt       locks.Options
+	reentry   *locks.Reentry // nil without locks.WithOwner
 	lockDelay time.Duration
 	gate      chan struct{} // held by the one Lock call of this Locker that contends on the server
 }
@@ -76,7 +77,9 @@ var _ locks.Locker = (*Locker)(nil)
 // MinSessionTTL and MaxSessionTTL; default locks.DefaultTTL, 10s: the session
 // TTL and the lease TTL), WithWatchdog, WithWaitBudget, WithRequestTimeout
 // (bounds every request but blocking queries; default TTL/10), WithPrefix
-// (default DefaultPrefix), WithClock, WithLogger, WithObserver.
+// (default DefaultPrefix), WithClock, WithLogger, WithObserver, WithMaxHold,
+// WithOwner (re-entry by the same owner through this Locker; another Locker
+// with the same owner id contends as any other owner: see locks.WithOwner).
 func New(client *api.Client, name string, opts ...locks.Option) (*Locker, error) {
 	o, err := locks.Resolve(DefaultPrefix, opts...)
 	if err != nil {
@@ -105,7 +108,8 @@ func NewWithSession(client *api.Client, name string, s Session, opts ...locks.Op
 		return nil, fmt.Errorf("consullock: %w", err)
 	}
 	return &Locker{client: client, name: name, key: key, opt: o, lockDelay: s.LockDelay,
-		gate: make(chan struct{}, 1)}, nil
+		reentry: locks.NewReentry(o),
+		gate:    make(chan struct{}, 1)}, nil
 }
 
 // validate checks the TTL against Consul's session range and the
@@ -162,6 +166,11 @@ func (l *Locker) LockDelay() time.Duration { return l.lockDelay }
 // TryLock makes one attempt; it returns locks.ErrLocked when the lock is
 // held, or under a lock-delay after its holder's session was invalidated.
 func (l *Locker) TryLock(ctx context.Context) (locks.Lease, error) {
+	return l.reentry.Acquire(ctx, true, l.tryLock)
+}
+
+// tryLock is TryLock without re-entry (see locks.WithOwner).
+func (l *Locker) tryLock(ctx context.Context) (locks.Lease, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, l.errorf("try lock: %w", err)
 	}

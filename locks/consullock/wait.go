@@ -27,6 +27,11 @@ import (
 // on the key until the lock-delay should be over (see the package
 // documentation), woken early only if the key changes, and tries again.
 func (l *Locker) Lock(ctx context.Context) (locks.Lease, error) {
+	return l.reentry.Acquire(ctx, false, l.lock)
+}
+
+// lock is Lock without re-entry (see locks.WithOwner).
+func (l *Locker) lock(ctx context.Context) (locks.Lease, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, l.errorf("lock: %w", err)
 	}

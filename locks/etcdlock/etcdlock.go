@@ -34,12 +34,13 @@ var ErrSessionLost = errors.New("etcdlock: session lease lost")
 // while they live; a Locker holds no goroutine and no stream while nobody
 // waits and no lease is held, so it needs no Close.
 type Locker struct {
-	client *clientv3.Client
-	name   string
-	opt    locks.Options
-	naive  bool
-	key    string // queue: the contenders' prefix, ending in "/"; naive: the lock key
-	ttlSec int64
+	client  *clientv3.Client
+	name    string
+	opt     locks.Options
+	reentry *locks.Reentry // nil without locks.WithOwner
+	naive   bool
+	key     string // queue: the contenders' prefix, ending in "/"; naive: the lock key
+	ttlSec  int64
 
 	mu   sync.Mutex
 	idle []*session // live sessions nobody uses, most recently used last
@@ -57,7 +58,9 @@ var _ locks.Locker = (*Locker)(nil)
 // the clean-up a waiter sends when it gives up; the caller's requests are
 // bounded by their ctx), WithPrefix (default DefaultPrefix), WithClock (for
 // the local deadline, renewal schedule and wait budget; etcd's own lease
-// TTLs follow the server's clock), WithLogger, WithObserver.
+// TTLs follow the server's clock), WithLogger, WithObserver, WithMaxHold,
+// WithOwner (re-entry by the same owner through this Locker; another Locker
+// with the same owner id contends as any other owner: see locks.WithOwner).
 func New(client *clientv3.Client, name string, opts ...locks.Option) (*Locker, error) {
 	return build(client, name, false, opts)
 }
@@ -93,12 +96,13 @@ func build(client *clientv3.Client, name string, naive bool, opts []locks.Option
 		key += "/"
 	}
 	return &Locker{
-		client: client,
-		name:   name,
-		opt:    o,
-		naive:  naive,
-		key:    key,
-		ttlSec: int64((o.TTL + time.Second - 1) / time.Second),
+		client:  client,
+		name:    name,
+		opt:     o,
+		reentry: locks.NewReentry(o),
+		naive:   naive,
+		key:     key,
+		ttlSec:  int64((o.TTL + time.Second - 1) / time.Second),
 	}, nil
 }
 
@@ -134,6 +138,11 @@ func (l *Locker) contenderKey(s *session) string {
 // no key of the lock exists (queue mode: no holder and no waiter), so a
 // TryLock that does not win leaves no key behind.
 func (l *Locker) TryLock(ctx context.Context) (locks.Lease, error) {
+	return l.reentry.Acquire(ctx, true, l.tryLock)
+}
+
+// tryLock is TryLock without re-entry (see locks.WithOwner).
+func (l *Locker) tryLock(ctx context.Context) (locks.Lease, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, l.errorf("try lock: %w", err)
 	}

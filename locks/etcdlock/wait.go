@@ -38,6 +38,11 @@ var errRetry = errors.New("etcdlock: retry")
 // jittered pause until ctx or the wait budget ends; an enqueue whose answer
 // was lost is recognised by its key and adopted.
 func (l *Locker) Lock(ctx context.Context) (locks.Lease, error) {
+	return l.reentry.Acquire(ctx, false, l.lock)
+}
+
+// lock is Lock without re-entry (see locks.WithOwner).
+func (l *Locker) lock(ctx context.Context) (locks.Lease, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, l.errorf("lock: %w", err)
 	}

@@ -43,10 +43,11 @@ func CreateTable(ctx context.Context, db *sql.DB, table string) error {
 // Locker is one named lock, a row of a lock table. It is safe for concurrent
 // use; each Lock or TryLock gets its own owner and its own lease.
 type Locker struct {
-	db   *sql.DB
-	name string
-	opt  locks.Options
-	q    statements
+	db      *sql.DB
+	name    string
+	opt     locks.Options
+	reentry *locks.Reentry // nil without locks.WithOwner
+	q       statements
 }
 
 var _ locks.Locker = (*Locker)(nil)
@@ -55,7 +56,9 @@ var _ locks.Locker = (*Locker)(nil)
 // must exist (CreateTable). Options: locks.WithTTL (at least 1 ms: the
 // database keeps microseconds), WithWatchdog, WithWaitBudget,
 // WithRequestTimeout, WithPrefix (the table's name, default DefaultTable),
-// WithClock, WithLogger, WithObserver.
+// WithClock, WithLogger, WithObserver, WithMaxHold,
+// WithOwner (re-entry by the same owner through this Locker; another Locker
+// with the same owner id contends as any other owner: see locks.WithOwner).
 func New(db *sql.DB, name string, opts ...locks.Option) (*Locker, error) {
 	if db == nil {
 		return nil, fmt.Errorf("mysqllock: %w", locks.ErrNilClient)
@@ -70,7 +73,7 @@ func New(db *sql.DB, name string, opts ...locks.Option) (*Locker, error) {
 	if !tableName.MatchString(o.Prefix) {
 		return nil, fmt.Errorf("mysqllock: %w: table name %q (letters, digits and _, at most 64)", locks.ErrInvalidOption, o.Prefix)
 	}
-	return &Locker{db: db, name: name, opt: o, q: newStatements(o.Prefix)}, nil
+	return &Locker{db: db, name: name, opt: o, reentry: locks.NewReentry(o), q: newStatements(o.Prefix)}, nil
 }
 
 // Name returns the lock's name.
@@ -81,6 +84,11 @@ func (l *Locker) Table() string { return l.opt.Prefix }
 
 // TryLock makes one attempt; it returns locks.ErrLocked when the lock is held.
 func (l *Locker) TryLock(ctx context.Context) (locks.Lease, error) {
+	return l.reentry.Acquire(ctx, true, l.tryLock)
+}
+
+// tryLock is TryLock without re-entry (see locks.WithOwner).
+func (l *Locker) tryLock(ctx context.Context) (locks.Lease, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, l.errorf("try lock: %w", err)
 	}

@@ -21,6 +21,11 @@ const (
 // Lock waits until the lock is held, ctx ends (an error wrapping ctx.Err())
 // or the wait budget runs out (locks.ErrWaitBudget).
 func (l *Locker) Lock(ctx context.Context) (locks.Lease, error) {
+	return l.reentry.Acquire(ctx, false, l.lock)
+}
+
+// lock is Lock without re-entry (see locks.WithOwner).
+func (l *Locker) lock(ctx context.Context) (locks.Lease, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, l.errorf("lock: %w", err)
 	}

@@ -19,12 +19,13 @@ const DefaultPrefix = "lockproof:"
 // use: goroutines of one process share a Locker, and with it one pub/sub
 // subscription while any of them waits.
 type Locker struct {
-	client redis.UniversalClient
-	name   string
-	opt    locks.Options
-	id     string // this Locker's identity in the queue and its channel
-	keys   []string
-	chPfx  string // channel prefix; + id is this Locker's channel
+	client  redis.UniversalClient
+	name    string
+	opt     locks.Options
+	reentry *locks.Reentry // nil without locks.WithOwner
+	id      string         // this Locker's identity in the queue and its channel
+	keys    []string
+	chPfx   string // channel prefix; + id is this Locker's channel
 
 	mu      sync.Mutex
 	waiters map[string]chan locks.Token // owner -> fence of a hand-over
@@ -37,7 +38,9 @@ var _ locks.Locker = (*Locker)(nil)
 // Options: locks.WithTTL, WithWatchdog, WithWaitBudget, WithRequestTimeout
 // (bounds the clean-up a waiter sends when it gives up; the caller's requests
 // are bounded by their ctx), WithPrefix (default DefaultPrefix), WithClock,
-// WithLogger, WithObserver.
+// WithLogger, WithObserver, WithMaxHold,
+// WithOwner (re-entry by the same owner through this Locker; another Locker
+// with the same owner id contends as any other owner: see locks.WithOwner).
 func New(client redis.UniversalClient, name string, opts ...locks.Option) (*Locker, error) {
 	if client == nil {
 		return nil, fmt.Errorf("redislock: %w", locks.ErrNilClient)
@@ -54,6 +57,7 @@ func New(client redis.UniversalClient, name string, opts ...locks.Option) (*Lock
 		client:  client,
 		name:    name,
 		opt:     o,
+		reentry: locks.NewReentry(o),
 		id:      locks.NewOwner()[:16],
 		keys:    []string{key, key + ":fence", key + ":queue"},
 		chPfx:   key + ":w:",
@@ -70,6 +74,11 @@ func (l *Locker) Key() string { return l.keys[0] }
 
 // TryLock makes one attempt; it returns locks.ErrLocked when the lock is held.
 func (l *Locker) TryLock(ctx context.Context) (locks.Lease, error) {
+	return l.reentry.Acquire(ctx, true, l.tryLock)
+}
+
+// tryLock is TryLock without re-entry (see locks.WithOwner).
+func (l *Locker) tryLock(ctx context.Context) (locks.Lease, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, l.errorf("try lock: %w", err)
 	}

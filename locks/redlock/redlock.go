@@ -25,7 +25,8 @@ type Locker struct {
 	key     string
 	channel string
 	opt     locks.Options
-	gate    chan struct{} // held by the goroutine of this Locker competing in Lock
+	reentry *locks.Reentry // nil without locks.WithOwner
+	gate    chan struct{}  // held by the goroutine of this Locker competing in Lock
 
 	mu  sync.Mutex
 	sub *subscription // open while any goroutine is waiting in Lock
@@ -40,7 +41,9 @@ var _ locks.Locker = (*Locker)(nil)
 // Options: locks.WithTTL, WithWatchdog, WithWaitBudget, WithRequestTimeout
 // (the bound on each request to each node, default TTL/10: keep it well below
 // the TTL, since a slow node eats into the lease's validity), WithPrefix
-// (default DefaultPrefix), WithClock, WithLogger, WithObserver.
+// (default DefaultPrefix), WithClock, WithLogger, WithObserver, WithMaxHold,
+// WithOwner (re-entry by the same owner through this Locker; another Locker
+// with the same owner id contends as any other owner: see locks.WithOwner).
 func New(clients []redis.UniversalClient, name string, opts ...locks.Option) (*Locker, error) {
 	nodes, err := newNodes(clients)
 	if err != nil {
@@ -61,6 +64,7 @@ func New(clients []redis.UniversalClient, name string, opts ...locks.Option) (*L
 		key:     key,
 		channel: key + ":released",
 		opt:     o,
+		reentry: locks.NewReentry(o),
 		gate:    make(chan struct{}, 1),
 	}, nil
 }
@@ -99,6 +103,11 @@ func (l *Locker) Quorum() int { return l.quorum }
 // (joined with a *NodeError per failed node) when too few nodes answered, or
 // a majority answered too late to leave the lease any validity.
 func (l *Locker) TryLock(ctx context.Context) (locks.Lease, error) {
+	return l.reentry.Acquire(ctx, true, l.tryLock)
+}
+
+// tryLock is TryLock without re-entry (see locks.WithOwner).
+func (l *Locker) tryLock(ctx context.Context) (locks.Lease, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, l.errorf("try lock: %w", err)
 	}

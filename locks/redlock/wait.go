@@ -30,6 +30,11 @@ const maxJitter = 5 * time.Millisecond
 // the Locker is waiting, so an uncontended Lock costs what TryLock costs.
 // Goroutines of one Locker wait in line: one at a time competes on the nodes.
 func (l *Locker) Lock(ctx context.Context) (locks.Lease, error) {
+	return l.reentry.Acquire(ctx, false, l.lock)
+}
+
+// lock is Lock without re-entry (see locks.WithOwner).
+func (l *Locker) lock(ctx context.Context) (locks.Lease, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, l.errorf("lock: %w", err)
 	}

@@ -99,6 +99,11 @@ func sequence(name string) (int64, bool) {
 // node went (its session expired, or someone deleted it) queues again with
 // a new node, at the back. A Lock that gives up deletes its node.
 func (l *Locker) Lock(ctx context.Context) (locks.Lease, error) {
+	return l.reentry.Acquire(ctx, false, l.lock)
+}
+
+// lock is Lock without re-entry (see locks.WithOwner).
+func (l *Locker) lock(ctx context.Context) (locks.Lease, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, l.errorf("lock: %w", err)
 	}

@@ -29,11 +29,12 @@ var ErrSessionLost = errors.New("zklock: session lost")
 // goroutine while nobody waits and no lease is held, so it needs no Close;
 // the connection stays the caller's to close.
 type Locker struct {
-	conn *zk.Conn
-	name string
-	opt  locks.Options
-	path string // the lock's node: the contenders are its children
-	acl  []zk.ACL
+	conn    *zk.Conn
+	name    string
+	opt     locks.Options
+	reentry *locks.Reentry // nil without locks.WithOwner
+	path    string         // the lock's node: the contenders are its children
+	acl     []zk.ACL
 }
 
 var _ locks.Locker = (*Locker)(nil)
@@ -53,7 +54,9 @@ var _ locks.Locker = (*Locker)(nil)
 // but the create of a contender's node, which ctx bounds), WithPrefix (an
 // absolute ZooKeeper path, default DefaultPrefix), WithClock (the local
 // deadline, the watchdog's schedule, the wait budget and retry pauses),
-// WithRand, WithLogger, WithObserver.
+// WithRand, WithLogger, WithObserver, WithMaxHold,
+// WithOwner (re-entry by the same owner through this Locker; another Locker
+// with the same owner id contends as any other owner: see locks.WithOwner).
 //
 // Names may hold any character locks.ValidateName accepts: "%", "/" and
 // the characters ZooKeeper refuses in a path are percent-encoded, so that
@@ -74,11 +77,12 @@ func New(conn *zk.Conn, name string, opts ...locks.Option) (*Locker, error) {
 		return nil, fmt.Errorf("zklock: %w", err)
 	}
 	return &Locker{
-		conn: conn,
-		name: name,
-		opt:  o,
-		path: prefix + "/" + escapeName(name),
-		acl:  zk.WorldACL(zk.PermAll),
+		conn:    conn,
+		name:    name,
+		opt:     o,
+		reentry: locks.NewReentry(o),
+		path:    prefix + "/" + escapeName(name),
+		acl:     zk.WorldACL(zk.PermAll),
 	}, nil
 }
 
@@ -144,6 +148,11 @@ func (l *Locker) NodePath() string { return l.path }
 // contender created meanwhile is ahead of it, deletes the node again before
 // returning locks.ErrLocked: a refused TryLock leaves nothing behind.
 func (l *Locker) TryLock(ctx context.Context) (locks.Lease, error) {
+	return l.reentry.Acquire(ctx, true, l.tryLock)
+}
+
+// tryLock is TryLock without re-entry (see locks.WithOwner).
+func (l *Locker) tryLock(ctx context.Context) (locks.Lease, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, l.errorf("try lock: %w", err)
 	}

@@ -72,6 +72,12 @@
 //     zk-cancelled-waiter-node-left (a Lock that gives up leaves its node
 //     queued: deadlock freedom) and zk-renew-checks-session-only (a
 //     renewal proves the session, not the node: symmetry).
+//   - reentrant.go, a reentrant lock kept on the server as Redisson's RLock
+//     keeps it (a hash field per owner holding its count), each acquisition
+//     used with a nested re-entry and its Unlock:
+//     reentry-unlock-ignores-count (the nested Unlock frees the lock under
+//     the outer hold) and reentry-resets-ttl (the nested re-entry sets the
+//     key's TTL to its own, shorter lease time), both exclusivity.
 //
 // Most of the mutants of the last four files are caught only by a suite
 // that interleaves the requests of concurrent operations, stalls clients

@@ -1,0 +1,34 @@
+package redislock
+
+import (
+	"testing"
+	"time"
+
+	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/locks"
+	"github.com/lockproof/lockproof/locks/internal/locktest"
+)
+
+// client returns a Locker of the lock "job" on a client of its own, as
+// another process would have.
+func client(t *testing.T, r *fakes.RedisServer, opts ...locks.Option) *Locker {
+	t.Helper()
+	l, err := New(r.NewClient(), "job", append(r.LockOptions(), opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func TestMaxHold(t *testing.T) {
+	r := fakes.Redis(t, fakes.ManualTime(epoch))
+	ttl := locks.WithTTL(10 * time.Second)
+	locktest.MaxHold(t, r.Clock(), r.Advance, 3*time.Second,
+		client(t, r, ttl, locks.WithMaxHold(3*time.Second)), client(t, r, ttl))
+}
+
+func TestReentrantByOwner(t *testing.T) {
+	r := fakes.Redis(t, fakes.ManualTime(epoch))
+	locktest.Reentrant(t, client(t, r, locks.WithOwner("job-7")),
+		client(t, r), client(t, r, locks.WithOwner("job-7")))
+}
