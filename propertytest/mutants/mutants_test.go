@@ -67,6 +67,8 @@ var corpus = map[string]caught{
 	"no-renewal-while-work-outlasts-ttl":  {[]uint64{4910596392742150886}, propertytest.Exclusivity},
 	"redis-without-fencing-under-pause":   {[]uint64{2747651238447918098}, propertytest.Exclusivity},
 	"redlock-accepts-minority":            {[]uint64{7409859520492000438}, propertytest.Exclusivity},
+	"reentry-resets-ttl":                  {[]uint64{3091242139856975983}, propertytest.Exclusivity},
+	"reentry-unlock-ignores-count":        {[]uint64{5194738557967952940}, propertytest.Exclusivity},
 	"refused-attempt-node-left":           {[]uint64{4569678360617607849}, propertytest.DeadlockFreedom},
 	"renew-extends-any-owner":             {[]uint64{3593424038292061596}, propertytest.Symmetry},
 	"renew-ignores-refusal":               {[]uint64{4291168989933581489}, propertytest.Symmetry},

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -39,8 +38,8 @@ func init() {
 // setnxFactory (a miniredis in manual time, a connection per client), on
 // whose setnxLocker each countLocker is built.
 func countFactory(b reentryBug) propertytest.Factory {
-	return func(t testing.TB) (*propertytest.Backend, error) {
-		be, err := setnxFactory(noRedisBug)(t)
+	return func(env propertytest.Env) (*propertytest.Backend, error) {
+		be, err := setnxFactory(noRedisBug)(env)
 		if err != nil {
 			return nil, err
 		}
