@@ -217,7 +217,9 @@
 // CPU-time ratios with their range. They meet 1/3 now: before, in the
 // same paired runs, the ratios were 0.46 (0.36-0.58) and 0.44
 // (0.39-0.61), with 30 KB and 16 KB allocated per check (now 9.3 KB and
-// 2.7 KB, most of it the model's steps). Their search is a few dozen steps;
+// 2.7 KB, most of it the model's steps). Six more pairs at load average
+// 3.0 to 7.0 agree: 0.19 (0.14-0.24) and 0.15 (0.10-0.22), before 0.53
+// (0.41-0.65) and 0.43 (0.35-0.52). Their search is a few dozen steps;
 // what the check cost was its fixed part: a new searcher's tables (event
 // lists, memo, interner, stack) allocated and collected again per check,
 // which searchers reused from one check to the next no longer pay. The
