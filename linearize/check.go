@@ -196,9 +196,13 @@ func Check[S, I, O any](ctx context.Context, model Model[S, I, O], history []Ope
 }
 
 // newBudget returns a budget cancelled when ctx is done; stop releases
-// its watch of ctx.
+// its watch of ctx. A ctx that is never done (context.Background) is not
+// watched.
 func newBudget(ctx context.Context, maxMem int64) *budget {
 	b := &budget{maxMem: maxMem}
+	if ctx.Done() == nil {
+		return b
+	}
 	b.unwatch = context.AfterFunc(ctx, func() { b.cancelled.Store(true) })
 	if ctx.Err() != nil {
 		b.cancelled.Store(true)
@@ -281,6 +285,9 @@ func unknownCause(ctx context.Context, b *budget) error {
 // partition groups the history by Model.Partition, keys in order and each
 // partition's operations by call time.
 func partition[S, I, O any](m *filled[S, I, O], history []Operation[I, O]) []Partition {
+	if m.Partition == nil {
+		return whole(history)
+	}
 	// Number the keys in order of appearance, count their operations, then
 	// lay the partitions out in one array, each by call time.
 	var (
@@ -346,13 +353,33 @@ func partition[S, I, O any](m *filled[S, I, O], history []Operation[I, O]) []Par
 	for r, p := range byKey {
 		lo, hi := start[p], start[p]+count[p]
 		ops := all[lo:hi:hi]
-		byCall := func(a, b int) int { return cmpInt64(history[a].Call, history[b].Call) }
-		if !slices.IsSortedFunc(ops, byCall) {
-			slices.SortStableFunc(ops, byCall)
-		}
+		sortByCall(history, ops)
 		parts[r] = Partition{Key: keys[p], Ops: ops}
 	}
 	return parts
+}
+
+// whole is partition without Model.Partition: one partition of every
+// operation (none for an empty history).
+func whole[I, O any](history []Operation[I, O]) []Partition {
+	if len(history) == 0 {
+		return []Partition{}
+	}
+	ops := make([]int, len(history))
+	for i := range ops {
+		ops[i] = i
+	}
+	sortByCall(history, ops)
+	return []Partition{{Ops: ops}}
+}
+
+// sortByCall sorts ops (history indices) by call time, keeping the order
+// of equal calls.
+func sortByCall[I, O any](history []Operation[I, O], ops []int) {
+	byCall := func(a, b int) int { return cmpInt64(history[a].Call, history[b].Call) }
+	if !slices.IsSortedFunc(ops, byCall) {
+		slices.SortStableFunc(ops, byCall)
+	}
 }
 
 // keyHead packs a key's length and first bytes into a word: keys with
@@ -378,62 +405,85 @@ func cmpInt64(a, b int64) int {
 
 // runPartitions searches every partition, the largest first, on a bounded
 // pool of goroutines; the first Illegal one stops the others.
+//
+// The calling goroutine is a worker, and starts the others only once the
+// work is big enough to repay them: when one of its searches takes 1024
+// steps, or its searches have memoized spawnAfter configurations. Small
+// histories (a few dozen operations per key) are then checked without a
+// goroutine.
 func runPartitions[S, I, O any](m *filled[S, I, O], history []Operation[I, O], parts []Partition, b *budget, workers int) {
 	if workers == 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	workers = min(workers, len(parts))
-	order := make([]int, len(parts))
-	for i := range order {
-		order[i] = i
+	r := &partitionRun[S, I, O]{m: m, history: history, parts: parts, b: b, workers: min(workers, len(parts))}
+	if len(parts) > 1 {
+		r.order = make([]int, len(parts))
+		for i := range r.order {
+			r.order[i] = i
+		}
+		slices.SortStableFunc(r.order, func(a, b int) int { return len(parts[b].Ops) - len(parts[a].Ops) })
 	}
-	slices.SortStableFunc(order, func(a, b int) int { return len(parts[b].Ops) - len(parts[a].Ops) })
-	var (
-		nextIdx atomic.Int64
-		abort   atomic.Bool
-		wg      sync.WaitGroup
-	)
-	work := func(s *searcher[S, I, O], spawn func()) {
-		configs := 0
-		for {
-			i := int(nextIdx.Add(1) - 1)
-			if i >= len(order) || abort.Load() {
-				return // done, or another partition failed: the rest stay Unknown
-			}
-			p := &parts[order[i]]
-			s.reset(p.Ops)
-			out := s.run()
-			p.Verdict, p.Linearization, p.States, p.blocker, p.trail = out.verdict, out.order, out.states, out.blocker, out.trail
-			if out.verdict == Illegal {
-				abort.Store(true)
-			}
-			if configs += out.states; configs > spawnAfter && spawn != nil {
-				spawn()
-			}
+	r.caller = getSearcher(m, history, b, &r.abort)
+	if r.workers > 1 {
+		r.caller.slow = r.spawn
+	}
+	r.work(r.caller)
+	r.wg.Wait()
+	putSearcher(r.caller)
+}
+
+// partitionRun is the shared state of runPartitions' workers.
+type partitionRun[S, I, O any] struct {
+	m       *filled[S, I, O]
+	history []Operation[I, O]
+	parts   []Partition
+	order   []int // the partitions, largest first; nil for one
+	b       *budget
+	workers int
+	caller  *searcher[S, I, O] // the calling goroutine's
+	next    atomic.Int64       // of order
+	abort   atomic.Bool        // a partition is Illegal
+	wg      sync.WaitGroup
+}
+
+// work searches partitions with s until none is left or one is Illegal
+// (the rest stay Unknown).
+func (r *partitionRun[S, I, O]) work(s *searcher[S, I, O]) {
+	configs := 0
+	for {
+		i := int(r.next.Add(1) - 1)
+		if i >= len(r.parts) || r.abort.Load() {
+			return
+		}
+		if r.order != nil {
+			i = r.order[i]
+		}
+		p := &r.parts[i]
+		s.reset(p.Ops)
+		out := s.run()
+		p.Verdict, p.Linearization, p.States, p.blocker, p.trail = out.verdict, out.order, out.states, out.blocker, out.trail
+		if out.verdict == Illegal {
+			r.abort.Store(true)
+		}
+		if configs += out.states; configs > spawnAfter && s == r.caller {
+			r.spawn()
 		}
 	}
-	// The calling goroutine is a worker, and starts the others only once
-	// the work is big enough to repay them: when one of its searches takes
-	// 1024 steps, or its searches have memoized spawnAfter configurations.
-	// Small histories (a few dozen operations per key) are then checked
-	// without a goroutine.
-	s := newSearcher(m, history, b, &abort)
-	if workers > 1 {
-		spawn := func() {
-			if s.slow == nil {
-				return // already started
-			}
-			s.slow = nil
-			for range workers - 1 {
-				wg.Go(func() { work(newSearcher(m, history, b, &abort), nil) })
-			}
-		}
-		s.slow = spawn
-		work(s, spawn)
-	} else {
-		work(s, nil)
+}
+
+// spawn starts the other workers, once (the caller's searcher calls it).
+func (r *partitionRun[S, I, O]) spawn() {
+	if r.caller.slow == nil {
+		return // already started, or a single worker
 	}
-	wg.Wait()
+	r.caller.slow = nil
+	for range r.workers - 1 {
+		r.wg.Go(func() {
+			s := getSearcher(r.m, r.history, r.b, &r.abort)
+			r.work(s)
+			putSearcher(s)
+		})
+	}
 }
 
 // spawnAfter is the number of configurations the calling goroutine

@@ -328,9 +328,10 @@ func (d *leaseDecider) decide(parent, ctx context.Context, h []Operation[LeaseIn
 			continue
 		}
 		// Confirm on the sub-history, which also names the blocker.
-		sr := newSearcher(&r.sets, h, b, nil)
+		sr := getSearcher(&r.sets, h, b, nil)
 		sr.reset(cand)
 		out := sr.run()
+		putSearcher(sr)
 		if out.verdict != Illegal {
 			continue // not a proof after all: leave it to the search
 		}

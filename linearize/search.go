@@ -195,7 +195,9 @@ func (s *searcher[S, I, O]) reset(ops []int) {
 		s.wide.reset(0, 0, false)
 	}
 	s.trans = transitions{}
-	s.alts, s.stack = s.alts[:0], s.stack[:0]
+	// Every operation is on the stack at most once, most with one or two
+	// next states: room for n of each spares the stack's regrowth.
+	s.alts, s.stack = reserve(s.alts, n), reserve(s.stack, n)
 	s.known, s.charged = 0, 0
 	s.cacheOn, s.cacheOff, s.hits, s.misses = false, false, 0, 0
 	s.deepest, s.blocker = 0, -1
@@ -225,7 +227,7 @@ func (s *searcher[S, I, O]) reset(ops []int) {
 	// The calls come in order when ops are by call (they are, from
 	// partition and shrink): only the returns need sorting, and a merge
 	// links both.
-	calls, rets := s.events[:0], s.rets[:0]
+	calls, rets := reserve(s.events, n), reserve(s.rets, n)
 	inOrder := true
 	pooled := s.pool
 	for k, hi := range ops {
@@ -330,6 +332,15 @@ func resize[T any](b []T, n int) []T {
 		return b[:n]
 	}
 	return make([]T, n)
+}
+
+// reserve returns b emptied, with room for n elements, reusing b's array
+// if it is big enough.
+func reserve[T any](b []T, n int) []T {
+	if cap(b) >= n {
+		return b[:0]
+	}
+	return make([]T, 0, n)
 }
 
 func (s *searcher[S, I, O]) head() int32 { return int32(2 * len(s.ops)) }

@@ -19,7 +19,8 @@ import "slices"
 func shrink[S, I, O any](m *filled[S, I, O], history []Operation[I, O], ops []int, blocker int, b *budget) (cex []int, minimal bool) {
 	cur := slices.Clone(ops)
 	inconclusive := false
-	sr := newSearcher(m, history, b, nil)
+	sr := getSearcher(m, history, b, nil)
+	defer putSearcher(sr)
 	fails := func(cand []int) bool {
 		if b.cancelled.Load() || b.memHit.Load() {
 			inconclusive = true
