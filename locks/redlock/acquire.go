@@ -35,12 +35,11 @@ type hint struct {
 	took   time.Duration  // how long the attempt took, on the Locker's clock
 }
 
-// acquire makes one Redlock attempt with a fresh owner: SET NX PX on every
-// node at once. The lock is held when a majority set it and validity remains
+// acquireAs makes one Redlock attempt as owner, fresh for each attempt:
+// SET NX PX on every node at once. The lock is held when a majority set it and validity remains
 // (TTL - elapsed - drift, elapsed on the Locker's clock). Otherwise the owner
 // is released on every node that may hold it, and the error says why.
-func (l *Locker) acquire(ctx context.Context) (locks.Lease, hint, error) {
-	owner := locks.NewOwner()
+func (l *Locker) acquireAs(ctx context.Context, owner string) (locks.Lease, hint, error) {
 	start := l.opt.Clock.Now()
 	rs := fanOut(ctx, l.nodes, l.opt.RequestTimeout, func(ctx context.Context, c redis.UniversalClient) (answer, error) {
 		return l.setNX(ctx, c, owner)

@@ -111,7 +111,7 @@ func (l *Locker) tryLock(ctx context.Context) (locks.Lease, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, l.errorf("try lock: %w", err)
 	}
-	lease, _, err := l.acquire(ctx)
+	lease, _, err := l.acquireAs(ctx, locks.NewOwner())
 	return lease, err
 }
 

@@ -28,6 +28,14 @@ type subscription struct {
 	mu   sync.Mutex
 	want string        // owner whose release wakes the waiter; "" for any
 	wake chan struct{} // capacity 1
+	// The waiter's own recent attempts: a failed attempt releases what it
+	// set on a minority of nodes, and that release must not wake the
+	// waiter that made it (it would retry at once, and again after each
+	// retry, for as long as the holder keeps its majority). A ring rather
+	// than the last owner alone: a release is delivered asynchronously and
+	// may arrive after the next attempt began.
+	mine [4]string
+	next int
 }
 
 // subscribed reports whether a subscription is open, meaning that other
@@ -139,21 +147,42 @@ func (s *subscription) notify(owner string) {
 	if s.want != "" && owner != s.want {
 		return
 	}
+	for _, m := range s.mine {
+		if m != "" && owner == m {
+			return
+		}
+	}
 	select {
 	case s.wake <- struct{}{}:
 	default: // a wake-up is already pending
 	}
 }
 
-// reset forgets earlier wake-ups and accepts any release, before an
-// attempt: a release during the attempt may be one the attempt missed.
-func (s *subscription) reset() {
+// reset forgets earlier wake-ups and accepts any release but those of
+// owner, before an attempt as owner: a release during the attempt may be
+// one the attempt missed, unless the attempt made it.
+func (s *subscription) reset(owner string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.want = ""
+	s.mine[s.next] = owner
+	s.next = (s.next + 1) % len(s.mine)
 	select {
 	case <-s.wake:
 	default:
+	}
+}
+
+// won takes owner, whose attempt won the lock, out of the waiter's own
+// attempts: its release, when the lease ends, must wake this Locker's next
+// waiter.
+func (s *subscription) won(owner string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, m := range s.mine {
+		if m == owner {
+			s.mine[i] = ""
+		}
 	}
 }
 

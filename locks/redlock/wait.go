@@ -40,7 +40,7 @@ func (l *Locker) lock(ctx context.Context) (locks.Lease, error) {
 	}
 	began := l.opt.Clock.Now()
 	if !l.subscribed() {
-		lease, _, err := l.acquire(ctx)
+		lease, _, err := l.acquireAs(ctx, locks.NewOwner())
 		if !errors.Is(err, locks.ErrLocked) {
 			return lease, err
 		}
@@ -67,9 +67,11 @@ func (l *Locker) lock(ctx context.Context) (locks.Lease, error) {
 func (l *Locker) wait(ctx context.Context, s *subscription, budget <-chan time.Time) (locks.Lease, error) {
 	var prev hint
 	for {
-		s.reset()
-		lease, h, err := l.acquire(ctx)
+		owner := locks.NewOwner()
+		s.reset(owner)
+		lease, h, err := l.acquireAs(ctx, owner)
 		if !errors.Is(err, locks.ErrLocked) {
+			s.won(owner) // or failed otherwise: either way, no release of it is ours to ignore
 			return lease, err
 		}
 		w := plan(h, prev, l.opt.Jitter)
