@@ -15,7 +15,14 @@ import (
 var (
 	searchSeeds = flag.Int("mutants.seeds", 0, "mutants: besides its corpus seed, search for every mutant from this many random seeds (LOCKPROOF_DEEP=1: 10)")
 	twinChecks  = flag.Int("mutants.twinchecks", 0, "mutants: runs every bug-free twin must pass (default 2; LOCKPROOF_DEEP=1: 100)")
+	realTime    = flag.Bool("mutants.realtime", false, "mutants: also run the mutants on backends in real time (the embedded etcd; on by LOCKPROOF_DEEP=1)")
 )
+
+// realTimeRuns reports whether the mutants on backends in real time run:
+// their runs take seconds each (the etcd one took 90 s of the default
+// go test's two minutes), so go test ./... leaves them out unless asked,
+// and CI asks (.ci/run, step 2).
+func realTimeRuns() bool { return *realTime || deep() }
 
 // killChecks is the number of runs a mutant is given to be caught from a
 // random seed, or from its corpus seed when that seed no longer replays;
@@ -106,6 +113,9 @@ func TestEveryMutantIsCaught(t *testing.T) {
 	}
 	for _, m := range All() {
 		t.Run(m.Name, func(t *testing.T) {
+			if m.RealTime && !realTimeRuns() {
+				t.Skipf("%s runs on a backend in real time, seconds a run: run it with -mutants.realtime or LOCKPROOF_DEEP=1", m.Name)
+			}
 			if c, ok := corpus[m.Name]; ok {
 				t.Run("corpus", func(t *testing.T) { assertCaughtByCorpus(t, m, c) })
 			} else {
