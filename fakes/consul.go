@@ -386,32 +386,41 @@ func (l *consulLogs) String() string {
 	return string(l.buf)
 }
 
-// pathOnce makes `consul` on PATH resolve to EnvConsulBin (sdk/testutil runs
-// "consul" from PATH and has no other way to be told which binary to run).
+// pathBin is the consul binary this process put first on PATH: sdk/testutil
+// runs `consul` from PATH, so one process can run one binary only.
 var (
-	pathOnce sync.Once
-	pathErr  error
+	pathMu  sync.Mutex
+	pathBin string
 )
 
+// useConsulBinary makes `consul` on PATH resolve to bin, checked first: a
+// missing file is reported as missing every time, and a second binary is
+// refused instead of silently running the first one.
 func useConsulBinary(bin string) error {
-	pathOnce.Do(func() {
-		abs, err := filepath.Abs(bin)
-		if err != nil {
-			pathErr = err
-			return
+	abs, err := filepath.Abs(bin)
+	if err != nil {
+		return fmt.Errorf("consul binary %s: %w", bin, err)
+	}
+	if filepath.Base(abs) != "consul" {
+		return fmt.Errorf("consul binary %s: the file must be called consul (sdk/testutil runs consul from PATH)", bin)
+	}
+	if _, err := os.Stat(abs); err != nil {
+		return fmt.Errorf("consul binary: %w", err)
+	}
+	pathMu.Lock()
+	defer pathMu.Unlock()
+	switch pathBin {
+	case abs:
+		return nil
+	case "":
+		if err := os.Setenv("PATH", filepath.Dir(abs)+string(os.PathListSeparator)+os.Getenv("PATH")); err != nil {
+			return fmt.Errorf("consul binary %s: putting it on PATH: %w", bin, err)
 		}
-		if filepath.Base(abs) != "consul" {
-			pathErr = fmt.Errorf("%s=%s: the file must be called consul (sdk/testutil runs consul from PATH)",
-				EnvConsulBin, bin)
-			return
-		}
-		if _, err := os.Stat(abs); err != nil {
-			pathErr = fmt.Errorf("%s: %w", EnvConsulBin, err)
-			return
-		}
-		pathErr = os.Setenv("PATH", filepath.Dir(abs)+string(os.PathListSeparator)+os.Getenv("PATH"))
-	})
-	return pathErr
+		pathBin = abs
+		return nil
+	default:
+		return fmt.Errorf("consul binary %s: this process already runs %s (sdk/testutil finds consul on PATH, which a process sets once)", abs, pathBin)
+	}
 }
 
 // WaitParked waits (at most 10 s of wall time) until n blocking queries on
