@@ -22,6 +22,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/sirupsen/logrus"
 
+	"github.com/lockproof/lockproof/internal/layout"
 	"github.com/lockproof/lockproof/locks"
 )
 
@@ -279,7 +280,7 @@ func (s *MySQLServer) Close() error {
 }
 
 // DefaultLockTable is mysqllock.DefaultTable, the table ExpireLock works on.
-const DefaultLockTable = "lockproof_locks"
+const DefaultLockTable = layout.MySQLDefaultTable
 
 // ExpireLock makes the lease recorded for lock name in DefaultLockTable end
 // now; see ExpireLockIn.
@@ -291,18 +292,21 @@ func (s *MySQLServer) ExpireLock(ctx context.Context, name string) error {
 // the server's clock, as if its holder had stopped renewing a whole TTL ago.
 // table must be a lock table made by mysqllock.CreateTable (columns name,
 // owner, fence, expires_at). It fails when no live lease is recorded for
-// name.
+// name, with an error wrapping ErrNoHolder.
 func (s *MySQLServer) ExpireLockIn(ctx context.Context, table, name string) error {
 	if table == "" || nonIdent.MatchString(table) {
 		return fmt.Errorf("fakes.MySQL: invalid table name %q", table)
 	}
-	res, err := s.db.ExecContext(ctx, "UPDATE `"+table+"` SET expires_at = DATE_SUB(NOW(6), INTERVAL 1 SECOND)"+
-		" WHERE name = ? AND owner <> '' AND expires_at > NOW(6)", name)
+	res, err := s.db.ExecContext(ctx, layout.MySQLExpire(table), name)
 	if err != nil {
 		return fmt.Errorf("fakes.MySQL: expire %q: %w", name, err)
 	}
-	if n, err := res.RowsAffected(); err != nil || n != 1 {
-		return fmt.Errorf("fakes.MySQL: expire %q: no live lease recorded (rows affected %d, %v)", name, n, err)
+	n, err := res.RowsAffected()
+	switch {
+	case err != nil:
+		return fmt.Errorf("fakes.MySQL: expire %q: rows affected: %w", name, err)
+	case n != 1:
+		return fmt.Errorf("fakes.MySQL: expire %q: %w (no live lease recorded, rows affected %d)", name, ErrNoHolder, n)
 	}
 	return nil
 }

@@ -140,6 +140,29 @@ func Closed(t testing.TB, what string, ch <-chan struct{}) {
 	}
 }
 
+// ExpiredFromOutside checks a backend's control that ends a held lease from
+// outside the lock (a fake's ExpireLock, which finds the lock's state
+// through the lock's exported layout): expire succeeds, the lease can no
+// longer be renewed, and a second expire fails with an error wrapping
+// noHolder, as nobody holds the lock any more. So a fake that looks for the
+// lock in the wrong place fails the test. (Renew's error is not checked
+// further: zklock's, right after its session expired, can be go-zookeeper's
+// "connection closed" rather than locks.ErrNotHeld.)
+func ExpiredFromOutside(t testing.TB, lease locks.Lease, expire func(context.Context) error, noHolder error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), LockTimeout)
+	defer cancel()
+	if err := expire(ctx); err != nil {
+		t.Fatalf("expire the held lease: %v", err)
+	}
+	if err := lease.Renew(ctx); err == nil {
+		t.Fatal("Renew succeeded after the lease was expired")
+	}
+	if err := expire(ctx); !errors.Is(err, noHolder) {
+		t.Fatalf("expire with nobody holding = %v, want %v", err, noHolder)
+	}
+}
+
 // Cycles locks and unlocks w n times, failing t at the first error: the
 // loop of the uncontended comparison benchmarks (and, with n 1, their
 // warm-up: a session, a connection, the lock's node).
