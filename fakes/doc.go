@@ -55,7 +55,9 @@
 //     context, so its clients are not gated.
 //   - StartMySQL and MySQL (mysql.go): go-mysql-server with an in-memory
 //     database on loopback, one statement at a time, or a private database
-//     on a real server (MySQLAt, LOCKPROOF_MYSQL_DSN). Control: ExpireLock.
+//     on a real server (MySQLAt, LOCKPROOF_MYSQL_DSN). Controls: ExpireLock,
+//     and FollowClock (the in-process server's time read from a manual
+//     clock).
 //   - VerifyNoLeaks (leaks.go): goleak for TestMain, with the grace that
 //     embedded etcd members' HTTP connections need.
 //   - MemLock (memlock.go): an in-memory locks.Locker with fencing tokens,
