@@ -13,8 +13,8 @@ import (
 	"github.com/hashicorp/consul/api"
 
 	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/internal/locktest"
 	"github.com/lockproof/lockproof/locks"
-	"github.com/lockproof/lockproof/locks/internal/locktest"
 )
 
 // TestExclusionThroughFence: 16 goroutines in 4 "processes" (each its own

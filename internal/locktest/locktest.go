@@ -1,5 +1,7 @@
 // Package locktest holds the small helpers that the tests and benchmarks of
-// every lock in lockproof share.
+// every lock in lockproof share, and those of the fakes. It sits at the
+// module root (not under locks/) so that the fakes' tests may import it;
+// it must not import fakes.
 package locktest
 
 import (
