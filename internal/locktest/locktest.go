@@ -145,7 +145,8 @@ func Closed(t testing.TB, what string, ch <-chan struct{}) {
 // ExpiredFromOutside checks a backend's control that ends a held lease from
 // outside the lock (a fake's ExpireLock, which finds the lock's state
 // through the lock's exported layout): expire succeeds, the lease can no
-// longer be renewed, and a second expire fails with an error wrapping
+// longer be renewed and its Done closes (so no goroutine of the lease
+// outlives the test), and a second expire fails with an error wrapping
 // noHolder, as nobody holds the lock any more. So a fake that looks for the
 // lock in the wrong place fails the test. (Renew's error is not checked
 // further: zklock's, right after its session expired, can be go-zookeeper's
@@ -160,6 +161,7 @@ func ExpiredFromOutside(t testing.TB, lease locks.Lease, expire func(context.Con
 	if err := lease.Renew(ctx); err == nil {
 		t.Fatal("Renew succeeded after the lease was expired")
 	}
+	Closed(t, "Done", lease.Done())
 	if err := expire(ctx); !errors.Is(err, noHolder) {
 		t.Fatalf("expire with nobody holding = %v, want %v", err, noHolder)
 	}
