@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/consul/api"
 
 	"github.com/lockproof/lockproof/fakes/miniconsul"
+	"github.com/lockproof/lockproof/internal/layout"
 	"github.com/lockproof/lockproof/locks"
 )
 
@@ -333,16 +334,17 @@ func (c *ConsulServer) ExpireSession(id string) {
 	}
 }
 
-// ExpireLock ends the current lease of consullock's lock name (its key is
-// Prefix + name) now: it expires the session that holds the key, as
-// ExpireSession does. It fails when nobody holds the lock.
+// ExpireLock ends the current lease of consullock's lock name, under this
+// fake's Prefix, now: it expires the session that holds the lock's key
+// (consullock.Key), as ExpireSession does. It fails, with an error wrapping
+// ErrNoHolder, when nobody holds the lock.
 func (c *ConsulServer) ExpireLock(ctx context.Context, name string) error {
-	kv, _, err := c.client.KV().Get(c.prefix+name, (&api.QueryOptions{RequireConsistent: true}).WithContext(ctx))
+	kv, _, err := c.client.KV().Get(layout.ConsulKey(c.prefix, name), (&api.QueryOptions{RequireConsistent: true}).WithContext(ctx))
 	if err != nil {
 		return fmt.Errorf("fakes: expire consul lock %q: %w", name, err)
 	}
 	if kv == nil || kv.Session == "" {
-		return fmt.Errorf("fakes: expire consul lock %q: nobody holds it", name)
+		return fmt.Errorf("fakes: expire consul lock %q: %w", name, ErrNoHolder)
 	}
 	c.ExpireSession(kv.Session)
 	return nil

@@ -17,6 +17,12 @@
 // without manual time, Stop on a real server) fails the test of a server
 // from a helper, and panics on one from a Start function.
 //
+// ExpireLock (on each server but MemLock's) finds a lock's state where the
+// lock keeps it: the key, row or node the lock package exports
+// (redislock.Key, etcdlock.Key, consullock.Key, mysqllock.DefaultTable,
+// zklock.NodePath), from the one definition both read. It fails with an
+// error wrapping ErrNoHolder when nobody holds the lock.
+//
 // The index:
 //
 //   - Clock (clock.go): a manual locks.Clock. Time stands still until
@@ -44,12 +50,14 @@
 //     fakes/minizk, an in-process ZooKeeper on the real wire protocol, with
 //     a manual clock), or a real server (ZooKeeperAt, LOCKPROOF_ZK_ADDR).
 //     Connect hands out go-zookeeper clients; controls: Advance and
-//     AdvanceTime (ZooKeeperManualTime), ExpireSession, and minizk's own
+//     AdvanceTime (ZooKeeperManualTime), ExpireSession, ExpireLock, and minizk's own
 //     (DropConnections, Pause, Restart). go-zookeeper's requests take no
 //     context, so its clients are not gated.
 //   - StartMySQL and MySQL (mysql.go): go-mysql-server with an in-memory
 //     database on loopback, one statement at a time, or a private database
-//     on a real server (MySQLAt, LOCKPROOF_MYSQL_DSN). Control: ExpireLock.
+//     on a real server (MySQLAt, LOCKPROOF_MYSQL_DSN). Controls: ExpireLock,
+//     and FollowClock (the in-process server's time read from a manual
+//     clock).
 //   - VerifyNoLeaks (leaks.go): goleak for TestMain, with the grace that
 //     embedded etcd members' HTTP connections need.
 //   - MemLock (memlock.go): an in-memory locks.Locker with fencing tokens,

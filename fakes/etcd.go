@@ -11,10 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 
+	"github.com/lockproof/lockproof/internal/layout"
 	"github.com/lockproof/lockproof/locks"
 )
 
@@ -361,22 +363,26 @@ func (s *EtcdServer) RevokeLease(ctx context.Context, id clientv3.LeaseID) error
 
 // ExpireLock ends the current lease of etcdlock's lock name (queue mode,
 // under this fake's Prefix) now: it revokes the lease of the contender with
-// the smallest create revision, the holder, as that lease's expiry would.
-// Waiters keep their places. It fails when nobody holds the lock.
+// the smallest create revision under etcdlock.Key, the holder, as that
+// lease's expiry would. Waiters keep their places. It fails, with an error
+// wrapping ErrNoHolder, when nobody holds the lock, or the holder's lease
+// ended before it could be revoked.
 func (s *EtcdServer) ExpireLock(ctx context.Context, name string) error {
 	ctx, cancel := context.WithTimeout(ctx, etcdTimeout)
 	defer cancel()
-	// etcdlock's layout: Prefix + name with "%" and "/" percent-encoded + "/".
-	key := s.prefix + strings.NewReplacer("%", "%25", "/", "%2F").Replace(name) + "/"
-	resp, err := s.client.Get(ctx, key, clientv3.WithPrefix(),
+	resp, err := s.client.Get(ctx, layout.EtcdKey(s.prefix, name, false), clientv3.WithPrefix(),
 		clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend), clientv3.WithLimit(1))
 	if err != nil {
 		return fmt.Errorf("fakes: expire etcd lock %q: %w", name, err)
 	}
 	if len(resp.Kvs) == 0 || resp.Kvs[0].Lease == 0 {
-		return fmt.Errorf("fakes: expire etcd lock %q: nobody holds it", name)
+		return fmt.Errorf("fakes: expire etcd lock %q: %w", name, ErrNoHolder)
 	}
-	return s.RevokeLease(ctx, clientv3.LeaseID(resp.Kvs[0].Lease))
+	err = s.RevokeLease(ctx, clientv3.LeaseID(resp.Kvs[0].Lease))
+	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+		return fmt.Errorf("fakes: expire etcd lock %q: the holder's lease ended meanwhile: %w", name, ErrNoHolder)
+	}
+	return err
 }
 
 // Leases lists the leases the cluster holds. On a real cluster shared with

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/internal/locktest"
 	"github.com/lockproof/lockproof/locks"
 )
 
@@ -31,30 +32,6 @@ func mustTryLock(t *testing.T, l *fakes.MemLock) locks.Lease {
 		t.Fatalf("TryLock: %v", err)
 	}
 	return lease
-}
-
-func token(t *testing.T, lease locks.Lease) locks.Token {
-	t.Helper()
-	tok, ok := lease.Token()
-	if !ok {
-		t.Fatal("MemLock lease has no fencing token")
-	}
-	return tok
-}
-
-// lockAsync starts Lock in a goroutine and returns where its result arrives.
-func lockAsync(ctx context.Context, l *fakes.MemLock) <-chan lockResult {
-	res := make(chan lockResult, 1)
-	go func() {
-		lease, err := l.Lock(ctx)
-		res <- lockResult{lease, err}
-	}()
-	return res
-}
-
-type lockResult struct {
-	lease locks.Lease
-	err   error
 }
 
 // waitTimers waits until n timers are pending on clock.
@@ -117,7 +94,7 @@ func TestMemLockTokensIncrease(t *testing.T) {
 	ctx := context.Background()
 	for want := locks.Token(1); want <= 3; want++ {
 		lease := mustTryLock(t, l)
-		if got := token(t, lease); got != want {
+		if got := locktest.Token(t, lease); got != want {
 			t.Fatalf("grant %d has token %v", want, got)
 		}
 		if tok, held := l.Holder(); !held || tok != want {
@@ -150,8 +127,8 @@ func TestMemLockStaleUnlockLeavesTheHolder(t *testing.T) {
 	if err := stale.Unlock(ctx); !errors.Is(err, locks.ErrNotHeld) {
 		t.Fatalf("Unlock of a taken-over lease = %v, want ErrNotHeld", err)
 	}
-	if tok, held := l.Holder(); !held || tok != token(t, current) {
-		t.Fatalf("Holder() = %v, %v after a stale unlock; want %v, true", tok, held, token(t, current))
+	if tok, held := l.Holder(); !held || tok != locktest.Token(t, current) {
+		t.Fatalf("Holder() = %v, %v after a stale unlock; want %v, true", tok, held, locktest.Token(t, current))
 	}
 	if err := current.Renew(ctx); err != nil {
 		t.Fatalf("Renew by the holder: %v", err)
@@ -176,15 +153,15 @@ func TestMemLockDoubleUnlock(t *testing.T) {
 func TestMemLockExpiryLetsAWaiterIn(t *testing.T) {
 	l, clock := newMemLock(t)
 	holder := mustTryLock(t, l)
-	res := lockAsync(context.Background(), l)
+	res := locktest.LockAsync(context.Background(), l)
 	waitTimers(t, clock, 2) // the holder's lease deadline, the waiter's expiry timer
 
 	clock.Advance(time.Second)
-	r := <-res
-	if r.err != nil {
-		t.Fatalf("Lock after the holder's TTL: %v", r.err)
+	r := locktest.Receive(t, res)
+	if r.Err != nil {
+		t.Fatalf("Lock after the holder's TTL: %v", r.Err)
 	}
-	if got := token(t, r.lease); got != 2 {
+	if got := locktest.Token(t, r.Lease); got != 2 {
 		t.Errorf("waiter's token = %v, want 2", got)
 	}
 	<-holder.Done()
@@ -215,12 +192,12 @@ func TestMemLockExpireNow(t *testing.T) {
 	ctx := context.Background()
 	l, clock := newMemLock(t)
 	holder := mustTryLock(t, l)
-	res := lockAsync(ctx, l)
+	res := locktest.LockAsync(ctx, l)
 	waitTimers(t, clock, 2)
 
 	l.ExpireNow()
-	if r := <-res; r.err != nil {
-		t.Fatalf("waiter after ExpireNow: %v", r.err)
+	if r := locktest.Receive(t, res); r.Err != nil {
+		t.Fatalf("waiter after ExpireNow: %v", r.Err)
 	}
 	if err := holder.Renew(ctx); !errors.Is(err, locks.ErrNotHeld) {
 		t.Fatalf("holder's Renew after ExpireNow = %v, want ErrNotHeld", err)
@@ -272,13 +249,13 @@ func TestMemLockFailNextEndsLock(t *testing.T) {
 	boom := errors.New("boom")
 	l, clock := newMemLock(t)
 	mustTryLock(t, l)
-	res := lockAsync(context.Background(), l)
+	res := locktest.LockAsync(context.Background(), l)
 	waitTimers(t, clock, 2)
 
 	l.FailNext(boom)
 	l.ExpireNow()
-	if r := <-res; !errors.Is(r.err, boom) {
-		t.Fatalf("Lock = %v, want the injected failure", r.err)
+	if r := locktest.Receive(t, res); !errors.Is(r.Err, boom) {
+		t.Fatalf("Lock = %v, want the injected failure", r.Err)
 	}
 }
 
@@ -286,12 +263,12 @@ func TestMemLockCancel(t *testing.T) {
 	l, clock := newMemLock(t)
 	mustTryLock(t, l)
 	ctx, cancel := context.WithCancel(context.Background())
-	res := lockAsync(ctx, l)
+	res := locktest.LockAsync(ctx, l)
 	waitTimers(t, clock, 2)
 
 	cancel()
-	if r := <-res; !errors.Is(r.err, context.Canceled) {
-		t.Fatalf("Lock after cancel = %v, want context.Canceled", r.err)
+	if r := locktest.Receive(t, res); !errors.Is(r.Err, context.Canceled) {
+		t.Fatalf("Lock after cancel = %v, want context.Canceled", r.Err)
 	}
 	if _, err := l.TryLock(ctx); !errors.Is(err, context.Canceled) {
 		t.Fatalf("TryLock with a cancelled ctx = %v, want context.Canceled", err)
@@ -304,18 +281,18 @@ func TestMemLockCancel(t *testing.T) {
 func TestMemLockWaitBudget(t *testing.T) {
 	l, clock := newMemLock(t, locks.WithWaitBudget(100*time.Millisecond))
 	mustTryLock(t, l)
-	res := lockAsync(context.Background(), l)
+	res := locktest.LockAsync(context.Background(), l)
 	waitTimers(t, clock, 3) // the holder's deadline, the budget, the expiry
 
 	clock.Advance(99 * time.Millisecond)
 	select {
 	case r := <-res:
-		t.Fatalf("Lock returned %v before its budget ran out", r.err)
+		t.Fatalf("Lock returned %v before its budget ran out", r.Err)
 	default:
 	}
 	clock.Advance(time.Millisecond)
-	if r := <-res; !errors.Is(r.err, locks.ErrWaitBudget) {
-		t.Fatalf("Lock = %v, want ErrWaitBudget", r.err)
+	if r := locktest.Receive(t, res); !errors.Is(r.Err, locks.ErrWaitBudget) {
+		t.Fatalf("Lock = %v, want ErrWaitBudget", r.Err)
 	}
 }
 

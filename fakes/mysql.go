@@ -22,6 +22,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/sirupsen/logrus"
 
+	"github.com/lockproof/lockproof/internal/layout"
 	"github.com/lockproof/lockproof/locks"
 )
 
@@ -279,7 +280,7 @@ func (s *MySQLServer) Close() error {
 }
 
 // DefaultLockTable is mysqllock.DefaultTable, the table ExpireLock works on.
-const DefaultLockTable = "lockproof_locks"
+const DefaultLockTable = layout.MySQLDefaultTable
 
 // ExpireLock makes the lease recorded for lock name in DefaultLockTable end
 // now; see ExpireLockIn.
@@ -291,19 +292,84 @@ func (s *MySQLServer) ExpireLock(ctx context.Context, name string) error {
 // the server's clock, as if its holder had stopped renewing a whole TTL ago.
 // table must be a lock table made by mysqllock.CreateTable (columns name,
 // owner, fence, expires_at). It fails when no live lease is recorded for
-// name.
+// name, with an error wrapping ErrNoHolder.
 func (s *MySQLServer) ExpireLockIn(ctx context.Context, table, name string) error {
 	if table == "" || nonIdent.MatchString(table) {
 		return fmt.Errorf("fakes.MySQL: invalid table name %q", table)
 	}
-	res, err := s.db.ExecContext(ctx, "UPDATE `"+table+"` SET expires_at = DATE_SUB(NOW(6), INTERVAL 1 SECOND)"+
-		" WHERE name = ? AND owner <> '' AND expires_at > NOW(6)", name)
+	res, err := s.db.ExecContext(ctx, layout.MySQLExpire(table), name)
 	if err != nil {
 		return fmt.Errorf("fakes.MySQL: expire %q: %w", name, err)
 	}
-	if n, err := res.RowsAffected(); err != nil || n != 1 {
-		return fmt.Errorf("fakes.MySQL: expire %q: no live lease recorded (rows affected %d, %v)", name, n, err)
+	n, err := res.RowsAffected()
+	switch {
+	case err != nil:
+		return fmt.Errorf("fakes.MySQL: expire %q: rows affected: %w", name, err)
+	case n != 1:
+		return fmt.Errorf("fakes.MySQL: expire %q: %w (no live lease recorded, rows affected %d)", name, ErrNoHolder, n)
 	}
+	return nil
+}
+
+// gmsClock guards go-mysql-server's process-wide time function: one
+// server's clock at a time.
+var gmsClock struct {
+	sync.Mutex
+	busy bool
+}
+
+// ErrMySQLClockTaken is FollowClock's error while another server follows a
+// clock: go-mysql-server has one time function per process.
+var ErrMySQLClockTaken = errors.New("fakes: another in-process MySQL server follows a clock (go-mysql-server has one clock per process)")
+
+// FollowClock makes the in-process server read the time from clock until
+// Close: NOW(6) and the other time functions of its statements, so that
+// leases recorded on its clock expire when a test advances a manual clock
+// (fakes.Clock). Call it before the first statement that reads the time.
+//
+// go-mysql-server reads the time through one function for the whole
+// process, so every in-process server in the process follows clock while
+// this one does, and a second FollowClock, on any server, fails with
+// ErrMySQLClockTaken until this server's Close. A real server keeps its own
+// time: there FollowClock fails.
+func (s *MySQLServer) FollowClock(clock locks.Clock) error {
+	if s.real {
+		return errors.New("fakes: FollowClock needs the in-process MySQL server; a real one keeps its own time")
+	}
+	gmsClock.Lock()
+	defer gmsClock.Unlock()
+	if gmsClock.busy {
+		return ErrMySQLClockTaken
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return errors.New("fakes: MySQL server closed")
+	}
+	gmsClock.busy = true
+	// go-mysql-server only offers RunWithNowFunc, which restores the
+	// previous function when its callback returns: the callback waits on a
+	// goroutine of its own until Close.
+	set, release, restored := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(restored)
+		_ = gmssql.RunWithNowFunc(clock.Now, func() error {
+			close(set)
+			<-release
+			return nil
+		})
+	}()
+	<-set
+	// Closers run last first: this one goes first so that it runs last,
+	// once the server has stopped.
+	s.closers = append([]func() error{func() error {
+		close(release)
+		<-restored
+		gmsClock.Lock()
+		gmsClock.busy = false
+		gmsClock.Unlock()
+		return nil
+	}}, s.closers...)
 	return nil
 }
 

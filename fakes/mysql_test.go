@@ -3,6 +3,7 @@ package fakes
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -146,5 +147,57 @@ func BenchmarkStartMySQL(b *testing.B) {
 		if err := s.Close(); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestMySQLFollowClock: the in-process server's NOW(6) reads the clock it
+// follows, and moves when that clock is advanced; a second server cannot
+// follow a clock until the first is closed, and then its NOW(6) is its own
+// clock's again.
+func TestMySQLFollowClock(t *testing.T) {
+	ctx := context.Background()
+	epoch := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	now := func(s *MySQLServer) time.Time {
+		t.Helper()
+		var at time.Time
+		if err := s.DB().QueryRowContext(ctx, "SELECT NOW(6)").Scan(&at); err != nil {
+			t.Fatal(err)
+		}
+		return at
+	}
+	first, err := StartMySQL()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	clock := NewClock(epoch)
+	if err := first.FollowClock(clock); err != nil {
+		t.Fatalf("FollowClock: %v", err)
+	}
+	if got := now(first); !got.Equal(epoch) {
+		t.Fatalf("NOW(6) = %v, want the clock's %v", got, epoch)
+	}
+	clock.Advance(1500 * time.Millisecond)
+	if got := now(first); !got.Equal(epoch.Add(1500 * time.Millisecond)) {
+		t.Fatalf("NOW(6) after Advance = %v, want %v", got, epoch.Add(1500*time.Millisecond))
+	}
+
+	second, err := StartMySQL()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Close()
+	if err := second.FollowClock(NewClock(epoch)); !errors.Is(err, ErrMySQLClockTaken) {
+		t.Fatalf("a second FollowClock = %v, want ErrMySQLClockTaken", err)
+	}
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	later := epoch.Add(time.Hour)
+	if err := second.FollowClock(NewClock(later)); err != nil {
+		t.Fatalf("FollowClock after the first server's Close: %v", err)
+	}
+	if got := now(second); !got.Equal(later) {
+		t.Fatalf("NOW(6) = %v, want the second clock's %v", got, later)
 	}
 }

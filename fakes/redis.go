@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/logging"
 
+	"github.com/lockproof/lockproof/internal/layout"
 	"github.com/lockproof/lockproof/locks"
 )
 
@@ -444,23 +445,24 @@ func (r *RedisServer) CommandCount() int {
 	return n
 }
 
-// ExpireLock ends the current lease of lock name now: it deletes the lock's
-// key, <prefix>{<name>}, the key of redislock and redlock alike, as its
-// expiry would. The fencing counter and the waiters' queue stay. It fails
-// when no lease is held.
+// ExpireLock ends the current lease of lock name, under this fake's
+// Prefix, now: it deletes the lock's key (redislock.Key, the key of
+// redislock and redlock alike), as its expiry would. The fencing counter
+// and the waiters' queue stay. It fails, with an error wrapping
+// ErrNoHolder, when no lease is held.
 func (r *RedisServer) ExpireLock(ctx context.Context, name string) error {
 	ok, err := r.expireKey(ctx, name)
 	if err != nil {
 		return fmt.Errorf("fakes: expire lock %q: %w", name, err)
 	}
 	if !ok {
-		return fmt.Errorf("fakes: expire lock %q: no lease held", name)
+		return fmt.Errorf("fakes: expire lock %q: %w", name, ErrNoHolder)
 	}
 	return nil
 }
 
 // expireKey deletes the key of lock name and says whether it existed.
 func (r *RedisServer) expireKey(ctx context.Context, name string) (bool, error) {
-	n, err := r.client.Del(ctx, r.prefix+"{"+name+"}").Result()
+	n, err := r.client.Del(ctx, layout.RedisKey(r.prefix, name)).Result()
 	return n == 1, err
 }

@@ -195,7 +195,8 @@ func (g *RedisNodes) JumpNode(i int, d time.Duration) {
 }
 
 // ExpireLock deletes the key of lock name (see RedisServer.ExpireLock) on
-// every node; it fails only when no node held it, or a node failed.
+// every node; it fails only when a node failed, or when no node held it
+// (an error wrapping ErrNoHolder).
 func (g *RedisNodes) ExpireLock(ctx context.Context, name string) error {
 	found := false
 	for i, n := range g.nodes {
@@ -206,7 +207,7 @@ func (g *RedisNodes) ExpireLock(ctx context.Context, name string) error {
 		found = found || ok
 	}
 	if !found {
-		return fmt.Errorf("fakes: expire lock %q: no node holds it", name)
+		return fmt.Errorf("fakes: expire lock %q: no node holds it: %w", name, ErrNoHolder)
 	}
 	return nil
 }

@@ -51,6 +51,13 @@ func (o owner) skipf(format string, args ...any) {
 // on it when the servers came from the environment.
 var errTooFewServers = errors.New("too few servers")
 
+// ErrNoHolder is wrapped by the error of an ExpireLock (RedisServer's,
+// RedisNodes', EtcdServer's, ConsulServer's, MySQLServer's and
+// ZooKeeperServer's) when nobody holds the lock, so there is no lease to
+// end: a caller that expires "the holder, if any" can tell it from a
+// failure with errors.Is.
+var ErrNoHolder = errors.New("nobody holds the lock")
+
 // withEnv puts the server named by the environment variable env, if it is
 // set, as an option made by at before opts (so that an option of the
 // caller's wins). It returns the options, and whether the environment's

@@ -1,6 +1,7 @@
 package fakes
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -11,6 +12,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/lockproof/lockproof/fakes/minizk"
+	"github.com/lockproof/lockproof/internal/layout"
 	"github.com/lockproof/lockproof/locks"
 )
 
@@ -355,4 +357,37 @@ func (z *ZooKeeperServer) ExpireSession(id int64) error {
 		return errors.New("fakes: ExpireSession needs minizk (use fakes.ForceMinizk)")
 	}
 	return z.mini.ExpireSession(id)
+}
+
+// ExpireLock ends the current lease of zklock's lock name, under this
+// fake's Prefix, now, on minizk: it expires the session of the contender
+// with the lowest sequence number among the children of the lock's node
+// (zklock.NodePath), the holder, as ExpireSession does. Waiters keep their
+// places. It fails, with an error wrapping ErrNoHolder, when nobody holds
+// the lock; on a real server, which cannot expire another client's
+// session, it fails as ExpireSession does.
+func (z *ZooKeeperServer) ExpireLock(ctx context.Context, name string) error {
+	if z.mini == nil {
+		return errors.New("fakes: ExpireLock needs minizk (use fakes.ForceMinizk)")
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("fakes: expire zookeeper lock %q: %w", name, err)
+	}
+	node := layout.ZKNode(z.prefix, name)
+	kids, err := z.mini.Children(node)
+	if err != nil {
+		return fmt.Errorf("fakes: expire zookeeper lock %q: no node %s (%v): %w", name, node, err, ErrNoHolder)
+	}
+	holder, ok := layout.ZKHolder(kids)
+	if !ok {
+		return fmt.Errorf("fakes: expire zookeeper lock %q: %w", name, ErrNoHolder)
+	}
+	_, st, err := z.mini.Get(node + "/" + holder)
+	if err != nil || st.EphemeralOwner == 0 {
+		return fmt.Errorf("fakes: expire zookeeper lock %q: the holder's node went meanwhile: %w", name, ErrNoHolder)
+	}
+	if err := z.mini.ExpireSession(st.EphemeralOwner); err != nil {
+		return fmt.Errorf("fakes: expire zookeeper lock %q: %w", name, err)
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package propertytest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -130,18 +131,15 @@ func newConsulBackend(newClient func() (*api.Client, error), own []locks.Option,
 	return be
 }
 
-// invalidateHolder invalidates the session holding lock name, if any.
+// invalidateHolder invalidates the session holding lock name, if any:
+// fakes.ConsulServer.ExpireLock, with nobody holding the lock no error.
 func invalidateHolder(c *fakes.ConsulServer, name string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), consulTimeout)
 	defer cancel()
-	kv, _, err := c.Client().KV().Get(c.Prefix()+name, (&api.QueryOptions{RequireConsistent: true}).WithContext(ctx))
-	switch {
-	case err != nil:
-		return fmt.Errorf("propertytest: read the holder of %q: %w", name, err)
-	case kv == nil || kv.Session == "":
-		return nil // nobody holds it: nothing to invalidate
+	err := c.ExpireLock(ctx, name)
+	if err != nil && !errors.Is(err, fakes.ErrNoHolder) {
+		return fmt.Errorf("propertytest: %w", err)
 	}
-	c.ExpireSession(kv.Session)
 	return nil
 }
 

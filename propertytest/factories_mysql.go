@@ -5,10 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
-
-	gmssql "github.com/dolthub/go-mysql-server/sql"
 
 	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/locks"
@@ -30,10 +27,11 @@ const mysqlTimeout = 10 * time.Second
 // whose time is the database's cannot survive. mysqllock does not claim it.
 // Its claims are the defaults, FaultCrash and FaultPause (fenced).
 //
-// go-mysql-server reads the time through one process-wide function: while
-// a MySQLLock backend lives, every in-process go-mysql-server in the
-// process follows its clock, and a second MySQLLock backend at the same
-// time is refused (run them one after the other, as Run does).
+// go-mysql-server reads the time through one process-wide function
+// (fakes.MySQLServer.FollowClock): while a MySQLLock backend lives, every
+// in-process go-mysql-server in the process follows its clock, and a second
+// MySQLLock backend at the same time is refused (run them one after the
+// other, as Run does).
 func MySQLLock() Factory {
 	return MySQLLockWith(func(db *sql.DB, name string, opts ...locks.Option) (locks.Locker, error) {
 		return mysqllock.New(db, name, opts...)
@@ -48,22 +46,28 @@ func MySQLLock() Factory {
 func MySQLLockWith(newLocker func(db *sql.DB, name string, opts ...locks.Option) (locks.Locker, error)) Factory {
 	return func(env Env) (*Backend, error) {
 		clock := fakes.NewClock(epoch)
-		if err := followClock(env, clock); err != nil {
-			return nil, err
-		}
 		s, err := fakes.StartMySQL()
 		if err != nil {
 			return nil, fmt.Errorf("propertytest: start the in-process MySQL: %w", err)
 		}
 		CloseAtCleanup(env, "the in-process MySQL", s)
+		if err := s.FollowClock(clock); err != nil {
+			return nil, fmt.Errorf("propertytest: %w", err)
+		}
 		be, err := mysqlBackend(s, mysqllock.DefaultTable, clock, newLocker)
 		if err != nil {
 			return nil, err
 		}
+		newLockerOf := be.NewLocker
+		var lockName string // the name of the lock the lockers were made for
+		be.NewLocker = func(name string, opts ...locks.Option) (locks.Locker, error) {
+			lockName = name
+			return newLockerOf(name, opts...)
+		}
 		be.Advance = clock.Advance
 		be.Faults = []Fault{{
 			Name: "the server's clock jumps past the holder's expiry", Kind: FaultClockJump,
-			Inject: func() error { return expireHolder(s.DB(), mysqllock.DefaultTable) },
+			Inject: func() error { return expireHolder(s, mysqllock.DefaultTable, lockName) },
 		}}
 		return be, nil
 	}
@@ -124,58 +128,15 @@ func mysqlBackend(s *fakes.MySQLServer, table string, clock locks.Clock,
 	}, nil
 }
 
-// expireHolder marks every live lease of table expired now, on the
-// server's clock: what a forward jump of that clock does to it. A lock
+// expireHolder marks the live lease of lock name in table expired now, on
+// the server's clock: what a forward jump of that clock does to it. A lock
 // nobody holds is left as it is.
-func expireHolder(db *sql.DB, table string) error {
+func expireHolder(s *fakes.MySQLServer, table, name string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), mysqlTimeout)
 	defer cancel()
-	_, err := db.ExecContext(ctx, "UPDATE `"+table+"` SET expires_at = DATE_SUB(NOW(6), INTERVAL 1 SECOND)"+
-		" WHERE owner <> '' AND expires_at > NOW(6)")
-	if err != nil {
+	err := s.ExpireLockIn(ctx, table, name)
+	if err != nil && !errors.Is(err, fakes.ErrNoHolder) {
 		return fmt.Errorf("propertytest: expire the holder's row: %w", err)
 	}
-	return nil
-}
-
-// gmsClock guards go-mysql-server's process-wide time function: one
-// manual clock at a time.
-var gmsClock struct {
-	sync.Mutex
-	busy bool
-}
-
-// errClockTaken: another backend's manual clock drives go-mysql-server.
-var errClockTaken = errors.New("propertytest: another MySQLLock backend is live in this process (go-mysql-server has one clock per process)")
-
-// followClock makes go-mysql-server's NOW() read clock until env's
-// cleanup.
-// go-mysql-server only offers RunWithNowFunc, which restores the previous
-// function when its callback returns: the callback waits on a goroutine of
-// its own until the cleanup.
-func followClock(env Env, clock locks.Clock) error {
-	gmsClock.Lock()
-	defer gmsClock.Unlock()
-	if gmsClock.busy {
-		return errClockTaken
-	}
-	gmsClock.busy = true
-	set, release, restored := make(chan struct{}), make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(restored)
-		_ = gmssql.RunWithNowFunc(clock.Now, func() error {
-			close(set)
-			<-release
-			return nil
-		})
-	}()
-	<-set
-	env.Cleanup(func() {
-		close(release)
-		<-restored
-		gmsClock.Lock()
-		gmsClock.busy = false
-		gmsClock.Unlock()
-	})
 	return nil
 }

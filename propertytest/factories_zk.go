@@ -1,11 +1,11 @@
 package propertytest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -333,18 +333,18 @@ func ZKLockOn(addr string) Factory {
 	}
 }
 
-// zkBackend is a Backend of zklock, and the node of the lock its lockers
+// zkBackend is a Backend of zklock, and the name of the lock its lockers
 // were made for (the fault needs it).
 type zkBackend struct {
 	*Backend
 	mu   sync.Mutex
-	node string
+	name string
 }
 
-func (b *zkBackend) lockNode() string {
+func (b *zkBackend) lockName() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.node
+	return b.name
 }
 
 // newZKBackend returns a zkBackend whose i-th locker has a connection of
@@ -381,7 +381,7 @@ func newZKBackend(z *fakes.ZooKeeperServer, connect func(i int, ttl time.Duratio
 				return nil, err
 			}
 			be.mu.Lock()
-			be.node = l.NodePath()
+			be.name = name
 			be.mu.Unlock()
 			return l, nil
 		},
@@ -394,42 +394,24 @@ func newZKBackend(z *fakes.ZooKeeperServer, connect func(i int, ttl time.Duratio
 func expireHolderFault(z *fakes.ZooKeeperServer, be *zkBackend) Fault {
 	return Fault{
 		Name: "expire the holder's session (the server's clock jumps)", Kind: FaultClockJump,
-		Inject: func() error { return expireZKHolder(z, be.lockNode()) },
+		Inject: func() error { return expireZKHolder(z, be.lockName()) },
 	}
 }
 
-// expireZKHolder expires the session of the contender with the lowest
-// sequence number under node, if any.
-func expireZKHolder(z *fakes.ZooKeeperServer, node string) error {
-	m := z.Minizk()
-	if m == nil {
+// expireZKHolder expires the session of lock name's holder (the contender
+// with the lowest sequence number), if any: fakes.ZooKeeperServer.ExpireLock,
+// with nobody holding the lock (or no locker made yet) no error.
+func expireZKHolder(z *fakes.ZooKeeperServer, name string) error {
+	if z.Minizk() == nil {
 		return errors.New("propertytest: expiring a session needs minizk")
 	}
-	if node == "" {
+	if name == "" {
 		return nil // no locker yet
 	}
-	kids, err := m.Children(node)
-	if err != nil {
-		return nil // no node: nobody holds the lock
-	}
-	holder, lowest := "", ""
-	for _, k := range kids {
-		i := strings.LastIndex(k, "-lock-")
-		if i < 0 {
-			continue
-		}
-		if seq := k[i+len("-lock-"):]; holder == "" || seq < lowest {
-			holder, lowest = k, seq
-		}
-	}
-	if holder == "" {
-		return nil
-	}
-	_, st, err := m.Get(node + "/" + holder)
-	if err != nil || st.EphemeralOwner == 0 {
-		return nil // gone meanwhile
-	}
-	if err := m.ExpireSession(st.EphemeralOwner); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), zkTimeout)
+	defer cancel()
+	err := z.ExpireLock(ctx, name)
+	if err != nil && !errors.Is(err, fakes.ErrNoHolder) {
 		return fmt.Errorf("propertytest: expire the holder's session: %w", err)
 	}
 	return nil

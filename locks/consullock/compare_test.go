@@ -47,9 +47,9 @@ import (
 
 	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/fakes/miniconsul"
+	"github.com/lockproof/lockproof/internal/locktest"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/locks/consullock"
-	"github.com/lockproof/lockproof/locks/internal/locktest"
 	"github.com/lockproof/lockproof/locks/lockbench"
 	"github.com/lockproof/lockproof/locks/lockbench/peers"
 )

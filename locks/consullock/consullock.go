@@ -11,12 +11,19 @@ import (
 
 	"github.com/hashicorp/consul/api"
 
+	"github.com/lockproof/lockproof/internal/layout"
 	"github.com/lockproof/lockproof/locks"
 )
 
 // DefaultPrefix is the KV prefix of lock keys unless locks.WithPrefix says
 // otherwise.
 const DefaultPrefix = "lockproof/"
+
+// Key returns the Consul KV key of lock name under prefix (the resolved
+// locks.WithPrefix, DefaultPrefix by default): the two joined as they are,
+// "lockproof/orders". The session that holds the key is the holder's. A
+// Locker's Key method returns it.
+func Key(prefix, name string) string { return layout.ConsulKey(prefix, name) }
 
 // Bounds Consul puts on sessions.
 const (
@@ -103,7 +110,7 @@ func NewWithSession(client *api.Client, name string, s Session, opts ...locks.Op
 	if err := validate(o, s); err != nil {
 		return nil, fmt.Errorf("consullock: %w", err)
 	}
-	key := o.Prefix + name
+	key := Key(o.Prefix, name)
 	if err := validateKey(key); err != nil {
 		return nil, fmt.Errorf("consullock: %w", err)
 	}

@@ -13,8 +13,8 @@ import (
 	"github.com/hashicorp/consul/api"
 
 	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/internal/locktest"
 	"github.com/lockproof/lockproof/locks"
-	"github.com/lockproof/lockproof/locks/internal/locktest"
 )
 
 // TestExclusionThroughFence: 16 goroutines in 4 "processes" (each its own
@@ -631,4 +631,28 @@ func TestRefusedByFasterWaiterIsNoLockDelay(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the loser took a refusal by a faster waiter for a lock-delay and is waiting it out")
 	}
+}
+
+// TestKeyIsWhereTheLockLives: a held lock is Key on the server, held by the
+// lease's session, and the fake's ExpireLock, which finds the key through
+// the same layout, ends the lease. A change of the key on either side
+// fails here.
+func TestKeyIsWhereTheLockLives(t *testing.T) {
+	c := server(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	l := newLocker(t, c, nil, "orders/42", Session{})
+	key := Key(c.Prefix(), "orders/42")
+	if l.Key() != key {
+		t.Fatalf("Locker.Key() = %q, Key = %q", l.Key(), key)
+	}
+	lease := mustLock(t, l)
+	kv, _, err := c.Client().KV().Get(key, (&api.QueryOptions{RequireConsistent: true}).WithContext(ctx))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kv == nil || kv.Session == "" {
+		t.Fatalf("no session holds %s while the lock is held (%+v)", key, kv)
+	}
+	locktest.ExpiredFromOutside(t, lease, func(ctx context.Context) error { return c.ExpireLock(ctx, "orders/42") }, fakes.ErrNoHolder)
 }

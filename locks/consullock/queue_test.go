@@ -11,8 +11,8 @@ import (
 	"github.com/hashicorp/consul/api"
 
 	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/internal/locktest"
 	"github.com/lockproof/lockproof/locks"
-	"github.com/lockproof/lockproof/locks/internal/locktest"
 )
 
 // wakeCounter counts, for every client it is the transport of, the blocking

@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockproof/lockproof/internal/locktest"
 	"github.com/lockproof/lockproof/locks"
-	"github.com/lockproof/lockproof/locks/internal/locktest"
 )
 
 func TestMaxHold(t *testing.T) {

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/internal/locktest"
 	"github.com/lockproof/lockproof/locks"
-	"github.com/lockproof/lockproof/locks/internal/locktest"
 )
 
 // TestClusterAvailability: on three members, the lock works with one member

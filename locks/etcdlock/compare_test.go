@@ -41,9 +41,9 @@ import (
 	"go.etcd.io/etcd/client/v3/concurrency"
 
 	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/internal/locktest"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/locks/etcdlock"
-	"github.com/lockproof/lockproof/locks/internal/locktest"
 	"github.com/lockproof/lockproof/locks/lockbench"
 	"github.com/lockproof/lockproof/locks/lockbench/peers"
 )

@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/lockproof/lockproof/internal/layout"
 	"github.com/lockproof/lockproof/locks"
 )
 
@@ -91,10 +91,7 @@ func build(client *clientv3.Client, name string, naive bool, opts []locks.Option
 	if o.TTL < MinTTL {
 		return nil, fmt.Errorf("etcdlock: %w: %v (etcd leases last whole seconds: at least %v)", locks.ErrInvalidTTL, o.TTL, MinTTL)
 	}
-	key := o.Prefix + escapeName(name)
-	if !naive {
-		key += "/"
-	}
+	key := layout.EtcdKey(o.Prefix, name, naive)
 	return &Locker{
 		client:  client,
 		name:    name,
@@ -106,15 +103,13 @@ func build(client *clientv3.Client, name string, naive bool, opts []locks.Option
 	}, nil
 }
 
-// escapeName makes a lock name safe to end a key prefix with: "%" and "/"
-// are percent-encoded, so that no lock's key range contains another's (lock
-// "a" must not see the keys of lock "a/b" as contenders).
-func escapeName(name string) string {
-	if !strings.ContainsAny(name, "%/") {
-		return name
-	}
-	return strings.NewReplacer("%", "%25", "/", "%2F").Replace(name)
-}
+// Key returns where the queue-mode lock name lives under prefix (the
+// resolved locks.WithPrefix, DefaultPrefix by default): the prefix of its
+// contenders' keys, the prefix, the name with "%" and "/" percent-encoded,
+// and "/" ("lockproof/a%2Fb/" for lock "a/b"). Each contender's key is Key
+// + the hex id of its lease; the holder's has the smallest create
+// revision. A queue-mode Locker's Key method returns it.
+func Key(prefix, name string) string { return layout.EtcdKey(prefix, name, false) }
 
 // Name returns the lock's name.
 func (l *Locker) Name() string { return l.name }

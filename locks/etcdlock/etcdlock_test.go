@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -12,8 +13,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/internal/locktest"
 	"github.com/lockproof/lockproof/locks"
-	"github.com/lockproof/lockproof/locks/internal/locktest"
 )
 
 // TestExclusionThroughFence: 32 goroutines in 4 "processes" (each its own
@@ -425,6 +426,33 @@ func TestNamesDoNotOverlap(t *testing.T) {
 	if k := newLocker(t, s, "a/b%").Key(); k != s.Prefix()+"a%2Fb%25/" {
 		t.Fatalf("Key() = %q", k)
 	}
+}
+
+// TestKeyIsWhereTheLockLives: a held lock is one key under the fake's
+// prefix, Key + the hex id of the holder's lease, and the fake's
+// ExpireLock, which finds the holder through the same layout, ends the
+// lease. A change of the layout on either side fails here.
+func TestKeyIsWhereTheLockLives(t *testing.T) {
+	s := fakes.Etcd(t)
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	l := newLocker(t, s, "a/b%")
+	if want := Key(s.Prefix(), "a/b%"); l.Key() != want {
+		t.Fatalf("Locker.Key() = %q, Key = %q", l.Key(), want)
+	}
+	lease := mustLock(t, l)
+	resp, err := s.Client().Get(ctx, s.Prefix(), clientv3.WithPrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Kvs) != 1 {
+		t.Fatalf("%d keys under the prefix, want the holder's alone", len(resp.Kvs))
+	}
+	kv := resp.Kvs[0]
+	if want := Key(s.Prefix(), "a/b%") + strconv.FormatInt(kv.Lease, 16); string(kv.Key) != want {
+		t.Fatalf("the holder's key is %q, want %q", kv.Key, want)
+	}
+	locktest.ExpiredFromOutside(t, lease, func(ctx context.Context) error { return s.ExpireLock(ctx, "a/b%") }, fakes.ErrNoHolder)
 }
 
 // TestWatchdogOffExpires: without the watchdog a crashed holder's lease

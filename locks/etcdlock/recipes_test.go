@@ -5,8 +5,8 @@ import (
 	"time"
 
 	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/internal/locktest"
 	"github.com/lockproof/lockproof/locks"
-	"github.com/lockproof/lockproof/locks/internal/locktest"
 )
 
 // client returns a Locker of the lock "job" on a client of its own, as

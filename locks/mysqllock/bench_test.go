@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockproof/lockproof/internal/locktest"
 	"github.com/lockproof/lockproof/locks"
-	"github.com/lockproof/lockproof/locks/internal/locktest"
 )
 
 // Benchmarks on the in-process engine (or the server of

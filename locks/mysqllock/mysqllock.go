@@ -8,11 +8,12 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/lockproof/lockproof/internal/layout"
 	"github.com/lockproof/lockproof/locks"
 )
 
 // DefaultTable is the lock table used unless locks.WithPrefix names another.
-const DefaultTable = "lockproof_locks"
+const DefaultTable = layout.MySQLDefaultTable
 
 // newOwner makes the owner of one acquisition; tests replace it to know
 // the owner in advance.
@@ -34,7 +35,7 @@ func CreateTable(ctx context.Context, db *sql.DB, table string) error {
 	if !tableName.MatchString(table) {
 		return fmt.Errorf("mysqllock: %w: table name %q (letters, digits and _, at most 64)", locks.ErrInvalidOption, table)
 	}
-	if _, err := db.ExecContext(ctx, fmt.Sprintf(ddl, table)); err != nil {
+	if _, err := db.ExecContext(ctx, layout.MySQLTable(table)); err != nil {
 		return fmt.Errorf("mysqllock: create table %s: %w", table, classify(err))
 	}
 	return nil

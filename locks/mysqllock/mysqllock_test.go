@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/internal/locktest"
 	"github.com/lockproof/lockproof/locks"
-	"github.com/lockproof/lockproof/locks/internal/locktest"
 )
 
 // newServer starts the MySQL fake (or the real server of
@@ -337,10 +337,31 @@ func TestMissingTable(t *testing.T) {
 	}
 }
 
-// TestFakeKnowsTheTable: fakes.MySQLServer.ExpireLock works on this
-// package's default table, whose name it cannot import.
-func TestFakeKnowsTheTable(t *testing.T) {
+// TestFakeKnowsTheRow: a held lock is the row of its name in DefaultTable,
+// owned, and fakes.MySQLServer.ExpireLock, which finds the row through the
+// same layout, ends its lease. A change of the table or its columns on
+// either side fails here.
+func TestFakeKnowsTheRow(t *testing.T) {
 	if fakes.DefaultLockTable != DefaultTable {
 		t.Fatalf("fakes.DefaultLockTable = %q, DefaultTable = %q", fakes.DefaultLockTable, DefaultTable)
 	}
+	s := newServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	l := newLocker(t, s.DB(), "orders/42")
+	if l.Table() != DefaultTable {
+		t.Fatalf("Table() = %q, want %q", l.Table(), DefaultTable)
+	}
+	lease, err := l.TryLock(ctx)
+	if err != nil {
+		t.Fatalf("TryLock: %v", err)
+	}
+	var owner string
+	if err := s.DB().QueryRowContext(ctx, "SELECT owner FROM `"+DefaultTable+"` WHERE name = ?", "orders/42").Scan(&owner); err != nil {
+		t.Fatalf("the lock's row: %v", err)
+	}
+	if owner == "" {
+		t.Fatal("the lock's row has no owner while the lock is held")
+	}
+	locktest.ExpiredFromOutside(t, lease, func(ctx context.Context) error { return s.ExpireLock(ctx, "orders/42") }, fakes.ErrNoHolder)
 }

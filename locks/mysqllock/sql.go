@@ -12,15 +12,6 @@ import (
 	"github.com/go-sql-driver/mysql"
 )
 
-// ddl is the lock table; %s is its name. The row of a lock is created by its
-// first grant and never deleted, so the fence only grows.
-const ddl = "CREATE TABLE IF NOT EXISTS `%s` (\n" +
-	"  name       VARBINARY(256)  NOT NULL PRIMARY KEY,\n" +
-	"  owner      VARCHAR(64)     NOT NULL DEFAULT '',\n" +
-	"  fence      BIGINT UNSIGNED NOT NULL,\n" +
-	"  expires_at DATETIME(6)     NOT NULL\n" +
-	")"
-
 // statements are the lock's SQL, for one table. Every time is the server's
 // NOW(6); the client's clock never reaches the database. Expiries are
 // written DATE_ADD(NOW(6), INTERVAL ? MICROSECOND), not NOW(6) + INTERVAL:

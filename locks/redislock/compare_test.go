@@ -57,8 +57,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/internal/locktest"
 	"github.com/lockproof/lockproof/locks"
-	"github.com/lockproof/lockproof/locks/internal/locktest"
 	"github.com/lockproof/lockproof/locks/lockbench"
 	"github.com/lockproof/lockproof/locks/lockbench/peers"
 	"github.com/lockproof/lockproof/locks/redislock"

@@ -9,11 +9,19 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockproof/lockproof/internal/layout"
 	"github.com/lockproof/lockproof/locks"
 )
 
 // DefaultPrefix is the key prefix used unless locks.WithPrefix says otherwise.
 const DefaultPrefix = "lockproof:"
+
+// Key returns the Redis key that holds lock name under prefix (the resolved
+// locks.WithPrefix, DefaultPrefix by default): the prefix and the name in
+// braces, "lockproof:{orders}". The braces are a Redis Cluster hash tag, so
+// the fencing counter and the waiters' queue, the same key with ":fence"
+// and ":queue" appended, share its slot. A Locker's Key method returns it.
+func Key(prefix, name string) string { return layout.RedisKey(prefix, name) }
 
 // Locker is one named lock on one Redis server. It is safe for concurrent
 // use: goroutines of one process share a Locker, and with it one pub/sub
@@ -52,7 +60,7 @@ func New(client redis.UniversalClient, name string, opts ...locks.Option) (*Lock
 	if err != nil {
 		return nil, fmt.Errorf("redislock: %w", err)
 	}
-	key := o.Prefix + "{" + name + "}"
+	key := Key(o.Prefix, name)
 	return &Locker{
 		client:  client,
 		name:    name,

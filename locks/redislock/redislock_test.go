@@ -3,6 +3,7 @@ package redislock
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -11,8 +12,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/internal/locktest"
 	"github.com/lockproof/lockproof/locks"
-	"github.com/lockproof/lockproof/locks/internal/locktest"
 )
 
 var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -485,4 +486,28 @@ func TestWaitersBehindCrashedHolder(t *testing.T) {
 	if n := r.Client().Exists(ctx, queue, waiters.Key()).Val(); n != 0 {
 		t.Fatalf("%d of the lock and queue keys left after both unlocked, want 0", n)
 	}
+}
+
+// TestKeyIsWhereTheLockLives: a held lock's state is Key and Key + ":fence"
+// on the server, nothing else, and the fake's ExpireLock, which finds the
+// key through the same layout, ends the lease. A change of the key on
+// either side fails here.
+func TestKeyIsWhereTheLockLives(t *testing.T) {
+	r := fakes.Redis(t)
+	ctx := context.Background()
+	l := newLocker(t, r, "orders/42")
+	want := Key(r.Prefix(), "orders/42")
+	if l.Key() != want {
+		t.Fatalf("Locker.Key() = %q, Key = %q", l.Key(), want)
+	}
+	lease := locktest.MustLock(t, l)
+	keys, err := r.Client().Keys(ctx, r.Prefix()+"*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(keys)
+	if !slices.Equal(keys, []string{want, want + ":fence"}) {
+		t.Fatalf("keys on the server = %q, want %q and its fence", keys, want)
+	}
+	locktest.ExpiredFromOutside(t, lease, func(ctx context.Context) error { return r.ExpireLock(ctx, "orders/42") }, fakes.ErrNoHolder)
 }

@@ -3,8 +3,8 @@ package redlock
 import (
 	"testing"
 
+	"github.com/lockproof/lockproof/internal/locktest"
 	"github.com/lockproof/lockproof/locks"
-	"github.com/lockproof/lockproof/locks/internal/locktest"
 )
 
 // Redlock gives no fencing token: the checks compare none.

@@ -8,11 +8,18 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockproof/lockproof/internal/layout"
 	"github.com/lockproof/lockproof/locks"
 )
 
 // DefaultPrefix is the key prefix used unless locks.WithPrefix says otherwise.
 const DefaultPrefix = "lockproof:"
+
+// Key returns the Redis key that holds lock name under prefix (the resolved
+// locks.WithPrefix, DefaultPrefix by default) on every node: the prefix and
+// the name in braces, "lockproof:{orders}", the key redislock uses for the
+// same name. A Locker's Key method returns it.
+func Key(prefix, name string) string { return layout.RedisKey(prefix, name) }
 
 // Locker is one named lock held on a majority of N independent Redis
 // servers. It is safe for concurrent use. Goroutines of one Locker that wait
@@ -56,7 +63,7 @@ func New(clients []redis.UniversalClient, name string, opts ...locks.Option) (*L
 	if err != nil {
 		return nil, fmt.Errorf("redlock: %w", err)
 	}
-	key := o.Prefix + "{" + name + "}"
+	key := Key(o.Prefix, name)
 	return &Locker{
 		nodes:   nodes,
 		quorum:  len(nodes)/2 + 1,

@@ -9,8 +9,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/internal/locktest"
 	"github.com/lockproof/lockproof/locks"
-	"github.com/lockproof/lockproof/locks/internal/locktest"
 )
 
 func TestNewValidates(t *testing.T) {
@@ -164,4 +164,25 @@ func TestRenewResetsTTLOnEveryNode(t *testing.T) {
 	if err := lease.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestKeyIsWhereTheLockLives: a held lock is Key on every node, holding
+// the lease's owner, and the fake's ExpireLock, which finds the key through
+// the same layout, frees it on every node. A change of the key on either
+// side fails here.
+func TestKeyIsWhereTheLockLives(t *testing.T) {
+	g, _ := manual(t, 3)
+	l := newLocker(t, g, nil)
+	key := Key(g.Prefix(), "job")
+	if l.Key() != key {
+		t.Fatalf("Locker.Key() = %q, Key = %q", l.Key(), key)
+	}
+	lease := mustTryLock(t, l)
+	for i, v := range owners(t, g, key) {
+		if v == "" {
+			t.Errorf("node %d holds nothing under %s", i, key)
+		}
+	}
+	locktest.ExpiredFromOutside(t, lease, func(ctx context.Context) error { return g.ExpireLock(ctx, "job") }, fakes.ErrNoHolder)
+	requireNoKey(t, g, key)
 }

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockproof/lockproof/internal/locktest"
 	"github.com/lockproof/lockproof/locks"
-	"github.com/lockproof/lockproof/locks/internal/locktest"
 	"github.com/redis/go-redis/v9"
 )
 

@@ -38,8 +38,8 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/internal/locktest"
 	"github.com/lockproof/lockproof/locks"
-	"github.com/lockproof/lockproof/locks/internal/locktest"
 	"github.com/lockproof/lockproof/locks/lockbench"
 	"github.com/lockproof/lockproof/locks/lockbench/peers"
 	"github.com/lockproof/lockproof/locks/zklock"
@@ -146,15 +146,11 @@ func (bn *bench) uncontended(b *testing.B, lib library) {
 	defer cancel()
 	c := &peers.ZKCounter{}
 	w := bn.workers(b, lib, 1, c)[0]
-	if _, err := lockbench.Uncontended(ctx, w, 1); err != nil { // warm up: the lock's node
-		b.Fatal(err)
-	}
+	locktest.Cycles(b, ctx, w, 1) // warm up: the lock's node
 	before := c.Requests()
 	b.ReportAllocs()
 	b.ResetTimer()
-	if _, err := lockbench.Uncontended(ctx, w, b.N); err != nil {
-		b.Fatal(err)
-	}
+	locktest.Cycles(b, ctx, w, b.N)
 	b.StopTimer()
 	b.ReportMetric(float64(c.Requests()-before)/float64(b.N), "reqs/op")
 }
@@ -171,9 +167,7 @@ func (bn *bench) handoff(b *testing.B, lib library, waiters int) {
 	if err != nil {
 		b.Fatalf("%s: %v", lib.name, err)
 	}
-	b.ReportMetric(locktest.PercentileMs(res.Handoffs, 50), "handoff-p50-ms")
-	b.ReportMetric(locktest.PercentileMs(res.Handoffs, 99), "handoff-p99-ms")
-	b.ReportMetric(res.AcqPerSec(), "acq/s")
+	locktest.ReportContention(b, res)
 	if len(res.Handoffs) > 0 {
 		b.ReportMetric(float64(c.Events()-events)/float64(len(res.Handoffs)), "events/handoff")
 	}

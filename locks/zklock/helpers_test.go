@@ -15,8 +15,8 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/internal/locktest"
 	"github.com/lockproof/lockproof/locks"
-	"github.com/lockproof/lockproof/locks/internal/locktest"
 )
 
 // testTimeout bounds a test's waits for the server.

@@ -5,12 +5,12 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/lockproof/lockproof/internal/layout"
 	"github.com/lockproof/lockproof/locks"
 )
 
@@ -21,12 +21,10 @@ import (
 var errRequeue = errors.New("zklock: requeue")
 
 // Contender names: "_c_" + 32 hex digits (the GUID) + "-lock-", to which the
-// server appends the sequence number. It is the name Curator's protected
-// mode and go-zookeeper's zk.Lock give their nodes, so that the three
-// queue together on one node.
+// server appends the sequence number (see layout.ZKProtected).
 const (
-	protectedPrefix = "_c_"
-	lockMarker      = "lock-"
+	protectedPrefix = layout.ZKProtected
+	lockMarker      = layout.ZKMarker
 )
 
 // contender is one Lock or TryLock call's place in the queue: its node.
@@ -75,14 +73,7 @@ func contenders(kids []string) []entry {
 
 // sequence parses the sequence number the server appended to a contender's
 // name: the digits after its last "lock-".
-func sequence(name string) (int64, bool) {
-	i := strings.LastIndex(name, lockMarker)
-	if i < 0 {
-		return 0, false
-	}
-	s, err := strconv.ParseInt(name[i+len(lockMarker):], 10, 64)
-	return s, err == nil
-}
+func sequence(name string) (int64, bool) { return layout.ZKSequence(name) }
 
 // Lock waits until the lock is held, ctx ends (an error wrapping ctx.Err()),
 // the wait budget runs out (locks.ErrWaitBudget) or the connection is

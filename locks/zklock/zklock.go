@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/lockproof/lockproof/internal/layout"
 	"github.com/lockproof/lockproof/locks"
 )
 
@@ -81,7 +82,7 @@ func New(conn *zk.Conn, name string, opts ...locks.Option) (*Locker, error) {
 		name:    name,
 		opt:     o,
 		reentry: locks.NewReentry(o),
-		path:    prefix + "/" + escapeName(name),
+		path:    NodePath(prefix, name),
 		acl:     zk.WorldACL(zk.PermAll),
 	}, nil
 }
@@ -97,41 +98,21 @@ func validatePrefix(p string) error {
 		return fmt.Errorf("%w: prefix %q is not an absolute ZooKeeper path", locks.ErrInvalidOption, p)
 	}
 	for _, seg := range strings.Split(p[1:], "/") {
-		if seg == "" || seg == "." || seg == ".." || strings.ContainsFunc(seg, refused) || !utf8.ValidString(seg) {
+		if seg == "" || seg == "." || seg == ".." || strings.ContainsFunc(seg, layout.ZKRefused) || !utf8.ValidString(seg) {
 			return fmt.Errorf("%w: prefix %q is not a valid ZooKeeper path", locks.ErrInvalidOption, p)
 		}
 	}
 	return nil
 }
 
-// refused reports whether ZooKeeper refuses r in a path. The server checks
-// UTF-16 code units: controls, U+D800–U+F8FF (surrogates, so every rune
-// beyond U+FFFF, and the private use area) and U+FFF0–U+FFFF.
-func refused(r rune) bool {
-	return r < 0x20 || (r >= 0x7f && r <= 0x9f) || (r >= 0xd800 && r <= 0xf8ff) || r >= 0xfff0
-}
-
-// escapeName turns a lock name into one node name: "%", "/" and the
-// characters ZooKeeper refuses become %XX for each of their UTF-8 bytes,
-// and a name of dots alone ("." or "..", which a path cannot hold) has its
-// dots encoded. Distinct names give distinct node names.
-func escapeName(name string) string {
-	if name == "." || name == ".." {
-		return strings.Repeat("%2E", len(name))
-	}
-	var b strings.Builder
-	for _, r := range name {
-		if r != '%' && r != '/' && !refused(r) {
-			b.WriteRune(r)
-			continue
-		}
-		var buf [utf8.UTFMax]byte
-		for _, c := range buf[:utf8.EncodeRune(buf[:], r)] {
-			fmt.Fprintf(&b, "%%%02X", c)
-		}
-	}
-	return b.String()
-}
+// NodePath returns the node of lock name under prefix (the resolved
+// locks.WithPrefix, an absolute path, DefaultPrefix by default): the
+// prefix, "/", and the name with "%", "/" and the characters ZooKeeper
+// refuses percent-encoded, "/lockproof/a%2Fb" for lock "a/b". Its children
+// are the contenders, "_c_<32 hex digits>-lock-<sequence>"; the one with the
+// lowest sequence number holds the lock. A Locker's NodePath method returns
+// it.
+func NodePath(prefix, name string) string { return layout.ZKNode(prefix, name) }
 
 // Name returns the lock's name.
 func (l *Locker) Name() string { return l.name }

@@ -14,8 +14,8 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/internal/locktest"
 	"github.com/lockproof/lockproof/locks"
-	"github.com/lockproof/lockproof/locks/internal/locktest"
 )
 
 func TestNewValidation(t *testing.T) {
@@ -693,4 +693,38 @@ func TestGivingUpWithCreateCutOffOnStoppedClock(t *testing.T) {
 		t.Fatalf("Lock cancelled with its create cut off: %v; the connection already seen lost: %v (want the Lock back first)", r.Err, seenLost)
 	}
 	d.setCut(false)
+}
+
+// TestNodePathIsWhereTheLockLives: a held lock is one contender under
+// NodePath, named as the layout says, and the fake's ExpireLock, which
+// finds the holder through the same layout, ends the lease. A change of
+// the layout on either side fails here.
+func TestNodePathIsWhereTheLockLives(t *testing.T) {
+	z := fakes.ZooKeeper(t, fakes.ForceMinizk(), fakes.ZooKeeperTickTime(200*time.Millisecond))
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	conn, _, err := z.Connect(sessionTimeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := New(conn, "orders/42", append(z.LockOptions(), locks.WithTTL(sessionTimeout))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := NodePath(z.Prefix(), "orders/42")
+	if l.NodePath() != node {
+		t.Fatalf("Locker.NodePath() = %q, NodePath = %q", l.NodePath(), node)
+	}
+	lease, err := l.TryLock(ctx)
+	if err != nil {
+		t.Fatalf("TryLock: %v", err)
+	}
+	kids, _, err := conn.Children(node)
+	if err != nil {
+		t.Fatalf("children of %s: %v", node, err)
+	}
+	if len(kids) != 1 || !regexp.MustCompile(`^_c_[0-9a-f]{32}-lock-[0-9]{10}$`).MatchString(kids[0]) {
+		t.Fatalf("children of %s = %q, want the holder's contender alone", node, kids)
+	}
+	locktest.ExpiredFromOutside(t, lease, func(ctx context.Context) error { return z.ExpireLock(ctx, "orders/42") }, fakes.ErrNoHolder)
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/lockproof/lockproof/locks"
+	"github.com/lockproof/lockproof/locks/mysqllock"
 	"github.com/lockproof/lockproof/propertytest"
 )
 
@@ -38,7 +39,7 @@ type blindTakeover struct {
 }
 
 func newBlindTakeover(db *sql.DB, name string, opts ...locks.Option) (locks.Locker, error) {
-	o, err := locks.Resolve("lockproof_locks", opts...)
+	o, err := locks.Resolve(mysqllock.DefaultTable, opts...)
 	if err != nil {
 		return nil, err
 	}

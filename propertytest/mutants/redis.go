@@ -10,6 +10,7 @@ import (
 
 	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/locks"
+	"github.com/lockproof/lockproof/locks/redislock"
 	"github.com/lockproof/lockproof/propertytest"
 )
 
@@ -75,7 +76,7 @@ func newSetNXLocker(client redis.UniversalClient, name string, b redisBug, opts 
 	if err != nil {
 		return nil, fmt.Errorf("mutants: %w", err)
 	}
-	key := o.Prefix + "{" + name + "}"
+	key := redislock.Key(o.Prefix, name) // redislock's layout, so the fake's ExpireLock finds it
 	return &setnxLocker{client: client, name: name, key: key, fenceKey: key + ":fence", opt: o, bug: b}, nil
 }
 

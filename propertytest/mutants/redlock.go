@@ -9,6 +9,7 @@ import (
 
 	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/locks"
+	"github.com/lockproof/lockproof/locks/redlock"
 	"github.com/lockproof/lockproof/propertytest"
 )
 
@@ -81,7 +82,7 @@ func newQuorumLocker(nodes []redis.UniversalClient, quorum int, name string, opt
 	if err != nil {
 		return nil, fmt.Errorf("mutants: %w", err)
 	}
-	return &quorumLocker{nodes: nodes, quorum: quorum, name: name, key: o.Prefix + "{" + name + "}", opt: o}, nil
+	return &quorumLocker{nodes: nodes, quorum: quorum, name: name, key: redlock.Key(o.Prefix, name), opt: o}, nil
 }
 
 // votes counts the nodes' answers to one operation.

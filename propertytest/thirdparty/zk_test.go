@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +12,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/internal/layout"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/propertytest"
 )
@@ -307,7 +307,7 @@ func (z *zkLease) czxid(ctx context.Context) (int64, error) {
 		if err != nil {
 			return err
 		}
-		lowest, ok := lowestChild(kids)
+		lowest, ok := layout.ZKHolder(kids) // zk.Lock reads its queue as zklock does
 		if !ok {
 			return zk.ErrNoNode
 		}
@@ -324,23 +324,6 @@ func (z *zkLease) czxid(ctx context.Context) (int64, error) {
 		return 0, err // st may still be written by a call given up on
 	}
 	return st.Czxid, nil
-}
-
-// lowestChild returns the child with the lowest sequence number, read as
-// zk.Lock reads it (the digits after "lock-").
-func lowestChild(kids []string) (string, bool) {
-	best, bestSeq := "", -1
-	for _, k := range kids {
-		i := strings.LastIndex(k, "lock-")
-		if i < 0 {
-			continue
-		}
-		s, err := strconv.Atoi(k[i+len("lock-"):])
-		if err == nil && (bestSeq < 0 || s < bestSeq) {
-			best, bestSeq = k, s
-		}
-	}
-	return best, bestSeq >= 0
 }
 
 // zkChecks sets the default runs of a zk.Lock test: each run of about 30

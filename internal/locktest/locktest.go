@@ -1,5 +1,7 @@
 // Package locktest holds the small helpers that the tests and benchmarks of
-// every lock in lockproof share.
+// every lock in lockproof share, and those of the fakes. It sits at the
+// module root (not under locks/) so that the fakes' tests may import it;
+// it must not import fakes.
 package locktest
 
 import (
@@ -137,6 +139,31 @@ func Closed(t testing.TB, what string, ch <-chan struct{}) {
 	case <-ch:
 	case <-time.After(LockTimeout):
 		t.Fatalf("%s did not close within %v", what, LockTimeout)
+	}
+}
+
+// ExpiredFromOutside checks a backend's control that ends a held lease from
+// outside the lock (a fake's ExpireLock, which finds the lock's state
+// through the lock's exported layout): expire succeeds, the lease can no
+// longer be renewed and its Done closes (so no goroutine of the lease
+// outlives the test), and a second expire fails with an error wrapping
+// noHolder, as nobody holds the lock any more. So a fake that looks for the
+// lock in the wrong place fails the test. (Renew's error is not checked
+// further: zklock's, right after its session expired, can be go-zookeeper's
+// "connection closed" rather than locks.ErrNotHeld.)
+func ExpiredFromOutside(t testing.TB, lease locks.Lease, expire func(context.Context) error, noHolder error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), LockTimeout)
+	defer cancel()
+	if err := expire(ctx); err != nil {
+		t.Fatalf("expire the held lease: %v", err)
+	}
+	if err := lease.Renew(ctx); err == nil {
+		t.Fatal("Renew succeeded after the lease was expired")
+	}
+	Closed(t, "Done", lease.Done())
+	if err := expire(ctx); !errors.Is(err, noHolder) {
+		t.Fatalf("expire with nobody holding = %v, want %v", err, noHolder)
 	}
 }
 

@@ -1,17 +1,17 @@
-package locks_test
+package fakes_test
 
 import (
 	"testing"
 	"time"
 
 	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/internal/locktest"
 	"github.com/lockproof/lockproof/locks"
-	"github.com/lockproof/lockproof/locks/internal/locktest"
 )
 
-// fakes.MemLock's checks live here: fakes cannot import
-// locks/internal/locktest. A MemLock is its own backend, so there is no
-// other client to check against; the checks retake the lock through it.
+// fakes.MemLock's recipe checks, shared with the lock packages
+// (internal/locktest). A MemLock is its own backend, so there is no other
+// client to check against; the checks retake the lock through it.
 
 func TestMemLockMaxHold(t *testing.T) {
 	clock := fakes.NewClock(epoch)

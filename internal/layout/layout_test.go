@@ -1,0 +1,66 @@
+package layout
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestRedisKeyIsAHashTag(t *testing.T) {
+	if got := RedisKey("lockproof:", "orders"); got != "lockproof:{orders}" {
+		t.Fatalf("RedisKey = %q", got)
+	}
+}
+
+// TestEtcdKeyRangesDoNotNest: the queue-mode prefix of one lock never
+// starts the prefix of another, whatever "/" and "%" the names hold.
+func TestEtcdKeyRangesDoNotNest(t *testing.T) {
+	names := []string{"a", "a/b", "a%2Fb", "a%", "%", "/", "a/"}
+	for _, x := range names {
+		for _, y := range names {
+			kx, ky := EtcdKey("p/", x, false), EtcdKey("p/", y, false)
+			if x != y && strings.HasPrefix(ky, kx) {
+				t.Errorf("lock %q's range %q holds lock %q's %q", x, kx, y, ky)
+			}
+		}
+	}
+	if got := EtcdKey("p/", "a/b", true); got != "p/a%2Fb" {
+		t.Errorf("naive EtcdKey = %q", got)
+	}
+}
+
+func TestMySQLStatementsNameTheTable(t *testing.T) {
+	for _, s := range []string{MySQLTable("t1"), MySQLExpire("t1")} {
+		if !strings.Contains(s, "`t1`") {
+			t.Errorf("%q does not name table t1", s)
+		}
+	}
+}
+
+func TestZKNode(t *testing.T) {
+	cases := []struct{ prefix, name, want string }{
+		{"/lockproof", "jobs", "/lockproof/jobs"},
+		{"/lockproof/", "a/b%", "/lockproof/a%2Fb%25"},
+		{"", "..", "/%2E%2E"},
+		{"/p", "x\x00é\U0001F600", "/p/x%00é%F0%9F%98%80"},
+	}
+	for _, c := range cases {
+		if got := ZKNode(c.prefix, c.name); got != c.want {
+			t.Errorf("ZKNode(%q, %q) = %q, want %q", c.prefix, c.name, got, c.want)
+		}
+	}
+}
+
+func TestZKHolderIsTheLowestSequence(t *testing.T) {
+	kids := []string{
+		ZKProtected + strings.Repeat("b", 32) + "-" + ZKMarker + "0000000012",
+		"not-a-contender",
+		ZKProtected + strings.Repeat("a", 32) + "-" + ZKMarker + "0000000009",
+		"x-" + ZKMarker + "0000000010",
+	}
+	if h, ok := ZKHolder(kids); !ok || h != kids[2] {
+		t.Fatalf("ZKHolder = %q, %v; want %q", h, ok, kids[2])
+	}
+	if h, ok := ZKHolder([]string{"other"}); ok {
+		t.Fatalf("ZKHolder of no contender = %q, true", h)
+	}
+}
