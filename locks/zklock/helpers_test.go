@@ -179,6 +179,20 @@ type faultDialer struct {
 	cut       chan struct{} // closed while the network is up; nil when never cut
 	session   int64
 	passwd    []byte
+	last      *faultConn    // the connection dialled last
+	lostDel   chan struct{} // signalled (if not nil) as a delete is lost in a cut
+}
+
+// opDelete is ZooKeeper's opcode of delete.
+const opDelete = 2
+
+// watchLostDeletes returns a channel that receives once for every delete
+// request lost in a cut of the network from now on.
+func (d *faultDialer) watchLostDeletes() <-chan struct{} {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.lostDel = make(chan struct{}, 16)
+	return d.lostDel
 }
 
 func (d *faultDialer) dial(network, addr string, timeout time.Duration) (net.Conn, error) {
@@ -189,7 +203,24 @@ func (d *faultDialer) dial(network, addr string, timeout time.Duration) (net.Con
 	if err != nil {
 		return nil, err
 	}
-	return &faultConn{Conn: c, d: d, first: true}, nil
+	fc := &faultConn{Conn: c, d: d, first: true}
+	d.mu.Lock()
+	d.last = fc
+	d.mu.Unlock()
+	return fc, nil
+}
+
+// reset closes the connection dialled last, as a peer's reset would:
+// go-zookeeper fails the requests it sent on it with
+// zk.ErrConnectionClosed and dials again (through the network, if it is
+// not cut).
+func (d *faultDialer) reset() {
+	d.mu.Lock()
+	last := d.last
+	d.mu.Unlock()
+	if last != nil {
+		last.Conn.Close()
+	}
 }
 
 // armDrop makes the connection drop at the reply to the next create of a
@@ -265,6 +296,16 @@ const opCreate = 1
 
 func (c *faultConn) Write(b []byte) (int, error) {
 	if c.silent() {
+		if len(b) >= 12 && int32(binary.BigEndian.Uint32(b[8:12])) == opDelete {
+			c.d.mu.Lock()
+			if c.d.lostDel != nil {
+				select {
+				case c.d.lostDel <- struct{}{}:
+				default:
+				}
+			}
+			c.d.mu.Unlock()
+		}
 		return len(b), nil // lost on the way
 	}
 	// A request is [length][xid][opcode][path ...], written whole.
