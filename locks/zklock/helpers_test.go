@@ -181,6 +181,23 @@ type faultDialer struct {
 	passwd    []byte
 	last      *faultConn    // the connection dialled last
 	lostDel   chan struct{} // signalled (if not nil) as a delete is lost in a cut
+	mute      bool          // replies are read and thrown away; requests go through
+}
+
+// muteReplies makes every connection, open or dialled later, throw away
+// what the server sends (on), or stop doing so: requests still reach the
+// server and take effect, the client hears nothing, not even the reply to
+// its handshake.
+func (d *faultDialer) muteReplies(on bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.mute = on
+}
+
+func (d *faultDialer) muted() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.mute
 }
 
 // opDelete is ZooKeeper's opcode of delete.
@@ -325,6 +342,9 @@ func (c *faultConn) Write(b []byte) (int, error) {
 func (c *faultConn) Read(b []byte) (int, error) {
 	for {
 		n, err := c.Conn.Read(b)
+		if err == nil && c.d.muted() {
+			continue // thrown away
+		}
 		if c.silent() {
 			if err != nil {
 				return n, err // go-zookeeper's read deadline: the connection is found dead

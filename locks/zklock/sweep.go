@@ -61,6 +61,10 @@ func (l *Locker) discard(op string, try func() error) {
 	if !errors.Is(err, errGaveUp) && !l.settled(err) {
 		go l.sweep(try)
 	}
+	if err != nil && !l.settled(err) {
+		l.opt.Logger.Debug("lockproof: a clean-up of a contender's node did not settle; it goes on in the background",
+			"lock", l.name, "err", err)
+	}
 }
 
 // settled reports whether a clean-up that ended with err leaves the node

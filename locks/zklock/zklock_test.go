@@ -3,6 +3,7 @@ package zklock
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"regexp"
 	"slices"
 	"strings"
@@ -722,6 +723,17 @@ func (s *zkServer) reconnecting(t *testing.T) *reconnecting {
 	return r
 }
 
+// heldAndReconnecting returns the test's server, a connection and the
+// lock name on it, held through that connection, and a second connection
+// whose reconnections the test can wait for.
+func heldAndReconnecting(t *testing.T, name string) (*zkServer, *zk.Conn, *Locker, locks.Lease, *reconnecting) {
+	t.Helper()
+	s := server(t)
+	conn := s.connect(t)
+	l := s.newLocker(t, conn, name)
+	return s, conn, l, locktest.MustLock(t, l), s.reconnecting(t)
+}
+
 // heal ends a cut of the network and resets the connection that was cut
 // (go-zookeeper would find it dead after 2/3 of the session timeout); it
 // returns once the connection is back, and fails the test unless it is
@@ -782,12 +794,7 @@ func awaitFree(t *testing.T, conn *zk.Conn, l *Locker, why string) {
 // zklock/network cell, where a reset connection lost such deletes and the
 // suite's live sessions kept the nodes.)
 func TestCleanUpLostWithTheConnectionIsSentAgain(t *testing.T) {
-	s := server(t)
-	conn := s.connect(t)
-	l := s.newLocker(t, conn, "resent")
-	holder := locktest.MustLock(t, l)
-
-	w := s.reconnecting(t)
+	s, conn, l, holder, w := heldAndReconnecting(t, "resent")
 	watching := make(chan struct{}, 1)
 	gate := gateFunc(func(_ context.Context, what string) func() {
 		return func() {
@@ -840,4 +847,67 @@ func TestEndedLeaseCleanUpLostWithTheConnectionIsSentAgain(t *testing.T) {
 	awaitLost(t, lost)
 	h.heal(t)
 	awaitFree(t, s.connect(t), l, "after the lease ended")
+}
+
+// TestCutOffCreateCleanUpGoesOnAfterItsLookUpTimesOut: a Lock whose create
+// reached the server, but whose reply was lost, gives up (its ctx ends);
+// the create fails later with the connection, so the Lock's clean-up looks
+// for the node by its GUID, and that look-up runs out of time while the
+// connection is still coming back. The connection then comes back with the
+// same session, which keeps the node: the look-up must be made again, and
+// the node deleted. (A deadlock-freedom violation of lockproof check's
+// zklock/network cell, seed 2878081636866457993, traced: a client whose
+// replies were dropped, its connection reset at the heal, its look-up cut
+// off at the cell's 30 ms request timeout; the node left was that
+// create's, its session alive.)
+func TestCutOffCreateCleanUpGoesOnAfterItsLookUpTimesOut(t *testing.T) {
+	s, conn, l, holder, w := heldAndReconnecting(t, "lookup")
+	logged := make(chan struct{}, 1)
+	logger := slog.New(slog.NewTextHandler(signalWriter(logged), &slog.HandlerOptions{Level: slog.LevelDebug}))
+	waiter := s.newLocker(t, w.conn, "lookup", locks.WithRequestTimeout(50*time.Millisecond), locks.WithLogger(logger))
+	gate := gateFunc(func(_ context.Context, what string) func() {
+		if what == "zk create" {
+			w.d.muteReplies(true) // the create goes through, its reply is lost
+		}
+		return func() {}
+	})
+	ctx, cancel := context.WithCancel(locks.WithGate(context.Background(), gate))
+	defer cancel()
+	res := locktest.LockAsync(ctx, waiter)
+	waitChildren(t, conn, l, 2) // the create took effect
+	cancel()
+	if r := locktest.Receive(t, res); !errors.Is(r.Err, context.Canceled) {
+		t.Fatalf("cancelled Lock: %v, want context.Canceled", r.Err)
+	}
+	session := w.conn.SessionID()
+	w.d.reset() // the create fails with the connection; the redial's handshake goes unanswered
+	select {
+	case <-logged: // the look-up gave up (this Locker logs nothing else)
+	case <-time.After(testTimeout):
+		t.Fatal("the clean-up's look-up never gave up")
+	}
+	w.d.muteReplies(false)
+	w.d.reset() // the handshake's reply was lost: dial again
+	select {
+	case got := <-w.sessions:
+		if got != session {
+			t.Fatalf("reconnected with session %x, not %x: the session did not live on", got, session)
+		}
+	case <-time.After(testTimeout):
+		t.Fatal("the connection did not come back")
+	}
+	locktest.UnlockOnce(t, holder)
+	awaitFree(t, conn, l, "after the holder unlocked and the waiter gave up")
+}
+
+// signalWriter is an io.Writer that signals ch (without blocking) at every
+// write.
+type signalWriter chan struct{}
+
+func (w signalWriter) Write(p []byte) (int, error) {
+	select {
+	case w <- struct{}{}:
+	default:
+	}
+	return len(p), nil
 }
