@@ -46,13 +46,15 @@ func ZKLockOnOptions() Options {
 //
 // Every session's timeout is an hour of the manual clock, far above any
 // TTL (zklock needs the TTL no longer than the session timeout; a shorter
-// lease is safe, it only gives the lock up sooner). A session timeout
-// near the TTL does not work in manual time: go-zookeeper pings on the
-// wall clock while minizk counts the timeout on the manual one, so every
-// Advance longer than the TTL would expire every session, and each client
-// would then spend two seconds of wall time reconnecting (go-zookeeper
-// sleeps a second before each round of dialling its one server). So
-// sessions end only by the fault below, and at the end of the run.
+// lease is safe, it only gives the lock up sooner). So sessions end only
+// by the fault below, and at the end of the run. The clients come from
+// fakes.ZooKeeperServer.ConnectManual: they send no pings of wall time
+// (nothing pings here, and an hour of the manual clock is never reached
+// within a run), and after the fault they redial at once, twice (once to
+// learn that the session expired, once for a new one), where go-zookeeper's
+// own clients sleep a second of wall time first: the reconnection is over
+// before the scheduler finds the process quiescent, so a seed replays it
+// (TestSeedReplaysExactly).
 //
 // It offers one fault, FaultClockJump: the holder's session is expired now,
 // as the server does when its clock jumps past the session's timeout. That
@@ -73,8 +75,7 @@ func ZKLock() Factory {
 		// left, so that their monitors end with them.
 		env.Cleanup(func() { z.Advance(time.Hour) })
 		be := newZKBackend(z, func(_ int, _ time.Duration) (*zk.Conn, error) {
-			c, _, err := z.Connect(zkSession)
-			return c, err
+			return z.ConnectManual(z.Addr(), zkSession, nil)
 		})
 		be.Clock, be.Advance = z.Clock(), z.Advance
 		be.Faults = []Fault{expireHolderFault(z, be)}

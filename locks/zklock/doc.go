@@ -15,7 +15,13 @@
 //     line and nobody else (no thundering herd), and after every wake-up it
 //     lists the children again: the predecessor that went may have been a
 //     waiter that gave up. It never polls. A waiter that gives up (ctx, wait
-//     budget) deletes its child before Lock returns.
+//     budget) deletes its child before Lock returns; should that delete be
+//     lost with the connection, or its reply come late, it is sent again in
+//     the background until the child is gone or its session is, as is every
+//     clean-up of a child (a refused TryLock's, a create's cut off, an ended
+//     lease's): go-zookeeper reconnects with the same session, which would
+//     otherwise keep the child, ahead of every later contender, for as long
+//     as the process lives.
 //   - TryLock lists the children and gives up at once if there is a
 //     contender; otherwise it creates its child and, should another have
 //     come first meanwhile, deletes it again: a refused TryLock leaves

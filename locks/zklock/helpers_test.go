@@ -179,6 +179,37 @@ type faultDialer struct {
 	cut       chan struct{} // closed while the network is up; nil when never cut
 	session   int64
 	passwd    []byte
+	last      *faultConn    // the connection dialled last
+	lostDel   chan struct{} // signalled (if not nil) as a delete is lost in a cut
+	mute      bool          // replies are read and thrown away; requests go through
+}
+
+// muteReplies makes every connection, open or dialled later, throw away
+// what the server sends (on), or stop doing so: requests still reach the
+// server and take effect, the client hears nothing, not even the reply to
+// its handshake.
+func (d *faultDialer) muteReplies(on bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.mute = on
+}
+
+func (d *faultDialer) muted() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.mute
+}
+
+// opDelete is ZooKeeper's opcode of delete.
+const opDelete = 2
+
+// watchLostDeletes returns a channel that receives once for every delete
+// request lost in a cut of the network from now on.
+func (d *faultDialer) watchLostDeletes() <-chan struct{} {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.lostDel = make(chan struct{}, 16)
+	return d.lostDel
 }
 
 func (d *faultDialer) dial(network, addr string, timeout time.Duration) (net.Conn, error) {
@@ -189,7 +220,24 @@ func (d *faultDialer) dial(network, addr string, timeout time.Duration) (net.Con
 	if err != nil {
 		return nil, err
 	}
-	return &faultConn{Conn: c, d: d, first: true}, nil
+	fc := &faultConn{Conn: c, d: d, first: true}
+	d.mu.Lock()
+	d.last = fc
+	d.mu.Unlock()
+	return fc, nil
+}
+
+// reset closes the connection dialled last, as a peer's reset would:
+// go-zookeeper fails the requests it sent on it with
+// zk.ErrConnectionClosed and dials again (through the network, if it is
+// not cut).
+func (d *faultDialer) reset() {
+	d.mu.Lock()
+	last := d.last
+	d.mu.Unlock()
+	if last != nil {
+		last.Conn.Close()
+	}
 }
 
 // armDrop makes the connection drop at the reply to the next create of a
@@ -265,6 +313,16 @@ const opCreate = 1
 
 func (c *faultConn) Write(b []byte) (int, error) {
 	if c.silent() {
+		if len(b) >= 12 && int32(binary.BigEndian.Uint32(b[8:12])) == opDelete {
+			c.d.mu.Lock()
+			if c.d.lostDel != nil {
+				select {
+				case c.d.lostDel <- struct{}{}:
+				default:
+				}
+			}
+			c.d.mu.Unlock()
+		}
 		return len(b), nil // lost on the way
 	}
 	// A request is [length][xid][opcode][path ...], written whole.
@@ -284,6 +342,9 @@ func (c *faultConn) Write(b []byte) (int, error) {
 func (c *faultConn) Read(b []byte) (int, error) {
 	for {
 		n, err := c.Conn.Read(b)
+		if err == nil && c.d.muted() {
+			continue // thrown away
+		}
 		if c.silent() {
 			if err != nil {
 				return n, err // go-zookeeper's read deadline: the connection is found dead

@@ -140,7 +140,9 @@ func (o *leaseOps) Release(ctx context.Context) error {
 // it waits for Unlock's Release until the lease's deadline, and deletes
 // the node itself if Release did not (an Unlock whose ctx had ended sends
 // none, one that failed left the node): the node is ephemeral, and would
-// otherwise outlive the lease for as long as the session does.
+// otherwise outlive the lease for as long as the session does. That delete
+// is sent again until it settles (see discard): one lost with the
+// connection would leave the node for as long as the session lives.
 func (o *leaseOps) monitor(lease *locks.ManagedLease) {
 	go func() {
 		if err := o.watchNode(lease); err != nil {
@@ -157,13 +159,7 @@ func (o *leaseOps) monitor(lease *locks.ManagedLease) {
 			case <-t.C():
 			}
 		}
-		ctx, cancel := locks.RequestContext(context.Background(), o.l.opt.RequestTimeout)
-		defer cancel()
-		err := o.l.do(ctx, "delete", false, func() error { return o.l.conn.Delete(o.path, o.version) }, nil)
-		if err != nil && !errors.Is(err, zk.ErrNoNode) {
-			o.l.opt.Logger.Warn("lockproof: could not delete the node of a lease that ended; it goes with the session or Unlock",
-				"lock", o.l.name, "node", o.path, "err", err)
-		}
+		o.l.deleteNode(o.path)
 	}()
 }
 

@@ -148,7 +148,7 @@ func (l *Locker) enqueue(ctx context.Context, c *contender, began time.Time) (*c
 		}
 		if perr := l.pause(ctx, err, &tries, budget); perr != nil {
 			if unknown {
-				l.abandonUnknown(c)
+				l.discardUnknown(c)
 			}
 			return nil, l.errorf("lock: create a node: %w", perr)
 		}
@@ -174,7 +174,7 @@ func (l *Locker) create(ctx context.Context, c *contender) error {
 		case err == nil:
 			l.deleteNode(path)
 		case errors.Is(err, zk.ErrConnectionClosed), errors.Is(err, zk.ErrSessionMoved):
-			l.abandonUnknown(c)
+			l.discardUnknown(c)
 		}
 	})
 	switch {
@@ -305,36 +305,9 @@ func (l *Locker) await(ctx context.Context, ch <-chan zk.Event, budget <-chan ti
 }
 
 // abandon deletes a contender's node after a failed, refused or cancelled
-// attempt, on a context of its own bounded by the request timeout.
+// attempt (see discard).
 func (l *Locker) abandon(c *contender) {
 	if c.path != "" {
 		l.deleteNode(c.path)
-	}
-}
-
-// abandonUnknown deletes c's node if a create whose outcome is unknown
-// made it: it looks the node up by c's GUID.
-func (l *Locker) abandonUnknown(c *contender) {
-	ctx, cancel := locks.RequestContext(context.Background(), l.opt.RequestTimeout)
-	defer cancel()
-	found, err := l.recoverNode(ctx, c)
-	switch {
-	case err != nil:
-		l.opt.Logger.Warn("lockproof: could not look for a node whose create was cut off; it goes with the session",
-			"lock", l.name, "guid", c.guid, "err", err)
-	case found:
-		l.deleteNode(c.path)
-	}
-}
-
-// deleteNode deletes one of the Locker's own nodes, whatever its version,
-// on a context of its own bounded by the request timeout.
-func (l *Locker) deleteNode(path string) {
-	ctx, cancel := locks.RequestContext(context.Background(), l.opt.RequestTimeout)
-	defer cancel()
-	err := l.do(ctx, "delete", false, func() error { return l.conn.Delete(path, -1) }, nil)
-	if err != nil && !errors.Is(err, zk.ErrNoNode) {
-		l.opt.Logger.Warn("lockproof: could not delete a contender's node; it goes with the session",
-			"lock", l.name, "node", path, "err", err)
 	}
 }

@@ -3,6 +3,7 @@ package zklock
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"regexp"
 	"slices"
 	"strings"
@@ -727,4 +728,220 @@ func TestNodePathIsWhereTheLockLives(t *testing.T) {
 		t.Fatalf("children of %s = %q, want the holder's contender alone", node, kids)
 	}
 	locktest.ExpiredFromOutside(t, lease, func(ctx context.Context) error { return z.ExpireLock(ctx, "orders/42") }, fakes.ErrNoHolder)
+}
+
+// reconnecting is a connection through a faultDialer whose reconnections
+// a test can wait for.
+type reconnecting struct {
+	conn     *zk.Conn
+	d        *faultDialer
+	sessions chan int64 // the session of each reconnection
+}
+
+func (s *zkServer) reconnecting(t *testing.T) *reconnecting {
+	t.Helper()
+	r := &reconnecting{d: &faultDialer{}, sessions: make(chan int64, 16)}
+	first := true
+	r.conn = s.connectWith(t, connOpts{dialer: r.d, events: func(e zk.Event) {
+		if e.Type == zk.EventSession && e.State == zk.StateHasSession {
+			if first { // the connect itself, seen by connectWith
+				first = false
+				return
+			}
+			select {
+			case r.sessions <- r.conn.SessionID():
+			default:
+			}
+		}
+	}})
+	return r
+}
+
+// heldAndReconnecting returns the test's server, a connection and the
+// lock name on it, held through that connection, and a second connection
+// whose reconnections the test can wait for.
+func heldAndReconnecting(t *testing.T, name string) (*zkServer, *zk.Conn, *Locker, locks.Lease, *reconnecting) {
+	t.Helper()
+	s := server(t)
+	conn := s.connect(t)
+	l := s.newLocker(t, conn, name)
+	return s, conn, l, locktest.MustLock(t, l), s.reconnecting(t)
+}
+
+// heal ends a cut of the network and resets the connection that was cut
+// (go-zookeeper would find it dead after 2/3 of the session timeout); it
+// returns once the connection is back, and fails the test unless it is
+// back with the same session: the session, and its nodes, lived on.
+func (r *reconnecting) heal(t *testing.T) {
+	t.Helper()
+	session := r.conn.SessionID()
+	r.d.setCut(false)
+	r.d.reset()
+	select {
+	case got := <-r.sessions:
+		if got != session {
+			t.Fatalf("reconnected with session %x, not %x: the session did not live on", got, session)
+		}
+	case <-time.After(testTimeout):
+		t.Fatal("the connection did not come back")
+	}
+}
+
+// awaitLost waits until a delete was lost in the cut.
+func awaitLost(t *testing.T, lost <-chan struct{}) {
+	t.Helper()
+	select {
+	case <-lost:
+	case <-time.After(testTimeout):
+		t.Fatal("no delete was sent into the cut")
+	}
+}
+
+// awaitFree waits up to twice the session timeout for the lock to have no
+// child, and fails the test with the children left otherwise.
+func awaitFree(t *testing.T, conn *zk.Conn, l *Locker, why string) {
+	t.Helper()
+	give := time.After(2 * sessionTimeout)
+	for {
+		kids, _, ch, err := conn.ChildrenW(l.NodePath())
+		if err != nil {
+			t.Fatalf("watch the children of %s: %v", l.NodePath(), err)
+		}
+		if len(kids) == 0 {
+			return
+		}
+		select {
+		case <-ch:
+		case <-give:
+			t.Fatalf("%s: children %v still there %v later, their session alive: the lock is never free again", why, kids, 2*sessionTimeout)
+		}
+	}
+}
+
+// TestCleanUpLostWithTheConnectionIsSentAgain: a waiter gives up while its
+// connection is cut off, so the delete of its node is lost on the way; the
+// connection is then reset, and go-zookeeper reconnects with the same
+// session, which keeps the node. The delete must be sent again once the
+// connection is back: the node would otherwise stand ahead of every later
+// contender for as long as the session lives, and the lock, once its holder
+// unlocked, would never be free again. (Found by lockproof check's
+// zklock/network cell, where a reset connection lost such deletes and the
+// suite's live sessions kept the nodes.)
+func TestCleanUpLostWithTheConnectionIsSentAgain(t *testing.T) {
+	s, conn, l, holder, w := heldAndReconnecting(t, "resent")
+	watching := make(chan struct{}, 1)
+	gate := gateFunc(func(_ context.Context, what string) func() {
+		return func() {
+			if what == "zk getData" { // the watch on the holder's node is set
+				select {
+				case watching <- struct{}{}:
+				default:
+				}
+			}
+		}
+	})
+	ctx, cancel := context.WithCancel(locks.WithGate(context.Background(), gate))
+	defer cancel()
+	res := locktest.LockAsync(ctx, s.newLocker(t, w.conn, "resent"))
+	select {
+	case <-watching:
+	case <-time.After(testTimeout):
+		t.Fatal("the waiter never watched the holder's node")
+	}
+	lost := w.d.watchLostDeletes()
+	w.d.setCut(true)
+	cancel() // the waiter deletes its node: the request is lost
+	if r := locktest.Receive(t, res); !errors.Is(r.Err, context.Canceled) {
+		t.Fatalf("cancelled Lock: %v, want context.Canceled", r.Err)
+	}
+	awaitLost(t, lost)
+	w.heal(t)
+	locktest.UnlockOnce(t, holder)
+	awaitFree(t, conn, l, "after the holder unlocked and the waiter gave up")
+}
+
+// TestEndedLeaseCleanUpLostWithTheConnectionIsSentAgain: the same for the
+// delete of a lease's monitor: the lease ends at its deadline (no
+// watchdog) while the connection is cut off, the monitor's delete is lost,
+// the connection comes back with the same session, and the node must go.
+func TestEndedLeaseCleanUpLostWithTheConnectionIsSentAgain(t *testing.T) {
+	s := server(t)
+	clock := fakes.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	h := s.reconnecting(t)
+	l := s.newLocker(t, h.conn, "monitor", locks.WithClock(clock), locks.WithWatchdog(false))
+	lease := locktest.MustLock(t, l)
+	lost := h.d.watchLostDeletes()
+	h.d.setCut(true)
+	clock.Advance(sessionTimeout) // past the lease's deadline: Done closes, the monitor deletes the node
+	select {
+	case <-lease.Done():
+	case <-time.After(testTimeout):
+		t.Fatal("the lease did not end at its deadline")
+	}
+	awaitLost(t, lost)
+	h.heal(t)
+	awaitFree(t, s.connect(t), l, "after the lease ended")
+}
+
+// TestCutOffCreateCleanUpGoesOnAfterItsLookUpTimesOut: a Lock whose create
+// reached the server, but whose reply was lost, gives up (its ctx ends);
+// the create fails later with the connection, so the Lock's clean-up looks
+// for the node by its GUID, and that look-up runs out of time while the
+// connection is still coming back. The connection then comes back with the
+// same session, which keeps the node: the look-up must be made again, and
+// the node deleted. (A deadlock-freedom violation of lockproof check's
+// zklock/network cell, seed 2878081636866457993, traced: a client whose
+// replies were dropped, its connection reset at the heal, its look-up cut
+// off at the cell's 30 ms request timeout; the node left was that
+// create's, its session alive.)
+func TestCutOffCreateCleanUpGoesOnAfterItsLookUpTimesOut(t *testing.T) {
+	s, conn, l, holder, w := heldAndReconnecting(t, "lookup")
+	logged := make(chan struct{}, 1)
+	logger := slog.New(slog.NewTextHandler(signalWriter(logged), &slog.HandlerOptions{Level: slog.LevelDebug}))
+	waiter := s.newLocker(t, w.conn, "lookup", locks.WithRequestTimeout(50*time.Millisecond), locks.WithLogger(logger))
+	gate := gateFunc(func(_ context.Context, what string) func() {
+		if what == "zk create" {
+			w.d.muteReplies(true) // the create goes through, its reply is lost
+		}
+		return func() {}
+	})
+	ctx, cancel := context.WithCancel(locks.WithGate(context.Background(), gate))
+	defer cancel()
+	res := locktest.LockAsync(ctx, waiter)
+	waitChildren(t, conn, l, 2) // the create took effect
+	cancel()
+	if r := locktest.Receive(t, res); !errors.Is(r.Err, context.Canceled) {
+		t.Fatalf("cancelled Lock: %v, want context.Canceled", r.Err)
+	}
+	session := w.conn.SessionID()
+	w.d.reset() // the create fails with the connection; the redial's handshake goes unanswered
+	select {
+	case <-logged: // the look-up gave up (this Locker logs nothing else)
+	case <-time.After(testTimeout):
+		t.Fatal("the clean-up's look-up never gave up")
+	}
+	w.d.muteReplies(false)
+	w.d.reset() // the handshake's reply was lost: dial again
+	select {
+	case got := <-w.sessions:
+		if got != session {
+			t.Fatalf("reconnected with session %x, not %x: the session did not live on", got, session)
+		}
+	case <-time.After(testTimeout):
+		t.Fatal("the connection did not come back")
+	}
+	locktest.UnlockOnce(t, holder)
+	awaitFree(t, conn, l, "after the holder unlocked and the waiter gave up")
+}
+
+// signalWriter is an io.Writer that signals ch (without blocking) at every
+// write.
+type signalWriter chan struct{}
+
+func (w signalWriter) Write(p []byte) (int, error) {
+	select {
+	case w <- struct{}{}:
+	default:
+	}
+	return len(p), nil
 }

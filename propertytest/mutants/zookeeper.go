@@ -85,7 +85,8 @@ type zkFlaws struct {
 
 // zkRecipe is the Factory of zkRecipeLock with the given flaws on minizk in
 // manual time, set up as propertytest.ZKLock (sessions of an hour, that
-// end only at the end of the run).
+// end only at the end of the run; clients from ConnectManual, which send
+// no pings of wall time and redial at once).
 func zkRecipe(f zkFlaws) propertytest.Factory {
 	return func(env propertytest.Env) (*propertytest.Backend, error) {
 		z, err := fakes.StartZooKeeper(fakes.ZooKeeperManualTime(zkEpoch), fakes.ForceMinizk(), fakes.ZooKeeperTickTime(zkSession/20))
@@ -100,7 +101,7 @@ func zkRecipe(f zkFlaws) propertytest.Factory {
 				if err != nil {
 					return nil, err
 				}
-				conn, _, err := z.Connect(zkSession)
+				conn, err := z.ConnectManual(z.Addr(), zkSession, nil)
 				if err != nil {
 					return nil, err
 				}

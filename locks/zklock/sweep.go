@@ -1,0 +1,121 @@
+package zklock
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/lockproof/lockproof/locks"
+)
+
+// A node the Locker no longer wants (a waiter that gave up, a refused
+// TryLock, a lease that ended, a create cut off) is ephemeral: it goes with
+// its session, and not before. A session outlives a lost connection
+// (go-zookeeper reconnects with it), so a clean-up delete that was lost with
+// the connection, or whose reply came after the request timeout, must be
+// sent again, or the node stays ahead of every later contender for as long
+// as the process lives, held by a client that no longer believes it holds
+// anything. discard and sweep do that.
+
+// deleteNode deletes one of the Locker's own nodes, whatever its version
+// (its GUID makes the path the Locker's alone): see discard.
+func (l *Locker) deleteNode(path string) {
+	l.discard("delete", func() error { return l.conn.Delete(path, -1) })
+}
+
+// discardUnknown deletes c's node if a create whose outcome is unknown
+// made it: it looks the node up among the lock's children by c's GUID
+// (see discard).
+func (l *Locker) discardUnknown(c *contender) {
+	l.discard("getChildren", func() error {
+		kids, _, err := l.conn.Children(l.path)
+		if err != nil {
+			return err // ErrNoNode: no lock node, so no node of c's
+		}
+		for _, k := range kids {
+			if c.mine(k) {
+				return l.conn.Delete(l.path+"/"+k, -1)
+			}
+		}
+		return nil
+	})
+}
+
+// discard runs try, a clean-up that deletes a node of the Locker's, until
+// its outcome settles the node's fate (settled). The first try is bounded
+// by the request timeout, so that the caller (a Lock that gives up, a
+// refused TryLock) mostly returns with the node gone; its caller's context
+// is not used, as the clean-up must outlive it, so the try passes no Gate.
+// If that try does not settle it (its reply did not come within the
+// request timeout, or the connection was lost), a goroutine goes on: sweep.
+func (l *Locker) discard(op string, try func() error) {
+	ctx, cancel := locks.RequestContext(context.Background(), l.opt.RequestTimeout)
+	defer cancel()
+	err := l.do(ctx, op, false, try, func(err error) {
+		if !l.settled(err) {
+			l.sweep(try) // already on a goroutine of its own (see do)
+		}
+	})
+	if !errors.Is(err, errGaveUp) && !l.settled(err) {
+		go l.sweep(try)
+	}
+	if err != nil && !l.settled(err) {
+		l.opt.Logger.Debug("lockproof: a clean-up of a contender's node did not settle; it goes on in the background",
+			"lock", l.name, "err", err)
+	}
+}
+
+// settled reports whether a clean-up that ended with err leaves the node
+// gone, or beyond the Locker's reach: it was deleted, or was not there, or
+// its session is over (expired, or closed with the connection). A lost
+// connection, no reachable server, a session moved to another connection
+// or a reply not waited for settle nothing. Any other error (the server
+// refused the request) is logged and settles the node as far as the
+// Locker can: it goes with the session.
+func (l *Locker) settled(err error) bool {
+	switch {
+	case err == nil, errors.Is(err, zk.ErrNoNode), errors.Is(err, zk.ErrSessionExpired), errors.Is(err, zk.ErrClosing):
+		return true
+	case errors.Is(err, zk.ErrConnectionClosed), errors.Is(err, zk.ErrNoServer),
+		errors.Is(err, zk.ErrSessionMoved), errors.Is(err, context.DeadlineExceeded):
+		return false
+	}
+	l.opt.Logger.Warn("lockproof: could not clean up a contender's node; it goes with the session",
+		"lock", l.name, "err", err)
+	return true
+}
+
+// sweepClosed is how many tries in a row sweep sees fail with the
+// connection closed and disconnected before it takes the connection for
+// closed by its owner.
+const sweepClosed = 3
+
+// sweep tries again until the clean-up settles. It needs no timer to wait
+// for the connection: go-zookeeper holds a request sent while it
+// reconnects until it has a connection again (failing it with
+// zk.ErrNoServer after each round of dialling, which it paces a second
+// apart), so each try waits for the reconnection. Between tries it pauses
+// a little of wall time, as go-zookeeper's reconnection runs on the wall
+// clock, which the Locker's (a manual clock in tests) does not follow: a
+// pause on the Locker's clock could outlast the connection for good. A
+// pause without jitter: sweep draws nothing from the Locker's random
+// source, which the operations' retries use. A connection closed by its
+// owner fails every request at once with zk.ErrConnectionClosed and stays
+// disconnected; sweepClosed such tries in a row end the sweep (the session
+// closes with the connection, or the server expires it).
+func (l *Locker) sweep(try func() error) {
+	for tries, closed := 1, 0; closed < sweepClosed; tries++ {
+		time.Sleep(min(5*time.Millisecond<<min(tries, 7), 500*time.Millisecond))
+		err := try()
+		if l.settled(err) {
+			return
+		}
+		if errors.Is(err, zk.ErrConnectionClosed) && l.conn.State() == zk.StateDisconnected {
+			closed++
+		} else {
+			closed = 0
+		}
+	}
+}
