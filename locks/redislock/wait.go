@@ -46,11 +46,7 @@ func (l *Locker) lock(ctx context.Context) (locks.Lease, error) {
 	return lease, nil
 }
 
-func (l *Locker) subscribed() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.sub != nil
-}
+func (l *Locker) subscribed() bool { return l.listen.active() }
 
 func (l *Locker) result(ctx context.Context, owner string, r attemptResult, err error) (locks.Lease, error) {
 	if err != nil {
