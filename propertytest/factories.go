@@ -34,6 +34,26 @@ func RedisLock() Factory {
 	}
 }
 
+// RedisSemaphore is the Factory of redislock.NewSemaphore of permits
+// permits on a single miniredis (fakes.Redis in manual time); run it with
+// Options.Permits set to the same number. It offers no backend fault.
+func RedisSemaphore(permits int) Factory {
+	return func(env Env) (*Backend, error) {
+		r, err := fakes.StartRedis(fakes.ManualTime(epoch), fakes.ForceMiniredis())
+		if err != nil {
+			return nil, err
+		}
+		CloseAtCleanup(env, "the Redis fake", r)
+		return &Backend{
+			NewLocker: func(name string, opts ...locks.Option) (locks.Locker, error) {
+				return redislock.NewSemaphore(r.NewClient(), name, permits, append(r.LockOptions(), opts...)...)
+			},
+			Clock:   r.Clock(),
+			Advance: r.Advance,
+		}, nil
+	}
+}
+
 // RedisLockWithFailover is the Factory of redislock on a single Redis
 // primary behind a chaos.Proxy that replicates asynchronously (lag, in wall
 // time) to a replica, with one fault: FaultFailover, the promotion of the
