@@ -3,8 +3,6 @@ package redislock
 import (
 	"context"
 	"errors"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -265,46 +263,11 @@ func TestSemaphoreWaitBudget(t *testing.T) {
 // semaphore of 3 in real time: never more than 3 inside at once.
 func TestSemaphoreAtMostN(t *testing.T) {
 	r := fakes.Redis(t)
-	const permits, procs, perProc, rounds = 3, 4, 3, 25
-	var inside, most atomic.Int32
-	var wg sync.WaitGroup
-	errs := make(chan error, procs*perProc)
-	for range procs {
-		s := newSemaphore(t, r, permits)
-		for range perProc {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-				defer cancel()
-				for range rounds {
-					lease, err := s.Lock(ctx)
-					if err != nil {
-						errs <- err
-						return
-					}
-					n := inside.Add(1)
-					for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
-					}
-					time.Sleep(100 * time.Microsecond)
-					inside.Add(-1)
-					if err := lease.Unlock(ctx); err != nil {
-						errs <- err
-						return
-					}
-				}
-			}()
-		}
+	var lockers []locks.Locker
+	for range 4 {
+		lockers = append(lockers, newSemaphore(t, r, 3))
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-	if m := most.Load(); m > permits {
-		t.Fatalf("%d holders at once, permits %d", m, permits)
-	}
-	t.Logf("at most %d holders at once", most.Load())
+	t.Logf("at most %d holders at once", locktest.AtMostPermits(t, 3, lockers, 3, 25, 100*time.Microsecond))
 }
 
 func TestSemaphoreMaxHold(t *testing.T) {
