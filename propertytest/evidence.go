@@ -21,8 +21,7 @@ const (
 	// a lock without fencing tokens.
 	ModelRegister = "register"
 	// ModelSemaphore is linearize.NewSemaphoreModel: the lock history of a
-	// lock of Options.Permits > 1 leases at once. `lockproof history`
-	// does not read it yet.
+	// lock of Options.Permits > 1 leases at once.
 	ModelSemaphore = "semaphore"
 )
 
@@ -104,7 +103,13 @@ func plainEvidence(h []regOp) []linearize.Operation[linearize.RegisterInput[stri
 
 // picture is how the evidence is drawn.
 func (e *Evidence) picture() linearize.Picture {
-	return linearize.Picture{All: e.All, Unit: time.Nanosecond, LeaseTTL: e.TTL, LeaseTolerance: e.Tolerance, Expected: e.Expected}
+	p := linearize.Picture{All: e.All, Unit: time.Nanosecond, LeaseTTL: e.TTL, LeaseTolerance: e.Tolerance, Expected: e.Expected}
+	if e.Model == ModelSemaphore {
+		// The picture marks two owners' lease windows that overlap, which
+		// a semaphore allows: no windows.
+		p.LeaseTTL, p.LeaseTolerance = 0, 0
+	}
+	return p
 }
 
 // WriteJSON writes the history in linearize's JSON format
