@@ -43,3 +43,15 @@ func TestSemaphoreCrashedHoldersFreePermits(t *testing.T) {
 		return errors.Is(err, locks.ErrLocked)
 	})
 }
+
+// An acquire that stalls after counting the permits, while another client
+// takes the last free one, must not take a permit too.
+func TestSemaphoreStalledAfterCount(t *testing.T) {
+	reported(t, "semaphore-count-then-add", func(s *scene) bool {
+		a := s.grant(s.client(nil)) // loads the scripts: the requests below are EVALSHAs
+		var c locks.Lease
+		ctx := stallAt(func() { c = s.grant(s.client(nil)) }, "evalsha", "evalsha")
+		b, err := s.gated().TryLock(ctx)
+		return err == nil && c != nil && s.holds(a) && s.holds(b) && s.holds(c)
+	})
+}
