@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -125,15 +126,40 @@ func (m *machine) foreign(t *rapid.T, pick func(*rapid.T, func(*client) bool) *c
 	m.checkSymmetry(fmt.Sprintf("client %d's %s through its stale lease (token %d, owner %d)", c.id, what, h.token, h.owner), holder)
 }
 
-// holder returns the client whose lease is valid, if any (a client whose
-// Unlock is under way no longer counts).
+// holder returns a client whose lease is valid (a client whose Unlock is
+// under way no longer counts) when such clients hold every permit: with
+// one permit, the holder, if any; with Options.Permits > 1, one of the
+// holders of a full semaphore, else nil.
 func (m *machine) holder() *client {
-	for _, c := range m.cl {
-		if m.valid(c.cur) && !m.unlocking(c) {
-			return c
-		}
+	if hs := m.fullHolders(); len(hs) > 0 {
+		return hs[0]
 	}
 	return nil
+}
+
+// fullHolders returns the clients that believe they hold a lease when
+// there are at least Options.Permits of them, else nil: the lock must then
+// refuse a probe.
+func (m *machine) fullHolders() []*client {
+	var hs []*client
+	for _, c := range m.cl {
+		if m.believes(c) {
+			hs = append(hs, c)
+		}
+	}
+	if len(hs) < m.o.Permits {
+		return nil
+	}
+	return hs
+}
+
+// heldBy describes the leases of hs for a violation's detail.
+func (m *machine) heldBy(hs []*client) string {
+	parts := make([]string, len(hs))
+	for i, c := range hs {
+		parts[i] = fmt.Sprintf("client %d's lease (token %d) was valid until t=%v", c.id, c.cur.token, c.cur.lease.Deadline().Sub(m.rec.start))
+	}
+	return strings.Join(parts, " and ")
 }
 
 // probeRefused probes, before a foreign call, that the holder holds the
@@ -142,7 +168,8 @@ func (m *machine) holder() *client {
 // probeRefused returns false so that the grant is not blamed on the foreign
 // call as well. Like checkSymmetry it reports nothing after backend faults.
 func (m *machine) probeRefused(holder *client) bool {
-	if m.faulted || !m.valid(holder.cur) {
+	hs := m.fullHolders()
+	if m.faulted || !slices.Contains(hs, holder) {
 		return true
 	}
 	h, err := m.tryLock(m.probe)
@@ -152,8 +179,7 @@ func (m *machine) probeRefused(holder *client) bool {
 		}
 		return true
 	}
-	m.violate(Exclusivity, false, fmt.Sprintf("a probe TryLock was granted (token %d) while client %d's lease (token %d) was valid until t=%v",
-		h.token, holder.id, holder.cur.token, holder.cur.lease.Deadline().Sub(m.rec.start)))
+	m.violate(Exclusivity, false, fmt.Sprintf("a probe TryLock was granted (token %d) while %s", h.token, m.heldBy(hs)))
 	_ = m.unlock(m.probe, h) // recorded; its result is part of the history
 	return false
 }
@@ -163,7 +189,8 @@ func (m *machine) probeRefused(holder *client) bool {
 // within its local deadline (which ends before the backend's TTL). It is
 // skipped after backend faults, which may lose the lock by themselves.
 func (m *machine) checkSymmetry(what string, holder *client) {
-	if m.faulted || !m.valid(holder.cur) {
+	hs := m.fullHolders()
+	if m.faulted || !slices.Contains(hs, holder) {
 		return
 	}
 	m.ran[Symmetry] = true
@@ -174,8 +201,7 @@ func (m *machine) checkSymmetry(what string, holder *client) {
 		}
 		return
 	}
-	m.violate(Symmetry, false, fmt.Sprintf("after %s, a probe TryLock was granted (token %d) while client %d's lease (token %d) was valid until t=%v",
-		what, h.token, holder.id, holder.cur.token, holder.cur.lease.Deadline().Sub(m.rec.start)))
+	m.violate(Symmetry, false, fmt.Sprintf("after %s, a probe TryLock was granted (token %d) while %s", what, h.token, m.heldBy(hs)))
 	_ = m.unlock(m.probe, h) // recorded; its result is part of the history
 }
 
@@ -306,21 +332,16 @@ func (m *machine) verdict(ctx context.Context, out *outputs) ([]Violation, int, 
 	lockH, regH, unfenced := m.rec.histories()
 	m.ran[Exclusivity] = true
 	undecided := 0
-	model := m.lease
-	lres, err := linearize.Check(ctx, model, lockH, linearize.Options{TimeLimit: m.o.CheckTimeLimit, Workers: 1})
+	lres, ev, err := m.checkLockHistory(ctx, lockH)
 	if err != nil {
-		return nil, 0, fmt.Errorf("propertytest: checking the lock history: %w", err)
+		return nil, 0, err
 	}
 	lockEvidence := func(all, expected bool) *Evidence {
-		return &Evidence{Model: ModelLease, TTL: m.o.TTL, Tolerance: locks.Drift(m.o.TTL), Lease: lockH,
-			Result: lres, All: all, Expected: expected}
+		e := *ev
+		e.All, e.Expected = all, expected
+		return &e
 	}
-	switch lres.Verdict {
-	case linearize.Illegal:
-		v := m.lockIllegal(ctx, model, lockH, &lres)
-		v.Evidence = lockEvidence(false, v.Expected)
-		m.found = append(m.found, v) // after the named checks' findings, which came first in time
-	case linearize.Unknown:
+	if lres.Verdict == linearize.Unknown {
 		undecided++
 	}
 	if v, ok, err := m.checkRegister(ctx, regH, unfenced); err != nil {
@@ -362,7 +383,7 @@ func (m *machine) leasePicture(all, expected bool) linearize.Picture {
 // still waiting, and the Lock then returned granted, the double grant is
 // exclusivity's, not a renewal's fault. A grant that stays illegal without
 // the dropped calls is exclusivity's.
-func grantWasLegal(ctx context.Context, model linearize.Model[linearize.LeaseState, linearize.LeaseInput, linearize.LeaseOutput],
+func grantWasLegal[S any](ctx context.Context, model linearize.Model[S, linearize.LeaseInput, linearize.LeaseOutput],
 	h []lockOp, cex []int, grant int, limit time.Duration) bool {
 	g := h[grant]
 	return legalWithout(ctx, model, h, cex, limit, func(op *lockOp) bool {
@@ -373,7 +394,7 @@ func grantWasLegal(ctx context.Context, model linearize.Model[linearize.LeaseSta
 
 // legalWithout reports whether the counterexample cex becomes
 // linearizable once the operations drop picks are left out.
-func legalWithout(ctx context.Context, model linearize.Model[linearize.LeaseState, linearize.LeaseInput, linearize.LeaseOutput],
+func legalWithout[S any](ctx context.Context, model linearize.Model[S, linearize.LeaseInput, linearize.LeaseOutput],
 	h []lockOp, cex []int, limit time.Duration, drop func(op *lockOp) bool) bool {
 	var rest []lockOp
 	for _, i := range cex {
@@ -390,7 +411,7 @@ func legalWithout(ctx context.Context, model linearize.Model[linearize.LeaseStat
 
 // lockIllegal names the property a non-linearizable lock history breaks,
 // from the operation the search got stuck at.
-func (m *machine) lockIllegal(ctx context.Context, model linearize.Model[linearize.LeaseState, linearize.LeaseInput, linearize.LeaseOutput],
+func lockIllegal[S any](ctx context.Context, m *machine, model linearize.Model[S, linearize.LeaseInput, linearize.LeaseOutput],
 	h []lockOp, res *linearize.Result) Violation {
 	p, what := Exclusivity, "a grant while the lease of another owner could not yet have expired, or a fencing token that did not grow"
 	if b := res.Blocker; b >= 0 && b < len(h) {
@@ -411,8 +432,10 @@ func (m *machine) lockIllegal(ctx context.Context, model linearize.Model[lineari
 	for _, i := range res.Counterexample {
 		cex = append(cex, h[i])
 	}
-	if reasons := linearize.ExplainLease(cex, m.o.TTL, locks.Drift(m.o.TTL)); len(reasons) > 0 {
-		what += ": " + strings.Join(reasons, "; ")
+	if m.o.Permits <= 1 {
+		if reasons := linearize.ExplainLease(cex, m.o.TTL, locks.Drift(m.o.TTL)); len(reasons) > 0 {
+			what += ": " + strings.Join(reasons, "; ")
+		}
 	}
 	var b strings.Builder
 	for _, i := range res.Counterexample {
@@ -426,7 +449,7 @@ func (m *machine) lockIllegal(ctx context.Context, model linearize.Model[lineari
 	}
 	return Violation{
 		Property: p, Expected: len(m.unclaimed) > 0, Unclaimed: m.unclaimedList(),
-		Detail:  fmt.Sprintf("lock history is not linearizable (lease model, TTL %v): %s; counterexample of %d operations (%s)", m.o.TTL, what, len(res.Counterexample), minimal),
+		Detail:  fmt.Sprintf("lock history is not linearizable (%s, TTL %v): %s; counterexample of %d operations (%s)", m.modelName(), m.o.TTL, what, len(res.Counterexample), minimal),
 		History: b.String(),
 	}
 }
@@ -499,6 +522,10 @@ func (m *machine) checkGrant(c *client, h *held) {
 	if !m.valid(h) {
 		return // handed over already expired (it stalled on the way): c does not act as holder
 	}
+	if m.o.Permits > 1 {
+		m.checkGrantOfPermit(c, h)
+		return
+	}
 	for _, d := range m.cl {
 		if d == c || !m.believes(d) {
 			continue
@@ -519,6 +546,10 @@ func (m *machine) believes(c *client) bool { return m.valid(c.cur) && !m.unlocki
 // back to life (a renewal that reached the backend after the lease ran out
 // and another client took the lock, and reported success).
 func (m *machine) checkBelievers() {
+	if m.o.Permits > 1 {
+		m.checkPermitBelievers()
+		return
+	}
 	for i, c := range m.cl {
 		if !m.believes(c) {
 			continue
@@ -537,15 +568,22 @@ func (m *machine) checkBelievers() {
 
 // twoHolders reports a and b holding at once, once per pair.
 func (m *machine) twoHolders(a, b *held, detail string) {
-	key := [2]uint64{min(a.owner, b.owner), max(a.owner, b.owner)}
+	if m.firstReport([2]uint64{min(a.owner, b.owner), max(a.owner, b.owner)}) {
+		m.violate(Exclusivity, false, detail)
+	}
+}
+
+// firstReport reports whether the leases of the owners in key were not
+// reported holding at once before, and marks them reported.
+func (m *machine) firstReport(key [2]uint64) bool {
 	if m.pairs[key] {
-		return
+		return false
 	}
 	if m.pairs == nil {
 		m.pairs = map[[2]uint64]bool{}
 	}
 	m.pairs[key] = true
-	m.violate(Exclusivity, false, detail)
+	return true
 }
 
 // checkFreed: right after a successful Unlock, with nobody else holding

@@ -20,6 +20,9 @@ const (
 	// ModelRegister is linearize.NewRegisterModel: the shared register of
 	// a lock without fencing tokens.
 	ModelRegister = "register"
+	// ModelSemaphore is linearize.NewSemaphoreModel: the lock history of a
+	// lock of Options.Permits > 1 leases at once.
+	ModelSemaphore = "semaphore"
 )
 
 // Evidence is the history a Violation rests on and what the checker found
@@ -30,14 +33,17 @@ const (
 // result on it, which may be Ok: the model does not see what the named
 // check saw.
 type Evidence struct {
-	// Model is ModelLease, ModelFenced or ModelRegister: which of the
-	// fields below holds the history.
+	// Model is ModelLease, ModelSemaphore, ModelFenced or ModelRegister:
+	// which of the fields below holds the history.
 	Model string
-	// TTL and Tolerance are the lease model's (lockproof history's -ttl
-	// and -tolerance). Zero for the register models.
+	// TTL and Tolerance are the lease and semaphore models' (lockproof
+	// history's -ttl and -tolerance). Zero for the register models.
 	TTL, Tolerance time.Duration
-	// Lease is the lock history (ModelLease), times in nanoseconds on the
-	// backend's clock.
+	// Permits is the semaphore model's number of permits; zero for the
+	// other models.
+	Permits int
+	// Lease is the lock history (ModelLease, ModelSemaphore), times in
+	// nanoseconds on the backend's clock.
 	Lease []linearize.Operation[linearize.LeaseInput, linearize.LeaseOutput]
 	// Fenced is the shared register's history (ModelFenced). Its values
 	// are strings, as lockproof history reads them: the suite's counter
@@ -97,7 +103,13 @@ func plainEvidence(h []regOp) []linearize.Operation[linearize.RegisterInput[stri
 
 // picture is how the evidence is drawn.
 func (e *Evidence) picture() linearize.Picture {
-	return linearize.Picture{All: e.All, Unit: time.Nanosecond, LeaseTTL: e.TTL, LeaseTolerance: e.Tolerance, Expected: e.Expected}
+	p := linearize.Picture{All: e.All, Unit: time.Nanosecond, LeaseTTL: e.TTL, LeaseTolerance: e.Tolerance, Expected: e.Expected}
+	if e.Model == ModelSemaphore {
+		// The picture marks two owners' lease windows that overlap, which
+		// a semaphore allows: no windows.
+		p.LeaseTTL, p.LeaseTolerance = 0, 0
+	}
+	return p
 }
 
 // WriteJSON writes the history in linearize's JSON format
@@ -105,7 +117,7 @@ func (e *Evidence) picture() linearize.Picture {
 // HistoryArgs).
 func (e *Evidence) WriteJSON(w io.Writer) error {
 	switch e.Model {
-	case ModelLease:
+	case ModelLease, ModelSemaphore:
 		return linearize.EncodeHistory(w, e.Lease)
 	case ModelFenced:
 		return linearize.EncodeHistory(w, e.Fenced)
@@ -125,6 +137,12 @@ func (e *Evidence) WriteHTML(w io.Writer) error {
 			return err
 		}
 		return linearize.WriteHTML(w, model, e.Lease, &e.Result, e.picture())
+	case ModelSemaphore:
+		model, err := linearize.NewSemaphoreModel(e.Permits, e.TTL, e.Tolerance)
+		if err != nil {
+			return err
+		}
+		return linearize.WriteHTML(w, model, e.Lease, &e.Result, e.picture())
 	case ModelFenced:
 		return linearize.WriteHTML(w, linearize.NewFencedRegisterModel(""), e.Fenced, &e.Result, e.picture())
 	case ModelRegister:
@@ -137,8 +155,11 @@ func (e *Evidence) WriteHTML(w io.Writer) error {
 // WriteJSON writes against the same model, before the file's name.
 func (e *Evidence) HistoryArgs() []string {
 	args := []string{"-model", e.Model}
-	if e.Model == ModelLease {
+	switch e.Model {
+	case ModelLease:
 		args = append(args, "-ttl", e.TTL.String(), "-tolerance", e.Tolerance.String())
+	case ModelSemaphore:
+		args = append(args, "-permits", strconv.Itoa(e.Permits), "-ttl", e.TTL.String(), "-tolerance", e.Tolerance.String())
 	}
 	return args
 }

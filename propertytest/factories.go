@@ -18,6 +18,23 @@ var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // RedisLock is the Factory of redislock on a single miniredis (fakes.Redis
 // in manual time). It offers no backend fault.
 func RedisLock() Factory {
+	return onOneMiniredis(func(c redis.UniversalClient, name string, opts ...locks.Option) (locks.Locker, error) {
+		return redislock.New(c, name, opts...)
+	})
+}
+
+// RedisSemaphore is the Factory of redislock.NewSemaphore of permits
+// permits on a single miniredis (fakes.Redis in manual time); run it with
+// Options.Permits set to the same number. It offers no backend fault.
+func RedisSemaphore(permits int) Factory {
+	return onOneMiniredis(func(c redis.UniversalClient, name string, opts ...locks.Option) (locks.Locker, error) {
+		return redislock.NewSemaphore(c, name, permits, opts...)
+	})
+}
+
+// onOneMiniredis is the Factory of the lock newLocker makes on a single
+// miniredis in manual time, each Locker on a client of its own.
+func onOneMiniredis(newLocker func(c redis.UniversalClient, name string, opts ...locks.Option) (locks.Locker, error)) Factory {
 	return func(env Env) (*Backend, error) {
 		r, err := fakes.StartRedis(fakes.ManualTime(epoch), fakes.ForceMiniredis())
 		if err != nil {
@@ -26,7 +43,7 @@ func RedisLock() Factory {
 		CloseAtCleanup(env, "the Redis fake", r)
 		return &Backend{
 			NewLocker: func(name string, opts ...locks.Option) (locks.Locker, error) {
-				return redislock.New(r.NewClient(), name, append(r.LockOptions(), opts...)...)
+				return newLocker(r.NewClient(), name, append(r.LockOptions(), opts...)...)
 			},
 			Clock:   r.Clock(),
 			Advance: r.Advance,

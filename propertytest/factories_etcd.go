@@ -9,6 +9,7 @@ import (
 	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/locks/etcdlock"
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // etcdTimeout bounds the housekeeping requests of the etcd factories.
@@ -63,6 +64,23 @@ func EtcdLock() Factory {
 	}
 }
 
+// EtcdSemaphore is the Factory of etcdlock.NewSemaphore of permits permits
+// on a one-member etcd embedded in the process, in real time as EtcdLock.
+// Run it with EtcdLockOptions() and Options.Permits set to permits. It
+// offers no backend fault.
+func EtcdSemaphore(permits int) Factory {
+	return func(env Env) (*Backend, error) {
+		s, err := fakes.StartEtcd(fakes.ForceEmbeddedEtcd())
+		if err != nil {
+			return nil, fmt.Errorf("propertytest: %w", err)
+		}
+		CloseAtCleanup(env, "the embedded etcd", s)
+		return etcdBackendWith(s, func(c *clientv3.Client, name string, opts ...locks.Option) (locks.Locker, error) {
+			return etcdlock.NewSemaphore(c, name, permits, opts...)
+		}).Backend, nil
+	}
+}
+
 // EtcdLockOn is the Factory of etcdlock on the real etcd cluster at
 // endpoints (client URLs, "http://127.0.0.1:2379"), under a key prefix of
 // its own that is deleted after every run; the sessions of crashed clients
@@ -96,11 +114,18 @@ type etcdBackendOf struct {
 // etcdBackend returns the Backend of etcdlock on s in real time, each
 // locker on a client of its own.
 func etcdBackend(s *fakes.EtcdServer) *etcdBackendOf {
+	return etcdBackendWith(s, func(c *clientv3.Client, name string, opts ...locks.Option) (locks.Locker, error) {
+		return etcdlock.New(c, name, opts...)
+	})
+}
+
+// etcdBackendWith is etcdBackend for the lockers newLocker makes.
+func etcdBackendWith(s *fakes.EtcdServer, newLocker func(c *clientv3.Client, name string, opts ...locks.Option) (locks.Locker, error)) *etcdBackendOf {
 	be := &etcdBackendOf{}
 	be.Backend = &Backend{
 		NewLocker: func(name string, opts ...locks.Option) (locks.Locker, error) {
 			be.lockName = name
-			return etcdlock.New(s.NewClient(), name, append(s.LockOptions(), opts...)...)
+			return newLocker(s.NewClient(), name, append(s.LockOptions(), opts...)...)
 		},
 		Clock:   locks.SystemClock{},
 		Advance: time.Sleep,

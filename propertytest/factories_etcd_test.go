@@ -81,3 +81,14 @@ func TestEtcdLockOnAnEmbeddedMember(t *testing.T) {
 		t.Fatalf("keys left after the run: %v, %v", resp, err)
 	}
 }
+
+func TestEtcdSemaphoreKeepsItsProperties(t *testing.T) {
+	etcdRuns(t)
+	o := EtcdLockOptions()
+	o.Permits = 2
+	rep := Run(t, EtcdSemaphore(2), o)
+	if rep.Runs == 0 || rep.Checked[Exclusivity] != rep.Runs || rep.Checked[DeadlockFreedom] != rep.Runs {
+		t.Fatalf("checks ran %v in %d runs", rep.Checked, rep.Runs)
+	}
+	t.Logf("runs %d, named checks %v, undecided %d", rep.Runs, rep.Checked, rep.Undecided)
+}

@@ -222,7 +222,7 @@ func TestLockIllegalBlame(t *testing.T) {
 				t.Fatalf("stuck at %+v, want the second grant: the history no longer tests the grant's blame", c.h[res.Blocker])
 			}
 			m := &machine{o: Options{TTL: ttl, CheckTimeLimit: 10 * time.Second}, unclaimed: map[string]bool{}}
-			if v := m.lockIllegal(context.Background(), model, c.h, &res); v.Property != c.want {
+			if v := lockIllegal(context.Background(), m, model, c.h, &res); v.Property != c.want {
 				t.Errorf("blamed on %s, want %s: %s", v.Property, c.want, v.Detail)
 			}
 		})

@@ -62,6 +62,10 @@ type machine struct {
 	pairs     map[[2]uint64]bool // owners reported holding at once
 	fenced    int                // 1: the lock's leases are fenced, -1: they are not, 0: no lease seen yet
 	uncertain int64              // history time of the last event that may have left the lock taken (unknown outcome, crash, foreign call)
+
+	// sem is the model the lock history is checked against instead of
+	// lease when Options.Permits > 1.
+	sem linearize.Model[linearize.SemaphoreState, linearize.LeaseInput, linearize.LeaseOutput]
 }
 
 func newMachine(o Options, be *Backend, jitterSeed uint64) (*machine, error) {
@@ -72,6 +76,11 @@ func newMachine(o Options, be *Backend, jitterSeed uint64) (*machine, error) {
 		return nil, err
 	}
 	m.lease = lease
+	if o.Permits > 1 {
+		if m.sem, err = linearize.NewSemaphoreModel(o.Permits, o.TTL, locks.Drift(o.TTL)); err != nil {
+			return nil, err
+		}
+	}
 	for i := 0; i <= o.Clients; i++ {
 		l, err := be.NewLocker(o.Name, locks.WithTTL(o.TTL), locks.WithWatchdog(false), locks.WithObserver(crashObserver{}),
 			locks.WithRand(rand.NewPCG(jitterSeed, uint64(i))))
@@ -395,6 +404,9 @@ func (m *machine) crash(c *client) {
 // holder's read-modify-write. Every grant starts one; a holder writes
 // (FinishWork) before it unlocks, and time may pass in between.
 func (m *machine) beginWork(c *client) {
+	if m.o.Permits > 1 {
+		return // N holders may interleave their writes: the register checks a mutex only
+	}
 	h := c.cur
 	v, writes, ok := m.reg.read(h.token, h.fenced)
 	m.rec.register(c.id, linearize.FencedInput[int]{Op: linearize.Read, Token: h.token},

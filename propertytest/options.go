@@ -87,6 +87,14 @@ type Options struct {
 	// environment variable, then t.TempDir() (removed after the test); in
 	// RunStandalone: nowhere.
 	OutDir string
+	// Permits is how many leases the lock may grant at once: 1 for a
+	// mutex, N for a semaphore of N permits (redislock.NewSemaphore, say).
+	// With N > 1 the lock history is checked against
+	// linearize.NewSemaphoreModel, and exclusivity means at most N clients
+	// holding leases valid by their own deadlines; a probe TryLock is
+	// refused only while all N are held. The shared register, whose
+	// read-modify-writes N holders may interleave, is not used. Default 1.
+	Permits int
 
 	_ struct{} // keyed literals only
 }
@@ -122,9 +130,14 @@ func (o Options) withDefaults() (Options, error) {
 	if o.ShrinkRuns == 0 {
 		o.ShrinkRuns = DefaultShrinkRuns
 	}
+	if o.Permits == 0 {
+		o.Permits = 1
+	}
 	switch {
 	case o.Clients < 2:
 		return o, fmt.Errorf("propertytest: %d clients: at least 2 are needed to contend", o.Clients)
+	case o.Permits < 1 || o.Permits >= o.Clients:
+		return o, fmt.Errorf("propertytest: %d permits for %d clients: at least 1, and fewer than the clients so that they contend", o.Permits, o.Clients)
 	case o.TTL < locks.MinTTL:
 		return o, fmt.Errorf("propertytest: TTL %v is below locks.MinTTL %v", o.TTL, locks.MinTTL)
 	case o.Slack < 0 || o.Settle < 0 || o.OpTimeout < 0 || o.CheckTimeLimit < 0:

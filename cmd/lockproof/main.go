@@ -134,6 +134,7 @@ commands:
 // historyFlags are history's options.
 type historyFlags struct {
 	model     string
+	permits   int
 	ttl       time.Duration
 	tolerance time.Duration
 	timeout   time.Duration
@@ -160,12 +161,14 @@ operations, each with exactly these members (any other is an error):
   "call", "return"
              integers, nanoseconds on one clock, return >= call
   "input"    what was asked, by model:
-               lease     {"lock": name, "op": "acquire"|"release"|"renew", "owner": integer}
+               lease, semaphore
+                         {"lock": name, "op": "acquire"|"release"|"renew", "owner": integer}
                fenced    {"op": "read"|"write"|"peek", "token": integer, "value": string}
                register  {"op": "read"|"write", "value": string}
                kv        {"op": "get"|"put"|"append", "key": string, "value": string}
   "output"   what came back (leave it out when "unknown" is true):
-               lease     {"ok": granted or succeeded, "token": the fencing token of a grant}
+               lease, semaphore
+                         {"ok": granted or succeeded, "token": the fencing token of a grant}
                fenced    {"ok": accepted, "value": string}
                register  {"value": string}
                kv        {"value": string}
@@ -190,7 +193,8 @@ func history(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("lockproof history", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var f historyFlags
-	fs.StringVar(&f.model, "model", "lease", "lease, fenced, register or kv")
+	fs.StringVar(&f.model, "model", "lease", "lease, semaphore, fenced, register or kv")
+	fs.IntVar(&f.permits, "permits", 1, "semaphore model: how many leases may be held at once")
 	fs.DurationVar(&f.ttl, "ttl", 10*time.Second, "lease model: the locks' TTL")
 	fs.DurationVar(&f.tolerance, "tolerance", 0, "lease model: clock error allowed between the history and the server, less than -ttl (default: 10ms, or -ttl/10 when that is less)")
 	fs.DurationVar(&f.timeout, "timeout", time.Minute, "give up (verdict unknown) after this long")
@@ -209,7 +213,8 @@ func history(args []string, stdout, stderr io.Writer) int {
 	bad.need(f.tolerance >= 0, "tolerance", f.tolerance, "want a duration ≥ 0")
 	bad.need(f.ttl <= 0 || f.tolerance < f.ttl, "tolerance", f.tolerance, fmt.Sprintf("want less than -ttl %v", f.ttl))
 	bad.need(f.timeout > 0, "timeout", f.timeout, "want a positive duration")
-	bad.need(slices.Contains([]string{"lease", "fenced", "register", "kv"}, f.model), "model", strconv.Quote(f.model), "want lease, fenced, register or kv")
+	bad.need(slices.Contains([]string{"lease", "semaphore", "fenced", "register", "kv"}, f.model), "model", strconv.Quote(f.model), "want lease, semaphore, fenced, register or kv")
+	bad.need(f.permits >= 1, "permits", f.permits, "want at least 1")
 	bad.output("html", f.html)
 	if bad.report(stderr) {
 		return exitUsage
@@ -229,6 +234,13 @@ func history(args []string, stdout, stderr io.Writer) int {
 	switch f.model {
 	case "lease":
 		m, err := linearize.NewLeaseModel(f.ttl, f.tolerance)
+		if err != nil {
+			fmt.Fprintf(stderr, "lockproof history: %v\n", err)
+			return exitUsage
+		}
+		return checkFile(ctx, m, in, name, f, stdout, stderr)
+	case "semaphore":
+		m, err := linearize.NewSemaphoreModel(f.permits, f.ttl, f.tolerance)
 		if err != nil {
 			fmt.Fprintf(stderr, "lockproof history: %v\n", err)
 			return exitUsage
@@ -267,6 +279,8 @@ func checkFile[S, I, O any](ctx context.Context, m linearize.Model[S, I, O], in 
 		return exitUsage
 	}
 	pic := linearize.Picture{All: f.all}
+	// Lease windows are drawn for the lease model only: the picture marks
+	// two owners' windows that overlap, which a semaphore allows.
 	if _, lease := any(m.Init()).(linearize.LeaseState); lease {
 		pic.LeaseTTL, pic.LeaseTolerance, pic.Unit = f.ttl, f.tolerance, time.Nanosecond
 	}

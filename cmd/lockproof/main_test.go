@@ -189,3 +189,28 @@ func TestHistoryNamesTheReason(t *testing.T) {
 		t.Errorf("output lacks %q:\n%s", want, out.String())
 	}
 }
+
+// Three grants live at once: two permits are too few, three enough.
+const threeGrants = `{"operations": [
+  {"id": 1, "client": 0, "call": 0, "return": 1000000,
+   "input": {"lock": "S", "op": "acquire", "owner": 1}, "output": {"ok": true, "token": 1}},
+  {"id": 2, "client": 1, "call": 2000000, "return": 3000000,
+   "input": {"lock": "S", "op": "acquire", "owner": 2}, "output": {"ok": true, "token": 2}},
+  {"id": 3, "client": 2, "call": 4000000, "return": 5000000,
+   "input": {"lock": "S", "op": "acquire", "owner": 3}, "output": {"ok": true, "token": 3}}
+]}`
+
+func TestHistorySemaphore(t *testing.T) {
+	file := write(t, "s.json", threeGrants)
+	for permits, want := range map[string]int{"2": exitIllegal, "3": exitOK} {
+		var out, errOut bytes.Buffer
+		code := run([]string{"history", "-model", "semaphore", "-permits", permits, "-ttl", "10s", file}, &out, &errOut)
+		if code != want {
+			t.Errorf("-permits %s: exit %d, want %d\n%s%s", permits, code, want, out.String(), errOut.String())
+		}
+	}
+	var out, errOut bytes.Buffer
+	if code := run([]string{"history", "-model", "semaphore", "-permits", "0", file}, &out, &errOut); code != exitUsage {
+		t.Errorf("-permits 0: exit %d, want %d", code, exitUsage)
+	}
+}

@@ -228,3 +228,24 @@ func (s *sharedLease) TryLock(ctx context.Context) (locks.Lease, error) {
 	}
 	return l, err
 }
+
+// alwaysGrant grants every TryLock and Lock: no lock at all.
+type alwaysGrant struct{ m *memLock }
+
+func (a alwaysGrant) Lock(ctx context.Context) (locks.Lease, error) { return a.TryLock(ctx) }
+
+func (a alwaysGrant) TryLock(context.Context) (locks.Lease, error) {
+	spec := locks.LeaseSpec{Name: "x", Token: 1, Fenced: true, Start: a.m.opt.Clock.Now()}
+	return locks.NewLease(spec, memOps{m: a.m}, a.m.opt), nil
+}
+
+func TestAtMostPermits(t *testing.T) {
+	m := newMemLock(t, locks.SystemClock{})
+	if most := locktest.AtMostPermits(t, 1, []locks.Locker{m, m}, 2, 10, time.Millisecond); most != 1 {
+		t.Errorf("a mutex: at most %d inside at once, want 1", most)
+	}
+	bad := alwaysGrant{m: newMemLock(t, locks.SystemClock{})}
+	caught(t, "a lock that grants everyone", run(t, func(tb testing.TB) {
+		locktest.AtMostPermits(tb, 2, []locks.Locker{bad}, 4, 10, 5*time.Millisecond)
+	}))
+}

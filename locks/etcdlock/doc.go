@@ -33,6 +33,10 @@
 // herd benchmark: every waiter watches the one lock key and all of them race
 // when it is deleted.
 //
+// NewSemaphore is the same queue with N holders: the first N keys by create
+// revision hold, each waiter watches the key N places ahead of its own, and
+// the token is still the key's create revision.
+//
 // TTLs are at least one second: etcd leases last whole seconds. The server's
 // lease is the TTL rounded up to whole seconds (etcd raises it further to its
 // own minimum, 1.5 election timeouts); the local Deadline uses the TTL

@@ -41,6 +41,7 @@ type Locker struct {
 	naive   bool
 	key     string // queue: the contenders' prefix, ending in "/"; naive: the lock key
 	ttlSec  int64
+	permits int // the contenders that hold at once: 1 but for NewSemaphore
 
 	mu   sync.Mutex
 	idle []*session // live sessions nobody uses, most recently used last
@@ -62,7 +63,35 @@ var _ locks.Locker = (*Locker)(nil)
 // WithOwner (re-entry by the same owner through this Locker; another Locker
 // with the same owner id contends as any other owner: see locks.WithOwner).
 func New(client *clientv3.Client, name string, opts ...locks.Option) (*Locker, error) {
-	return build(client, name, false, opts)
+	return build(client, name, false, DefaultPrefix, 1, opts)
+}
+
+// DefaultSemaphorePrefix is the key prefix of NewSemaphore unless
+// locks.WithPrefix says otherwise. It differs from DefaultPrefix so that no
+// semaphore's keys fall in a lock's key range.
+const DefaultSemaphorePrefix = "lockproof-semaphore/"
+
+// NewSemaphore returns the counting semaphore called name, of permits
+// permits (at least 1), on the etcd cluster behind client: a Locker whose
+// Lock and TryLock take one permit, each a lease as New's (its key bound
+// to an etcd lease of its own, fenced by the key's create revision, which
+// grows across every grant of the semaphore). It takes New's options, with
+// DefaultSemaphorePrefix as the default prefix.
+//
+// Contenders queue by create revision as in New, and the first permits
+// keys hold. A waiter watches only the key permits places ahead of its
+// own, whose deletion is the first that can make it a holder, and then
+// looks again: a release wakes one waiter. TryLock reads how many keys
+// there are and, when fewer than permits, puts its key in a transaction
+// that fails if any key was put since the read (it then reads again), so
+// that a TryLock that does not win leaves no key behind. Every Semaphore
+// of one name must be made with the same number of permits, and no lock
+// made with New may share its prefix and name.
+func NewSemaphore(client *clientv3.Client, name string, permits int, opts ...locks.Option) (*Locker, error) {
+	if permits < 1 {
+		return nil, fmt.Errorf("etcdlock: %w: %d permits (at least 1)", locks.ErrInvalidOption, permits)
+	}
+	return build(client, name, false, DefaultSemaphorePrefix, permits, opts)
 }
 
 // NewNaive returns the lock called name in naive mode, which exists only so
@@ -74,17 +103,17 @@ func New(client *clientv3.Client, name string, opts ...locks.Option) (*Locker, e
 // it for anything else, and never mix modes on one lock name: the two modes
 // use different keys and do not exclude each other.
 func NewNaive(client *clientv3.Client, name string, opts ...locks.Option) (*Locker, error) {
-	return build(client, name, true, opts)
+	return build(client, name, true, DefaultPrefix, 1, opts)
 }
 
-func build(client *clientv3.Client, name string, naive bool, opts []locks.Option) (*Locker, error) {
+func build(client *clientv3.Client, name string, naive bool, prefix string, permits int, opts []locks.Option) (*Locker, error) {
 	if client == nil {
 		return nil, fmt.Errorf("etcdlock: %w", locks.ErrNilClient)
 	}
 	if err := locks.ValidateName(name); err != nil {
 		return nil, fmt.Errorf("etcdlock: %w", err)
 	}
-	o, err := locks.Resolve(DefaultPrefix, opts...)
+	o, err := locks.Resolve(prefix, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("etcdlock: %w", err)
 	}
@@ -100,6 +129,7 @@ func build(client *clientv3.Client, name string, naive bool, opts []locks.Option
 		naive:   naive,
 		key:     key,
 		ttlSec:  int64((o.TTL + time.Second - 1) / time.Second),
+		permits: permits,
 	}, nil
 }
 
@@ -147,11 +177,16 @@ func (l *Locker) tryLock(ctx context.Context) (locks.Lease, error) {
 			return nil, err
 		}
 		key := l.contenderKey(s)
-		free := clientv3.Compare(clientv3.CreateRevision(l.key), "=", 0)
-		if !l.naive {
-			free = free.WithPrefix()
+		free, full, err := l.freeIf(ctx)
+		if err != nil {
+			l.putIdle(s)
+			return nil, l.errorf("try lock: %w", err)
 		}
-		resp, err := l.client.Txn(ctx).If(free).Then(clientv3.OpPut(key, "", clientv3.WithLease(s.id))).Commit()
+		if full {
+			l.putIdle(s)
+			return nil, l.errorf("%w", locks.ErrLocked)
+		}
+		resp, err := l.client.Txn(ctx).If(free...).Then(clientv3.OpPut(key, "", clientv3.WithLease(s.id))).Commit()
 		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
 			continue // the idle session expired just now: take another
 		}
@@ -161,10 +196,46 @@ func (l *Locker) tryLock(ctx context.Context) (locks.Lease, error) {
 		}
 		if !resp.Succeeded {
 			l.putIdle(s)
+			if l.permits > 1 {
+				continue // a key was put since the count: count again
+			}
 			return nil, l.errorf("%w", locks.ErrLocked)
 		}
 		return l.grant(ctx, s, key, resp.Header.Revision)
 	}
+}
+
+// freeIf returns the condition under which a TryLock's put holds: for a
+// lock, that no key of it exists; for a semaphore, read now, that none was
+// put since fewer than permits were counted (full: permits or more were).
+func (l *Locker) freeIf(ctx context.Context) (free []clientv3.Cmp, full bool, err error) {
+	if l.permits == 1 {
+		cmp := clientv3.Compare(clientv3.CreateRevision(l.key), "=", 0)
+		if !l.naive {
+			cmp = cmp.WithPrefix()
+		}
+		return []clientv3.Cmp{cmp}, false, nil
+	}
+	resp, err := l.client.Get(ctx, l.key, clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		return nil, false, err
+	}
+	if resp.Count >= int64(l.permits) {
+		return nil, true, nil
+	}
+	return []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(l.key), "<", resp.Header.Revision+1).WithPrefix()}, false, nil
+}
+
+// aheadOp reads the keys created before maxRev (none: every key), newest
+// first, as many as there are permits: the contender they precede holds
+// when there are fewer, and otherwise waits for the oldest of them.
+func (l *Locker) aheadOp(maxRev int64) clientv3.Op {
+	opts := []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend),
+		clientv3.WithLimit(int64(l.permits))}
+	if maxRev > 0 {
+		opts = append(opts, clientv3.WithMaxCreateRev(maxRev))
+	}
+	return clientv3.OpGet(l.key, opts...)
 }
 
 // grant wraps a won acquisition in a managed lease and reports it to the

@@ -44,7 +44,7 @@ func TestAdoptsOwnKey(t *testing.T) {
 		t.Run(fmt.Sprintf("naive=%v", naive), func(t *testing.T) {
 			s := fakes.Etcd(t)
 			ctx := context.Background()
-			l, err := build(s.Client(), "res", naive, s.LockOptions())
+			l, err := build(s.Client(), "res", naive, DefaultPrefix, 1, s.LockOptions())
 			if err != nil {
 				t.Fatal(err)
 			}

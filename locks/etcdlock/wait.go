@@ -80,9 +80,9 @@ func (l *Locker) lockQueue(ctx context.Context, s *session, began time.Time) (lo
 	if err != nil {
 		return nil, err
 	}
-	for tries := 0; !known || len(pred) > 0; {
-		if known { // wait for the predecessor
-			if err := l.waitDelete(ctx, s, pred[0], 0, began); err != nil {
+	for tries := 0; !known || len(pred) >= l.permits; {
+		if known { // wait for the predecessor, permits places ahead
+			if err := l.waitDelete(ctx, s, pred[l.permits-1], 0, began); err != nil {
 				if !errors.Is(err, ErrSessionLost) {
 					l.abandon(s, key, rev)
 				}
@@ -91,7 +91,7 @@ func (l *Locker) lockQueue(ctx context.Context, s *session, began time.Time) (lo
 		}
 		resp, err := l.client.Txn(ctx).
 			If(clientv3.Compare(clientv3.CreateRevision(key), "=", rev)).
-			Then(clientv3.OpGet(l.key, append(clientv3.WithLastCreate(), clientv3.WithMaxCreateRev(rev-1))...)).
+			Then(l.aheadOp(rev - 1)).
 			Commit()
 		if err != nil {
 			if perr := l.pauseAfter(ctx, err, &tries, began); perr != nil {
@@ -120,7 +120,7 @@ func (l *Locker) enqueue(ctx context.Context, s *session, key string, began time
 	for tries := 0; ; {
 		resp, err := l.client.Txn(ctx).
 			If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
-			Then(clientv3.OpGet(l.key, clientv3.WithLastCreate()...), clientv3.OpPut(key, "", clientv3.WithLease(s.id))).
+			Then(l.aheadOp(0), clientv3.OpPut(key, "", clientv3.WithLease(s.id))).
 			Else(clientv3.OpGet(key)).
 			Commit()
 		switch {

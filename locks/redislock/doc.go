@@ -29,6 +29,13 @@
 // holder's remaining TTL (plus jitter) has passed, which covers a holder that
 // crashed without unlocking. No fixed polling interval exists anywhere.
 //
+// Semaphore (NewSemaphore) is a counting semaphore of N permits on the same
+// server: a sorted set of the permit holders scored by the end of their
+// leases on the server's clock, pruned by every script before it counts,
+// and a fencing counter shared by all permits. Each permit is a lease as the
+// lock's is; waiters are woken by a publish on release and fall back on the
+// earliest permit's TTL.
+//
 // What it does not survive: the loss of acknowledged writes. A Redis primary
 // that fails over to a replica which had not yet received the lock key (Redis
 // replication is asynchronous) lets a second client acquire while the first

@@ -2,6 +2,7 @@ package redislock_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/alicebob/miniredis/v2"
@@ -45,4 +46,43 @@ func Example() {
 	// first held token 1
 	// second held token 2
 	// stored: second
+}
+
+func ExampleNewSemaphore() {
+	srv, err := miniredis.Run() // in a test, use fakes.Redis(t)
+	if err != nil {
+		panic(err)
+	}
+	defer srv.Close()
+	client := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	defer client.Close()
+
+	// At most two workers call the rate-limited API at once.
+	pool, err := redislock.NewSemaphore(client, "api-quota", 2)
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	first, _ := pool.TryLock(ctx)
+	second, _ := pool.TryLock(ctx)
+	if _, err := pool.TryLock(ctx); errors.Is(err, locks.ErrLocked) {
+		fmt.Println("third refused: both permits held")
+	}
+	for _, lease := range []locks.Lease{first, second} {
+		tok, _ := lease.Token()
+		fmt.Println("permit with token", tok)
+		_ = lease.Unlock(ctx)
+	}
+	third, err := pool.TryLock(ctx)
+	if err != nil {
+		panic(err)
+	}
+	tok, _ := third.Token()
+	fmt.Println("after the unlocks: token", tok)
+	_ = third.Unlock(ctx)
+	// Output:
+	// third refused: both permits held
+	// permit with token 1
+	// permit with token 2
+	// after the unlocks: token 3
 }

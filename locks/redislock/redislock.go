@@ -37,7 +37,7 @@ type Locker struct {
 
 	mu      sync.Mutex
 	waiters map[string]chan locks.Token // owner -> fence of a hand-over
-	sub     *subscription
+	listen  *listener                   // this Locker's channel, open while any goroutine waits
 }
 
 var _ locks.Locker = (*Locker)(nil)
@@ -61,7 +61,7 @@ func New(client redis.UniversalClient, name string, opts ...locks.Option) (*Lock
 		return nil, fmt.Errorf("redislock: %w", err)
 	}
 	key := Key(o.Prefix, name)
-	return &Locker{
+	l := &Locker{
 		client:  client,
 		name:    name,
 		opt:     o,
@@ -70,7 +70,9 @@ func New(client redis.UniversalClient, name string, opts ...locks.Option) (*Lock
 		keys:    []string{key, key + ":fence", key + ":queue"},
 		chPfx:   key + ":w:",
 		waiters: map[string]chan locks.Token{},
-	}, nil
+	}
+	l.listen = &listener{client: client, channel: l.chPfx + l.id, timeout: o.TTL, route: l.route, missed: l.recheckAll}
+	return l, nil
 }
 
 // Name returns the lock's name.

@@ -83,3 +83,56 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then
 end
 return 0
 `)
+
+// The semaphore's keys (see Semaphore), under the same hash tag:
+//
+//	KEYS[1] <prefix>{<name>}:sem        sorted set: member = owner, score = end of its lease (µs, server TIME)
+//	KEYS[2] <prefix>{<name>}:sem:fence  fencing counter, never deleted: INCR on every grant
+//
+// Each script reads the server's clock and first drops the permits whose
+// lease has ended (score <= now): no expired permit is ever counted,
+// renewed or released. After a write the set's TTL is that of its longest
+// permit, so that an abandoned semaphore leaves nothing behind.
+
+// acquireSemScript takes a permit for ARGV[1] if fewer than ARGV[3] are
+// held. ARGV: owner, ttl µs, permits. Returns {1, fence} when taken, {0,
+// µs until the earliest permit ends} when all are held.
+var acquireSemScript = redis.NewScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[3]) then
+  local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+  return {0, tonumber(first[2]) - now}
+end
+local f = redis.call('INCR', KEYS[2])
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
+local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
+redis.call('PEXPIRE', KEYS[1], math.ceil((tonumber(last[2]) - now) / 1000))
+return {1, f}
+`)
+
+// renewSemScript extends ARGV[1]'s permit to ARGV[2] µs from now, if it
+// still holds one. Returns 1, or 0 when it holds none.
+var renewSemScript = redis.NewScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+if not redis.call('ZSCORE', KEYS[1], ARGV[1]) then return 0 end
+redis.call('ZADD', KEYS[1], 'XX', now + tonumber(ARGV[2]), ARGV[1])
+local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
+redis.call('PEXPIRE', KEYS[1], math.ceil((tonumber(last[2]) - now) / 1000))
+return 1
+`)
+
+// releaseSemScript gives back ARGV[1]'s permit and, when that or the
+// pruning freed any, publishes on ARGV[2] so that waiters try again.
+// Returns 1 when ARGV[1] held a permit, else 0.
+var releaseSemScript = redis.NewScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local freed = redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+local n = redis.call('ZREM', KEYS[1], ARGV[1])
+if n + freed > 0 then redis.call('PUBLISH', ARGV[2], n + freed) end
+return n
+`)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -12,9 +13,8 @@ import (
 	"github.com/lockproof/lockproof/locks"
 )
 
-// subscription is a Locker's pub/sub connection, open while any of its
-// goroutines waits. Hand-over messages ("<owner> <fence>") are routed to the
-// waiting goroutine by owner.
+// subscription is a listener's pub/sub connection, open while anyone
+// waits.
 type subscription struct {
 	ps      *redis.PubSub
 	refs    int
@@ -24,47 +24,65 @@ type subscription struct {
 	done    chan struct{} // closed when the reader goroutine exits
 }
 
-// join registers owner as a waiter and returns the channel its hand-over
-// arrives on, once the subscription is confirmed (so no hand-over published
-// after this returns can be missed).
-func (l *Locker) join(ctx context.Context, owner string) (chan locks.Token, error) {
-	ch := make(chan locks.Token, 1)
-	l.mu.Lock()
-	l.waiters[owner] = ch
-	s := l.sub
+// listener holds one pub/sub channel open while any waiter needs it, for
+// all the waiters of one Locker (or Semaphore): each message goes to route,
+// and missed is called when messages may have been lost (the connection
+// broke, or the subscription was made again).
+type listener struct {
+	client  redis.UniversalClient
+	channel string
+	timeout time.Duration // bounds the SUBSCRIBE
+	route   func(payload string)
+	missed  func()
+
+	mu  sync.Mutex
+	sub *subscription
+}
+
+// active reports whether the subscription is open or opening.
+func (n *listener) active() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.sub != nil
+}
+
+// join takes a reference on the subscription, opening it if needed, and
+// returns once it is confirmed (so that no message published after join
+// returns can be missed). On an error the reference is dropped.
+func (n *listener) join(ctx context.Context) error {
+	n.mu.Lock()
+	s := n.sub
 	if s == nil {
 		s = &subscription{ready: make(chan struct{}), done: make(chan struct{})}
-		l.sub = s
-		go l.subscribe(s)
+		n.sub = s
+		go n.subscribe(s)
 	}
 	s.refs++
-	l.mu.Unlock()
-
+	n.mu.Unlock()
 	select {
 	case <-s.ready:
 		if s.err != nil {
-			l.leave(owner)
-			return nil, l.errorf("subscribe: %w", s.err)
+			n.leave()
+			return s.err
 		}
-		return ch, nil
+		return nil
 	case <-ctx.Done():
-		l.leave(owner)
-		return nil, l.errorf("lock: %w", ctx.Err())
+		n.leave()
+		return ctx.Err()
 	}
 }
 
-// leave unregisters owner and closes the subscription after the last waiter.
-func (l *Locker) leave(owner string) {
-	l.mu.Lock()
-	delete(l.waiters, owner)
-	s := l.sub
+// leave drops a reference and closes the subscription after the last.
+func (n *listener) leave() {
+	n.mu.Lock()
+	s := n.sub
 	s.refs--
 	if s.refs > 0 {
-		l.mu.Unlock()
+		n.mu.Unlock()
 		return
 	}
-	l.sub = nil
-	l.mu.Unlock()
+	n.sub = nil
+	n.mu.Unlock()
 	<-s.ready
 	if s.ps != nil {
 		s.closing.Store(true)
@@ -74,11 +92,11 @@ func (l *Locker) leave(owner string) {
 }
 
 // subscribe opens the pub/sub connection, confirms the subscription, then
-// reads hand-over messages until the subscription is closed.
-func (l *Locker) subscribe(s *subscription) {
+// reads messages until the subscription is closed.
+func (n *listener) subscribe(s *subscription) {
 	defer close(s.done)
-	ctx, cancel := context.WithTimeout(context.Background(), l.opt.TTL)
-	s.ps = l.client.Subscribe(ctx, l.chPfx+l.id)
+	ctx, cancel := context.WithTimeout(context.Background(), n.timeout)
+	s.ps = n.client.Subscribe(ctx, n.channel)
 	_, s.err = s.ps.Receive(ctx)
 	cancel()
 	close(s.ready)
@@ -92,26 +110,54 @@ func (l *Locker) subscribe(s *subscription) {
 				return // leave closed it
 			}
 			// The connection broke; go-redis reconnects and re-subscribes
-			// on the next Receive. Hand-overs published meanwhile found
-			// nobody listening and skipped us: every waiter re-checks.
-			l.recheckAll()
-			l.pause()
+			// on the next Receive. Messages published meanwhile found
+			// nobody listening: every waiter looks again.
+			n.missed()
+			pause()
 			continue
 		}
 		switch m := msg.(type) {
 		case *redis.Message:
-			l.route(m.Payload)
+			n.route(m.Payload)
 		case *redis.Subscription:
-			l.recheckAll()
+			n.missed()
 		}
 	}
 }
 
 // pause waits a little before the reader tries the connection again.
-func (l *Locker) pause() {
+func pause() {
 	t := time.NewTimer(20 * time.Millisecond)
 	defer t.Stop()
 	<-t.C
+}
+
+// join registers owner as a waiter and returns the channel its hand-over
+// arrives on, once the subscription is confirmed (so no hand-over published
+// after this returns can be missed).
+func (l *Locker) join(ctx context.Context, owner string) (chan locks.Token, error) {
+	ch := make(chan locks.Token, 1)
+	l.mu.Lock()
+	l.waiters[owner] = ch
+	l.mu.Unlock()
+	if err := l.listen.join(ctx); err != nil {
+		l.mu.Lock()
+		delete(l.waiters, owner)
+		l.mu.Unlock()
+		if ctx.Err() != nil {
+			return nil, l.errorf("lock: %w", err)
+		}
+		return nil, l.errorf("subscribe: %w", err)
+	}
+	return ch, nil
+}
+
+// leave unregisters owner and closes the subscription after the last waiter.
+func (l *Locker) leave(owner string) {
+	l.mu.Lock()
+	delete(l.waiters, owner)
+	l.mu.Unlock()
+	l.listen.leave()
 }
 
 // route delivers a hand-over to the waiter it names. A hand-over to a waiter

@@ -46,11 +46,7 @@ func (l *Locker) lock(ctx context.Context) (locks.Lease, error) {
 	return lease, nil
 }
 
-func (l *Locker) subscribed() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.sub != nil
-}
+func (l *Locker) subscribed() bool { return l.listen.active() }
 
 func (l *Locker) result(ctx context.Context, owner string, r attemptResult, err error) (locks.Lease, error) {
 	if err != nil {
@@ -95,40 +91,49 @@ func (l *Locker) wait(ctx context.Context, owner string, ch chan locks.Token, be
 // sleep waits for a message on ch (woke), the holder's remaining TTL plus
 // jitter, the wait budget or ctx.
 func (l *Locker) sleep(ctx context.Context, ch chan locks.Token, pttl time.Duration, began time.Time) (locks.Token, bool, error) {
-	d := l.opt.TTL
+	return sleepOn(ctx, l.opt, l.errorf, ch, pttl, began)
+}
+
+// sleepOn waits for a message on ch (woke), pttl plus jitter (the TTL when
+// pttl < 0), what is left of o's wait budget counted from began, or ctx.
+// errorf formats the caller's errors.
+func sleepOn[T any](ctx context.Context, o locks.Options, errorf func(string, ...any) error,
+	ch <-chan T, pttl time.Duration, began time.Time) (T, bool, error) {
+	var zero T
+	d := o.TTL
 	if pttl >= 0 {
-		d = pttl + l.jitter(pttl)
+		d = pttl + jitter(o, pttl)
 	}
 	budgetLeft := time.Duration(-1)
-	if l.opt.WaitBudget > 0 {
-		budgetLeft = l.opt.WaitBudget - l.opt.Clock.Now().Sub(began)
+	if o.WaitBudget > 0 {
+		budgetLeft = o.WaitBudget - o.Clock.Now().Sub(began)
 		if budgetLeft <= 0 {
-			return 0, false, l.errorf("lock: %w after %v", locks.ErrWaitBudget, l.opt.WaitBudget)
+			return zero, false, errorf("lock: %w after %v", locks.ErrWaitBudget, o.WaitBudget)
 		}
 		d = min(d, budgetLeft)
 	}
-	t := l.opt.Clock.NewTimer(d)
+	t := o.Clock.NewTimer(d)
 	defer t.Stop()
 	select {
-	case f := <-ch:
-		return f, true, nil
+	case v := <-ch:
+		return v, true, nil
 	case <-t.C():
 		if budgetLeft >= 0 && d == budgetLeft {
-			return 0, false, l.errorf("lock: %w after %v", locks.ErrWaitBudget, l.opt.WaitBudget)
+			return zero, false, errorf("lock: %w after %v", locks.ErrWaitBudget, o.WaitBudget)
 		}
-		return 0, false, nil
+		return zero, false, nil
 	case <-ctx.Done():
-		return 0, false, l.errorf("lock: %w", ctx.Err())
+		return zero, false, errorf("lock: %w", ctx.Err())
 	}
 }
 
 // jitter spreads waiters' re-checks: up to a tenth of the wait, at most 10 ms.
-func (l *Locker) jitter(d time.Duration) time.Duration {
+func jitter(o locks.Options, d time.Duration) time.Duration {
 	j := min(d/10, 10*time.Millisecond)
 	if j <= 0 {
 		return time.Millisecond
 	}
-	return l.opt.Jitter(j) + time.Millisecond
+	return o.Jitter(j) + time.Millisecond
 }
 
 // handover turns a hand-over into a lease. since is when the waiter last saw

@@ -37,6 +37,15 @@ func init() {
 // setnxFactory is the Factory of a setnxLocker with bug b on a miniredis in
 // manual time; every client has a connection of its own.
 func setnxFactory(b redisBug) propertytest.Factory {
+	return onMiniredis(func(c redis.UniversalClient, name string, opts ...locks.Option) (locks.Locker, error) {
+		return newSetNXLocker(c, name, b, opts...)
+	})
+}
+
+// onMiniredis is the Factory of the Lockers newLocker makes on a miniredis
+// in manual time, each on a connection of its own, with the fake's lock
+// options before opts.
+func onMiniredis(newLocker func(c redis.UniversalClient, name string, opts ...locks.Option) (locks.Locker, error)) propertytest.Factory {
 	return func(env propertytest.Env) (*propertytest.Backend, error) {
 		r, err := fakes.StartRedis(fakes.ManualTime(epoch), fakes.ForceMiniredis())
 		if err != nil {
@@ -45,7 +54,7 @@ func setnxFactory(b redisBug) propertytest.Factory {
 		propertytest.CloseAtCleanup(env, "the Redis fake", r)
 		return &propertytest.Backend{
 			NewLocker: func(name string, opts ...locks.Option) (locks.Locker, error) {
-				return newSetNXLocker(r.NewClient(), name, b, append(r.LockOptions(), opts...)...)
+				return newLocker(r.NewClient(), name, append(r.LockOptions(), opts...)...)
 			},
 			Clock:   r.Clock(),
 			Advance: r.Advance,

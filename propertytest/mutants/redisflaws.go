@@ -8,7 +8,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/propertytest"
 )
@@ -92,24 +91,13 @@ func flawedFactory(f redisFlaw) propertytest.Factory {
 // setnxLocker (its client, key, options and fencing counter), on a
 // miniredis in manual time; every client has a connection of its own.
 func onSetNX(lock func(base *setnxLocker) locks.Locker) propertytest.Factory {
-	return func(env propertytest.Env) (*propertytest.Backend, error) {
-		r, err := fakes.StartRedis(fakes.ManualTime(epoch), fakes.ForceMiniredis())
+	return onMiniredis(func(c redis.UniversalClient, name string, opts ...locks.Option) (locks.Locker, error) {
+		base, err := newSetNXLocker(c, name, noRedisBug, opts...)
 		if err != nil {
 			return nil, err
 		}
-		propertytest.CloseAtCleanup(env, "the Redis fake", r)
-		return &propertytest.Backend{
-			NewLocker: func(name string, opts ...locks.Option) (locks.Locker, error) {
-				base, err := newSetNXLocker(r.NewClient(), name, noRedisBug, append(r.LockOptions(), opts...)...)
-				if err != nil {
-					return nil, err
-				}
-				return lock(base), nil
-			},
-			Clock:   r.Clock(),
-			Advance: r.Advance,
-		}, nil
-	}
+		return lock(base), nil
+	})
 }
 
 // flawedLocker is a SET NX PX lock with a random owner and a fencing

@@ -230,6 +230,8 @@ func (s *scene) gated() locks.Locker {
 		c = l.client
 	case *stampLocker:
 		c = l.client
+	case *flawedSemaphore:
+		c = l.client
 	default:
 		s.t.Fatalf("no Redis client in %T", l)
 	}

@@ -1,0 +1,115 @@
+package propertytest
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/lockproof/lockproof/linearize"
+	"github.com/lockproof/lockproof/locks"
+)
+
+// The suite's checks for a lock of Options.Permits > 1 leases at once (a
+// semaphore), where they differ from a mutex's: the lock history's model,
+// and exclusivity as "at most Permits holders".
+
+// modelName names the model the lock history is checked against, for a
+// violation's detail.
+func (m *machine) modelName() string {
+	if m.o.Permits > 1 {
+		return fmt.Sprintf("semaphore model of %d permits", m.o.Permits)
+	}
+	return "lease model"
+}
+
+// checkLockHistory checks the lock history against the lease model, or
+// the semaphore model with Options.Permits > 1; a history that is not
+// linearizable adds its violation to m.found. It returns the result and
+// the evidence the named checks' findings carry (the whole history).
+func (m *machine) checkLockHistory(ctx context.Context, h []lockOp) (linearize.Result, *Evidence, error) {
+	if m.o.Permits > 1 {
+		return checkLockWith(ctx, m, m.sem, h)
+	}
+	return checkLockWith(ctx, m, m.lease, h)
+}
+
+func checkLockWith[S any](ctx context.Context, m *machine, model linearize.Model[S, linearize.LeaseInput, linearize.LeaseOutput], h []lockOp) (linearize.Result, *Evidence, error) {
+	res, err := linearize.Check(ctx, model, h, linearize.Options{TimeLimit: m.o.CheckTimeLimit, Workers: 1})
+	if err != nil {
+		return res, nil, fmt.Errorf("propertytest: checking the lock history: %w", err)
+	}
+	ev := &Evidence{Model: ModelLease, TTL: m.o.TTL, Tolerance: locks.Drift(m.o.TTL), Lease: h, Result: res, All: true}
+	if m.o.Permits > 1 {
+		ev.Model, ev.Permits = ModelSemaphore, m.o.Permits
+	}
+	if res.Verdict == linearize.Illegal {
+		v := lockIllegal(ctx, m, model, h, &res)
+		e := *ev
+		e.All, e.Expected = false, v.Expected
+		v.Evidence = &e
+		m.found = append(m.found, v) // after the named checks' findings, which came first in time
+	}
+	return res, ev, nil
+}
+
+// believers returns the clients that act as holders.
+func (m *machine) believers() []*client {
+	var bs []*client
+	for _, c := range m.cl {
+		if m.believes(c) {
+			bs = append(bs, c)
+		}
+	}
+	return bs
+}
+
+// checkGrantOfPermit is checkGrant with Options.Permits > 1: when c is
+// granted h, fewer than Permits other clients may hold leases valid by
+// their own deadlines.
+func (m *machine) checkGrantOfPermit(c *client, h *held) {
+	var others []*client
+	for _, d := range m.believers() {
+		if d != c {
+			others = append(others, d)
+		}
+	}
+	if len(others) < m.o.Permits {
+		return
+	}
+	leases := []*held{h}
+	for _, d := range others {
+		leases = append(leases, d.cur)
+	}
+	m.overfull(leases, fmt.Sprintf("client %d was granted a permit (token %d) at t=%v while %d of %d permits were held: %s, each with Done open",
+		c.id, h.token, time.Duration(m.rec.now()), len(others), m.o.Permits, m.heldBy(others)))
+}
+
+// checkPermitBelievers is checkBelievers with Options.Permits > 1: at no
+// moment may more than Permits clients hold leases valid by their own
+// deadlines and Done.
+func (m *machine) checkPermitBelievers() {
+	bs := m.believers()
+	if len(bs) <= m.o.Permits {
+		return
+	}
+	leases := make([]*held, len(bs))
+	ids := make([]string, len(bs))
+	for i, c := range bs {
+		leases[i], ids[i] = c.cur, fmt.Sprint(c.id)
+	}
+	m.overfull(leases, fmt.Sprintf("at t=%v clients %s held %d leases valid by their own deadlines, with Done open, for %d permits: %s",
+		time.Duration(m.rec.now()), strings.Join(ids, ", "), len(bs), m.o.Permits, m.heldBy(bs)))
+}
+
+// overfull reports more leases held at once than there are permits, once
+// per lowest and highest owner among them.
+func (m *machine) overfull(leases []*held, detail string) {
+	lo, hi := leases[0].owner, leases[0].owner
+	for _, h := range leases[1:] {
+		lo, hi = min(lo, h.owner), max(hi, h.owner)
+	}
+	if m.firstReport([2]uint64{lo, hi}) {
+		m.violate(Exclusivity, false, detail)
+	}
+}

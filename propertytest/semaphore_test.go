@@ -1,0 +1,101 @@
+package propertytest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockproof/lockproof/linearize"
+)
+
+// A semaphore of N permits checked as one: no violation.
+func TestRedisSemaphoreKeepsItsProperties(t *testing.T) {
+	rep := Run(t, RedisSemaphore(2), Options{Permits: 2, Clients: 4})
+	if rep.Runs == 0 || rep.Checked[Exclusivity] != rep.Runs || rep.Checked[DeadlockFreedom] != rep.Runs {
+		t.Fatalf("checks ran %v in %d runs", rep.Checked, rep.Runs)
+	}
+	t.Logf("named checks ran (runs): %v", rep.Checked)
+	if len(rep.Expected) > 0 {
+		t.Errorf("expected violations without unclaimed faults: %v\n%v", rep.Expected, rep.ExpectedExample)
+	}
+}
+
+// A semaphore of 3 permits held to 2 grants a third holder: exclusivity,
+// by the model and by the named checks of N holders.
+func TestSemaphoreOfMorePermitsBreaksExclusivity(t *testing.T) {
+	rep := Check(t, RedisSemaphore(3), Options{Permits: 2, Clients: 4})
+	if !rep.Failed || !slices.Contains(rep.Broken(), Exclusivity) {
+		t.Fatalf("not caught as exclusivity: failed %v, broken %v", rep.Failed, rep.Broken())
+	}
+	for _, v := range rep.Violations {
+		t.Logf("caught at run %d: %s: %s", rep.FirstFailure, v.Property, v.Detail)
+	}
+}
+
+// A mutex held to two permits refuses a TryLock while one permit is free:
+// deadlock freedom, by the semaphore model.
+func TestMutexHeldToTwoPermitsRefusesAFreePermit(t *testing.T) {
+	rep := Check(t, RedisLock(), Options{Permits: 2, Clients: 3})
+	if !rep.Failed || !slices.Contains(rep.Broken(), DeadlockFreedom) {
+		t.Fatalf("not caught as deadlock freedom: failed %v, broken %v", rep.Failed, rep.Broken())
+	}
+	found := false
+	for _, v := range rep.Violations {
+		found = found || strings.Contains(v.Detail, "semaphore model of 2 permits")
+	}
+	if !found {
+		t.Errorf("no violation names the semaphore model: %v", rep.Violations)
+	}
+}
+
+func TestPermitsValidated(t *testing.T) {
+	for _, o := range []Options{{Permits: -1}, {Permits: 3, Clients: 3}} {
+		if _, err := o.withDefaults(); err == nil {
+			t.Errorf("%d permits for %d clients accepted", o.Permits, o.Clients)
+		}
+	}
+	o, err := Options{}.withDefaults()
+	if err != nil || o.Permits != 1 {
+		t.Fatalf("default permits %d, %v", o.Permits, err)
+	}
+}
+
+// A semaphore's evidence is drawn and written with the semaphore model,
+// and its history arguments name the permits.
+func TestSemaphoreEvidence(t *testing.T) {
+	op := func(id int, owner, token uint64) lockOp {
+		return lockOp{ID: id, ClientID: id, Call: int64(id), Return: int64(id) + 1,
+			Input:  linearize.LeaseInput{Lock: "L", Op: linearize.Acquire, Owner: owner},
+			Output: linearize.LeaseOutput{OK: true, Token: token}}
+	}
+	h := []lockOp{op(0, 1, 1), op(1, 2, 2), op(2, 3, 3)} // three live grants
+	for permits, want := range map[int]linearize.Verdict{2: linearize.Illegal, 3: linearize.Ok} {
+		model, err := linearize.NewSemaphoreModel(permits, time.Second, time.Millisecond)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := linearize.Check(context.Background(), model, h, linearize.Options{})
+		if err != nil || res.Verdict != want {
+			t.Fatalf("%d permits: verdict %v (%v), want %v", permits, res.Verdict, err, want)
+		}
+		e := &Evidence{Model: ModelSemaphore, Permits: permits, TTL: time.Second, Tolerance: time.Millisecond, Lease: h, Result: res}
+		var html, js bytes.Buffer
+		if err := e.WriteHTML(&html); err != nil || !strings.Contains(html.String(), "acquire(L, owner 3)") {
+			t.Fatalf("WriteHTML: %v (%d bytes)", err, html.Len())
+		}
+		if err := e.WriteJSON(&js); err != nil {
+			t.Fatal(err)
+		}
+		back, err := linearize.DecodeHistory[linearize.LeaseInput, linearize.LeaseOutput](&js)
+		if err != nil || len(back) != len(h) {
+			t.Fatalf("JSON read back: %d operations, %v", len(back), err)
+		}
+		if args := strings.Join(e.HistoryArgs(), " "); args != fmt.Sprintf("-model semaphore -permits %d -ttl 1s -tolerance 1ms", permits) {
+			t.Errorf("HistoryArgs %q", args)
+		}
+	}
+}
