@@ -72,8 +72,13 @@ func ZKLock() Factory {
 		}
 		CloseAtCleanup(env, "the ZooKeeper fake", z)
 		// Before the fake closes its clients: time runs out for every lease
-		// left, so that their monitors end with them.
-		env.Cleanup(func() { z.Advance(time.Hour) })
+		// left (a TTL is at most the session timeout; the suite's are
+		// seconds), so that their monitors end with them. Half a session
+		// timeout, not a whole one: sessions that expired here would be
+		// renewed at once by ConnectManual's clients, whose Close then
+		// waits a second of wall time for the reply to its closeSession
+		// (a replay's hundreds of runs, seconds each).
+		env.Cleanup(func() { z.Advance(zkSession / 2) })
 		be := newZKBackend(z, func(_ int, _ time.Duration) (*zk.Conn, error) {
 			return z.ConnectManual(z.Addr(), zkSession, nil)
 		})

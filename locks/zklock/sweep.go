@@ -58,13 +58,15 @@ func (l *Locker) discard(op string, try func() error) {
 			l.sweep(try) // already on a goroutine of its own (see do)
 		}
 	})
-	if !errors.Is(err, errGaveUp) && !l.settled(err) {
+	gaveUp := errors.Is(err, errGaveUp) // the late function above takes over
+	if !gaveUp && l.settled(err) {
+		return
+	}
+	if !gaveUp {
 		go l.sweep(try)
 	}
-	if err != nil && !l.settled(err) {
-		l.opt.Logger.Debug("lockproof: a clean-up of a contender's node did not settle; it goes on in the background",
-			"lock", l.name, "err", err)
-	}
+	l.opt.Logger.Debug("lockproof: a clean-up of a contender's node did not settle; it goes on in the background",
+		"lock", l.name, "err", err)
 }
 
 // settled reports whether a clean-up that ended with err leaves the node

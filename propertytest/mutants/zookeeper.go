@@ -94,7 +94,9 @@ func zkRecipe(f zkFlaws) propertytest.Factory {
 			return nil, err
 		}
 		propertytest.CloseAtCleanup(env, "the ZooKeeper fake", z)
-		env.Cleanup(func() { z.Advance(2 * zkSession) }) // every lease ends, and with it its goroutine
+		// Every lease ends, and with it its goroutine; the sessions do not
+		// (see propertytest.ZKLock).
+		env.Cleanup(func() { z.Advance(zkSession / 2) }) // every lease ends, and with it its goroutine
 		return &propertytest.Backend{
 			NewLocker: func(name string, opts ...locks.Option) (locks.Locker, error) {
 				o, err := locks.Resolve("", append(z.LockOptions(), opts...)...)
