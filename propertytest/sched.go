@@ -427,7 +427,6 @@ func (s *sched) snapshot() ([]uint64, bool) {
 	for {
 		n, ok := runtime.GoroutineProfile(s.stacks)
 		if ok {
-			s.stacks = s.stacks[:cap(s.stacks)]
 			s.print = s.print[:0]
 			s.print = append(s.print, s.samples[2].Value.Uint64(), s.samples[3].Value.Uint64())
 			for _, r := range s.stacks[:n] {
