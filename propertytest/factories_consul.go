@@ -47,7 +47,32 @@ func ConsulLockOnOptions() Options { return Options{TTL: time.Second, Slack: 3 *
 // Renew or Unlock is refused), which the lease model counts as a
 // violation: so it does not claim FaultPartition, and the suite reports
 // what that fault causes as expected violations.
-func ConsulLock() Factory {
+func ConsulLock() Factory { return onMiniconsul(consulMutex, true) }
+
+// consulMutex is consullock.NewWithSession as a newConsulLocker.
+func consulMutex(client *api.Client, name string, s consullock.Session, opts ...locks.Option) (locks.Locker, error) {
+	return consullock.NewWithSession(client, name, s, opts...)
+}
+
+// ConsulSemaphore is the Factory of consullock.NewSemaphoreWithSession of
+// permits permits on miniconsul in manual time, as ConsulLock: the same
+// sessions, lock-delay and clean-up, so run it with ConsulLockOptions and
+// Options.Permits set to permits. Claims: the defaults, FaultCrash and
+// FaultPause. It offers no backend fault.
+func ConsulSemaphore(permits int) Factory {
+	return onMiniconsul(func(c *api.Client, name string, s consullock.Session, opts ...locks.Option) (locks.Locker, error) {
+		return consullock.NewSemaphoreWithSession(c, name, permits, s, opts...)
+	}, false)
+}
+
+// newConsulLocker makes a Locker of consullock on client with the
+// Consul-specific settings s.
+type newConsulLocker func(client *api.Client, name string, s consullock.Session, opts ...locks.Option) (locks.Locker, error)
+
+// onMiniconsul is the Factory of the lock newLocker makes on miniconsul in
+// manual time, each Locker on a client of its own; with invalidate, it
+// offers ConsulLock's fault (the lock's key is consullock.Key).
+func onMiniconsul(newLocker newConsulLocker, invalidate bool) Factory {
 	return func(env Env) (*Backend, error) {
 		c, err := fakes.StartConsul(fakes.ConsulManualTime(epoch), fakes.ForceMiniconsul(),
 			fakes.ConsulSessionTTLMin(locks.MinTTL))
@@ -59,8 +84,11 @@ func ConsulLock() Factory {
 		// left, so that their monitors (blocking queries, and pauses on the
 		// manual clock once the server is gone) end with them.
 		env.Cleanup(func() { c.Advance(time.Hour) })
-		be := newConsulBackend(func() (*api.Client, error) { return c.NewClient(), nil }, c.LockOptions(), c.SessionTTLMin())
+		be := newConsulBackend(func() (*api.Client, error) { return c.NewClient(), nil }, newLocker, c.LockOptions(), c.SessionTTLMin())
 		be.Clock, be.Advance = c.Clock(), c.Advance
+		if !invalidate {
+			return be.Backend, nil
+		}
 		be.Faults = []Fault{{
 			Name: "invalidate the holder's session (its node's health check fails)", Kind: FaultPartition,
 			Inject: func() error { return invalidateHolder(c, be.lockName) },
@@ -94,7 +122,7 @@ func ConsulLockOn(addr string) Factory {
 			return nil, err
 		}
 		env.Cleanup(func() { c.deleteKeys(admin) })
-		be := newConsulBackend(c.newClient, []locks.Option{locks.WithPrefix(c.prefix)}, locks.MinTTL)
+		be := newConsulBackend(c.newClient, consulMutex, []locks.Option{locks.WithPrefix(c.prefix)}, locks.MinTTL)
 		be.Clock, be.Advance = locks.SystemClock{}, time.Sleep
 		return be.Backend, nil
 	}
@@ -107,10 +135,10 @@ type consulBackend struct {
 	lockName string
 }
 
-// newConsulBackend returns a consulBackend whose lockers each use a client
-// of their own, from newClient, with the options own before the suite's.
-// Clock and Advance are left to the caller.
-func newConsulBackend(newClient func() (*api.Client, error), own []locks.Option, ttlMin time.Duration) *consulBackend {
+// newConsulBackend returns a consulBackend whose lockers, made by
+// newLocker, each use a client of their own, from newClient, with the
+// options own before the suite's. Clock and Advance are left to the caller.
+func newConsulBackend(newClient func() (*api.Client, error), newLocker newConsulLocker, own []locks.Option, ttlMin time.Duration) *consulBackend {
 	be := &consulBackend{}
 	be.Backend = &Backend{
 		NewLocker: func(name string, opts ...locks.Option) (locks.Locker, error) {
@@ -125,7 +153,7 @@ func newConsulBackend(newClient func() (*api.Client, error), own []locks.Option,
 			if err != nil {
 				return nil, err
 			}
-			return consullock.NewWithSession(client, name, s, all...)
+			return newLocker(client, name, s, all...)
 		},
 	}
 	return be

@@ -20,6 +20,19 @@ func TestConsulLockKeepsItsProperties(t *testing.T) {
 	t.Logf("runs %d, named checks %v, expected violations (unclaimed session invalidation) %v", rep.Runs, rep.Checked, rep.Expected)
 }
 
+func TestConsulSemaphoreKeepsItsProperties(t *testing.T) {
+	o := ConsulLockOptions()
+	o.Permits, o.Clients = 2, 4
+	rep := Run(t, ConsulSemaphore(2), o)
+	if rep.Runs == 0 || rep.Checked[Exclusivity] != rep.Runs || rep.Checked[DeadlockFreedom] != rep.Runs {
+		t.Fatalf("checks ran %v in %d runs", rep.Checked, rep.Runs)
+	}
+	t.Logf("runs %d, named checks %v", rep.Runs, rep.Checked)
+	if len(rep.Expected) > 0 {
+		t.Errorf("expected violations without unclaimed faults: %v\n%v", rep.Expected, rep.ExpectedExample)
+	}
+}
+
 // TestConsulLockOnRealServer runs the suite on the agent at
 // LOCKPROOF_CONSUL_ADDR, or else on one started from the consul binary
 // fakes.Consul finds (LOCKPROOF_CONSUL_BIN, then PATH) with

@@ -53,6 +53,21 @@ func EtcdKey(prefix, name string, naive bool) string {
 // the two joined as they are. The session holding the key is the holder's.
 func ConsulKey(prefix, name string) string { return prefix + name }
 
+// ConsulPermitSegment is the path segment under a consullock semaphore's
+// key that holds its permits.
+const ConsulPermitSegment = ".permit"
+
+// ConsulPermit is the Consul KV key of permit i (0 to permits-1) of the
+// consullock semaphore whose key is key (ConsulKey): key/.permit/i. The
+// session holding it is that permit's holder's.
+func ConsulPermit(key string, i int) string { return ConsulPermits(key) + strconv.Itoa(i) }
+
+// ConsulPermits is the KV prefix of the permits of the consullock
+// semaphore whose key is key: key/.permit/.
+func ConsulPermits(key string) string {
+	return strings.TrimSuffix(key, "/") + "/" + ConsulPermitSegment + "/"
+}
+
 // MySQLDefaultTable is the lock table mysqllock uses unless told another.
 const MySQLDefaultTable = "lockproof_locks"
 

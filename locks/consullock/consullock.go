@@ -97,13 +97,19 @@ func New(client *api.Client, name string, opts ...locks.Option) (*Locker, error)
 
 // NewWithSession is New with the Consul-specific settings s.
 func NewWithSession(client *api.Client, name string, s Session, opts ...locks.Option) (*Locker, error) {
+	return build(client, name, DefaultPrefix, s, opts)
+}
+
+// build validates the arguments and returns the Locker of the key name
+// under the resolved prefix (defaultPrefix unless locks.WithPrefix says).
+func build(client *api.Client, name, defaultPrefix string, s Session, opts []locks.Option) (*Locker, error) {
 	if client == nil {
 		return nil, fmt.Errorf("consullock: %w", locks.ErrNilClient)
 	}
 	if err := locks.ValidateName(name); err != nil {
 		return nil, fmt.Errorf("consullock: %w", err)
 	}
-	o, err := locks.Resolve(DefaultPrefix, opts...)
+	o, err := locks.Resolve(defaultPrefix, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("consullock: %w", err)
 	}
@@ -143,7 +149,8 @@ func validate(o locks.Options, s Session) error {
 // validateKey rejects keys Consul's HTTP API cannot address as given: a
 // leading slash, and "." or ".." segments or repeated slashes, which the
 // server's router cleans (redirecting the request elsewhere); and keys with
-// a ".queue" segment, which could be another lock's queue entry.
+// a ".queue" or ".permit" segment, which could be another lock's queue entry
+// or a semaphore's permit.
 func validateKey(key string) error {
 	p := "/" + key
 	clean := path.Clean(p)
@@ -154,9 +161,11 @@ func validateKey(key string) error {
 		return fmt.Errorf("%w: Consul key %q is not a clean path (no leading slash, '//', '.' or '..' segments)",
 			locks.ErrInvalidName, key)
 	}
-	if slices.Contains(strings.Split(key, "/"), queueSegment) {
-		return fmt.Errorf("%w: Consul key %q has a %q segment, where locks keep their queues",
-			locks.ErrInvalidName, key, queueSegment)
+	for _, seg := range []string{queueSegment, layout.ConsulPermitSegment} {
+		if slices.Contains(strings.Split(key, "/"), seg) {
+			return fmt.Errorf("%w: Consul key %q has a %q segment, where locks keep their queues and permits",
+				locks.ErrInvalidName, key, seg)
+		}
 	}
 	return nil
 }
@@ -178,6 +187,13 @@ func (l *Locker) TryLock(ctx context.Context) (locks.Lease, error) {
 
 // tryLock is TryLock without re-entry (see locks.WithOwner).
 func (l *Locker) tryLock(ctx context.Context) (locks.Lease, error) {
+	return l.tryOnce(ctx, (*attempt).try)
+}
+
+// tryOnce makes one attempt with a session of its own: acquire's nil
+// lease and nil error mean refused (locks.ErrLocked). A refused or failed
+// attempt releases what it may hold and destroys its session.
+func (l *Locker) tryOnce(ctx context.Context, acquire func(*attempt, context.Context) (locks.Lease, error)) (locks.Lease, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, l.errorf("try lock: %w", err)
 	}
@@ -185,7 +201,7 @@ func (l *Locker) tryLock(ctx context.Context) (locks.Lease, error) {
 	if err != nil {
 		return nil, err
 	}
-	lease, err := a.try(ctx)
+	lease, err := acquire(a, ctx)
 	switch {
 	case err != nil:
 		a.abandon()

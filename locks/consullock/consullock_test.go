@@ -300,7 +300,7 @@ func TestForeignOwnerCannotTouch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	foreign := &leaseOps{l: l, session: a.session}
+	foreign := &leaseOps{l: l, key: l.Key(), session: a.session}
 	if err := foreign.Release(ctx); !errors.Is(err, locks.ErrNotHeld) {
 		t.Fatalf("foreign release: %v", err)
 	}

@@ -90,5 +90,21 @@
 // (locks.ErrInvalidTTL); a server configured with a lower session_ttl_min is
 // declared with Session.TTLMin. Lock-delay 0 or within [1ms, 60s]
 // (locks.ErrInvalidOption). Names must make a clean KV path without a
-// ".queue" segment (locks.ErrInvalidName).
+// ".queue" or ".permit" segment (locks.ErrInvalidName).
+//
+// The semaphore (NewSemaphore) is N such locks: permit i is the key
+// <prefix><name>/.permit/<i> (PermitKey), acquired with a session exactly
+// as the mutex's key is, with the same lease, monitor, unlock and
+// lock-delay. So Consul itself takes back the permit of a holder whose
+// session is invalidated, and nobody has to prune holders, unlike the
+// single holder entry of Consul's own api.Semaphore, whose pruning of
+// dead sessions and limit checks ride on every contender's
+// check-and-set. The token is the permit key's ModifyIndex read right
+// after the acquire: a Raft index, so the argument above makes tokens
+// strictly increase across all permits. A TryLock lists the permits once
+// and tries the free ones in turn; a Lock waits by one blocking query on
+// the permits' prefix and tries the free ones whenever it moves, with the
+// mutex's lock-delay wait when every free permit refuses it. A release
+// wakes every waiting Semaphore of the name (not one waiter in line as the
+// mutex's queue does), and waiters are not served in arrival order.
 package consullock

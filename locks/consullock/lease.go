@@ -15,6 +15,7 @@ import (
 // is the session.
 type leaseOps struct {
 	l       *Locker
+	key     string // the key held: the lock's, or a permit's
 	session string
 	entry   string      // the session's queue entry, "" if none
 	lost    atomic.Bool // the monitor saw the key leave the session
@@ -44,7 +45,7 @@ func (o *leaseOps) Renew(ctx context.Context) error {
 func (o *leaseOps) Release(ctx context.Context) error {
 	rctx, cancel := o.l.request(ctx)
 	defer cancel()
-	return o.l.releaseAndDestroy(rctx, o.session, o.entry)
+	return o.l.releaseAndDestroy(rctx, o.key, o.session, o.entry)
 }
 
 // monitor watches the key with blocking queries for as long as the lease
@@ -64,7 +65,7 @@ func (o *leaseOps) monitor(lease *locks.ManagedLease, index uint64) {
 		defer cancel()
 		for {
 			q := (&api.QueryOptions{WaitIndex: index, WaitTime: maxBlock}).WithContext(ctx)
-			pair, meta, err := o.l.client.KV().Get(o.l.key, q)
+			pair, meta, err := o.l.client.KV().Get(o.key, q)
 			switch {
 			case ctx.Err() != nil:
 				return

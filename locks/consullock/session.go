@@ -15,6 +15,7 @@ import (
 // attempt is one Lock or TryLock call: the session it acquires with.
 type attempt struct {
 	l       *Locker
+	key     string // the key it acquires: the lock's, or the permit's it tries
 	session string
 	entry   string    // the attempt's queue entry, once it may have been written
 	renewed time.Time // when the request that created or last renewed the session was sent
@@ -41,7 +42,7 @@ func (l *Locker) newAttempt(ctx context.Context) (*attempt, error) {
 	if out.ID == "" {
 		return nil, l.errorf("create session: the server returned no session ID")
 	}
-	return &attempt{l: l, session: out.ID, renewed: start}, nil
+	return &attempt{l: l, key: l.key, session: out.ID, renewed: start}, nil
 }
 
 // cause returns ctx's error when ctx ended (so callers can test for
@@ -88,7 +89,7 @@ func (a *attempt) renewDue() time.Time { return a.renewed.Add(a.l.opt.TTL / 2) }
 func (a *attempt) try(ctx context.Context) (locks.Lease, error) {
 	l := a.l
 	rctx, cancel := l.request(ctx)
-	ok, _, err := l.client.KV().Acquire(&api.KVPair{Key: l.key, Session: a.session}, writeOpts(rctx))
+	ok, _, err := l.client.KV().Acquire(&api.KVPair{Key: a.key, Session: a.session}, writeOpts(rctx))
 	cancel()
 	switch {
 	case invalidSession(err):
@@ -120,7 +121,7 @@ func (a *attempt) grant(ctx context.Context) (locks.Lease, error) {
 	l := a.l
 	rctx, cancel := l.request(ctx)
 	q := (&api.QueryOptions{RequireConsistent: true}).WithContext(rctx)
-	pair, meta, err := l.client.KV().Get(l.key, q)
+	pair, meta, err := l.client.KV().Get(a.key, q)
 	cancel()
 	if err != nil {
 		return nil, l.errorf("read token: %w", l.cause(ctx, err))
@@ -129,7 +130,7 @@ func (a *attempt) grant(ctx context.Context) (locks.Lease, error) {
 		return nil, errLost
 	}
 	tok := locks.Token(pair.ModifyIndex)
-	ops := &leaseOps{l: l, session: a.session, entry: a.entry}
+	ops := &leaseOps{l: l, key: a.key, session: a.session, entry: a.entry}
 	lease := locks.NewLease(locks.LeaseSpec{Name: l.name, Token: tok, Fenced: true, Start: a.renewed}, ops, l.opt)
 	if err := lease.Err(); err != nil {
 		_ = lease.Unlock(context.WithoutCancel(ctx)) // releases the key and destroys the session
@@ -147,13 +148,13 @@ func (a *attempt) grant(ctx context.Context) (locks.Lease, error) {
 func (a *attempt) abandon() {
 	ctx, cancel := locks.RequestContext(context.Background(), a.l.opt.RequestTimeout)
 	defer cancel()
-	if err := a.l.releaseAndDestroy(ctx, a.session, a.entry); err != nil && !errors.Is(err, locks.ErrNotHeld) {
+	if err := a.l.releaseAndDestroy(ctx, a.key, a.session, a.entry); err != nil && !errors.Is(err, locks.ErrNotHeld) {
 		a.l.opt.Logger.Warn("lockproof: could not clean up a session; it will expire by its TTL",
 			"lock", a.l.name, "session", a.session, "err", err)
 	}
 }
 
-// releaseAndDestroy releases the key if session holds it, deletes the
+// releaseAndDestroy releases key if session holds it, deletes the
 // session's queue entry (if any: entry is its key), then destroys the
 // session whatever the release said. It returns locks.ErrNotHeld (wrapped)
 // when session did not hold the key.
@@ -162,8 +163,8 @@ func (a *attempt) abandon() {
 // line: woken, it finds the lock free. A deletion that fails does no harm:
 // destroying the session releases the entry, which wakes the next waiter
 // as well, and a waiter that finds a released entry deletes it.
-func (l *Locker) releaseAndDestroy(ctx context.Context, session, entry string) error {
-	ok, _, relErr := l.client.KV().Release(&api.KVPair{Key: l.key, Session: session}, writeOpts(ctx))
+func (l *Locker) releaseAndDestroy(ctx context.Context, key, session, entry string) error {
+	ok, _, relErr := l.client.KV().Release(&api.KVPair{Key: key, Session: session}, writeOpts(ctx))
 	if entry != "" {
 		_, _ = l.client.KV().Delete(entry, writeOpts(ctx))
 	}

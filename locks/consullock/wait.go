@@ -32,19 +32,12 @@ func (l *Locker) Lock(ctx context.Context) (locks.Lease, error) {
 
 // lock is Lock without re-entry (see locks.WithOwner).
 func (l *Locker) lock(ctx context.Context) (locks.Lease, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, l.errorf("lock: %w", err)
-	}
 	w := waiter{l: l, began: l.opt.Clock.Now()}
-	leave, err := l.enter(ctx, w.began)
+	a, leave, err := l.begin(ctx, w.began)
 	if err != nil {
 		return nil, err
 	}
 	defer leave()
-	a, err := l.newAttempt(ctx)
-	if err != nil {
-		return nil, err
-	}
 	restarted := false
 	for {
 		var lease locks.Lease
@@ -76,6 +69,22 @@ func (l *Locker) lock(ctx context.Context) (locks.Lease, error) {
 			return nil, err
 		}
 	}
+}
+
+// begin starts a Lock call that began at began: its turn among the Lock
+// calls of this Locker (leave ends it), and its first attempt.
+func (l *Locker) begin(ctx context.Context, began time.Time) (a *attempt, leave func(), err error) {
+	if err := ctx.Err(); err != nil {
+		return nil, nil, l.errorf("lock: %w", err)
+	}
+	if leave, err = l.enter(ctx, began); err != nil {
+		return nil, nil, err
+	}
+	if a, err = l.newAttempt(ctx); err != nil {
+		leave()
+		return nil, nil, err
+	}
+	return a, leave, nil
 }
 
 // waiter is the state of one Lock call's wait.
@@ -190,10 +199,20 @@ func (w *waiter) bound(now time.Time, a *attempt, delayEnd time.Time) (time.Dura
 	return wait, deadline, nil
 }
 
-// readAt is one read of key, blocking unless index is 0. A deadline
-// cancels it on the Locker's clock, whatever the server's wait: Consul adds
-// up to wait/16 of jitter.
+// readAt is one read of key, blocking unless index is 0 (see query).
 func (w *waiter) readAt(ctx context.Context, key string, index uint64, wait time.Duration, deadline time.Time) (*api.KVPair, *api.QueryMeta, error) {
+	var pair *api.KVPair
+	meta, err := w.query(ctx, index, wait, deadline, func(q *api.QueryOptions) (m *api.QueryMeta, err error) {
+		pair, m, err = w.l.client.KV().Get(key, q)
+		return m, err
+	})
+	return pair, meta, err
+}
+
+// query sends one read, blocking unless index is 0. A deadline cancels it
+// on the Locker's clock, whatever the server's wait: Consul adds up to
+// wait/16 of jitter. A read at index 0 is bounded by the request timeout.
+func (w *waiter) query(ctx context.Context, index uint64, wait time.Duration, deadline time.Time, read func(*api.QueryOptions) (*api.QueryMeta, error)) (*api.QueryMeta, error) {
 	l := w.l
 	qctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -206,17 +225,16 @@ func (w *waiter) readAt(ctx context.Context, key string, index uint64, wait time
 		defer rcancel()
 		qctx = rctx
 	}
-	q := (&api.QueryOptions{WaitIndex: index, WaitTime: wait}).WithContext(qctx)
-	pair, meta, err := l.client.KV().Get(key, q)
+	meta, err := read((&api.QueryOptions{WaitIndex: index, WaitTime: wait}).WithContext(qctx))
 	switch {
 	case err == nil:
-		return pair, meta, nil
+		return meta, nil
 	case ctx.Err() != nil:
-		return nil, nil, l.errorf("lock: %w", ctx.Err())
+		return nil, l.errorf("lock: %w", ctx.Err())
 	case !deadline.IsZero() && !l.opt.Clock.Now().Before(deadline):
-		return nil, nil, l.errorf("lock: %w after %v", locks.ErrWaitBudget, l.opt.WaitBudget)
+		return nil, l.errorf("lock: %w after %v", locks.ErrWaitBudget, l.opt.WaitBudget)
 	}
-	return nil, nil, l.errorf("lock: read: %w", err)
+	return nil, l.errorf("lock: read: %w", err)
 }
 
 // enter waits for this Lock call's turn to contend on the server, behind
