@@ -64,7 +64,24 @@ func ZKLockOnOptions() Options {
 // server may expire the session. The next waiter is granted the lock at once,
 // before the holder's local deadline, so zklock does not claim it, and the
 // suite reports what it breaks as expected violations.
-func ZKLock() Factory {
+func ZKLock() Factory { return onMinizk(zklock.New, true) }
+
+// ZKSemaphore is the Factory of zklock.NewSemaphore of permits permits on
+// minizk in manual time, as ZKLock (the same clients and sessions); run it
+// with Options.Permits set to permits. Claims: the defaults, FaultCrash
+// and FaultPause. It offers no backend fault.
+func ZKSemaphore(permits int) Factory {
+	return onMinizk(func(conn *zk.Conn, name string, opts ...locks.Option) (*zklock.Locker, error) {
+		return zklock.NewSemaphore(conn, name, permits, opts...)
+	}, false)
+}
+
+// newZKLocker makes a Locker of zklock on conn: zklock.New, or a semaphore.
+type newZKLocker func(conn *zk.Conn, name string, opts ...locks.Option) (*zklock.Locker, error)
+
+// onMinizk is the Factory of ZKLock with the lockers newLocker makes; with
+// expire, it offers ZKLock's fault.
+func onMinizk(newLocker newZKLocker, expire bool) Factory {
 	return func(env Env) (*Backend, error) {
 		z, err := fakes.StartZooKeeper(fakes.ZooKeeperManualTime(epoch), fakes.ForceMinizk(), fakes.ZooKeeperTickTime(zkTick))
 		if err != nil {
@@ -79,11 +96,13 @@ func ZKLock() Factory {
 		// waits a second of wall time for the reply to its closeSession
 		// (a replay's hundreds of runs, seconds each).
 		env.Cleanup(func() { z.Advance(zkSession / 2) })
-		be := newZKBackend(z, func(_ int, _ time.Duration) (*zk.Conn, error) {
+		be := newZKBackend(z, newLocker, func(_ int, _ time.Duration) (*zk.Conn, error) {
 			return z.ConnectManual(z.Addr(), zkSession, nil)
 		})
 		be.Clock, be.Advance = z.Clock(), z.Advance
-		be.Faults = []Fault{expireHolderFault(z, be)}
+		if expire {
+			be.Faults = []Fault{expireHolderFault(z, be)}
+		}
 		return be.Backend, nil
 	}
 }
@@ -159,7 +178,7 @@ func newZKNetBackend(env Env) (*zkBackend, *zkNet, error) {
 	n := &zkNet{z: z}
 	env.Cleanup(n.close)                         // after the leases' last act below, before the fake's clean-up
 	env.Cleanup(func() { z.Advance(time.Hour) }) // every lease left runs out, and its monitor ends
-	be := newZKBackend(z, n.connect, locks.WithRequestTimeout(zkNetRequestTimeout))
+	be := newZKBackend(z, zklock.New, n.connect, locks.WithRequestTimeout(zkNetRequestTimeout))
 	be.Clock, be.Advance = z.Clock(), n.advance
 	be.Faults = []Fault{
 		{Name: "partition client 0", Kind: FaultPartition,
@@ -330,7 +349,7 @@ func ZKLockOn(addr string) Factory {
 			return nil, fmt.Errorf("propertytest: %w", err)
 		}
 		CloseAtCleanup(env, "the ZooKeeper fake", z)
-		be := newZKBackend(z, func(_ int, ttl time.Duration) (*zk.Conn, error) {
+		be := newZKBackend(z, zklock.New, func(_ int, ttl time.Duration) (*zk.Conn, error) {
 			c, _, err := z.Connect(ttl)
 			return c, err
 		})
@@ -353,12 +372,12 @@ func (b *zkBackend) lockName() string {
 	return b.name
 }
 
-// newZKBackend returns a zkBackend whose i-th locker has a connection of
-// its own from connect (given the locker's TTL), and the fake's options
+// newZKBackend returns a zkBackend whose i-th locker, made by newLocker,
+// has a connection of its own from connect (given the locker's TTL), and the fake's options
 // (prefix, clock) and extra before the suite's. On minizk it checks that the session
 // timeout granted is at least the TTL. Clock and Advance are left to the
 // caller.
-func newZKBackend(z *fakes.ZooKeeperServer, connect func(i int, ttl time.Duration) (*zk.Conn, error), extra ...locks.Option) *zkBackend {
+func newZKBackend(z *fakes.ZooKeeperServer, newLocker newZKLocker, connect func(i int, ttl time.Duration) (*zk.Conn, error), extra ...locks.Option) *zkBackend {
 	be := &zkBackend{}
 	clients := 0
 	be.Backend = &Backend{
@@ -382,7 +401,7 @@ func newZKBackend(z *fakes.ZooKeeperServer, connect func(i int, ttl time.Duratio
 					return nil, fmt.Errorf("propertytest: minizk granted a session timeout of %v, below the TTL %v", granted, o.TTL)
 				}
 			}
-			l, err := zklock.New(conn, name, all...)
+			l, err := newLocker(conn, name, all...)
 			if err != nil {
 				return nil, err
 			}

@@ -28,6 +28,19 @@ func TestZKLockKeepsItsProperties(t *testing.T) {
 	t.Logf("runs %d, named checks %v, expected violations (unclaimed session expiry) %v", rep.Runs, rep.Checked, rep.Expected)
 }
 
+// Five runs by default, as TestZKLockKeepsItsProperties.
+func TestZKSemaphoreKeepsItsProperties(t *testing.T) {
+	SetChecks(t, 5)
+	rep := Run(t, ZKSemaphore(2), Options{Permits: 2, Clients: 4})
+	if rep.Runs == 0 || rep.Checked[Exclusivity] != rep.Runs || rep.Checked[DeadlockFreedom] != rep.Runs {
+		t.Fatalf("checks ran %v in %d runs", rep.Checked, rep.Runs)
+	}
+	t.Logf("runs %d, named checks %v", rep.Runs, rep.Checked)
+	if len(rep.Expected) > 0 {
+		t.Errorf("expected violations without unclaimed faults: %v\n%v", rep.Expected, rep.ExpectedExample)
+	}
+}
+
 // TestZKLockOnRealServer runs the suite on the ZooKeeper server at
 // LOCKPROOF_ZK_ADDR, which must grant sessions of 1s (CI's, tickTime 200ms,
 // does); it is skipped without one.

@@ -32,6 +32,16 @@ func MustLock(t testing.TB, l locks.Locker) locks.Lease {
 	return lease
 }
 
+// MustTryLock takes l with one TryLock or fails the test.
+func MustTryLock(t testing.TB, l locks.Locker) locks.Lease {
+	t.Helper()
+	lease, err := l.TryLock(context.Background())
+	if err != nil {
+		t.Fatalf("TryLock: %v", err)
+	}
+	return lease
+}
+
 // Token returns lease's fencing token, failing the test if it has no safe one.
 func Token(t testing.TB, lease locks.Lease) locks.Token {
 	t.Helper()

@@ -63,3 +63,66 @@ func AtMostPermits(t testing.TB, permits int, lockers []locks.Locker, goroutines
 	}
 	return int(most.Load())
 }
+
+// RefusesBadPermits checks that a semaphore's constructor, newSemaphore,
+// refuses 0 and -1 permits with locks.ErrInvalidOption.
+func RefusesBadPermits(t testing.TB, newSemaphore func(permits int) error) {
+	t.Helper()
+	for _, n := range []int{0, -1} {
+		if err := newSemaphore(n); !errors.Is(err, locks.ErrInvalidOption) {
+			t.Errorf("%d permits: %v, want ErrInvalidOption", n, err)
+		}
+	}
+}
+
+// LostPermitHarmless checks a holder that lost its permit on the backend
+// and the holders that still hold theirs: the lost lease's Done closes
+// with an error wrapping locks.ErrNotHeld, its Unlock says ErrNotHeld, and
+// every holder still renews (the stale Unlock touched no other permit)
+// before it unlocks.
+func LostPermitHarmless(t testing.TB, lost locks.Lease, holders ...locks.Lease) {
+	t.Helper()
+	Closed(t, "the lost holder's Done", lost.Done())
+	if err := lost.Err(); !errors.Is(err, locks.ErrNotHeld) {
+		t.Fatalf("the lost lease's Err = %v, want ErrNotHeld", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), LockTimeout)
+	defer cancel()
+	if err := lost.Unlock(ctx); !errors.Is(err, locks.ErrNotHeld) {
+		t.Fatalf("Unlock after the loss: %v, want ErrNotHeld", err)
+	}
+	for _, h := range holders {
+		if err := h.Renew(ctx); err != nil {
+			t.Fatalf("a holder lost its permit to a stale unlock: %v", err)
+		}
+		UnlockOnce(t, h)
+	}
+}
+
+// WaitersInTurn checks a semaphore of two permits, held by a and b, with
+// two waiters queued in this order, first and second (LockAsync): a's
+// Unlock hands a permit to the first waiter while the second still waits,
+// b's to the second, whose token is above the first's. It unlocks both.
+func WaitersInTurn(t testing.TB, a, b locks.Lease, first, second <-chan Result) {
+	t.Helper()
+	UnlockOnce(t, a)
+	r1 := Receive(t, first)
+	if r1.Err != nil {
+		t.Fatalf("first waiter: %v", r1.Err)
+	}
+	select {
+	case r := <-second:
+		t.Fatalf("the second waiter got a permit while two were held: %v", r.Err)
+	default:
+	}
+	UnlockOnce(t, b)
+	r2 := Receive(t, second)
+	if r2.Err != nil {
+		t.Fatalf("second waiter: %v", r2.Err)
+	}
+	if Token(t, r2.Lease) <= Token(t, r1.Lease) {
+		t.Fatal("the second waiter's token is not above the first's")
+	}
+	UnlockOnce(t, r1.Lease)
+	UnlockOnce(t, r2.Lease)
+}

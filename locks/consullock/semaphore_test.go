@@ -21,15 +21,6 @@ func newSemaphore(t testing.TB, c *fakes.ConsulServer, permits int, s Session, o
 	return sem
 }
 
-func tryPermit(t testing.TB, s *Semaphore) locks.Lease {
-	t.Helper()
-	lease, err := s.TryLock(context.Background())
-	if err != nil {
-		t.Fatalf("TryLock: %v", err)
-	}
-	return lease
-}
-
 // permitIndex lists the semaphore's permits: the sessions holding them
 // (in permit order, "" for a free one) and the index a waiter's blocking
 // query parks at.
@@ -66,11 +57,10 @@ func sessions(t testing.TB, c *fakes.ConsulServer) []string {
 
 func TestNewSemaphoreValidates(t *testing.T) {
 	c := server(t)
-	for _, n := range []int{0, -1} {
-		if _, err := NewSemaphore(c.Client(), "pool", n); !errors.Is(err, locks.ErrInvalidOption) {
-			t.Errorf("%d permits: %v, want ErrInvalidOption", n, err)
-		}
-	}
+	locktest.RefusesBadPermits(t, func(n int) error {
+		_, err := NewSemaphore(c.Client(), "pool", n)
+		return err
+	})
 	if _, err := NewSemaphore(nil, "pool", 2); !errors.Is(err, locks.ErrNilClient) {
 		t.Errorf("nil client: %v, want ErrNilClient", err)
 	}
@@ -100,7 +90,7 @@ func TestSemaphorePermits(t *testing.T) {
 	var leases []locks.Lease
 	var last locks.Token
 	for i := range n {
-		lease := tryPermit(t, s)
+		lease := locktest.MustTryLock(t, s)
 		if tok := token(t, lease); tok <= last {
 			t.Fatalf("grant %d: token %v not above %v", i, tok, last)
 		} else {
@@ -123,7 +113,7 @@ func TestSemaphorePermits(t *testing.T) {
 		}
 	}
 	locktest.UnlockOnce(t, leases[1])
-	lease := tryPermit(t, s)
+	lease := locktest.MustTryLock(t, s)
 	if token(t, lease) <= last {
 		t.Fatal("token after a release not above the earlier grants'")
 	}
@@ -140,7 +130,7 @@ func TestSemaphorePermits(t *testing.T) {
 func TestSemaphoreReleaseWakesWaiter(t *testing.T) {
 	c := server(t)
 	s := newSemaphore(t, c, 2, Session{})
-	a, b := tryPermit(t, s), tryPermit(t, s)
+	a, b := locktest.MustTryLock(t, s), locktest.MustTryLock(t, s)
 	got := locktest.LockAsync(context.Background(), newSemaphore(t, c, 2, Session{}))
 	_, idx := permitIndex(t, c, s)
 	c.WaitParked("", idx, 1) // the waiter's list of the permits
@@ -170,7 +160,7 @@ func TestSemaphoreDeadSessionPermitReclaimed(t *testing.T) {
 	c := server(t)
 	const delay = 2 * time.Second
 	s := newSemaphore(t, c, 2, Session{LockDelay: delay})
-	old, other := tryPermit(t, s), tryPermit(t, s)
+	old, other := locktest.MustTryLock(t, s), locktest.MustTryLock(t, s)
 	got := locktest.LockAsync(context.Background(), newSemaphore(t, c, 2, Session{LockDelay: delay}))
 	holders, idx := permitIndex(t, c, s)
 	c.WaitParked("", idx, 1)
@@ -201,15 +191,7 @@ func TestSemaphoreDeadSessionPermitReclaimed(t *testing.T) {
 	if holders, _ = permitIndex(t, c, s); holders[0] == "" {
 		t.Fatal("the waiter does not hold the reclaimed permit")
 	}
-	if err := old.Unlock(context.Background()); !errors.Is(err, locks.ErrNotHeld) {
-		t.Fatalf("stale Unlock: %v, want ErrNotHeld", err)
-	}
-	for _, h := range []locks.Lease{other, r.Lease} {
-		if err := h.Renew(context.Background()); err != nil {
-			t.Fatalf("a holder lost its permit to a stale unlock: %v", err)
-		}
-		locktest.UnlockOnce(t, h)
-	}
+	locktest.LostPermitHarmless(t, old, other, r.Lease)
 }
 
 // TestSemaphoreCrashedHolderExpires: a holder that stops renewing (its
@@ -221,7 +203,7 @@ func TestSemaphoreCrashedHolderExpires(t *testing.T) {
 	const delay = 300 * time.Millisecond
 	sess := Session{LockDelay: delay, TTLMin: shortTTL}
 	s := newSemaphore(t, c, 1, sess, shortTTLOptions(locks.WithWatchdog(false))...)
-	old := tryPermit(t, s)
+	old := locktest.MustTryLock(t, s)
 	got := locktest.LockAsync(context.Background(), newSemaphore(t, c, 1, sess, shortTTLOptions()...))
 	_, idx := permitIndex(t, c, s)
 	c.WaitParked("", idx, 1)
@@ -250,7 +232,7 @@ func TestSemaphoreCrashedHolderExpires(t *testing.T) {
 func TestSemaphoreWaitBudget(t *testing.T) {
 	c := server(t)
 	s := newSemaphore(t, c, 1, Session{})
-	held := tryPermit(t, s)
+	held := locktest.MustTryLock(t, s)
 	got := locktest.LockAsync(context.Background(), newSemaphore(t, c, 1, Session{}, locks.WithWaitBudget(3*time.Second)))
 	_, idx := permitIndex(t, c, s)
 	c.WaitParked("", idx, 1)

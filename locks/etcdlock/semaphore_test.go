@@ -22,15 +22,6 @@ func newSemaphore(t testing.TB, s *fakes.EtcdServer, permits int, opts ...locks.
 	return l
 }
 
-func tryLock(t testing.TB, l *Locker) locks.Lease {
-	t.Helper()
-	lease, err := l.TryLock(context.Background())
-	if err != nil {
-		t.Fatalf("TryLock: %v", err)
-	}
-	return lease
-}
-
 func TestNewSemaphoreValidates(t *testing.T) {
 	s := fakes.Etcd(t)
 	for _, n := range []int{0, -1} {
@@ -59,7 +50,7 @@ func TestSemaphorePermits(t *testing.T) {
 	var leases []locks.Lease
 	var last locks.Token
 	for i := range n {
-		lease := tryLock(t, l)
+		lease := locktest.MustTryLock(t, l)
 		if tok := token(t, lease); tok <= last {
 			t.Fatalf("grant %d: token %v not above %v", i, tok, last)
 		} else {
@@ -74,7 +65,7 @@ func TestSemaphorePermits(t *testing.T) {
 		t.Fatalf("%d keys after a refused TryLock, want %d", len(kvs), n)
 	}
 	locktest.UnlockOnce(t, leases[0])
-	lease := tryLock(t, l)
+	lease := locktest.MustTryLock(t, l)
 	if token(t, lease) <= last {
 		t.Fatal("token after a release not above the earlier grants'")
 	}
@@ -90,32 +81,13 @@ func TestSemaphoreWaitersInTurn(t *testing.T) {
 	s := fakes.Etcd(t)
 	ctx := context.Background()
 	l := newSemaphore(t, s, 2)
-	a, b := tryLock(t, l), tryLock(t, l)
+	a, b := locktest.MustTryLock(t, l), locktest.MustTryLock(t, l)
 	first := locktest.LockAsync(ctx, l)
 	waitContenders(t, s.Client(), l, 3)
 	second := locktest.LockAsync(ctx, l)
 	waitContenders(t, s.Client(), l, 4)
 
-	locktest.UnlockOnce(t, a)
-	r1 := locktest.Receive(t, first)
-	if r1.Err != nil {
-		t.Fatalf("first waiter: %v", r1.Err)
-	}
-	select {
-	case r := <-second:
-		t.Fatalf("the second waiter got a permit while two were held: %v", r.Err)
-	case <-time.After(200 * time.Millisecond):
-	}
-	locktest.UnlockOnce(t, b)
-	r2 := locktest.Receive(t, second)
-	if r2.Err != nil {
-		t.Fatalf("second waiter: %v", r2.Err)
-	}
-	if token(t, r2.Lease) <= token(t, r1.Lease) {
-		t.Fatal("the second waiter's token is not above the first's")
-	}
-	locktest.UnlockOnce(t, r1.Lease)
-	locktest.UnlockOnce(t, r2.Lease)
+	locktest.WaitersInTurn(t, a, b, first, second)
 }
 
 // TestSemaphoreHolderLeaseRevoked: a holder whose etcd lease ends loses its
@@ -125,7 +97,7 @@ func TestSemaphoreHolderLeaseRevoked(t *testing.T) {
 	s := fakes.Etcd(t)
 	ctx := context.Background()
 	l := newSemaphore(t, s, 2, locks.WithTTL(time.Second))
-	old, other := tryLock(t, l), tryLock(t, l)
+	old, other := locktest.MustTryLock(t, l), locktest.MustTryLock(t, l)
 	got := locktest.LockAsync(ctx, l)
 	kvs := waitContenders(t, s.Client(), l, 3)
 	if err := s.RevokeLease(ctx, clientv3.LeaseID(kvs[0].Lease)); err != nil {
@@ -135,19 +107,7 @@ func TestSemaphoreHolderLeaseRevoked(t *testing.T) {
 	if r.Err != nil {
 		t.Fatalf("waiter: %v", r.Err)
 	}
-	locktest.Closed(t, "the revoked holder's Done", old.Done())
-	if err := old.Err(); !errors.Is(err, locks.ErrNotHeld) {
-		t.Fatalf("Err %v, want ErrNotHeld", err)
-	}
-	if err := old.Unlock(ctx); !errors.Is(err, locks.ErrNotHeld) {
-		t.Fatalf("Unlock after the loss: %v, want ErrNotHeld", err)
-	}
-	for _, h := range []locks.Lease{other, r.Lease} {
-		if err := h.Renew(ctx); err != nil {
-			t.Fatalf("a holder lost its permit to a stale unlock: %v", err)
-		}
-		locktest.UnlockOnce(t, h)
-	}
+	locktest.LostPermitHarmless(t, old, other, r.Lease)
 }
 
 // TestSemaphoreAtMostN: goroutines of three clients take permits of a

@@ -108,4 +108,15 @@
 // ensemble, a follower behind the leader may show a deleted node a little
 // longer, which delays a hand-off but never grants two holders, as a node
 // that exists on a follower has not been deleted on it.
+//
+// The semaphore (NewSemaphore, the idea of Curator's
+// InterProcessSemaphoreV2 without its lease nodes) is the same queue in
+// which the first N children hold: a waiter watches the child N places
+// ahead of its own, so a release wakes one waiter, in arrival order, and a
+// TryLock is refused when N children are there. Tokens are czxids as for
+// the mutex. A child created earlier may be granted later than one behind
+// it (its Lock listed the children later), with a smaller token; its call
+// began before the other's child existed, so the grants still linearize in
+// token order, which the suite's semaphore model checks. Its nodes live
+// under DefaultSemaphorePrefix, apart from the mutexes'.
 package zklock

@@ -214,11 +214,12 @@ func (l *Locker) recoverNode(ctx context.Context, c *contender) (bool, error) {
 	return false, nil
 }
 
-// first lists the lock's children and reports whether c's node comes
-// first; errRequeue when the node is gone or its session was replaced.
+// first lists the lock's children and reports whether c's node is among
+// the first l.permits (the first, for a mutex): it holds; errRequeue when
+// the node is gone or its session was replaced.
 func (l *Locker) first(ctx context.Context, c *contender) (bool, error) {
 	_, i, err := l.position(ctx, c)
-	return err == nil && i == 0, err
+	return err == nil && i < l.permits, err
 }
 
 // position lists the lock's children in queue order and finds c's node
@@ -243,14 +244,14 @@ func (l *Locker) position(ctx context.Context, c *contender) ([]entry, int, erro
 	return order, i, nil
 }
 
-// waitTurn waits until c's node comes first, then grants the lease. See
-// Lock.
+// waitTurn waits until c's node is among the first l.permits, then grants
+// the lease. See Lock.
 func (l *Locker) waitTurn(ctx context.Context, c *contender, began time.Time) (locks.Lease, error) {
 	budget, stop := l.budgetTimer(began)
 	defer stop()
 	for tries := 0; ; {
 		order, i, err := l.position(ctx, c)
-		if err == nil && i == 0 {
+		if err == nil && i < l.permits {
 			lease, err := l.grant(ctx, c)
 			if errors.Is(err, locks.ErrLeaseExpired) && ctx.Err() == nil {
 				return nil, errRequeue // won too late to use it; grant passed the lock on
@@ -260,7 +261,7 @@ func (l *Locker) waitTurn(ctx context.Context, c *contender, began time.Time) (l
 		var ch <-chan zk.Event
 		if err == nil {
 			var ok bool
-			ch, _, ok, err = l.watch(ctx, l.path+"/"+order[i-1].name)
+			ch, _, ok, err = l.watch(ctx, l.path+"/"+order[i-l.permits].name)
 			if err == nil && !ok {
 				continue // the predecessor went meanwhile: look again
 			}

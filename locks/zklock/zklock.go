@@ -36,6 +36,7 @@ type Locker struct {
 	reentry *locks.Reentry // nil without locks.WithOwner
 	path    string         // the lock's node: the contenders are its children
 	acl     []zk.ACL
+	permits int // the first permits contenders hold: 1 for a mutex
 }
 
 var _ locks.Locker = (*Locker)(nil)
@@ -63,13 +64,42 @@ var _ locks.Locker = (*Locker)(nil)
 // the characters ZooKeeper refuses in a path are percent-encoded, so that
 // every lock is one node directly under the prefix (see NodePath).
 func New(conn *zk.Conn, name string, opts ...locks.Option) (*Locker, error) {
+	return build(conn, name, DefaultPrefix, 1, opts)
+}
+
+// DefaultSemaphorePrefix is the parent path of every semaphore's node
+// unless locks.WithPrefix says otherwise: apart from the mutexes', so that
+// a semaphore and a mutex of one name never share a node.
+const DefaultSemaphorePrefix = "/lockproof-semaphore"
+
+// NewSemaphore returns the semaphore called name of permits permits on the
+// ZooKeeper ensemble behind conn: the mutex's queue (see New, whose
+// options it takes) in which the first permits contenders hold. A Lock or
+// TryLock holds one permit, a lease like the mutex's, fenced by its node's
+// czxid; a waiter watches the node permits places ahead of its own, so a
+// release wakes one waiter, and waiters are served in arrival order. A
+// TryLock is refused when permits contenders are queued, and leaves no
+// node behind. Its node is under DefaultSemaphorePrefix unless
+// locks.WithPrefix says. Every semaphore of one name must agree on
+// permits.
+func NewSemaphore(conn *zk.Conn, name string, permits int, opts ...locks.Option) (*Locker, error) {
+	if permits < 1 {
+		return nil, fmt.Errorf("zklock: %w: %d permits (at least 1)", locks.ErrInvalidOption, permits)
+	}
+	return build(conn, name, DefaultSemaphorePrefix, permits, opts)
+}
+
+// build validates the arguments and returns the Locker whose first permits
+// contenders hold, its node under the resolved prefix (defaultPrefix unless
+// locks.WithPrefix says).
+func build(conn *zk.Conn, name, defaultPrefix string, permits int, opts []locks.Option) (*Locker, error) {
 	if conn == nil {
 		return nil, fmt.Errorf("zklock: %w", locks.ErrNilClient)
 	}
 	if err := locks.ValidateName(name); err != nil {
 		return nil, fmt.Errorf("zklock: %w", err)
 	}
-	o, err := locks.Resolve(DefaultPrefix, opts...)
+	o, err := locks.Resolve(defaultPrefix, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("zklock: %w", err)
 	}
@@ -84,6 +114,7 @@ func New(conn *zk.Conn, name string, opts ...locks.Option) (*Locker, error) {
 		reentry: locks.NewReentry(o),
 		path:    NodePath(prefix, name),
 		acl:     zk.WorldACL(zk.PermAll),
+		permits: permits,
 	}, nil
 }
 
@@ -124,10 +155,12 @@ func (l *Locker) Name() string { return l.name }
 func (l *Locker) NodePath() string { return l.path }
 
 // TryLock makes one attempt; it returns locks.ErrLocked when the lock is
-// held or has waiters. It first lists the lock's children and gives up at
-// once if there is any contender; otherwise it creates its node, and if a
-// contender created meanwhile is ahead of it, deletes the node again before
-// returning locks.ErrLocked: a refused TryLock leaves nothing behind.
+// held or has waiters (for a semaphore: when its permits are all held or
+// waited for). It first lists the lock's children and gives up at once if
+// there are that many contenders; otherwise it creates its node, and if
+// contenders created meanwhile put it out of the holders' places, deletes
+// the node again before returning locks.ErrLocked: a refused TryLock
+// leaves nothing behind.
 func (l *Locker) TryLock(ctx context.Context) (locks.Lease, error) {
 	return l.reentry.Acquire(ctx, true, l.tryLock)
 }
@@ -142,7 +175,7 @@ func (l *Locker) tryLock(ctx context.Context) (locks.Lease, error) {
 	case errors.Is(err, zk.ErrNoNode):
 	case err != nil:
 		return nil, l.errorf("try lock: %w", err)
-	case len(contenders(kids)) > 0:
+	case len(contenders(kids)) >= l.permits:
 		return nil, l.errorf("%w", locks.ErrLocked)
 	}
 	c, err := l.enqueue(ctx, newContender(l), l.opt.Clock.Now())
