@@ -97,6 +97,32 @@ func TestSemaphoreWaitersInTurn(t *testing.T) {
 	locktest.WaitersInTurn(t, a, b, first, second)
 }
 
+// TestSemaphoreLaterHolderReleasesFirst: with both permits held, the
+// holder that came second releases first; the waiter, which has both
+// holders ahead of it, gets the freed permit while the first still holds
+// (a waiter watching only the contender two places ahead would wait for
+// the first holder's release).
+func TestSemaphoreLaterHolderReleasesFirst(t *testing.T) {
+	s := server(t)
+	conn := s.connect(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	l := s.newSemaphore(t, conn, 2)
+	a, b := locktest.MustTryLock(t, l), locktest.MustTryLock(t, l)
+	got := locktest.LockAsync(ctx, s.newSemaphore(t, s.connect(t), 2))
+	waitChildren(t, conn, l, 3)
+	locktest.UnlockOnce(t, b)
+	r := locktest.Receive(t, got)
+	if r.Err != nil {
+		t.Fatalf("waiter: %v", r.Err)
+	}
+	if err := a.Renew(ctx); err != nil {
+		t.Fatalf("the first holder: %v", err)
+	}
+	locktest.UnlockOnce(t, a)
+	locktest.UnlockOnce(t, r.Lease)
+}
+
 // TestSemaphoreSessionExpiry: a holder's session ends on the server; its
 // node goes with it, the holder learns it (Done, ErrNotHeld), the waiter
 // holds the freed permit with a greater token, and the other holder keeps

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -258,16 +259,16 @@ func (l *Locker) waitTurn(ctx context.Context, c *contender, began time.Time) (l
 			}
 			return lease, err
 		}
-		var ch <-chan zk.Event
+		var chs []<-chan zk.Event
 		if err == nil {
 			var ok bool
-			ch, _, ok, err = l.watch(ctx, l.path+"/"+order[i-l.permits].name)
+			chs, ok, err = l.watchAhead(ctx, order[i-l.permits:i])
 			if err == nil && !ok {
-				continue // the predecessor went meanwhile: look again
+				continue // one of them went meanwhile: look again
 			}
 		}
 		if err == nil {
-			err = l.await(ctx, ch, budget)
+			err = l.await(ctx, chs, budget)
 		}
 		switch {
 		case err == nil:
@@ -284,24 +285,57 @@ func (l *Locker) waitTurn(ctx context.Context, c *contender, began time.Time) (l
 	}
 }
 
-// await waits for the predecessor's watch to fire (nil: look again),
-// ctx to end or the wait budget to run out.
-func (l *Locker) await(ctx context.Context, ch <-chan zk.Event, budget <-chan time.Time) error {
-	select {
-	case ev := <-ch:
-		if ev.Type == zk.EventNotWatching {
-			if errors.Is(ev.Err, zk.ErrSessionExpired) {
-				return errRequeue
-			}
-			if ev.Err != nil && !transient(ev.Err) {
-				return ev.Err // the connection was closed
-			}
+// watchAhead sets a watch on each of the contenders just ahead of a
+// waiter, as many as there are permits (the predecessor alone, for a
+// mutex). ok is false when one of them is gone already.
+//
+// The waiter holds once fewer than permits contenders are ahead of it.
+// Watching only the one contender permits places ahead would miss that
+// when a contender between goes first (a later holder releasing before an
+// earlier one): the waiter would wait, with a permit free, for as long as
+// the earlier holder holds. With all of them watched, whenever exactly
+// permits contenders are ahead they are the watched ones (none went since
+// the last listing, or a watch fired), so the release that frees a permit
+// fires one. A release wakes at most permits waiters, those just behind.
+func (l *Locker) watchAhead(ctx context.Context, ahead []entry) ([]<-chan zk.Event, bool, error) {
+	chs := make([]<-chan zk.Event, 0, len(ahead))
+	for _, e := range ahead {
+		ch, _, ok, err := l.watch(ctx, l.path+"/"+e.name)
+		if err != nil || !ok {
+			return nil, false, err
+		}
+		chs = append(chs, ch)
+	}
+	return chs, true, nil
+}
+
+// await waits for one of the watches ahead to fire (nil: look again), ctx
+// to end or the wait budget to run out.
+func (l *Locker) await(ctx context.Context, chs []<-chan zk.Event, budget <-chan time.Time) error {
+	cases := []reflect.SelectCase{
+		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(budget)},
+		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())},
+	}
+	for _, ch := range chs {
+		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ch)})
+	}
+	switch chosen, v, _ := reflect.Select(cases); chosen {
+	case 0:
+		return l.errorf("lock: %w after %v", locks.ErrWaitBudget, l.opt.WaitBudget)
+	case 1:
+		return l.errorf("lock: %w", ctx.Err())
+	default:
+		ev, _ := v.Interface().(zk.Event)
+		if ev.Type != zk.EventNotWatching {
+			return nil
+		}
+		if errors.Is(ev.Err, zk.ErrSessionExpired) {
+			return errRequeue
+		}
+		if ev.Err != nil && !transient(ev.Err) {
+			return ev.Err // the connection was closed
 		}
 		return nil
-	case <-budget:
-		return l.errorf("lock: %w after %v", locks.ErrWaitBudget, l.opt.WaitBudget)
-	case <-ctx.Done():
-		return l.errorf("lock: %w", ctx.Err())
 	}
 }
 
