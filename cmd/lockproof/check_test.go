@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -331,5 +332,52 @@ func TestZKNetworkCell(t *testing.T) {
 	res := runMatrix(network, cfg, newProgress(&bytes.Buffer{}, network, cfg))
 	if c := res.Cells[0]; c.Runs != 2 || c.Violated || c.Error != "" || c.Claims != "crash, pause, partition" {
 		t.Fatalf("zklock/network: runs %d violated %v error %q claims %q", c.Runs, c.Violated, c.Error, c.Claims)
+	}
+}
+
+// The semaphores are selected by name or by their group, never by
+// default; through check, their cells run and pass with 2 permits.
+func TestCheckSemaphoreRows(t *testing.T) {
+	def, err := selectCells(endpoints{}, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range def {
+		if c.group == groupSemaphores {
+			t.Fatalf("the default matrix has %s", c.name())
+		}
+	}
+	all, err := selectCells(endpoints{}, groupSemaphores, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, c := range all {
+		names = append(names, c.lock)
+		if c.opts.Permits != semaphorePermits {
+			t.Errorf("%s runs with %d permits", c.name(), c.opts.Permits)
+		}
+	}
+	if want := []string{"redis-semaphore", "etcd-semaphore", "consul-semaphore", "zk-semaphore"}; !slices.Equal(names, want) {
+		t.Fatalf("-locks semaphores selects %v, want %v", names, want)
+	}
+	// The embedded etcd runs in real time (about 8 s a run): its cell is
+	// left to lockproof check itself.
+	var out, errOut bytes.Buffer
+	args := []string{"check", "-locks", "redis-semaphore,consul-semaphore,zk-semaphore", "-runs", "3", "-seed", "23", "-json", "-html", ""}
+	if code := run(args, &out, &errOut); code != exitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errOut.String())
+	}
+	var res checkResult
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		t.Fatalf("-json output: %v\n%s", err, out.String())
+	}
+	if len(res.Cells) != 3 || res.Verdict != statusPass {
+		t.Fatalf("verdict %s, %d cells", res.Verdict, len(res.Cells))
+	}
+	for _, c := range res.Cells {
+		if c.Runs != 3 || c.Violated || c.Error != "" {
+			t.Errorf("%s: runs %d, violated %v, error %q", c.Lock, c.Runs, c.Violated, c.Error)
+		}
 	}
 }

@@ -20,7 +20,10 @@
 // a self-contained HTML report (-html) with the timeline of every
 // violation, and with -json prints the results as JSON instead of the
 // table. -locks mutants (or mutant/<name>) adds the deliberately broken
-// locks of package propertytest/mutants, to see the gate fail.
+// locks of package propertytest/mutants, to see the gate fail; -locks
+// semaphores (or redis-semaphore, etcd-semaphore, consul-semaphore,
+// zk-semaphore) adds the semaphores of 2 permits on the embedded backends,
+// which the default matrix leaves out to stay within its budget.
 //
 // Every seed check prints carries its cell in its top 16 bits: replay
 // needs only the seed (and -redis if check had it) to re-run that one run,

@@ -25,6 +25,9 @@ type cell struct {
 	opts    propertytest.Options
 	// breaks is, for a mutant, the property it is built to break.
 	breaks propertytest.Property
+	// group is, for a cell check runs only when asked by name, the name
+	// that selects its whole group: groupMutants, groupSemaphores.
+	group string
 	// real: the cell runs on a real server, not on an embedded backend.
 	real bool
 	// fewerSteps divides -steps for this cell: its runs take real time.
@@ -79,6 +82,16 @@ const (
 	lockZK      = "zklock"
 	mutantLock  = "mutant/"
 )
+
+// Groups of cells check runs only when asked by name, each cell by its own
+// lock name or all of the group by the group's.
+const (
+	groupMutants    = "mutants"
+	groupSemaphores = "semaphores"
+)
+
+// semaphorePermits is the number of permits of the semaphore cells.
+const semaphorePermits = 2
 
 // endpoints are real servers to run the matrix against instead of the
 // embedded backends.
@@ -213,17 +226,43 @@ func mutantCells() []cell {
 	var cells []cell
 	for _, m := range mutants.All() {
 		cells = append(cells, cell{lock: mutantLock + m.Name, faults: "mutant", about: m.Bug,
-			factory: m.Factory, opts: m.Options, breaks: m.Breaks})
+			factory: m.Factory, opts: m.Options, breaks: m.Breaks, group: groupMutants})
 	}
 	return cells
 }
 
+// semaphoreCells are the semaphores of semaphorePermits permits on the
+// embedded backends (whatever real servers check was given), with the
+// options their factories' documentation gives. They run only when asked
+// by name: the default matrix keeps its budget.
+func semaphoreCells() []cell {
+	permits := func(o propertytest.Options) propertytest.Options {
+		o.Permits, o.Clients = semaphorePermits, 4
+		return o
+	}
+	about := fmt.Sprintf("client crashes and pauses, %d permits", semaphorePermits)
+	return []cell{
+		{lock: "redis-semaphore", faults: "crash", about: about, group: groupSemaphores,
+			factory: propertytest.RedisSemaphore(semaphorePermits), opts: permits(propertytest.Options{})},
+		{lock: "etcd-semaphore", faults: "crash", about: about + "; embedded etcd, real time", group: groupSemaphores,
+			factory: propertytest.EtcdSemaphore(semaphorePermits), opts: permits(propertytest.EtcdLockOptions()), fewerSteps: 3},
+		{lock: "consul-semaphore", faults: "crash", about: about, group: groupSemaphores,
+			factory: propertytest.ConsulSemaphore(semaphorePermits), opts: permits(propertytest.ConsulLockOptions())},
+		{lock: "zk-semaphore", faults: "crash", about: about, group: groupSemaphores,
+			factory: propertytest.ZKSemaphore(semaphorePermits), opts: permits(propertytest.Options{})},
+	}
+}
+
+// byName are the cells check runs only when asked by name.
+func byName() []cell { return append(mutantCells(), semaphoreCells()...) }
+
 // allCells is every cell check knows, for replay.
-func allCells(ep endpoints) []cell { return append(builtinCells(ep), mutantCells()...) }
+func allCells(ep endpoints) []cell { return append(builtinCells(ep), byName()...) }
 
 // selectCells picks the cells of the named locks and scenarios. Empty lists
-// select every built-in lock (mutants only by name: "mutant/<name>" or
-// "mutants" for all) and every scenario.
+// select every built-in lock (mutants and semaphores only by name:
+// "mutant/<name>" or "mutants" for all, "redis-semaphore", … or
+// "semaphores" for all) and every scenario.
 func selectCells(ep endpoints, lockList, faultList string) ([]cell, error) {
 	wantLocks, wantFaults := splitList(lockList), splitList(faultList)
 	pool := builtinCells(ep)
@@ -231,13 +270,12 @@ func selectCells(ep endpoints, lockList, faultList string) ([]cell, error) {
 	for _, c := range pool {
 		known[c.lock] = true
 	}
-	for _, c := range mutantCells() {
-		if slices.Contains(wantLocks, c.lock) || slices.Contains(wantLocks, "mutants") {
+	for _, c := range byName() {
+		if slices.Contains(wantLocks, c.lock) || slices.Contains(wantLocks, c.group) {
 			pool = append(pool, c)
 		}
-		known[c.lock] = true
+		known[c.lock], known[c.group] = true, true
 	}
-	known["mutants"] = true
 	for _, l := range wantLocks {
 		if !known[l] {
 			return nil, fmt.Errorf("unknown lock %q (known: %s)", l, strings.Join(sortedKeys(known), ", "))
@@ -254,8 +292,8 @@ func selectCells(ep endpoints, lockList, faultList string) ([]cell, error) {
 	}
 	var out []cell
 	for _, c := range pool {
-		lockOK := len(wantLocks) == 0 && c.breaks == "" || slices.Contains(wantLocks, c.lock) ||
-			c.breaks != "" && slices.Contains(wantLocks, "mutants")
+		lockOK := len(wantLocks) == 0 && c.group == "" || slices.Contains(wantLocks, c.lock) ||
+			c.group != "" && slices.Contains(wantLocks, c.group)
 		faultOK := len(wantFaults) == 0 || slices.Contains(wantFaults, c.faults)
 		if lockOK && faultOK {
 			out = append(out, c)
