@@ -77,6 +77,7 @@ func bench(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&f.hold, "hold", 100*time.Microsecond, "how long each holder keeps the lock")
 	fs.DurationVar(&f.cellTime, "cell-time", 30*time.Second, "start no more acquisitions in a contended run after this long (0: no limit)")
 	backends := fs.String("backends", "redis,etcd,consul,zk", "backends to measure, comma-separated: redis, etcd (embedded), consul (miniconsul), zk (minizk)")
+	semaphores := fs.Bool("semaphores", false, "also measure lockproof's semaphore of one permit on each backend, beside its mutex")
 	fs.StringVar(&f.redis, "redis", "", "a real Redis host:port instead of embedded miniredis")
 	fs.StringVar(&f.zk, "zk", "", "a real ZooKeeper host:port instead of in-process minizk (its maxSessionTimeout must allow 10s)")
 	fs.StringVar(&f.json, "json", "", "write the measurements as JSON to this file")
@@ -89,6 +90,11 @@ func bench(args []string, stdout, stderr io.Writer) int {
 	var err error
 	if f.backends, err = parseBackends(*backends); err != nil {
 		bad.add(err.Error())
+	}
+	if *semaphores {
+		for i := range f.backends {
+			f.backends[i].libs = append(slices.Clone(f.backends[i].libs), libSemaphore)
+		}
 	}
 	if f.waiters, err = parseInts(*waiters); err != nil {
 		bad.need(false, "waiters", strconv.Quote(*waiters), err.Error())
@@ -429,10 +435,27 @@ func waitersName(w int) string {
 
 // printBench prints a table per backend: a row per metric and contention
 // level, a column per library, each peer with its ratio to lockproof.
+// measuredBackend is the backend called name with the libraries rep
+// measured on it: its own, then any other (bench -semaphores adds
+// libSemaphore), in the order of their first measurement.
+func measuredBackend(rep BenchReport, name string) (benchBackend, bool) {
+	be, ok := backendNamed(name)
+	if !ok {
+		return be, false
+	}
+	be.libs = slices.Clone(be.libs)
+	for _, m := range rep.Measurements {
+		if m.Backend == name && !slices.Contains(be.libs, m.Lib) {
+			be.libs = append(be.libs, m.Lib)
+		}
+	}
+	return be, true
+}
+
 func printBench(w io.Writer, rep BenchReport) {
 	fmt.Fprintf(w, "medians of %d runs; Turns: every hand-off goes to a waiter\n", rep.Runs)
 	for _, name := range rep.Backends {
-		be, ok := backendNamed(name)
+		be, ok := measuredBackend(rep, name)
 		if !ok {
 			continue
 		}
@@ -559,7 +582,7 @@ func chartOf(rep BenchReport, be benchBackend) benchChart {
 func writeBenchHTML(w io.Writer, rep BenchReport) error {
 	var charts []benchChart
 	for _, name := range rep.Backends {
-		if be, ok := backendNamed(name); ok {
+		if be, ok := measuredBackend(rep, name); ok {
 			charts = append(charts, chartOf(rep, be))
 		}
 	}

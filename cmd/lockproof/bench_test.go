@@ -84,6 +84,40 @@ func TestBenchEtcdConsul(t *testing.T) {
 	}
 }
 
+// TestBenchSemaphores: -semaphores adds lockproof's semaphore of one
+// permit to every backend measured, with a ratio to the backend's mutex.
+// No timing is asserted.
+func TestBenchSemaphores(t *testing.T) {
+	jsonPath := filepath.Join(t.TempDir(), "b.json")
+	var out, errOut bytes.Buffer
+	code := run([]string{"bench", "-backends", "redis,consul,zk", "-semaphores", "-runs", "1", "-n", "6", "-uncontended", "10",
+		"-waiters", "2", "-json", jsonPath}, &out, &errOut)
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, out.String(), errOut.String())
+	}
+	rep := readBenchJSON(t, jsonPath)
+	got := map[string]int{}
+	for _, m := range rep.Measurements {
+		if m.Lib == libSemaphore {
+			got[m.Backend]++
+			if m.P50Ms <= 0 || (m.Waiters > 0 && m.AcqPerSec <= 0) {
+				t.Errorf("empty measurement %+v", m)
+			}
+		}
+	}
+	for _, be := range []string{"redis", "consul", "zk"} {
+		if got[be] != 2 { // uncontended + W=2
+			t.Errorf("%d measurements of the semaphore on %s, want 2", got[be], be)
+		}
+	}
+	if !strings.Contains(out.String(), libSemaphore) {
+		t.Errorf("table lacks %q:\n%s", libSemaphore, out.String())
+	}
+	if benchBackends[0].libs[len(benchBackends[0].libs)-1] == libSemaphore {
+		t.Error("-semaphores changed the default backends' libraries")
+	}
+}
+
 // TestBenchZK runs the ZooKeeper table at a tiny size on minizk, then on
 // a server given by -zk (minizk again, standing for a real one): the rows
 // are there, zk.Lock gets ratios, requests and watch events are counted

@@ -70,6 +70,11 @@ func backendNamed(name string) (benchBackend, bool) {
 
 const benchTTL = 10 * time.Second
 
+// libSemaphore is lockproof's semaphore of one permit on a backend, which
+// bench -semaphores measures beside the backend's mutex: what the
+// semaphore's generality costs where it does a mutex's work.
+const libSemaphore = "semaphore(1)"
+
 // --- Redis: miniredis or a real server (fakes.StartRedis), one counted
 // go-redis client with go-redis's default options (not the fake's own
 // clients, which are gated and tuned for stopped servers).
@@ -102,6 +107,12 @@ func (s *redisBench) workers(lib, name string, n int) ([]lockbench.Worker, func(
 	switch lib {
 	case "lockproof":
 		l, err := redislock.New(s.client, name, locks.WithTTL(benchTTL))
+		if err != nil {
+			return nil, nil, err
+		}
+		return lockbench.Shared(l, n), func() {}, nil
+	case libSemaphore:
+		l, err := redislock.NewSemaphore(s.client, name, 1, locks.WithTTL(benchTTL))
 		if err != nil {
 			return nil, nil, err
 		}
@@ -177,8 +188,14 @@ func (s *etcdBench) workers(lib, name string, n int) ([]lockbench.Worker, func()
 		}
 		closers = append(closers, c.Close)
 		switch lib {
-		case "lockproof":
-			l, err := etcdlock.New(c, name, locks.WithTTL(benchTTL))
+		case "lockproof", libSemaphore:
+			newLocker := etcdlock.New
+			if lib == libSemaphore {
+				newLocker = func(c *clientv3.Client, name string, opts ...locks.Option) (*etcdlock.Locker, error) {
+					return etcdlock.NewSemaphore(c, name, 1, opts...)
+				}
+			}
+			l, err := newLocker(c, name, locks.WithTTL(benchTTL))
 			if err != nil {
 				done()
 				return nil, nil, err
@@ -235,10 +252,16 @@ func (s *consulBench) about() string { return "miniconsul (embedded, wall clock)
 func (s *consulBench) workers(lib, name string, n int) ([]lockbench.Worker, func(), error) {
 	key := "lockproof-bench/" + name
 	switch lib {
-	case "lockproof":
+	case "lockproof", libSemaphore:
 		ws := make([]lockbench.Worker, n)
 		for i := range ws {
-			l, err := consullock.New(s.client, key, locks.WithTTL(benchTTL), locks.WithPrefix(""))
+			var l locks.Locker
+			var err error
+			if lib == libSemaphore {
+				l, err = consullock.NewSemaphore(s.client, key, 1, locks.WithTTL(benchTTL), locks.WithPrefix(""))
+			} else {
+				l, err = consullock.New(s.client, key, locks.WithTTL(benchTTL), locks.WithPrefix(""))
+			}
 			if err != nil {
 				return nil, nil, err
 			}
@@ -345,8 +368,14 @@ func (s *zkBench) workers(lib, name string, n int) ([]lockbench.Worker, func(), 
 		}
 		conns = append(conns, conn)
 		switch lib {
-		case "lockproof":
-			l, err := zklock.New(conn, name, locks.WithTTL(benchTTL), locks.WithPrefix(s.prefix))
+		case "lockproof", libSemaphore:
+			newLocker := zklock.New
+			if lib == libSemaphore {
+				newLocker = func(conn *zk.Conn, name string, opts ...locks.Option) (*zklock.Locker, error) {
+					return zklock.NewSemaphore(conn, name, 1, opts...)
+				}
+			}
+			l, err := newLocker(conn, name, locks.WithTTL(benchTTL), locks.WithPrefix(s.prefix))
 			if err != nil {
 				done()
 				return nil, nil, err

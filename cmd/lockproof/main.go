@@ -45,7 +45,9 @@
 // on in-process minizk (wall clock) or a real ZooKeeper (-zk host:port,
 // checked to grant a session before any work; the bench's nodes are deleted
 // after), zklock against go-zookeeper's zk.Lock, every worker with a
-// connection, and so a session, of its own.
+// connection, and so a session, of its own. -semaphores adds, on every
+// backend, lockproof's semaphore of one permit (column semaphore(1)), its
+// ratio to the backend's mutex.
 // It measures uncontended lock+unlock latency, and with -waiters
 // contenders (default 4, 16 and 64) the hand-off latency (every hand-off
 // to a waiter), acquisitions per second, requests per acquisition (Redis
