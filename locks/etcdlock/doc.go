@@ -34,8 +34,9 @@
 // when it is deleted.
 //
 // NewSemaphore is the same queue with N holders: the first N keys by create
-// revision hold, each waiter watches the key N places ahead of its own, and
-// the token is still the key's create revision.
+// revision hold, each waiter waits for any of the N keys just ahead of its
+// own to go (one watch of the prefix, other deletions passed over), and the
+// token is still the key's create revision.
 //
 // TTLs are at least one second: etcd leases last whole seconds. The server's
 // lease is the TTL rounded up to whole seconds (etcd raises it further to its

@@ -79,9 +79,11 @@ const DefaultSemaphorePrefix = "lockproof-semaphore/"
 // DefaultSemaphorePrefix as the default prefix.
 //
 // Contenders queue by create revision as in New, and the first permits
-// keys hold. A waiter watches only the key permits places ahead of its
-// own, whose deletion is the first that can make it a holder, and then
-// looks again: a release wakes one waiter. TryLock reads how many keys
+// keys hold. A waiter watches the lock's prefix for the deletion of any of
+// the permits keys just ahead of its own (any of them may be the first to
+// go, and each such deletion frees it a permit when no other key went
+// since), and then looks again: a release makes at most permits waiters
+// look again, though every waiter receives the deletion event. TryLock reads how many keys
 // there are and, when fewer than permits, puts its key in a transaction
 // that fails if any key was put since the read (it then reads again), so
 // that a TryLock that does not win leaves no key behind. Every Semaphore

@@ -90,6 +90,26 @@ func TestSemaphoreWaitersInTurn(t *testing.T) {
 	locktest.WaitersInTurn(t, a, b, first, second)
 }
 
+// TestSemaphoreLaterHolderReleasesFirst: with both permits held, the
+// holder that came second releases first; the waiter, which has both
+// holders ahead of it, gets the freed permit while the first still holds
+// (a waiter watching only the key two places ahead would wait for the
+// first holder's release).
+func TestSemaphoreLaterHolderReleasesFirst(t *testing.T) {
+	s := fakes.Etcd(t)
+	l := newSemaphore(t, s, 2)
+	a, b := locktest.MustTryLock(t, l), locktest.MustTryLock(t, l)
+	got := locktest.LockAsync(context.Background(), newSemaphore(t, s, 2))
+	waitContenders(t, s.Client(), l, 3)
+	locktest.UnlockOnce(t, b)
+	r := locktest.Receive(t, got)
+	if r.Err != nil {
+		t.Fatalf("waiter: %v", r.Err)
+	}
+	locktest.UnlockOnce(t, a)
+	locktest.UnlockOnce(t, r.Lease)
+}
+
 // TestSemaphoreHolderLeaseRevoked: a holder whose etcd lease ends loses its
 // permit to the waiter, learns it (Done, ErrNotHeld), and its Unlock
 // cannot touch the permits of others.

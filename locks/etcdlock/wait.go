@@ -1,9 +1,11 @@
 package etcdlock
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -81,8 +83,8 @@ func (l *Locker) lockQueue(ctx context.Context, s *session, began time.Time) (lo
 		return nil, err
 	}
 	for tries := 0; !known || len(pred) >= l.permits; {
-		if known { // wait for the predecessor, permits places ahead
-			if err := l.waitDelete(ctx, s, pred[l.permits-1], 0, began); err != nil {
+		if known { // wait for one of the permits keys just ahead to go
+			if err := l.waitDelete(ctx, s, pred, 0, began); err != nil {
 				if !errors.Is(err, ErrSessionLost) {
 					l.abandon(s, key, rev)
 				}
@@ -220,7 +222,7 @@ func (l *Locker) lockNaive(ctx context.Context, s *session, began time.Time) (lo
 			// Ours, from a try whose answer was lost.
 			return l.grantWaited(ctx, s, l.key, kvs[0].CreateRevision)
 		}
-		if err := l.waitDelete(ctx, s, &mvccpb.KeyValue{Key: []byte(l.key)}, resp.Header.Revision+1, began); err != nil {
+		if err := l.waitDelete(ctx, s, []*mvccpb.KeyValue{{Key: []byte(l.key)}}, resp.Header.Revision+1, began); err != nil {
 			if !errors.Is(err, ErrSessionLost) {
 				l.putIdle(s) // a naive waiter has no key to delete
 			}
@@ -229,26 +231,39 @@ func (l *Locker) lockNaive(ctx context.Context, s *session, began time.Time) (lo
 	}
 }
 
-// waitDelete returns once key kv.Key is deleted, or its watch ends (the
-// caller re-checks), renewing session s meanwhile. It returns an error when
-// ctx ends, the wait budget runs out, or the session is lost or cannot be
-// renewed in time.
+// waitDelete returns once one of the keys kvs is deleted, or its watch
+// ends (the caller re-checks), renewing session s meanwhile. It returns an
+// error when ctx ends, the wait budget runs out, or the session is lost or
+// cannot be renewed in time. One key is watched alone; several (the
+// permits keys just ahead of a semaphore's waiter) by a watch of the lock's
+// prefix, whose deletions of other keys are passed over.
+//
+// A semaphore's waiter waits for any of the keys just ahead, not for the
+// one permits places ahead only: that one may outlive a key between it and
+// the waiter, whose deletion frees a permit (a later holder releasing
+// before an earlier one), and the waiter would then wait, a permit free,
+// for as long as the earlier holder holds.
 //
 // With from > 0 it watches from revision from. With from == 0 it watches
-// from the revision at which the watch is created and then checks that kv
-// still exists with its create revision, which proves it was not deleted
-// before. The second way costs a read but avoids a stall: etcd delivers the
+// from the revision at which the watch is created and then checks that
+// each of kvs still exists with its create revision, which proves it was
+// not deleted before. The second way costs a read but avoids a stall: etcd delivers the
 // events of a watch that starts at a past revision only once its background
 // sync catches up, every 100 ms, and a waiter's start revision is usually
 // past (other contenders wrote after it).
-func (l *Locker) waitDelete(ctx context.Context, s *session, kv *mvccpb.KeyValue, from int64, began time.Time) error {
+func (l *Locker) waitDelete(ctx context.Context, s *session, kvs []*mvccpb.KeyValue, from int64, began time.Time) error {
 	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 	defer cancel()
 	opts := []clientv3.OpOption{clientv3.WithFilterPut(), clientv3.WithCreatedNotify()}
 	if from > 0 {
 		opts = append(opts, clientv3.WithRev(from))
 	}
-	wch := l.client.Watch(wctx, string(kv.Key), opts...)
+	watched := string(kvs[0].Key)
+	if len(kvs) > 1 {
+		watched = l.key
+		opts = append(opts, clientv3.WithPrefix())
+	}
+	wch := l.client.Watch(wctx, watched, opts...)
 	budget, stopBudget := l.budgetTimer(began)
 	defer stopBudget()
 	retry := false // the last renewal failed: the next one comes sooner
@@ -268,12 +283,16 @@ func (l *Locker) waitDelete(ctx context.Context, s *session, kv *mvccpb.KeyValue
 				return nil // compacted, no leader, reconnected: re-check
 			}
 			if wr.Created && from == 0 {
-				if gone, err := l.gone(ctx, kv); gone || err != nil {
-					return err
+				for _, kv := range kvs {
+					if gone, err := l.gone(ctx, kv); gone || err != nil {
+						return err
+					}
 				}
 			}
 			for _, ev := range wr.Events {
-				if ev.Type == mvccpb.DELETE {
+				if ev.Type == mvccpb.DELETE && slices.ContainsFunc(kvs, func(kv *mvccpb.KeyValue) bool {
+					return bytes.Equal(kv.Key, ev.Kv.Key)
+				}) {
 					return nil
 				}
 			}
