@@ -96,10 +96,15 @@
 // <prefix><name>/.permit/<i> (PermitKey), acquired with a session exactly
 // as the mutex's key is, with the same lease, monitor, unlock and
 // lock-delay. So Consul itself takes back the permit of a holder whose
-// session is invalidated, and nobody has to prune holders, unlike the
-// single holder entry of Consul's own api.Semaphore, whose pruning of
-// dead sessions and limit checks ride on every contender's
-// check-and-set. The token is the permit key's ModifyIndex read right
+// session is invalidated, and no client removes another's: Consul's own
+// api.Semaphore keeps its limit and its holders' sessions in one entry,
+// <prefix>/.lock, rewritten by check-and-set on every acquire and release,
+// whose dead holders are pruned only when a contender next writes it. What
+// that entry gives and this layout does not: api.Semaphore refuses a
+// contender whose limit differs from the entry's (ErrSemaphoreConflict;
+// the limit stays until the entry is destroyed, hashicorp/consul#933),
+// where Semaphores of one name made with different permits here simply
+// use different numbers of keys. The token is the permit key's ModifyIndex read right
 // after the acquire: a Raft index, so the argument above makes tokens
 // strictly increase across all permits. A TryLock lists the permits once
 // and tries the free ones in turn; a Lock waits by one blocking query on
