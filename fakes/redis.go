@@ -3,6 +3,7 @@ package fakes
 import (
 	"context"
 	"fmt"
+	"net"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9/logging"
 
 	"github.com/lockproof/lockproof/internal/layout"
+	"github.com/lockproof/lockproof/internal/memnet"
 	"github.com/lockproof/lockproof/locks"
 )
 
@@ -113,8 +115,11 @@ type RedisServer struct {
 	client  *redis.Client
 	closed  atomic.Bool
 
-	mu       sync.Mutex
-	clients  []*redis.Client
+	mu      sync.Mutex
+	clients []*redis.Client
+	// dialMu orders in-memory dials (dialInMemory) with stopping and
+	// starting miniredis; stopped is written under both locks.
+	dialMu   sync.Mutex
 	stopped  bool
 	pastCmds int // commands processed by earlier runs of a restarted miniredis
 	ownCmds  int // commands sent by the fake itself, not counted
@@ -202,8 +207,13 @@ const clientPoolSize = 1024
 // instead of 10-1000 ms, so a command to a stopped server fails in a few
 // milliseconds rather than in a tenth of a second.
 func (r *RedisServer) clientOptions() *redis.Options {
+	var dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	if r.mini != nil {
+		dial = r.dialInMemory
+	}
 	return &redis.Options{
 		Addr:             r.addr,
+		Dialer:           dial,
 		DisableIdentity:  true,
 		DialerRetries:    1,
 		MinRetryBackoff:  time.Millisecond,
@@ -211,6 +221,23 @@ func (r *RedisServer) clientOptions() *redis.Options {
 		PoolSize:         clientPoolSize,
 		PipelinePoolSize: -1, // pipelines on the main pool
 	}
+}
+
+// dialInMemory connects a client to miniredis without a socket: the
+// server serves one end of an in-memory connection (internal/memnet), so
+// a request in flight is a runnable goroutine, which the property suite's
+// scheduler sees (see propertytest.Backend.InProcess). A stopped server
+// refuses the dial as a closed port would.
+func (r *RedisServer) dialInMemory(ctx context.Context, _, _ string) (net.Conn, error) {
+	r.dialMu.Lock()
+	defer r.dialMu.Unlock()
+	srv := r.mini.Server()
+	if r.stopped || r.closed.Load() || srv == nil {
+		return nil, memnet.Refused(r.addr)
+	}
+	client, server := memnet.Pipe(memnet.Addr("client of "+r.addr), memnet.Addr(r.addr))
+	srv.ServeConn(server)
+	return client, nil
 }
 
 // newClient returns a client with clientOptions and the gate hook.
@@ -253,7 +280,9 @@ func (r *RedisServer) closeAll() {
 		_ = c.Close() // closing a client only fails if it was closed already
 	}
 	if r.mini != nil {
+		r.dialMu.Lock() // no in-memory dial while the server closes
 		r.mini.Close()
+		r.dialMu.Unlock()
 	}
 }
 
@@ -368,8 +397,10 @@ func (r *RedisServer) stopLocked() {
 		return
 	}
 	r.pastCmds += r.mini.CommandCount()
+	r.dialMu.Lock()
 	r.mini.Close()
 	r.stopped = true
+	r.dialMu.Unlock()
 }
 
 // Restart stops the server if it runs and starts it again on the same
@@ -393,10 +424,13 @@ func (r *RedisServer) Restart(keepData bool) {
 	r.mini.Lock()
 	r.mini.Ctx, r.mini.CtxCancel = context.WithCancel(context.Background())
 	r.mini.Unlock()
-	if err := r.mini.Restart(); err != nil {
+	r.dialMu.Lock()
+	err := r.mini.Restart()
+	r.stopped = err != nil
+	r.dialMu.Unlock()
+	if err != nil {
 		r.fatalf("fakes: cannot restart miniredis on %s: %v", r.addr, err)
 	}
-	r.stopped = false
 	if err := r.flushScripts(); err != nil {
 		r.fatalf("fakes: restart of %s: emptying the script cache: %v", r.addr, err)
 	}

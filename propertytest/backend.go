@@ -56,6 +56,14 @@ type Backend struct {
 	Faults []Fault
 	// Close, if set, releases the backend at the end of the run.
 	Close func()
+	// InProcess reports that every connection of the run, the lockers'
+	// and the faults', is an in-memory one of the fakes (no socket): a
+	// request in flight is then a runnable goroutine, and the suite's
+	// scheduler tells that nothing can move from the runtime's counters
+	// alone, without waiting wall time for the kernel to deliver. Leave
+	// it false if any client uses a socket: the run is slower, but a
+	// request still in the kernel is not mistaken for none.
+	InProcess bool
 
 	_ struct{} // keyed literals only
 }

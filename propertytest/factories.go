@@ -45,8 +45,9 @@ func onOneMiniredis(newLocker func(c redis.UniversalClient, name string, opts ..
 			NewLocker: func(name string, opts ...locks.Option) (locks.Locker, error) {
 				return newLocker(r.NewClient(), name, append(r.LockOptions(), opts...)...)
 			},
-			Clock:   r.Clock(),
-			Advance: r.Advance,
+			Clock:     r.Clock(),
+			Advance:   r.Advance,
+			InProcess: true,
 		}, nil
 	}
 }
@@ -109,6 +110,7 @@ func Redlock(n int) Factory {
 			Nodes:     n,
 			StopNode:  g.Stop,
 			StartNode: func(i int) { g.Restart(i, true) },
+			InProcess: true,
 		}
 		for i := range (n - 1) / 2 {
 			be.Faults = append(be.Faults, Fault{
@@ -138,8 +140,9 @@ func MemLock() Factory {
 				}
 				return shared, nil
 			},
-			Clock:   clock,
-			Advance: clock.Advance,
+			Clock:     clock,
+			Advance:   clock.Advance,
+			InProcess: true,
 		}, nil
 	}
 }

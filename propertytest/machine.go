@@ -69,7 +69,7 @@ type machine struct {
 }
 
 func newMachine(o Options, be *Backend, jitterSeed uint64) (*machine, error) {
-	m := &machine{o: o, be: be, rec: newRecorder(be.Clock), sched: newSched(o.Settle),
+	m := &machine{o: o, be: be, rec: newRecorder(be.Clock), sched: newSched(o.Settle, be.InProcess),
 		active: map[int]bool{}, used: map[int]bool{}, ran: map[Property]bool{}, unclaimed: map[string]bool{}}
 	lease, err := linearize.NewLeaseModel(o.TTL, locks.Drift(o.TTL))
 	if err != nil {

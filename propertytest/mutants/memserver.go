@@ -58,8 +58,9 @@ func memFactory(b serverBug) propertytest.Factory {
 			NewLocker: func(name string, opts ...locks.Option) (locks.Locker, error) {
 				return s.locker(name, append([]locks.Option{locks.WithClock(clock)}, opts...)...)
 			},
-			Clock:   clock,
-			Advance: clock.Advance,
+			Clock:     clock,
+			Advance:   clock.Advance,
+			InProcess: true,
 		}, nil
 	}
 }

@@ -56,8 +56,9 @@ func onMiniredis(newLocker func(c redis.UniversalClient, name string, opts ...lo
 			NewLocker: func(name string, opts ...locks.Option) (locks.Locker, error) {
 				return newLocker(r.NewClient(), name, append(r.LockOptions(), opts...)...)
 			},
-			Clock:   r.Clock(),
-			Advance: r.Advance,
+			Clock:     r.Clock(),
+			Advance:   r.Advance,
+			InProcess: true,
 		}, nil
 	}
 }

@@ -55,7 +55,8 @@ func redlockFactory(quorum int) propertytest.Factory {
 			},
 			Clock: g.Clock(), Advance: g.Advance, Nodes: redlockNodes,
 			StopNode: g.Stop, StartNode: func(i int) { g.Restart(i, true) },
-			Faults: []propertytest.Fault{down(0, 1)},
+			Faults:    []propertytest.Fault{down(0, 1)},
+			InProcess: true,
 		}, nil
 	}
 }

@@ -75,8 +75,9 @@ func seqFactory(f seqFlaw) propertytest.Factory {
 				}
 				return &seqLocker{s: s, name: name, opt: o, flaw: f}, nil
 			},
-			Clock:   clock,
-			Advance: clock.Advance,
+			Clock:     clock,
+			Advance:   clock.Advance,
+			InProcess: true,
 		}, nil
 	}
 }

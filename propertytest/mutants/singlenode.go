@@ -30,6 +30,7 @@ func singleNodeAsThree() propertytest.Factory {
 			},
 			Clock: g.Clock(), Advance: g.Advance, Nodes: 3,
 			StopNode: g.Stop, StartNode: func(i int) { g.Restart(i, true) },
+			InProcess: true,
 		}, nil
 	}
 }
