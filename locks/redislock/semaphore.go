@@ -51,18 +51,12 @@ var _ locks.Locker = (*Semaphore)(nil)
 // TryLock of the same owner through this Semaphore return a hold on the
 // permit it holds (see locks.WithOwner) rather than a second permit.
 func NewSemaphore(client redis.UniversalClient, name string, permits int, opts ...locks.Option) (*Semaphore, error) {
-	if client == nil {
-		return nil, fmt.Errorf("redislock: %w", locks.ErrNilClient)
-	}
-	if err := locks.ValidateName(name); err != nil {
-		return nil, fmt.Errorf("redislock: %w", err)
+	o, err := resolve(client, name, opts)
+	if err != nil {
+		return nil, err
 	}
 	if permits < 1 {
 		return nil, fmt.Errorf("redislock: %w: %d permits (at least 1)", locks.ErrInvalidOption, permits)
-	}
-	o, err := locks.Resolve(DefaultPrefix, opts...)
-	if err != nil {
-		return nil, fmt.Errorf("redislock: %w", err)
 	}
 	key := Key(o.Prefix, name) + ":sem"
 	s := &Semaphore{
