@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -23,10 +24,13 @@ type notified struct {
 	errorf func(string, ...any) error
 	// busy follows locks.ErrLocked in a refused TryLock's error.
 	busy string
-	// script runs the acquire script for owner: {1, fence} when granted,
-	// {0, µs until the earliest lease in the way ends} when not. waiting
-	// is set in Lock, not in TryLock.
-	script func(ctx context.Context, owner string, waiting bool) ([]int64, error)
+	// script is the acquire script for owner, its keys and arguments: it
+	// answers {1, fence} when granted, {0, µs until the earliest lease in
+	// the way ends} when not. waiting is set in Lock, not in TryLock.
+	script func(owner string, waiting bool) (*redis.Script, []string, []any)
+	client redis.Scripter
+	// loaded: an EVAL of script went through, so the server has it.
+	loaded atomic.Bool
 	// ops are the owner-checked operations on owner's lease.
 	ops func(owner string) locks.LeaseOps
 	// abandon, if set, undoes what a waiting attempt of owner left on the
@@ -41,7 +45,7 @@ type notified struct {
 // newNotified returns a notified whose waiters listen on channel; the
 // caller sets script, ops and abandon.
 func newNotified(client redis.UniversalClient, name, channel string, o locks.Options, errorf func(string, ...any) error) *notified {
-	n := &notified{name: name, opt: o, errorf: errorf, waiters: map[chan struct{}]bool{}}
+	n := &notified{name: name, opt: o, errorf: errorf, client: client, waiters: map[chan struct{}]bool{}}
 	n.listen = &listener{client: client, channel: channel, timeout: o.TTL, route: func(string) { n.wakeAll() }, missed: n.wakeAll}
 	return n
 }
@@ -118,7 +122,8 @@ func (n *notified) giveUp(owner string) {
 // owner-checked, on a context of its own.
 func (n *notified) attempt(ctx context.Context, owner string, waiting bool) (attemptResult, error) {
 	r := attemptResult{start: n.opt.Clock.Now(), pttl: -1}
-	v, err := n.script(ctx, owner, waiting)
+	script, keys, args := n.script(owner, waiting)
+	v, err := n.eval(ctx, script, keys, args, &r.start).Int64Slice()
 	if err == nil && len(v) < 2 {
 		err = fmt.Errorf("unexpected reply %v", v)
 	}
@@ -138,6 +143,29 @@ func (n *notified) attempt(ctx context.Context, owner string, waiting bool) (att
 	}
 	r.fence = locks.Token(v[1])
 	return r, nil
+}
+
+// eval runs script so that the request that grants is the first one
+// sent: an EVAL until one went through, then EVALSHA, and EVAL again
+// when the server lost the script (a restart, SCRIPT FLUSH), with *start
+// moved to when that second request was sent, which a lease it granted
+// began after. (Script.Run's EVALSHA first would put a NOSCRIPT round
+// trip before the grant, and the lease's local deadline, reckoned from
+// before it, would fall short of the server's by as long as that took.)
+func (n *notified) eval(ctx context.Context, script *redis.Script, keys []string, args []any, start *time.Time) *redis.Cmd {
+	if !n.loaded.Load() {
+		cmd := script.Eval(ctx, n.client, keys, args...)
+		if cmd.Err() == nil {
+			n.loaded.Store(true)
+		}
+		return cmd
+	}
+	cmd := script.EvalSha(ctx, n.client, keys, args...)
+	if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
+		*start = n.opt.Clock.Now()
+		return script.Eval(ctx, n.client, keys, args...)
+	}
+	return cmd
 }
 
 // grant wraps a granted lease in a managed one; one whose validity had

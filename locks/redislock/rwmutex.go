@@ -97,12 +97,12 @@ func (m *RWMutex) side(mode string, set int, busy string) *rwSide {
 	s := &rwSide{m: m, mode: mode, reentry: locks.NewReentry(m.opt)}
 	s.acq = newNotified(m.client, m.name, m.channel, m.opt, s.errorf)
 	s.acq.busy = busy
-	s.acq.script = func(ctx context.Context, owner string, waiting bool) ([]int64, error) {
+	s.acq.script = func(owner string, waiting bool) (*redis.Script, []string, []any) {
 		wait := "0"
 		if waiting {
 			wait = "1"
 		}
-		return acquireRWScript.Run(ctx, m.client, m.keys, owner, m.opt.TTL.Microseconds(), m.channel, mode, wait).Int64Slice()
+		return acquireRWScript, m.keys, []any{owner, m.opt.TTL.Microseconds(), m.channel, mode, wait}
 	}
 	s.acq.ops = func(owner string) locks.LeaseOps { return rwOps{m: m, owner: owner, set: set} }
 	return s

@@ -70,8 +70,8 @@ func NewSemaphore(client redis.UniversalClient, name string, permits int, opts .
 	}
 	s.acq = newNotified(client, name, s.channel, o, s.errorf)
 	s.acq.busy = fmt.Sprintf(" (all %d permits held)", permits)
-	s.acq.script = func(ctx context.Context, owner string, _ bool) ([]int64, error) {
-		return acquireSemScript.Run(ctx, s.client, s.keys, owner, s.opt.TTL.Microseconds(), s.permits).Int64Slice()
+	s.acq.script = func(owner string, _ bool) (*redis.Script, []string, []any) {
+		return acquireSemScript, s.keys, []any{owner, s.opt.TTL.Microseconds(), s.permits}
 	}
 	s.acq.ops = func(owner string) locks.LeaseOps { return semOps{s: s, owner: owner} }
 	return s, nil
