@@ -113,7 +113,7 @@ func (m *machine) foreign(t *rapid.T, pick func(*rapid.T, func(*client) bool) *c
 	if !m.probeRefused(holder) {
 		return // the lock was not exclusive before the foreign call: nothing to blame on it
 	}
-	m.uncertain = m.rec.now()
+	m.doubt()
 	var err error
 	what := "Renew"
 	if unlock {
@@ -596,7 +596,7 @@ func (m *machine) firstReport(key [2]uint64) bool {
 // key kept alive) fails here. Reported as deadlock freedom: a free lock
 // refused.
 func (m *machine) checkFreed(c *client, err error) {
-	if err != nil || m.faulted || m.rec.now()-m.uncertain < int64(m.o.TTL+m.o.Slack) && m.uncertain != 0 {
+	if err != nil || m.faulted || m.doubted && m.rec.now()-m.uncertain < int64(m.o.TTL+m.o.Slack) {
 		return
 	}
 	for _, d := range append(m.cl, m.probe) {

@@ -65,6 +65,7 @@ type machine struct {
 	pairs     map[[2]uint64]bool // owners reported holding at once
 	fenced    int                // 1: the lock's leases are fenced, -1: they are not, 0: no lease seen yet
 	uncertain int64              // history time of the last event that may have left the lock taken (unknown outcome, crash, foreign call)
+	doubted   bool               // such an event happened (uncertain may be 0, the history's start)
 
 	// sem is the model the lock history is checked against instead of
 	// lease when Options.Permits > 1.
@@ -117,6 +118,9 @@ func newMachine(o Options, be *Backend, jitterSeed uint64) (*machine, error) {
 func (m *machine) logf(format string, args ...any) {
 	m.log = append(m.log, fmt.Sprintf("t=%v ", time.Duration(m.rec.now()))+fmt.Sprintf(format, args...))
 }
+
+// doubt notes that the lock may have been left taken now (see uncertain).
+func (m *machine) doubt() { m.uncertain, m.doubted = m.rec.now(), true }
 
 func (m *machine) newOwner() uint64 { m.owners++; return m.owners }
 
@@ -252,14 +256,14 @@ func (m *machine) acquire(c *client, blocking, crash bool, stallAt int, onGrant 
 				out = linearize.LeaseOutput{}
 			}
 			m.rec.ret(i, out, !known)
-			m.uncertain = m.rec.now()
+			m.doubt()
 			m.logf("client %d: crashed inside %s at %v", c.id, name, locks.PointAcquired)
 			m.crash(c)
 			return
 		}
 		out, unknown := m.outputOf(i)
 		if unknown {
-			m.uncertain = m.rec.now()
+			m.doubt()
 			if m.sched.crashed(o) {
 				m.rec.cleanedUp(i)
 			}
@@ -429,11 +433,11 @@ func (m *machine) crash(c *client) {
 		fin := c.fin
 		c.op, c.fin = nil, nil
 		m.sched.forget(o)
-		m.uncertain = m.rec.now()
+		m.doubt()
 		fin()
 	}
 	if c.cur != nil {
-		m.uncertain = m.rec.now()
+		m.doubt()
 	}
 	c.cur, c.work, c.stale = nil, nil, nil
 }
