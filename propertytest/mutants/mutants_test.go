@@ -81,6 +81,7 @@ var corpus = map[string]caught{
 	"renew-ignores-refusal":               {[]uint64{4291168989933581489}, propertytest.Symmetry},
 	"renew-sets-without-owner-check":      {[]uint64{4104992481572905402}, propertytest.Symmetry},
 	"renewal-failure-only-logged":         {[]uint64{4569114836350967742}, propertytest.Exclusivity},
+	"rw-read-unlock-deletes-lock":         {[]uint64{8528189712747305592}, propertytest.Symmetry},
 	"rw-reader-check-then-join":           {[]uint64{6931691631583891288}, propertytest.Exclusivity},
 	"rw-reader-renewal-misses-its-lease":  {[]uint64{4381855338987515098}, propertytest.Exclusivity},
 	"semaphore-count-then-add":            {[]uint64{6146444869205200013}, propertytest.Exclusivity},

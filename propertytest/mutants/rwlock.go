@@ -30,6 +30,10 @@ const (
 	// holds the lock together with it (iowarp/clio-core issue #927; the
 	// same stale admission as apache/iotdb pull request #11453).
 	rwReaderCheckThenJoin
+	// A reader's unlock that leaves no reader behind deletes the lock's
+	// state, the writer's lease with it, whether or not the reader still
+	// held (redisson/redisson issue #4023).
+	rwReadUnlockDeletesLock
 )
 
 // rwClients is the number of clients the suite runs against the
@@ -60,6 +64,14 @@ func init() {
 		// look again for a writer).
 		mutant("rw-reader-check-then-join", rwReaderCheckThenJoin, propertytest.Exclusivity,
 			"a reader checks that no writer holds the lock in one request and joins the readers in a second one (clio-core issue #927), so a writer granted in between holds the lock together with the reader"),
+		// redisson/redisson issue #4023, "Error while acquire Lock and
+		// ReadLock": a read lock's unlock, finding no other reader,
+		// deleted the key under which another thread's lock was held, and
+		// that thread's unlock then failed. Here the reader that unlocks
+		// is one whose lease ran out while a writer took the lock, the
+		// form of the bug the suite's foreign calls reach.
+		mutant("rw-read-unlock-deletes-lock", rwReadUnlockDeletesLock, propertytest.Symmetry,
+			"a reader's unlock that leaves no reader deletes the writer's lease too, even when the reader no longer held (Redisson issue #4023): a stale reader's Unlock frees a writer's lock").also(propertytest.Exclusivity),
 	)
 }
 
@@ -111,6 +123,11 @@ return redis.call('INCR', KEYS[3])`)
 	rwWriterCount = redis.NewScript(semNow + rwPrune + "return redis.call('ZCARD', KEYS[2])")
 	rwJoinReaders = redis.NewScript(semNow + `redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
 return redis.call('INCR', KEYS[3])`)
+	// rwReleaseAll is semReleaseScript that, once no reader is left,
+	// deletes the writer's set as well.
+	rwReleaseAll = redis.NewScript(semNow + rwPrune + `local n = redis.call('ZREM', KEYS[1], ARGV[1])
+if redis.call('ZCARD', KEYS[1]) == 0 then redis.call('DEL', KEYS[2]) end
+return n`)
 	// rwRenewKeyOnly is semRenewScript with the reader's score left as it
 	// was: only the set's key gets a fresh TTL.
 	rwRenewKeyOnly = redis.NewScript(semNow + semPrune + `if not redis.call('ZSCORE', KEYS[1], ARGV[1]) then return 0 end
@@ -158,6 +175,9 @@ func (m *rwMode) TryLock(ctx context.Context) (locks.Lease, error) {
 	}
 	ops := rwOps{ownerOps: ownerOps{client: rw.client, key: set, owner: owner, ttl: rw.opt.TTL},
 		keyOnly: m.shared && rw.flaw == rwReaderRenewalMissesLease}
+	if m.shared && rw.flaw == rwReadUnlockDeletesLock {
+		ops.all = rw.keys
+	}
 	return handOver(ctx, locks.NewLease(locks.LeaseSpec{Name: rw.name, Token: locks.Token(tok), Fenced: true, Start: start}, ops, rw.opt), rw.opt)
 }
 
@@ -170,7 +190,8 @@ func (m *rwMode) Lock(ctx context.Context) (locks.Lease, error) {
 // the semaphore's scripts, which act on one set, unless keyOnly.
 type rwOps struct {
 	ownerOps
-	keyOnly bool // rwReaderRenewalMissesLease: the renewal leaves the lease as it was
+	keyOnly bool     // rwReaderRenewalMissesLease: the renewal leaves the lease as it was
+	all     []string // rwReadUnlockDeletesLock: the lock's keys, which the release runs on
 }
 
 func (o rwOps) Renew(ctx context.Context) error {
@@ -182,5 +203,8 @@ func (o rwOps) Renew(ctx context.Context) error {
 }
 
 func (o rwOps) Release(ctx context.Context) error {
+	if o.all != nil {
+		return runOn(ctx, o.client, rwReleaseAll, o.all, "release", o.owner)
+	}
 	return o.run(ctx, semReleaseScript, "release", o.owner)
 }

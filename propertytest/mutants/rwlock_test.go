@@ -56,3 +56,19 @@ func TestRWReaderStalledWhileWriterTakesIt(t *testing.T) {
 		return err == nil && w != nil && s.holds(r) && s.holds(w)
 	})
 }
+
+// A reader whose lease ran out while a writer took the lock unlocks: the
+// writer must still hold, and a third client be refused.
+func TestRWStaleReaderUnlocksUnderAWriter(t *testing.T) {
+	reported(t, "rw-read-unlock-deletes-lock", func(s *scene) bool {
+		read, _ := s.rw(s.client(nil))
+		stale := s.grant(read)
+		s.be.Advance(testTTL + time.Millisecond)
+		_, write := s.rw(s.client(nil))
+		w := s.grant(write)
+		_ = stale.Unlock(context.Background()) // ran out: its error is not the point
+		_, third := s.rw(s.client(nil))
+		_, err := third.TryLock(context.Background())
+		return err == nil && s.holds(w)
+	})
+}
