@@ -215,15 +215,16 @@ func TestRWMutexWaitFallsBackOnTTL(t *testing.T) {
 	locktest.UnlockOnce(t, res.Lease)
 }
 
-// TestRWMutexOneWriterAtATime: goroutines of four clients take the
-// write lock in real time: never more than one inside at once.
-func TestRWMutexOneWriterAtATime(t *testing.T) {
+// TestRWMutexReadersOrOneWriter: goroutines of four clients take read
+// and write leases in real time: a writer is never inside with anyone.
+func TestRWMutexReadersOrOneWriter(t *testing.T) {
 	r := fakes.Redis(t)
-	var writers []locks.Locker
-	for range 4 {
+	var readers, writers []locks.Locker
+	for range 2 {
+		readers = append(readers, newRW(t, r).RLocker())
 		writers = append(writers, newRW(t, r).Locker())
 	}
-	t.Logf("at most %d writers at once", locktest.AtMostPermits(t, 1, writers, 3, 25, 100*time.Microsecond))
+	t.Logf("at most %d readers at once", locktest.ReadersOrOneWriter(t, readers, writers, 2, 25, 100*time.Microsecond))
 }
 
 func TestRWMutexMaxHold(t *testing.T) {
