@@ -18,7 +18,8 @@
 //     budget of its own (Options.ShrinkTimeLimit, Result.ShrinkElapsed).
 //   - Models: NewLeaseModel (a lease lock with TTL, clock tolerance and
 //     fencing tokens), NewSemaphoreModel (the same with up to N
-//     holders at once), NewRegisterModel, NewFencedRegisterModel (stale
+//     holders at once), NewRWLeaseModel (readers or one writer, with
+//     LeaseInput.Shared), NewRegisterModel, NewFencedRegisterModel (stale
 //     tokens rejected, as locks.Fence), NewKVModel (get/put/append
 //     partitioned by key, porcupine's test semantics; the state is a
 //     KVValue, a string kept as its chain of appends) and NewKVMapModel

@@ -60,6 +60,13 @@ type LeaseInput struct {
 	// Owner is the acquisition's owner value (random per acquisition, as in
 	// lockproof's locks); Release and Renew name the owner they act for.
 	Owner uint64 `json:"owner"`
+	// Shared marks an Acquire in shared (read) mode, for the read-write
+	// model (NewRWLeaseModel); false is exclusive (write) mode, the only
+	// mode of NewLeaseModel and NewSemaphoreModel, which ignore the field.
+	// It is left out of the JSON when false, so histories without it read
+	// and write as before. Release and Renew ignore it: the owner names
+	// the lease, whatever its mode.
+	Shared bool `json:"shared,omitempty"`
 }
 
 // LeaseOutput is what a lease-lock call returned.
@@ -135,10 +142,8 @@ type LeaseState struct {
 //
 // It returns ErrInvalidModel unless ttl > 0 and 0 <= tolerance < ttl.
 func NewLeaseModel(ttl, tolerance time.Duration) (Model[LeaseState, LeaseInput, LeaseOutput], error) {
-	if ttl <= 0 || tolerance < 0 || tolerance >= ttl {
-		return Model[LeaseState, LeaseInput, LeaseOutput]{}, fmt.Errorf(
-			"%w: lease model needs ttl > 0 and 0 <= tolerance < ttl, got ttl %v, tolerance %v",
-			ErrInvalidModel, ttl, tolerance)
+	if err := leaseTimes("lease", ttl, tolerance); err != nil {
+		return Model[LeaseState, LeaseInput, LeaseOutput]{}, err
 	}
 	life := int64(ttl - tolerance)
 	m := Model[LeaseState, LeaseInput, LeaseOutput]{
@@ -146,12 +151,10 @@ func NewLeaseModel(ttl, tolerance time.Duration) (Model[LeaseState, LeaseInput, 
 		Step: func(dst []LeaseState, s LeaseState, op *Operation[LeaseInput, LeaseOutput]) []LeaseState {
 			return leaseStep(dst, s, op, life)
 		},
-		Partition: func(in LeaseInput) string { return in.Lock },
+		Partition: leaseLock,
 		// A refused acquire leaves a held lock as it is, and cannot
 		// happen on a free one.
-		ReadOnly: func(op *Operation[LeaseInput, LeaseOutput]) bool {
-			return op.Input.Op == Acquire && !op.Output.OK && !op.Unknown
-		},
+		ReadOnly:          refusedAcquire,
 		Equal:             func(a, b LeaseState) bool { return a == b },
 		Hash:              leaseStateHash,
 		DescribeOperation: describeLease,
@@ -165,6 +168,24 @@ func NewLeaseModel(ttl, tolerance time.Duration) (Model[LeaseState, LeaseInput, 
 	m.fast = newLeaseDecider(life, m).decide
 	m.fastStep = reflect.ValueOf(m.Step).Pointer()
 	return m, nil
+}
+
+// leaseTimes validates a lease model's TTL and tolerance; model names it.
+func leaseTimes(model string, ttl, tolerance time.Duration) error {
+	if ttl <= 0 || tolerance < 0 || tolerance >= ttl {
+		return fmt.Errorf("%w: %s model needs ttl > 0 and 0 <= tolerance < ttl, got ttl %v, tolerance %v",
+			ErrInvalidModel, model, ttl, tolerance)
+	}
+	return nil
+}
+
+// leaseLock is the partition of the lease models: the lock's name.
+func leaseLock(in LeaseInput) string { return in.Lock }
+
+// refusedAcquire is the lease models' ReadOnly: a refused acquire (known
+// outcome) changes no state.
+func refusedAcquire(op *Operation[LeaseInput, LeaseOutput]) bool {
+	return op.Input.Op == Acquire && !op.Output.OK && !op.Unknown
 }
 
 func leaseStep(dst []LeaseState, s LeaseState, op *Operation[LeaseInput, LeaseOutput], life int64) []LeaseState {
@@ -188,10 +209,8 @@ func leaseStep(dst []LeaseState, s LeaseState, op *Operation[LeaseInput, LeaseOu
 	}
 	switch in.Op {
 	case Acquire:
-		token := out.Token
-		if op.Unknown {
-			token = s.Token + 1
-		} else if !out.OK {
+		token, granted := acquired(op, s.Token)
+		if !granted {
 			if s.Held {
 				return append(dst, s)
 			}
@@ -238,6 +257,16 @@ func leaseStep(dst []LeaseState, s LeaseState, op *Operation[LeaseInput, LeaseOu
 	return dst
 }
 
+// acquired reads an Acquire: granted with token, or (a known outcome) refused.
+// An unknown one is taken as granted with the lowest token it could have
+// had, last + 1, which constrains later grants the least.
+func acquired(op *Operation[LeaseInput, LeaseOutput], last uint64) (token uint64, granted bool) {
+	if op.Unknown {
+		return last + 1, true
+	}
+	return op.Output.Token, op.Output.OK
+}
+
 func satAdd(a, b int64) int64 {
 	if b > 0 && a > math.MaxInt64-b {
 		return math.MaxInt64
@@ -250,7 +279,11 @@ func satAdd(a, b int64) int64 {
 
 func describeLease(op *Operation[LeaseInput, LeaseOutput]) string {
 	in, out := op.Input, op.Output
-	call := fmt.Sprintf("%s(%s, owner %d)", in.Op, in.Lock, in.Owner)
+	name := in.Op.String()
+	if in.Shared && in.Op == Acquire {
+		name = "acquire shared"
+	}
+	call := fmt.Sprintf("%s(%s, owner %d)", name, in.Lock, in.Owner)
 	switch {
 	case op.Unknown:
 		return call + " -> ?"

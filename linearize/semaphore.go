@@ -82,6 +82,15 @@ func (s SemaphoreState) with(h SemaphoreHolder) SemaphoreState {
 	return s
 }
 
+// renewed returns s with the lease at i extended by a renewal called at
+// call: it may expire from call (or the Floor) plus life on.
+func (s SemaphoreState) renewed(i int, call, life int64) SemaphoreState {
+	n := s
+	n.Holders = slices.Clone(s.Holders)
+	n.Holders[i].Expiry = max(n.Holders[i].Expiry, satAdd(max(s.Floor, call), life))
+	return n
+}
+
 var semaphoreSeed = maphash.MakeSeed()
 
 func semaphoreStateHash(s SemaphoreState) uint64 {
@@ -153,12 +162,10 @@ func NewSemaphoreModel(permits int, ttl, tolerance time.Duration) (Model[Semapho
 		Step: func(dst []SemaphoreState, s SemaphoreState, op *Operation[LeaseInput, LeaseOutput]) []SemaphoreState {
 			return semaphoreStep(dst, s, op, permits, life)
 		},
-		Partition: func(in LeaseInput) string { return in.Lock },
+		Partition: leaseLock,
 		// A refused acquire leaves a full semaphore as it is, and cannot
 		// happen on one with a permit free.
-		ReadOnly: func(op *Operation[LeaseInput, LeaseOutput]) bool {
-			return op.Input.Op == Acquire && !op.Output.OK && !op.Unknown
-		},
+		ReadOnly:          refusedAcquire,
 		Equal:             semaphoreStateEqual,
 		Hash:              semaphoreStateHash,
 		DescribeOperation: describeLease,
@@ -180,13 +187,11 @@ func semaphoreStep(dst []SemaphoreState, s SemaphoreState, op *Operation[LeaseIn
 	if s.Floor > end {
 		return dst // an earlier step relied on an expiry after this operation's window
 	}
-	in, out := op.Input, op.Output
+	in := op.Input
 	switch in.Op {
 	case Acquire:
-		token := out.Token
-		if op.Unknown {
-			token = s.Token + 1
-		} else if !out.OK {
+		token, granted := acquired(op, s.Token)
+		if !granted {
 			if len(s.Holders) >= permits {
 				return append(dst, s)
 			}
@@ -237,33 +242,37 @@ func semaphoreStep(dst []SemaphoreState, s SemaphoreState, op *Operation[LeaseIn
 		choose(0, 0)
 		return dst
 	case Release, Renew:
-		i := s.holder(in.Owner)
-		mine := i >= 0
-		if op.Unknown {
-			if in.Op == Release && mine {
-				return append(dst, s.without([]int{i}, false))
-			}
-			return dst
-		}
-		if out.OK {
-			if !mine {
-				return dst
-			}
-			if in.Op == Release {
-				return append(dst, s.without([]int{i}, false))
-			}
-			n := s
-			n.Holders = slices.Clone(s.Holders)
-			n.Holders[i].Expiry = max(n.Holders[i].Expiry, satAdd(max(s.Floor, op.Call), life))
-			return append(dst, n)
-		}
-		if !mine {
-			return append(dst, s) // not held by this owner: a refusal changes nothing
-		}
-		if s.Holders[i].Expiry <= end {
-			return append(dst, s.without([]int{i}, true))
+		return holderStep(dst, s, op, life)
+	}
+	return dst
+}
+
+// holderStep is the step of a Release or Renew on the lease of the owner
+// it names among s's holders, whatever the lock's kind.
+func holderStep(dst []SemaphoreState, s SemaphoreState, op *Operation[LeaseInput, LeaseOutput], life int64) []SemaphoreState {
+	in, out := op.Input, op.Output
+	i := s.holder(in.Owner)
+	mine := i >= 0
+	if op.Unknown {
+		if in.Op == Release && mine {
+			return append(dst, s.without([]int{i}, false))
 		}
 		return dst
+	}
+	if out.OK {
+		if !mine {
+			return dst
+		}
+		if in.Op == Release {
+			return append(dst, s.without([]int{i}, false))
+		}
+		return append(dst, s.renewed(i, op.Call, life))
+	}
+	if !mine {
+		return append(dst, s) // not held by this owner: a refusal changes nothing
+	}
+	if s.Holders[i].Expiry <= op.End() {
+		return append(dst, s.without([]int{i}, true))
 	}
 	return dst
 }

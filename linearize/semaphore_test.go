@@ -230,12 +230,22 @@ func semRefStep(dst []SemaphoreState, s SemaphoreState, op *Operation[LeaseInput
 	if s.Floor > end {
 		return dst
 	}
+	for _, n := range eagerExpiries(s, end) {
+		dst = semRefApply(dst, n, op, permits, life)
+	}
+	return dst
+}
+
+// eagerExpiries returns s with each set of the leases that may have
+// expired by end gone, the empty set included.
+func eagerExpiries(s SemaphoreState, end int64) []SemaphoreState {
 	var expirable []int
 	for i, h := range s.Holders {
 		if h.Expiry <= end {
 			expirable = append(expirable, i)
 		}
 	}
+	var out []SemaphoreState
 	for mask := 0; mask < 1<<len(expirable); mask++ {
 		var drop []int
 		for b, i := range expirable {
@@ -243,9 +253,9 @@ func semRefStep(dst []SemaphoreState, s SemaphoreState, op *Operation[LeaseInput
 				drop = append(drop, i)
 			}
 		}
-		dst = semRefApply(dst, s.without(drop, true), op, permits, life)
+		out = append(out, s.without(drop, true))
 	}
-	return dst
+	return out
 }
 
 func semRefApply(dst []SemaphoreState, s SemaphoreState, op *Operation[LeaseInput, LeaseOutput], permits int, life int64) []SemaphoreState {
@@ -367,15 +377,27 @@ func TestSemaphoreDifferential(t *testing.T) {
 // gives NewLeaseModel's verdict on every history, the random small ones
 // and simulated ones with each planted bug.
 func TestSemaphoreOnePermitIsTheLease(t *testing.T) {
-	seed := testSeed(t)
-	rng := rand.New(rand.NewPCG(seed, 24))
+	rng := rand.New(rand.NewPCG(testSeed(t), 24))
 	sem, err := NewSemaphoreModel(1, 10, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
+	simSem, err := NewSemaphoreModel(1, 6*time.Millisecond, time.Millisecond/2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameVerdictsAsLease(t, rng, sem, simSem)
+}
+
+// sameVerdictsAsLease fails t unless m, of TTL 10 and tolerance 1, gives
+// NewLeaseModel's verdicts on genLease's small random histories, and sim,
+// of TTL 6 ms and tolerance 0.5 ms, on the lease simulator's histories
+// with each planted bug.
+func sameVerdictsAsLease[S any](t *testing.T, rng *rand.Rand, m, sim Model[S, LeaseInput, LeaseOutput]) {
+	t.Helper()
 	lease := smallLeaseModel(t)
 	count := [3]int{}
-	compare := func(h []Operation[LeaseInput, LeaseOutput], sm Model[SemaphoreState, LeaseInput, LeaseOutput], lm Model[LeaseState, LeaseInput, LeaseOutput]) {
+	compare := func(h []Operation[LeaseInput, LeaseOutput], sm Model[S, LeaseInput, LeaseOutput], lm Model[LeaseState, LeaseInput, LeaseOutput]) {
 		t.Helper()
 		a, err := Check(context.Background(), sm, h, Options{NoMinimize: true, Workers: 1, TimeLimit: 10 * time.Second})
 		if err != nil {
@@ -388,7 +410,7 @@ func TestSemaphoreOnePermitIsTheLease(t *testing.T) {
 		if a.Verdict != b.Verdict || a.Verdict == Unknown {
 			var buf []byte
 			_ = EncodeHistory(&byteWriter{&buf}, h)
-			t.Fatalf("semaphore of 1 %v, lease %v on\n%s", a.Verdict, b.Verdict, buf)
+			t.Fatalf("model %v, lease %v on\n%s", a.Verdict, b.Verdict, buf)
 		}
 		count[a.Verdict]++
 	}
@@ -397,11 +419,7 @@ func TestSemaphoreOnePermitIsTheLease(t *testing.T) {
 		n = 200_000
 	}
 	for range n {
-		compare(genLease(rng), sem, lease)
-	}
-	simSem, err := NewSemaphoreModel(1, 6*time.Millisecond, time.Millisecond/2)
-	if err != nil {
-		t.Fatal(err)
+		compare(genLease(rng), m, lease)
 	}
 	simLease, err := NewLeaseModel(6*time.Millisecond, time.Millisecond/2)
 	if err != nil {
@@ -409,13 +427,13 @@ func TestSemaphoreOnePermitIsTheLease(t *testing.T) {
 	}
 	for range n / 10 {
 		// Shorter and with fewer unknown outcomes than genLeaseSmallSim's:
-		// the semaphore model has only the generic search, which a long
+		// the models compared have only the generic search, which a long
 		// history with many unknown grants can keep busy past the limit.
 		g := leaseSim{seed: rng.Uint64(), ops: 4 + rng.IntN(20), clients: 1 + rng.IntN(4), keys: 1 + rng.IntN(2),
 			unknown: 0.05 + 0.15*rng.Float64(), ttl: 6 * time.Millisecond, tol: time.Millisecond / 2,
 			bug: leaseBug(rng.IntN(int(bugClasses)))}
 		h, _ := g.generate()
-		compare(h, simSem, simLease)
+		compare(h, sim, simLease)
 	}
 	t.Logf("%d Ok, %d Illegal", count[Ok], count[Illegal])
 	if count[Ok] < n/20 || count[Illegal] < n/20 {

@@ -68,6 +68,16 @@ type Backend struct {
 	_ struct{} // keyed literals only
 }
 
+// ReadWriteLocker is the Locker a Backend makes for a run with
+// Options.ReadWrite: its Lock and TryLock take the exclusive (write) lease,
+// and RLocker is the same client's Locker of shared (read) leases on the
+// same lock.
+type ReadWriteLocker interface {
+	locks.Locker
+	// RLocker returns the Locker of shared leases.
+	RLocker() locks.Locker
+}
+
 // Fault is one backend fault the state machine can inject, and heal.
 type Fault struct {
 	// Name identifies the fault in logs ("partition node 0").

@@ -113,7 +113,7 @@ func (m *machine) foreign(t *rapid.T, pick func(*rapid.T, func(*client) bool) *c
 	if !m.probeRefused(holder) {
 		return // the lock was not exclusive before the foreign call: nothing to blame on it
 	}
-	m.uncertain = m.rec.now()
+	m.doubt()
 	var err error
 	what := "Renew"
 	if unlock {
@@ -432,7 +432,7 @@ func lockIllegal[S any](ctx context.Context, m *machine, model linearize.Model[S
 	for _, i := range res.Counterexample {
 		cex = append(cex, h[i])
 	}
-	if m.o.Permits <= 1 {
+	if m.o.Permits <= 1 && !m.o.ReadWrite {
 		if reasons := linearize.ExplainLease(cex, m.o.TTL, locks.Drift(m.o.TTL)); len(reasons) > 0 {
 			what += ": " + strings.Join(reasons, "; ")
 		}
@@ -511,7 +511,8 @@ func (m *machine) checkLostUpdates() {
 }
 
 // checkGrant: when c is granted h, no other client may still hold a lease
-// that is valid by its own deadline and Done. A correct lock never lets
+// that is valid by its own deadline and Done (with Options.ReadWrite, unless
+// both leases are shared). A correct lock never lets
 // that happen: a holder's local deadline ends no later than the backend's
 // expiry of its lease, and one manual clock stamps both. A lock whose
 // lease ends earlier on the backend than the holder believes (the
@@ -527,7 +528,7 @@ func (m *machine) checkGrant(c *client, h *held) {
 		return
 	}
 	for _, d := range m.cl {
-		if d == c || !m.believes(d) {
+		if d == c || !m.believes(d) || d.cur.shared && h.shared {
 			continue
 		}
 		m.twoHolders(d.cur, h, fmt.Sprintf(
@@ -555,7 +556,7 @@ func (m *machine) checkBelievers() {
 			continue
 		}
 		for _, d := range m.cl[i+1:] {
-			if !m.believes(d) {
+			if !m.believes(d) || c.cur.shared && d.cur.shared {
 				continue
 			}
 			m.twoHolders(c.cur, d.cur, fmt.Sprintf(
@@ -595,7 +596,7 @@ func (m *machine) firstReport(key [2]uint64) bool {
 // key kept alive) fails here. Reported as deadlock freedom: a free lock
 // refused.
 func (m *machine) checkFreed(c *client, err error) {
-	if err != nil || m.faulted || m.rec.now()-m.uncertain < int64(m.o.TTL+m.o.Slack) && m.uncertain != 0 {
+	if err != nil || m.faulted || m.doubted && m.rec.now()-m.uncertain < int64(m.o.TTL+m.o.Slack) {
 		return
 	}
 	for _, d := range append(m.cl, m.probe) {

@@ -23,6 +23,9 @@ const (
 	// ModelSemaphore is linearize.NewSemaphoreModel: the lock history of a
 	// lock of Options.Permits > 1 leases at once.
 	ModelSemaphore = "semaphore"
+	// ModelRWLock is linearize.NewRWLeaseModel: the lock history of a
+	// read-write lock (Options.ReadWrite).
+	ModelRWLock = "rwlock"
 )
 
 // Evidence is the history a Violation rests on and what the checker found
@@ -33,16 +36,17 @@ const (
 // result on it, which may be Ok: the model does not see what the named
 // check saw.
 type Evidence struct {
-	// Model is ModelLease, ModelSemaphore, ModelFenced or ModelRegister:
+	// Model is ModelLease, ModelSemaphore, ModelRWLock, ModelFenced or
+	// ModelRegister:
 	// which of the fields below holds the history.
 	Model string
-	// TTL and Tolerance are the lease and semaphore models' (lockproof
+	// TTL and Tolerance are the lease, semaphore and read-write models' (lockproof
 	// history's -ttl and -tolerance). Zero for the register models.
 	TTL, Tolerance time.Duration
 	// Permits is the semaphore model's number of permits; zero for the
 	// other models.
 	Permits int
-	// Lease is the lock history (ModelLease, ModelSemaphore), times in
+	// Lease is the lock history (ModelLease, ModelSemaphore, ModelRWLock), times in
 	// nanoseconds on the backend's clock.
 	Lease []linearize.Operation[linearize.LeaseInput, linearize.LeaseOutput]
 	// Fenced is the shared register's history (ModelFenced). Its values
@@ -104,9 +108,9 @@ func plainEvidence(h []regOp) []linearize.Operation[linearize.RegisterInput[stri
 // picture is how the evidence is drawn.
 func (e *Evidence) picture() linearize.Picture {
 	p := linearize.Picture{All: e.All, Unit: time.Nanosecond, LeaseTTL: e.TTL, LeaseTolerance: e.Tolerance, Expected: e.Expected}
-	if e.Model == ModelSemaphore {
+	if e.Model == ModelSemaphore || e.Model == ModelRWLock {
 		// The picture marks two owners' lease windows that overlap, which
-		// a semaphore allows: no windows.
+		// a semaphore and readers allow: no windows.
 		p.LeaseTTL, p.LeaseTolerance = 0, 0
 	}
 	return p
@@ -117,7 +121,7 @@ func (e *Evidence) picture() linearize.Picture {
 // HistoryArgs).
 func (e *Evidence) WriteJSON(w io.Writer) error {
 	switch e.Model {
-	case ModelLease, ModelSemaphore:
+	case ModelLease, ModelSemaphore, ModelRWLock:
 		return linearize.EncodeHistory(w, e.Lease)
 	case ModelFenced:
 		return linearize.EncodeHistory(w, e.Fenced)
@@ -143,6 +147,12 @@ func (e *Evidence) WriteHTML(w io.Writer) error {
 			return err
 		}
 		return linearize.WriteHTML(w, model, e.Lease, &e.Result, e.picture())
+	case ModelRWLock:
+		model, err := linearize.NewRWLeaseModel(e.TTL, e.Tolerance)
+		if err != nil {
+			return err
+		}
+		return linearize.WriteHTML(w, model, e.Lease, &e.Result, e.picture())
 	case ModelFenced:
 		return linearize.WriteHTML(w, linearize.NewFencedRegisterModel(""), e.Fenced, &e.Result, e.picture())
 	case ModelRegister:
@@ -156,7 +166,7 @@ func (e *Evidence) WriteHTML(w io.Writer) error {
 func (e *Evidence) HistoryArgs() []string {
 	args := []string{"-model", e.Model}
 	switch e.Model {
-	case ModelLease:
+	case ModelLease, ModelRWLock:
 		args = append(args, "-ttl", e.TTL.String(), "-tolerance", e.Tolerance.String())
 	case ModelSemaphore:
 		args = append(args, "-permits", strconv.Itoa(e.Permits), "-ttl", e.TTL.String(), "-tolerance", e.Tolerance.String())

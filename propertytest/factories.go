@@ -32,6 +32,32 @@ func RedisSemaphore(permits int) Factory {
 	})
 }
 
+// RedisRWMutex is the Factory of redislock.NewRWMutex on a single
+// miniredis (fakes.Redis in manual time): each client's Locker is a
+// ReadWriteLocker of the mutex's two views. Run it with Options.ReadWrite.
+// It offers no backend fault.
+func RedisRWMutex() Factory {
+	return onOneMiniredis(func(c redis.UniversalClient, name string, opts ...locks.Option) (locks.Locker, error) {
+		m, err := redislock.NewRWMutex(c, name, opts...)
+		if err != nil {
+			return nil, err
+		}
+		return RWViews(m.RLocker(), m.Locker()), nil
+	})
+}
+
+// RWViews returns the ReadWriteLocker of a read-write lock's two views:
+// read takes shared leases, write the exclusive one.
+func RWViews(read, write locks.Locker) ReadWriteLocker { return rwViews{Locker: write, read: read} }
+
+// rwViews is RWViews' ReadWriteLocker.
+type rwViews struct {
+	locks.Locker
+	read locks.Locker
+}
+
+func (v rwViews) RLocker() locks.Locker { return v.read }
+
 // onOneMiniredis is the Factory of the lock newLocker makes on a single
 // miniredis in manual time, each Locker on a client of its own.
 func onOneMiniredis(newLocker func(c redis.UniversalClient, name string, opts ...locks.Option) (locks.Locker, error)) Factory {

@@ -69,15 +69,35 @@ func EtcdLock() Factory {
 // Run it with EtcdLockOptions() and Options.Permits set to permits. It
 // offers no backend fault.
 func EtcdSemaphore(permits int) Factory {
+	return onEmbeddedEtcd(func(c *clientv3.Client, name string, opts ...locks.Option) (locks.Locker, error) {
+		return etcdlock.NewSemaphore(c, name, permits, opts...)
+	})
+}
+
+// EtcdRWMutex is the Factory of etcdlock.NewRWMutex on a one-member etcd
+// embedded in the process, in real time as EtcdLock: each client's Locker
+// is the ReadWriteLocker of the lock's two views. Run it with
+// EtcdLockOptions() and Options.ReadWrite. It offers no backend fault.
+func EtcdRWMutex() Factory {
+	return onEmbeddedEtcd(func(c *clientv3.Client, name string, opts ...locks.Option) (locks.Locker, error) {
+		m, err := etcdlock.NewRWMutex(c, name, opts...)
+		if err != nil {
+			return nil, err
+		}
+		return RWViews(m.RLocker(), m.Locker()), nil
+	})
+}
+
+// onEmbeddedEtcd is the Factory of the lock newLocker makes on a
+// one-member etcd embedded in the process, without backend faults.
+func onEmbeddedEtcd(newLocker func(c *clientv3.Client, name string, opts ...locks.Option) (locks.Locker, error)) Factory {
 	return func(env Env) (*Backend, error) {
 		s, err := fakes.StartEtcd(fakes.ForceEmbeddedEtcd())
 		if err != nil {
 			return nil, fmt.Errorf("propertytest: %w", err)
 		}
 		CloseAtCleanup(env, "the embedded etcd", s)
-		return etcdBackendWith(s, func(c *clientv3.Client, name string, opts ...locks.Option) (locks.Locker, error) {
-			return etcdlock.NewSemaphore(c, name, permits, opts...)
-		}).Backend, nil
+		return etcdBackendWith(s, newLocker).Backend, nil
 	}
 }
 

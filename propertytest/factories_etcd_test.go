@@ -82,6 +82,17 @@ func TestEtcdLockOnAnEmbeddedMember(t *testing.T) {
 	}
 }
 
+func TestEtcdRWMutexKeepsItsProperties(t *testing.T) {
+	etcdRuns(t)
+	o := EtcdLockOptions()
+	o.ReadWrite, o.Clients = true, 4
+	rep := Run(t, EtcdRWMutex(), o)
+	if rep.Runs == 0 || rep.Checked[Exclusivity] != rep.Runs || rep.Checked[DeadlockFreedom] != rep.Runs {
+		t.Fatalf("checks ran %v in %d runs", rep.Checked, rep.Runs)
+	}
+	t.Logf("runs %d, named checks %v, undecided %d", rep.Runs, rep.Checked, rep.Undecided)
+}
+
 func TestEtcdSemaphoreKeepsItsProperties(t *testing.T) {
 	etcdRuns(t)
 	o := EtcdLockOptions()

@@ -47,6 +47,13 @@ func (r *recorder) call(client int, op linearize.LeaseOp, lockName string, owner
 	return len(r.lock) - 1
 }
 
+// shared marks lock operation i, an acquire, as one in shared mode.
+func (r *recorder) shared(i int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.lock[i].Input.Shared = true
+}
+
 // ret records the return of lock operation i.
 func (r *recorder) ret(i int, out linearize.LeaseOutput, unknown bool) {
 	t := r.now()

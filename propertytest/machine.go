@@ -19,6 +19,7 @@ type held struct {
 	owner  uint64 // the suite's name for the acquisition, in the lease history
 	token  uint64 // the fencing token, or a synthetic one without fencing
 	fenced bool
+	shared bool // a read lease of a read-write lock (Options.ReadWrite)
 }
 
 // work is a read-modify-write begun (read done) and not yet written.
@@ -32,10 +33,12 @@ type work struct {
 type client struct {
 	id     int
 	locker locks.Locker
-	cur    *held   // the lease it believes it holds
-	stale  []*held // leases that ran out without an Unlock: used for foreign calls
-	op     *op     // a live operation: stalled at a gate, or a Lock waiting
-	fin    func()  // what the driver does once op finished
+	reader locks.Locker // with Options.ReadWrite, the Locker of shared leases
+	read   bool         // its next acquisition is shared (drawn by drawMode)
+	cur    *held        // the lease it believes it holds
+	stale  []*held      // leases that ran out without an Unlock: used for foreign calls
+	op     *op          // a live operation: stalled at a gate, or a Lock waiting
+	fin    func()       // what the driver does once op finished
 	work   *work
 }
 
@@ -62,10 +65,13 @@ type machine struct {
 	pairs     map[[2]uint64]bool // owners reported holding at once
 	fenced    int                // 1: the lock's leases are fenced, -1: they are not, 0: no lease seen yet
 	uncertain int64              // history time of the last event that may have left the lock taken (unknown outcome, crash, foreign call)
+	doubted   bool               // such an event happened (uncertain may be 0, the history's start)
 
 	// sem is the model the lock history is checked against instead of
 	// lease when Options.Permits > 1.
 	sem linearize.Model[linearize.SemaphoreState, linearize.LeaseInput, linearize.LeaseOutput]
+	// rw is the one with Options.ReadWrite.
+	rw linearize.Model[linearize.RWLeaseState, linearize.LeaseInput, linearize.LeaseOutput]
 }
 
 func newMachine(o Options, be *Backend, jitterSeed uint64) (*machine, error) {
@@ -81,6 +87,11 @@ func newMachine(o Options, be *Backend, jitterSeed uint64) (*machine, error) {
 			return nil, err
 		}
 	}
+	if o.ReadWrite {
+		if m.rw, err = linearize.NewRWLeaseModel(o.TTL, locks.Drift(o.TTL)); err != nil {
+			return nil, err
+		}
+	}
 	for i := 0; i <= o.Clients; i++ {
 		l, err := be.NewLocker(o.Name, locks.WithTTL(o.TTL), locks.WithWatchdog(false), locks.WithObserver(crashObserver{}),
 			locks.WithRand(rand.NewPCG(jitterSeed, uint64(i))))
@@ -88,6 +99,13 @@ func newMachine(o Options, be *Backend, jitterSeed uint64) (*machine, error) {
 			return nil, fmt.Errorf("propertytest: new locker for client %d: %w", i, err)
 		}
 		c := &client{id: i, locker: l}
+		if o.ReadWrite {
+			rwl, ok := l.(ReadWriteLocker)
+			if !ok {
+				return nil, fmt.Errorf("propertytest: ReadWrite: the locker of client %d, a %T, is no ReadWriteLocker", i, l)
+			}
+			c.reader = rwl.RLocker()
+		}
 		if i == o.Clients {
 			m.probe = c
 		} else {
@@ -100,6 +118,9 @@ func newMachine(o Options, be *Backend, jitterSeed uint64) (*machine, error) {
 func (m *machine) logf(format string, args ...any) {
 	m.log = append(m.log, fmt.Sprintf("t=%v ", time.Duration(m.rec.now()))+fmt.Sprintf(format, args...))
 }
+
+// doubt notes that the lock may have been left taken now (see uncertain).
+func (m *machine) doubt() { m.uncertain, m.doubted = m.rec.now(), true }
 
 func (m *machine) newOwner() uint64 { m.owners++; return m.owners }
 
@@ -187,6 +208,11 @@ func drawStall(t *rapid.T) int {
 func (m *machine) acquire(c *client, blocking, crash bool, stallAt int, onGrant func(h *held)) *op {
 	owner := m.newOwner()
 	i := m.rec.call(c.id, linearize.Acquire, m.o.Name, owner)
+	locker, shared := c.locker, c.read
+	if shared {
+		locker, c.read = c.reader, false
+		m.rec.shared(i)
+	}
 	var lease locks.Lease
 	var err error
 	returned := false
@@ -201,9 +227,9 @@ func (m *machine) acquire(c *client, blocking, crash bool, stallAt int, onGrant 
 			ctx = context.WithValue(ctx, crashKey{}, true)
 		}
 		if blocking {
-			lease, err = c.locker.Lock(ctx)
+			lease, err = locker.Lock(ctx)
 		} else {
-			lease, err = c.locker.TryLock(ctx)
+			lease, err = locker.TryLock(ctx)
 		}
 		returned = true
 		out, unknown := acquireOutcome(lease, err, synth.take)
@@ -230,14 +256,14 @@ func (m *machine) acquire(c *client, blocking, crash bool, stallAt int, onGrant 
 				out = linearize.LeaseOutput{}
 			}
 			m.rec.ret(i, out, !known)
-			m.uncertain = m.rec.now()
+			m.doubt()
 			m.logf("client %d: crashed inside %s at %v", c.id, name, locks.PointAcquired)
 			m.crash(c)
 			return
 		}
 		out, unknown := m.outputOf(i)
 		if unknown {
-			m.uncertain = m.rec.now()
+			m.doubt()
 			if m.sched.crashed(o) {
 				m.rec.cleanedUp(i)
 			}
@@ -247,11 +273,12 @@ func (m *machine) acquire(c *client, blocking, crash bool, stallAt int, onGrant 
 			return
 		}
 		h := m.held(lease, owner, out)
+		h.shared = shared
 		m.fenced = -1
 		if h.fenced {
 			m.fenced = 1
 		}
-		m.logf("client %d: %s -> granted, token %d", c.id, name, out.Token)
+		m.logf("client %d: %s%s -> granted, token %d", c.id, name, mode(shared), out.Token)
 		if onGrant == nil {
 			m.take(c, h)
 			return
@@ -259,6 +286,21 @@ func (m *machine) acquire(c *client, blocking, crash bool, stallAt int, onGrant 
 		onGrant(h)
 	}
 	return o
+}
+
+// mode names an acquisition's mode in the log: nothing for an exclusive
+// one.
+func mode(shared bool) string {
+	if shared {
+		return " (read)"
+	}
+	return ""
+}
+
+// drawMode draws, with Options.ReadWrite, whether c's next acquisition is
+// shared.
+func (m *machine) drawMode(t *rapid.T, c *client) {
+	c.read = m.o.ReadWrite && rapid.Bool().Draw(t, "read")
 }
 
 // take makes h c's lease: it checks the grant against the other clients'
@@ -391,11 +433,11 @@ func (m *machine) crash(c *client) {
 		fin := c.fin
 		c.op, c.fin = nil, nil
 		m.sched.forget(o)
-		m.uncertain = m.rec.now()
+		m.doubt()
 		fin()
 	}
 	if c.cur != nil {
-		m.uncertain = m.rec.now()
+		m.doubt()
 	}
 	c.cur, c.work, c.stale = nil, nil, nil
 }
@@ -404,10 +446,10 @@ func (m *machine) crash(c *client) {
 // holder's read-modify-write. Every grant starts one; a holder writes
 // (FinishWork) before it unlocks, and time may pass in between.
 func (m *machine) beginWork(c *client) {
-	if m.o.Permits > 1 {
-		return // N holders may interleave their writes: the register checks a mutex only
-	}
 	h := c.cur
+	if m.o.Permits > 1 || h.shared {
+		return // N holders, or readers, may interleave their writes: the register checks a mutex only
+	}
 	v, writes, ok := m.reg.read(h.token, h.fenced)
 	m.rec.register(c.id, linearize.FencedInput[int]{Op: linearize.Read, Token: h.token},
 		linearize.FencedOutput[int]{OK: ok, Value: v}, h.fenced)
@@ -486,11 +528,13 @@ func (m *machine) actions() map[string]func(*rapid.T) {
 		"": func(*rapid.T) { m.collect() },
 		"Lock": func(t *rapid.T) {
 			c := pick(t, free)
+			m.drawMode(t, c)
 			m.acquire(c, true, false, drawStall(t), nil)
 			m.drive(c)
 		},
 		"TryLock": func(t *rapid.T) {
 			c := pick(t, free)
+			m.drawMode(t, c)
 			m.acquire(c, false, false, drawStall(t), nil)
 			m.drive(c)
 		},
@@ -543,6 +587,7 @@ func (m *machine) actions() map[string]func(*rapid.T) {
 		},
 		"CrashInTryLock": func(t *rapid.T) {
 			c := pick(t, free)
+			m.drawMode(t, c)
 			m.acquire(c, false, true, stallNever, nil)
 			m.drive(c)
 		},
@@ -615,6 +660,7 @@ func (m *machine) stallOvertake(t *rapid.T, pick func(*rapid.T, func(*client) bo
 	at := rapid.IntRange(0, 3).Draw(t, "stall at gate")
 	switch {
 	case c.cur == nil:
+		m.drawMode(t, c)
 		m.acquire(c, false, false, at, nil)
 	case rapid.Bool().Draw(t, "unlock"):
 		if c.work != nil {
@@ -648,6 +694,7 @@ func (m *machine) stallOvertake(t *rapid.T, pick func(*rapid.T, func(*client) bo
 func (m *machine) slowGrant(t *rapid.T, pick func(*rapid.T, func(*client) bool) *client) {
 	c := pick(t, func(c *client) bool { return c.cur == nil && c.op == nil })
 	at := rapid.IntRange(1, 3).Draw(t, "stall at gate")
+	m.drawMode(t, c)
 	m.acquire(c, false, false, at, nil)
 	m.drive(c)
 	if c.op == nil || !m.sched.stalled(c.op) {

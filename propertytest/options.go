@@ -95,6 +95,16 @@ type Options struct {
 	// refused only while all N are held. The shared register, whose
 	// read-modify-writes N holders may interleave, is not used. Default 1.
 	Permits int
+	// ReadWrite makes the lock a read-write lock: every Locker the
+	// Backend makes must be a ReadWriteLocker, and each acquisition of a
+	// client draws its mode, shared (through RLocker) or exclusive. The
+	// lock history is then checked against linearize.NewRWLeaseModel, and
+	// exclusivity means that no client holds an exclusive lease valid by
+	// its own deadline together with any other client holding a lease so
+	// valid. Readers do not use the shared register (which checks a mutex);
+	// the suite's probes and intruders take exclusive leases. It needs
+	// Permits 1. Default false.
+	ReadWrite bool
 
 	_ struct{} // keyed literals only
 }
@@ -138,6 +148,8 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("propertytest: %d clients: at least 2 are needed to contend", o.Clients)
 	case o.Permits < 1 || o.Permits >= o.Clients:
 		return o, fmt.Errorf("propertytest: %d permits for %d clients: at least 1, and fewer than the clients so that they contend", o.Permits, o.Clients)
+	case o.ReadWrite && o.Permits > 1:
+		return o, fmt.Errorf("propertytest: a read-write lock (ReadWrite) of %d permits: the suite knows read-write locks of one writer only", o.Permits)
 	case o.TTL < locks.MinTTL:
 		return o, fmt.Errorf("propertytest: TTL %v is below locks.MinTTL %v", o.TTL, locks.MinTTL)
 	case o.Slack < 0 || o.Settle < 0 || o.OpTimeout < 0 || o.CheckTimeLimit < 0:

@@ -20,16 +20,23 @@ func (m *machine) modelName() string {
 	if m.o.Permits > 1 {
 		return fmt.Sprintf("semaphore model of %d permits", m.o.Permits)
 	}
+	if m.o.ReadWrite {
+		return "read-write lease model"
+	}
 	return "lease model"
 }
 
-// checkLockHistory checks the lock history against the lease model, or
-// the semaphore model with Options.Permits > 1; a history that is not
+// checkLockHistory checks the lock history against the lease model, the
+// semaphore model with Options.Permits > 1, or the read-write lease model
+// with Options.ReadWrite; a history that is not
 // linearizable adds its violation to m.found. It returns the result and
 // the evidence the named checks' findings carry (the whole history).
 func (m *machine) checkLockHistory(ctx context.Context, h []lockOp) (linearize.Result, *Evidence, error) {
 	if m.o.Permits > 1 {
 		return checkLockWith(ctx, m, m.sem, h)
+	}
+	if m.o.ReadWrite {
+		return checkLockWith(ctx, m, m.rw, h)
 	}
 	return checkLockWith(ctx, m, m.lease, h)
 }
@@ -42,6 +49,9 @@ func checkLockWith[S any](ctx context.Context, m *machine, model linearize.Model
 	ev := &Evidence{Model: ModelLease, TTL: m.o.TTL, Tolerance: locks.Drift(m.o.TTL), Lease: h, Result: res, All: true}
 	if m.o.Permits > 1 {
 		ev.Model, ev.Permits = ModelSemaphore, m.o.Permits
+	}
+	if m.o.ReadWrite {
+		ev.Model = ModelRWLock
 	}
 	if res.Verdict == linearize.Illegal {
 		v := lockIllegal(ctx, m, model, h, &res)

@@ -214,3 +214,22 @@ func TestHistorySemaphore(t *testing.T) {
 		t.Errorf("-permits 0: exit %d, want %d", code, exitUsage)
 	}
 }
+
+// A read, then a second acquire within the TTL: legal if it is a read
+// too, not if it is a write.
+const readThenAcquire = `{"operations": [
+  {"id": 1, "client": 0, "call": 0, "return": 1000000,
+   "input": {"lock": "S", "op": "acquire", "owner": 1, "shared": true}, "output": {"ok": true, "token": 1}},
+  {"id": 2, "client": 1, "call": 2000000, "return": 3000000,
+   "input": {"lock": "S", "op": "acquire", "owner": 2%s}, "output": {"ok": true, "token": 2}}
+]}`
+
+func TestHistoryRWLock(t *testing.T) {
+	for second, want := range map[string]int{`, "shared": true`: exitOK, ``: exitIllegal} {
+		var out, errOut bytes.Buffer
+		file := write(t, "rw.json", fmt.Sprintf(readThenAcquire, second))
+		if code := run([]string{"history", "-model", "rwlock", "-ttl", "10s", file}, &out, &errOut); code != want {
+			t.Errorf("second acquire %q: exit %d, want %d\n%s%s", second, code, want, out.String(), errOut.String())
+		}
+	}
+}

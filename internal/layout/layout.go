@@ -26,6 +26,16 @@ import (
 // ":queue", ...) land on the same slot.
 func RedisKey(prefix, name string) string { return prefix + "{" + name + "}" }
 
+// RedisRWKeys are the keys of redislock's read-write mutex name under
+// prefix, all under RedisKey's hash tag: the readers' leases, the writer's
+// lease, the writers waiting (sorted sets of owners scored by the end of
+// their lease or wait, in µs of the server's TIME), the fencing counter,
+// and the pub/sub channel a release publishes on.
+func RedisRWKeys(prefix, name string) (readers, writer, waiting, fence, channel string) {
+	k := RedisKey(prefix, name) + ":rw"
+	return k + ":r", k + ":w", k + ":q", k + ":fence", k + ":free"
+}
+
 // EtcdName is lock name as it ends an etcd key: "%" and "/" are
 // percent-encoded, so that no lock's key range holds another's (lock "a"
 // must not see the keys of lock "a/b" as its contenders).

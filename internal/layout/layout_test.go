@@ -11,6 +11,18 @@ func TestRedisKeyIsAHashTag(t *testing.T) {
 	}
 }
 
+func TestRedisRWKeysShareTheHashTag(t *testing.T) {
+	r, w, q, f, c := RedisRWKeys("p:", "cfg")
+	for _, k := range []string{r, w, q, f, c} {
+		if !strings.HasPrefix(k, RedisKey("p:", "cfg")+":rw:") {
+			t.Errorf("%q is not under %q", k, RedisKey("p:", "cfg"))
+		}
+	}
+	if len(map[string]bool{r: true, w: true, q: true, f: true, c: true}) != 5 {
+		t.Errorf("keys not distinct: %q %q %q %q %q", r, w, q, f, c)
+	}
+}
+
 // TestEtcdKeyRangesDoNotNest: the queue-mode prefix of one lock never
 // starts the prefix of another, whatever "/" and "%" the names hold.
 func TestEtcdKeyRangesDoNotNest(t *testing.T) {

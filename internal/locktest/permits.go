@@ -20,16 +20,65 @@ import (
 func AtMostPermits(t testing.TB, permits int, lockers []locks.Locker, goroutines, rounds int, hold time.Duration) int {
 	t.Helper()
 	var inside, most atomic.Int32
+	contend(t, lockers, goroutines, rounds, hold, func(int) func() {
+		n := inside.Add(1)
+		raise(&most, n)
+		return func() { inside.Add(-1) }
+	})
+	if m := int(most.Load()); m > permits {
+		t.Fatalf("%d holders at once, permits %d", m, permits)
+	}
+	return int(most.Load())
+}
+
+// ReadersOrOneWriter is AtMostPermits for a read-write lock: goroutines
+// goroutines per Locker of readers (shared leases) and of writers
+// (exclusive ones) contend as AtMostPermits's do. It fails t if a writer
+// was ever inside with anyone else, and returns the most readers that were
+// inside at once.
+func ReadersOrOneWriter(t testing.TB, readers, writers []locks.Locker, goroutines, rounds int, hold time.Duration) int {
+	t.Helper()
+	var reading, writing, most atomic.Int32
+	var clash atomic.Bool
+	all := append(append([]locks.Locker{}, readers...), writers...)
+	contend(t, all, goroutines, rounds, hold, func(i int) func() {
+		if i < len(readers) {
+			n := reading.Add(1)
+			raise(&most, n)
+			clash.CompareAndSwap(false, writing.Load() > 0)
+			return func() { reading.Add(-1) }
+		}
+		w := writing.Add(1)
+		clash.CompareAndSwap(false, w > 1 || reading.Load() > 0)
+		return func() { writing.Add(-1) }
+	})
+	if clash.Load() {
+		t.Fatal("a writer was inside together with another holder")
+	}
+	return int(most.Load())
+}
+
+// raise sets most to n if n is higher.
+func raise(most *atomic.Int32, n int32) {
+	for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+	}
+}
+
+// contend runs the goroutines of AtMostPermits: enter(i) is called by a
+// goroutine of lockers[i] once it holds, and what it returns just before
+// the goroutine gives the lease back.
+func contend(t testing.TB, lockers []locks.Locker, goroutines, rounds int, hold time.Duration, enter func(i int) (leave func())) {
+	t.Helper()
 	var wg sync.WaitGroup
 	errs := make(chan error, len(lockers)*goroutines)
-	for _, l := range lockers {
+	for i, l := range lockers {
 		for range goroutines {
 			wg.Go(func() {
 				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 				defer cancel()
-				for i := range rounds {
+				for r := range rounds {
 					acquire := l.Lock
-					if i%2 == 1 {
+					if r%2 == 1 {
 						acquire = l.TryLock
 					}
 					lease, err := acquire(ctx)
@@ -40,11 +89,9 @@ func AtMostPermits(t testing.TB, permits int, lockers []locks.Locker, goroutines
 						errs <- err
 						return
 					}
-					n := inside.Add(1)
-					for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
-					}
+					leave := enter(i)
 					time.Sleep(hold)
-					inside.Add(-1)
+					leave()
 					if err := lease.Unlock(ctx); err != nil {
 						errs <- fmt.Errorf("unlock: %w", err)
 						return
@@ -58,10 +105,6 @@ func AtMostPermits(t testing.TB, permits int, lockers []locks.Locker, goroutines
 	for err := range errs {
 		t.Fatal(err)
 	}
-	if m := int(most.Load()); m > permits {
-		t.Fatalf("%d holders at once, permits %d", m, permits)
-	}
-	return int(most.Load())
 }
 
 // RefusesBadPermits checks that a semaphore's constructor, newSemaphore,

@@ -1,5 +1,8 @@
 // Benchmarks of this lock (queue mode and the naive herd mode) against
-// go.etcd.io/etcd/client/v3/concurrency's Mutex, in one run on one embedded
+// go.etcd.io/etcd/client/v3/concurrency's Mutex, and of NewRWMutex's
+// writers against the write lock of experimental/recipes's RWMutex (the
+// "-rw-writer" rows: both queue by revision, each writer watching the key
+// before its own), in one run on one embedded
 // etcd member (fakes.Etcd: no fsync), or on the real etcd named by
 // fakes.EnvEtcdEndpoints.
 //
@@ -39,6 +42,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
+	recipe "go.etcd.io/etcd/client/v3/experimental/recipes"
 
 	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/internal/locktest"
@@ -73,7 +77,38 @@ var libraries = []library{
 	{"lockproof", lockproofWorker(etcdlock.New)},
 	{"lockproof-naive", lockproofWorker(etcdlock.NewNaive)},
 	{"concurrency", mutexWorker},
+	{"lockproof-rw-writer", lockproofWorker(rwWriter)},
+	{"recipe-rw-writer", recipeWriter},
 }
+
+// rwWriter is the writers' Locker of etcdlock.NewRWMutex.
+func rwWriter(c *clientv3.Client, name string, opts ...locks.Option) (*etcdlock.Locker, error) {
+	m, err := etcdlock.NewRWMutex(c, name, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return m.Locker(), nil
+}
+
+// recipe: go.etcd.io/etcd/client/v3/experimental/recipes's RWMutex in
+// write mode, on a Session of its own; its Lock and Unlock take no ctx
+// (they run on the session's).
+type recipeWorker struct {
+	s *concurrency.Session
+	m *recipe.RWMutex
+}
+
+func recipeWriter(c *clientv3.Client, prefix, name string) (worker, error) {
+	s, err := concurrency.NewSession(c, concurrency.WithTTL(int(compareTTL/time.Second)))
+	if err != nil {
+		return nil, err
+	}
+	return &recipeWorker{s: s, m: recipe.NewRWMutex(s, prefix+name)}, nil
+}
+
+func (w *recipeWorker) Lock(context.Context) error   { return w.m.Lock() }
+func (w *recipeWorker) Unlock(context.Context) error { return w.m.Unlock() }
+func (w *recipeWorker) close()                       { _ = w.s.Close() }
 
 type ourWorker struct {
 	l     *etcdlock.Locker

@@ -38,6 +38,12 @@
 // own to go (one watch of the prefix, other deletions passed over), and the
 // token is still the key's create revision.
 //
+// NewRWMutex is the same queue with readers and writers in it, in the shape
+// of etcd's recipe RWMutex: a reader's key is tagged "r", a writer's "w"; a
+// reader holds once no writer's key precedes its own and watches the newest
+// one that does, a writer watches the newest key of either kind before its
+// own. Its RLocker and Locker are Lockers of the two modes.
+//
 // TTLs are at least one second: etcd leases last whole seconds. The server's
 // lease is the TTL rounded up to whole seconds (etcd raises it further to its
 // own minimum, 1.5 election timeouts); the local Deadline uses the TTL

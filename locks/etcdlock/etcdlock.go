@@ -41,7 +41,9 @@ type Locker struct {
 	naive   bool
 	key     string // queue: the contenders' prefix, ending in "/"; naive: the lock key
 	ttlSec  int64
-	permits int // the contenders that hold at once: 1 but for NewSemaphore
+	permits int    // the contenders that hold at once: 1 but for NewSemaphore
+	tag     string // between key and a contender's lease id: "" but for NewRWMutex's "r" and "w"
+	ahead   string // the prefix of the keys a contender waits behind: key, but a reader's writers
 
 	mu   sync.Mutex
 	idle []*session // live sessions nobody uses, most recently used last
@@ -132,6 +134,7 @@ func build(client *clientv3.Client, name string, naive bool, prefix string, perm
 		key:     key,
 		ttlSec:  int64((o.TTL + time.Second - 1) / time.Second),
 		permits: permits,
+		ahead:   key,
 	}, nil
 }
 
@@ -157,7 +160,7 @@ func (l *Locker) contenderKey(s *session) string {
 	if l.naive {
 		return l.key
 	}
-	return l.key + strconv.FormatInt(int64(s.id), 16)
+	return l.key + l.tag + strconv.FormatInt(int64(s.id), 16)
 }
 
 // TryLock makes one attempt; it returns locks.ErrLocked when the lock is
@@ -212,7 +215,7 @@ func (l *Locker) tryLock(ctx context.Context) (locks.Lease, error) {
 // put since fewer than permits were counted (full: permits or more were).
 func (l *Locker) freeIf(ctx context.Context) (free []clientv3.Cmp, full bool, err error) {
 	if l.permits == 1 {
-		cmp := clientv3.Compare(clientv3.CreateRevision(l.key), "=", 0)
+		cmp := clientv3.Compare(clientv3.CreateRevision(l.ahead), "=", 0)
 		if !l.naive {
 			cmp = cmp.WithPrefix()
 		}
@@ -237,7 +240,7 @@ func (l *Locker) aheadOp(maxRev int64) clientv3.Op {
 	if maxRev > 0 {
 		opts = append(opts, clientv3.WithMaxCreateRev(maxRev))
 	}
-	return clientv3.OpGet(l.key, opts...)
+	return clientv3.OpGet(l.ahead, opts...)
 }
 
 // grant wraps a won acquisition in a managed lease and reports it to the

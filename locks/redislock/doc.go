@@ -36,6 +36,14 @@
 // lock's is; waiters are woken by a publish on release and fall back on the
 // earliest permit's TTL.
 //
+// RWMutex (NewRWMutex) is a read-write lock on the same server: its
+// RLocker and Locker views are Lockers of shared and exclusive leases,
+// kept in sorted sets by the end of their leases on the server's clock
+// (RWKeys), with one fencing counter for readers and writers. A writer
+// waiting turns new readers away and is handed the lock when it frees, so
+// overlapping readers do not starve it; waiting is notified as the
+// semaphore's is.
+//
 // What it does not survive: the loss of acknowledged writes. A Redis primary
 // that fails over to a replica which had not yet received the lock key (Redis
 // replication is asynchronous) lets a second client acquire while the first

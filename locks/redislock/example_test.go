@@ -86,3 +86,48 @@ func ExampleNewSemaphore() {
 	// permit with token 2
 	// after the unlocks: token 3
 }
+
+func ExampleNewRWMutex() {
+	srv, err := miniredis.Run() // in a test, use fakes.Redis(t)
+	if err != nil {
+		panic(err)
+	}
+	defer srv.Close()
+	client := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	defer client.Close()
+
+	// Many request handlers read the config at once; a reload writes it alone.
+	config, err := redislock.NewRWMutex(client, "config")
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	r1, err := config.RLocker().Lock(ctx)
+	if err != nil {
+		panic(err)
+	}
+	r2, err := config.RLocker().Lock(ctx)
+	if err != nil {
+		panic(err)
+	}
+	if _, err := config.Locker().TryLock(ctx); errors.Is(err, locks.ErrLocked) {
+		fmt.Println("reload refused while two readers hold")
+	}
+	for _, r := range []locks.Lease{r1, r2} {
+		if err := r.Unlock(ctx); err != nil {
+			panic(err)
+		}
+	}
+	w, err := config.Locker().Lock(ctx)
+	if err != nil {
+		panic(err)
+	}
+	tok, _ := w.Token()
+	fmt.Println("reload holds token", tok)
+	if err := w.Unlock(ctx); err != nil {
+		panic(err)
+	}
+	// Output:
+	// reload refused while two readers hold
+	// reload holds token 3
+}

@@ -42,6 +42,22 @@ type Locker struct {
 
 var _ locks.Locker = (*Locker)(nil)
 
+// resolve checks the arguments every constructor of the package takes and
+// resolves the options.
+func resolve(client redis.UniversalClient, name string, opts []locks.Option) (locks.Options, error) {
+	if client == nil {
+		return locks.Options{}, fmt.Errorf("redislock: %w", locks.ErrNilClient)
+	}
+	if err := locks.ValidateName(name); err != nil {
+		return locks.Options{}, fmt.Errorf("redislock: %w", err)
+	}
+	o, err := locks.Resolve(DefaultPrefix, opts...)
+	if err != nil {
+		return locks.Options{}, fmt.Errorf("redislock: %w", err)
+	}
+	return o, nil
+}
+
 // New returns the lock called name on the Redis server behind client.
 // Options: locks.WithTTL, WithWatchdog, WithWaitBudget, WithRequestTimeout
 // (bounds the clean-up a waiter sends when it gives up; the caller's requests
@@ -50,15 +66,9 @@ var _ locks.Locker = (*Locker)(nil)
 // WithOwner (re-entry by the same owner through this Locker; another Locker
 // with the same owner id contends as any other owner: see locks.WithOwner).
 func New(client redis.UniversalClient, name string, opts ...locks.Option) (*Locker, error) {
-	if client == nil {
-		return nil, fmt.Errorf("redislock: %w", locks.ErrNilClient)
-	}
-	if err := locks.ValidateName(name); err != nil {
-		return nil, fmt.Errorf("redislock: %w", err)
-	}
-	o, err := locks.Resolve(DefaultPrefix, opts...)
+	o, err := resolve(client, name, opts)
 	if err != nil {
-		return nil, fmt.Errorf("redislock: %w", err)
+		return nil, err
 	}
 	key := Key(o.Prefix, name)
 	l := &Locker{

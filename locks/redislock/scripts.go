@@ -136,3 +136,121 @@ local n = redis.call('ZREM', KEYS[1], ARGV[1])
 if n + freed > 0 then redis.call('PUBLISH', ARGV[2], n + freed) end
 return n
 `)
+
+// The read-write mutex's keys (see RWMutex and RWKeys), under the same
+// hash tag:
+//
+//	KEYS[1] <prefix>{<name>}:rw:r      sorted set of the readers: member = owner, score = end of its lease (µs, server TIME)
+//	KEYS[2] <prefix>{<name>}:rw:w      the same for the writer: one member at most
+//	KEYS[3] <prefix>{<name>}:rw:q      the writers waiting in Lock, "<owner> <ttl µs>", scored by the end of their wait
+//	                                   (one TTL, renewed by each attempt)
+//	KEYS[4] <prefix>{<name>}:rw:fence  fencing counter of readers and writers alike, never deleted
+//
+// Every script takes ARGV owner, ttl µs, channel, then its own, and begins
+// with rwPrelude: it reads the server's clock, drops the leases and waits
+// that have ended (freed counts the leases), and hands a lock nobody
+// holds to the waiting writer whose wait ends first (handover), so that
+// no reader takes a free lock from under a waiting writer. The writer
+// finds the lock its own at its next attempt (woken by the publish, or
+// by its timer). It defines left(k), the µs until the earliest end in k
+// (false when k is empty), and keep(k), which sets k's TTL to its longest
+// member's.
+const rwPrelude = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local freed = redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now) + redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
+local function left(k)
+  local f = redis.call('ZRANGE', k, 0, 0, 'WITHSCORES')
+  if f[2] then return tonumber(f[2]) - now end
+  return false
+end
+local function keep(k)
+  local l = redis.call('ZRANGE', k, -1, -1, 'WITHSCORES')
+  if l[2] then redis.call('PEXPIRE', k, math.ceil((tonumber(l[2]) - now) / 1000)) end
+end
+local function handover()
+  if redis.call('EXISTS', KEYS[1]) == 1 or redis.call('EXISTS', KEYS[2]) == 1 then return end
+  local m = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
+  if not m then return end
+  redis.call('ZREM', KEYS[3], m)
+  local o, ttl = string.match(m, '^(%S+) (%d+)$')
+  redis.call('INCR', KEYS[4])
+  redis.call('ZADD', KEYS[2], now + tonumber(ttl), o)
+  keep(KEYS[2])
+  redis.call('PUBLISH', ARGV[3], 'w')
+end
+handover()
+`
+
+// acquireRWScript takes a lease for ARGV[1] in mode ARGV[4] ("r" or "w").
+// A reader is admitted unless a writer holds the lock or waits for it (so
+// that readers who keep overlapping do not starve the writer); a writer
+// only when nobody holds it, or when it was handed the lock while it
+// waited: it then takes it from now, a full TTL. A writer refused with
+// ARGV[5] = "1" (Lock, not TryLock) is put in, or kept in, the waiting set
+// for one TTL, and told to look again within half a TTL so that its place
+// does not lapse while it waits. ARGV: owner, ttl µs, channel, mode,
+// waiting. Returns {1, fence} when granted, {0, µs until it should look
+// again}.
+var acquireRWScript = redis.NewScript(rwPrelude + `
+local ttl = tonumber(ARGV[2])
+if ARGV[4] == 'w' and redis.call('ZSCORE', KEYS[2], ARGV[1]) then
+  redis.call('ZADD', KEYS[2], 'XX', now + ttl, ARGV[1])
+  keep(KEYS[2])
+  return {1, tonumber(redis.call('GET', KEYS[4]))}
+end
+local w = left(KEYS[2])
+local r = left(KEYS[1])
+if ARGV[4] == 'r' then
+  if w then return {0, w} end
+  local q = left(KEYS[3])
+  if q then return {0, math.min(r, q)} end
+else
+  local busy = w or r
+  if busy then
+    if ARGV[5] == '1' then
+      redis.call('ZADD', KEYS[3], now + ttl, ARGV[1] .. ' ' .. ARGV[2])
+      keep(KEYS[3])
+      busy = math.min(busy, math.floor(ttl / 2))
+    end
+    return {0, busy}
+  end
+end
+local k = KEYS[1]
+if ARGV[4] == 'w' then k = KEYS[2] end
+local f = redis.call('INCR', KEYS[4])
+redis.call('ZADD', k, now + ttl, ARGV[1])
+keep(k)
+return {1, f}
+`)
+
+// renewRWScript extends ARGV[1]'s lease in KEYS[ARGV[4]] (1 reader, 2
+// writer) to ARGV[2] µs from now, if it still holds it. Returns 1, or 0
+// when it holds none.
+var renewRWScript = redis.NewScript(rwPrelude + `
+local k = KEYS[tonumber(ARGV[4])]
+if not redis.call('ZSCORE', k, ARGV[1]) then return 0 end
+redis.call('ZADD', k, 'XX', now + tonumber(ARGV[2]), ARGV[1])
+keep(k)
+return 1
+`)
+
+// releaseRWScript removes ARGV[1]'s lease from KEYS[ARGV[4]] (1 reader, 2
+// writer); with ARGV[4] = 3, a writer that stops waiting, its place in the
+// wait and a lease handed to it meanwhile. When that or the pruning freed
+// anything, it hands the lock over if it is free and publishes on ARGV[3]
+// so that waiters look again. Returns 1 when ARGV[1] was there, else 0.
+var releaseRWScript = redis.NewScript(rwPrelude + `
+local n
+if ARGV[4] == '3' then
+  n = redis.call('ZREM', KEYS[3], ARGV[1] .. ' ' .. ARGV[2]) + redis.call('ZREM', KEYS[2], ARGV[1])
+else
+  n = redis.call('ZREM', KEYS[tonumber(ARGV[4])], ARGV[1])
+end
+if n + freed > 0 then
+  handover()
+  redis.call('PUBLISH', ARGV[3], n + freed)
+end
+return n
+`)

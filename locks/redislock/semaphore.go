@@ -2,10 +2,7 @@ package redislock
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"sync"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -43,10 +40,7 @@ type Semaphore struct {
 	reentry *locks.Reentry
 	keys    []string // the permits' sorted set, the fence
 	channel string
-
-	mu      sync.Mutex
-	waiters map[chan struct{}]bool
-	listen  *listener
+	acq     *notified
 }
 
 var _ locks.Locker = (*Semaphore)(nil)
@@ -57,18 +51,12 @@ var _ locks.Locker = (*Semaphore)(nil)
 // TryLock of the same owner through this Semaphore return a hold on the
 // permit it holds (see locks.WithOwner) rather than a second permit.
 func NewSemaphore(client redis.UniversalClient, name string, permits int, opts ...locks.Option) (*Semaphore, error) {
-	if client == nil {
-		return nil, fmt.Errorf("redislock: %w", locks.ErrNilClient)
-	}
-	if err := locks.ValidateName(name); err != nil {
-		return nil, fmt.Errorf("redislock: %w", err)
+	o, err := resolve(client, name, opts)
+	if err != nil {
+		return nil, err
 	}
 	if permits < 1 {
 		return nil, fmt.Errorf("redislock: %w: %d permits (at least 1)", locks.ErrInvalidOption, permits)
-	}
-	o, err := locks.Resolve(DefaultPrefix, opts...)
-	if err != nil {
-		return nil, fmt.Errorf("redislock: %w", err)
 	}
 	key := Key(o.Prefix, name) + ":sem"
 	s := &Semaphore{
@@ -79,9 +67,13 @@ func NewSemaphore(client redis.UniversalClient, name string, permits int, opts .
 		reentry: locks.NewReentry(o),
 		keys:    []string{key, key + ":fence"},
 		channel: key + ":free",
-		waiters: map[chan struct{}]bool{},
 	}
-	s.listen = &listener{client: client, channel: s.channel, timeout: o.TTL, route: func(string) { s.wakeAll() }, missed: s.wakeAll}
+	s.acq = newNotified(client, name, s.channel, o, s.errorf)
+	s.acq.busy = fmt.Sprintf(" (all %d permits held)", permits)
+	s.acq.script = func(owner string, _ bool) (*redis.Script, []string, []any) {
+		return acquireSemScript, s.keys, []any{owner, s.opt.TTL.Microseconds(), s.permits}
+	}
+	s.acq.ops = func(owner string) locks.LeaseOps { return semOps{s: s, owner: owner} }
 	return s, nil
 }
 
@@ -98,110 +90,19 @@ func (s *Semaphore) Key() string { return s.keys[0] }
 // TryLock takes a permit if one is free; it returns locks.ErrLocked
 // (wrapped) when all are held.
 func (s *Semaphore) TryLock(ctx context.Context) (locks.Lease, error) {
-	return s.reentry.Acquire(ctx, true, s.tryLock)
-}
-
-func (s *Semaphore) tryLock(ctx context.Context) (locks.Lease, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, s.errorf("try lock: %w", err)
-	}
-	owner := locks.NewOwner()
-	r, err := s.attempt(ctx, owner)
-	if err != nil {
-		return nil, err
-	}
-	if r.status == statusWait {
-		return nil, s.errorf("%w (all %d permits held)", locks.ErrLocked, s.permits)
-	}
-	return s.grant(ctx, owner, r)
+	return s.reentry.Acquire(ctx, true, s.acq.tryLock)
 }
 
 // Lock waits until a permit is held, ctx ends (an error wrapping
 // ctx.Err()) or the wait budget runs out (locks.ErrWaitBudget). See
 // Semaphore for how it waits.
 func (s *Semaphore) Lock(ctx context.Context) (locks.Lease, error) {
-	return s.reentry.Acquire(ctx, false, s.lock)
+	return s.reentry.Acquire(ctx, false, s.acq.lock)
 }
 
-func (s *Semaphore) lock(ctx context.Context) (locks.Lease, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, s.errorf("lock: %w", err)
-	}
-	owner := locks.NewOwner()
-	began := s.opt.Clock.Now()
-	var ch chan struct{}
-	defer func() {
-		if ch != nil {
-			s.leave(ch)
-		}
-	}()
-	for {
-		r, err := s.attempt(ctx, owner)
-		if err != nil {
-			return nil, err
-		}
-		if r.status != statusWait {
-			lease, err := s.grant(ctx, owner, r)
-			if !errors.Is(err, locks.ErrLeaseExpired) {
-				return lease, err
-			}
-			owner = locks.NewOwner() // granted too late to use, and released: try again
-			continue
-		}
-		if ch == nil {
-			// Subscribe, then try again before sleeping: a release
-			// between the first attempt and the subscription was not
-			// heard.
-			if ch, err = s.join(ctx); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		if _, _, err := sleepOn(ctx, s.opt, s.errorf, ch, r.pttl, began); err != nil {
-			return nil, err
-		}
-	}
-}
-
-// attempt runs acquireSemScript for owner. A request that fails (a
-// cancelled ctx, a lost reply) may still have taken a permit: it is
-// released, owner-checked, on a context of its own.
+// attempt runs acquireSemScript for owner (see notified.attempt).
 func (s *Semaphore) attempt(ctx context.Context, owner string) (attemptResult, error) {
-	r := attemptResult{start: s.opt.Clock.Now(), pttl: -1}
-	v, err := acquireSemScript.Run(ctx, s.client, s.keys, owner, s.opt.TTL.Microseconds(), s.permits).Int64Slice()
-	if err == nil && len(v) < 2 {
-		err = fmt.Errorf("unexpected reply %v", v)
-	}
-	if err != nil {
-		rctx, cancel := locks.RequestContext(context.WithoutCancel(ctx), s.opt.RequestTimeout)
-		defer cancel()
-		if _, rerr := s.release(rctx, owner); rerr != nil {
-			s.opt.Logger.Warn("lockproof: could not release a permit whose grant went unanswered; it expires by TTL",
-				"lock", s.name, "err", rerr)
-		}
-		return r, s.errorf("acquire: %w", err)
-	}
-	r.status = int(v[0])
-	if r.status == statusWait {
-		r.pttl = time.Duration(v[1]) * time.Microsecond
-		return r, nil
-	}
-	r.fence = locks.Token(v[1])
-	return r, nil
-}
-
-// grant wraps a permit in a managed lease; one whose validity had already
-// run out when the answer came is released and reported as
-// locks.ErrLeaseExpired.
-func (s *Semaphore) grant(ctx context.Context, owner string, r attemptResult) (locks.Lease, error) {
-	lease := locks.NewLease(locks.LeaseSpec{Name: s.name, Token: r.fence, Fenced: true, Start: r.start},
-		semOps{s: s, owner: owner}, s.opt)
-	if err := lease.Err(); err != nil {
-		_ = lease.Unlock(context.WithoutCancel(ctx)) // owner-checked
-		return nil, s.errorf("acquired too late: %w", err)
-	}
-	locks.Observe(ctx, s.opt.Observer, locks.Event{Point: locks.PointAcquired, Name: s.name, Token: r.fence, Fenced: true})
-	return lease, nil
+	return s.acq.attempt(ctx, owner, false)
 }
 
 // release runs releaseSemScript: 1 if owner held a permit, 0 if not.
@@ -211,44 +112,6 @@ func (s *Semaphore) release(ctx context.Context, owner string) (int64, error) {
 		return 0, s.errorf("release: %w", err)
 	}
 	return n, nil
-}
-
-// join registers a waiter and returns the channel it is woken on, once
-// the subscription is confirmed.
-func (s *Semaphore) join(ctx context.Context) (chan struct{}, error) {
-	ch := make(chan struct{}, 1)
-	s.mu.Lock()
-	s.waiters[ch] = true
-	s.mu.Unlock()
-	if err := s.listen.join(ctx); err != nil {
-		s.mu.Lock()
-		delete(s.waiters, ch)
-		s.mu.Unlock()
-		if ctx.Err() != nil {
-			return nil, s.errorf("lock: %w", err)
-		}
-		return nil, s.errorf("subscribe: %w", err)
-	}
-	return ch, nil
-}
-
-func (s *Semaphore) leave(ch chan struct{}) {
-	s.mu.Lock()
-	delete(s.waiters, ch)
-	s.mu.Unlock()
-	s.listen.leave()
-}
-
-// wakeAll wakes every waiting goroutine to try again.
-func (s *Semaphore) wakeAll() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for ch := range s.waiters {
-		select {
-		case ch <- struct{}{}:
-		default:
-		}
-	}
 }
 
 func (s *Semaphore) errorf(format string, args ...any) error {

@@ -213,7 +213,13 @@ func (o ownerOps) Release(ctx context.Context) error {
 
 // run runs an owner-checked script: ErrNotHeld when it did nothing.
 func (o ownerOps) run(ctx context.Context, s *redis.Script, what string, args ...any) error {
-	n, err := s.Run(ctx, o.client, []string{o.key}, args...).Int64()
+	return runOn(ctx, o.client, s, []string{o.key}, what, args...)
+}
+
+// runOn runs an owner-checked script on keys: ErrNotHeld when it did
+// nothing.
+func runOn(ctx context.Context, c redis.Scripter, s *redis.Script, keys []string, what string, args ...any) error {
+	n, err := s.Run(ctx, c, keys, args...).Int64()
 	switch {
 	case err != nil:
 		return fmt.Errorf("mutants: %s: %w", what, err)

@@ -232,6 +232,8 @@ func (s *scene) gated() locks.Locker {
 		c = l.client
 	case *flawedSemaphore:
 		c = l.client
+	case propertytest.ReadWriteLocker:
+		c = l.RLocker().(*rwMode).rw.client
 	default:
 		s.t.Fatalf("no Redis client in %T", l)
 	}
