@@ -53,7 +53,7 @@ func TestRWMutexQueue(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 	m := newRW(t, s)
-	r1, r2 := tryLock(t, m.RLocker()), tryLock(t, newRW(t, s).RLocker())
+	r1, r2 := locktest.MustTryLock(t, m.RLocker()), locktest.MustTryLock(t, newRW(t, s).RLocker())
 	if token(t, r2) <= token(t, r1) {
 		t.Fatal("the second reader's token is not above the first's")
 	}
