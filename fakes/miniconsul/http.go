@@ -29,14 +29,18 @@ func (s *Server) routes() http.Handler {
 // track counts requests in flight so that Close can wait for them.
 func (s *Server) track(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.wg.Add(1)
-		defer s.wg.Done()
-		select {
-		case <-s.closed:
+		// Add and Close's Wait must not race (a WaitGroup's Add from zero
+		// concurrent with its Wait is a misuse the race detector reports):
+		// once closing is set under trackMu, no request joins.
+		s.trackMu.Lock()
+		if s.closing {
+			s.trackMu.Unlock()
 			http.Error(w, "miniconsul: server closed", http.StatusServiceUnavailable)
 			return
-		default:
 		}
+		s.wg.Add(1)
+		s.trackMu.Unlock()
+		defer s.wg.Done()
 		s.st.mu.Lock()
 		s.st.expireDueLocked()
 		s.st.mu.Unlock()

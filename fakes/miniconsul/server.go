@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lockproof/lockproof/internal/memnet"
 	"github.com/lockproof/lockproof/locks"
 )
 
@@ -76,12 +77,16 @@ func WithNodeName(name string) Option { return func(o *config) { o.node = name }
 type Server struct {
 	cfg    config
 	ln     net.Listener
+	mem    *memnet.Listener // Dial's connections, no socket
 	srv    *http.Server
 	url    string
 	st     *store
 	closed chan struct{}
 	once   sync.Once
 	wg     sync.WaitGroup // requests being served
+
+	trackMu sync.Mutex
+	closing bool // set by Close: track turns requests away
 }
 
 // Start starts a server on 127.0.0.1 with a port chosen by the kernel.
@@ -115,7 +120,9 @@ func Start(opts ...Option) (*Server, error) {
 		ReadHeaderTimeout: 10 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return context.Background() },
 	}
-	go func() { _ = s.srv.Serve(ln) }() // returns ErrServerClosed at Close
+	s.mem = memnet.Listen(ln.Addr().String())
+	go func() { _ = s.srv.Serve(ln) }()    // returns ErrServerClosed at Close
+	go func() { _ = s.srv.Serve(s.mem) }() // the same
 	return s, nil
 }
 
@@ -125,12 +132,25 @@ func Start(opts ...Option) (*Server, error) {
 func (s *Server) Close() error {
 	var err error
 	s.once.Do(func() {
+		s.trackMu.Lock()
+		s.closing = true
+		s.trackMu.Unlock()
 		close(s.closed)
+		_ = s.mem.Close() // never fails
 		err = s.srv.Close()
 		s.wg.Wait()
 		s.st.stop()
 	})
 	return err
+}
+
+// DialContext connects to the server in memory (internal/memnet), not
+// through its port: set it as an http.Transport's DialContext (whatever
+// the address asked for) so that a request in flight is a runnable
+// goroutine, which propertytest's scheduler sees (Backend.InProcess).
+// After Close it fails as a dial to a closed port does.
+func (s *Server) DialContext(ctx context.Context, _, _ string) (net.Conn, error) {
+	return s.mem.Dial(ctx)
 }
 
 // Addr returns the server's host:port, for api.Config.Address.

@@ -335,7 +335,8 @@ func zkChecks(t *testing.T) {
 	propertytest.SetChecks(t, 3)
 }
 
-// zkSkipUnderRace skips a suite run of zk.Lock under the race detector:
+// zkSkipUnderRace skips a suite run of zk.Lock (and the token test, where
+// CI saw the same race after the test had ended) under the race detector:
 // go-zookeeper v1.0.4 races on Conn.lastZxid (its receive loop writes it,
 // sendSetWatches reads it) when a connection that has watches reconnects,
 // which a waiter's session expiring in a run makes it do. The detector
@@ -378,6 +379,7 @@ func TestThirdPartyZKLockClaimingPause(t *testing.T) {
 // it, and grows from one acquisition to the next; a TryLock on the held
 // lock is refused and leaves no node behind.
 func TestThirdPartyZKTokenIsCzxid(t *testing.T) {
+	zkSkipUnderRace(t)
 	z := fakes.ZooKeeper(t, fakes.ZooKeeperManualTime(epoch), fakes.ForceMinizk(), fakes.ZooKeeperTickTime(zkTick))
 	be := zkBackend(z, true)
 	opts := []locks.Option{locks.WithTTL(zkTTL), locks.WithWatchdog(false)}
