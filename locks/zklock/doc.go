@@ -111,9 +111,11 @@
 //
 // The semaphore (NewSemaphore, the idea of Curator's
 // InterProcessSemaphoreV2 without its lease nodes) is the same queue in
-// which the first N children hold: a waiter watches the child N places
-// ahead of its own, so a release wakes one waiter, in arrival order, and a
-// TryLock is refused when N children are there. Tokens are czxids as for
+// which the first N children hold: a waiter watches each of the N
+// children just ahead of its own (not only the one N places ahead, which
+// left it waiting with a permit free when a later holder released first),
+// so a release wakes at most N waiters, and a TryLock is refused when N
+// children are there. Tokens are czxids as for
 // the mutex. A child created earlier may be granted later than one behind
 // it (its Lock listed the children later), with a smaller token; its call
 // began before the other's child existed, so the grants still linearize in
