@@ -417,3 +417,17 @@ func killSession(t testing.TB, addr string, id int64, passwd []byte) {
 	// closeSession: xid, opcode -11.
 	send(int32(1), int32(-11))
 }
+
+// skipReconnectsUnderRace skips a test that makes a connection reconnect
+// (through a faultDialer: a cut, a reset, an expired session) under the
+// race detector. go-zookeeper v1.0.4 races with itself when a connection
+// that has watches reconnects with a request pending: its receive loop
+// writes Conn.lastZxid for the request's reply while the connection's loop
+// reads it in sendSetWatches, and the detector reports the library (CI saw
+// it in TestCleanUpLostWithTheConnectionIsSentAgain). The tests still run
+// without -race: in go test ./..., and in CI's step 9 on real servers.
+func skipReconnectsUnderRace(t *testing.T) {
+	if raceDetector {
+		t.Skip("go-zookeeper v1.0.4 races on Conn.lastZxid when a connection with watches reconnects, as this test makes it")
+	}
+}

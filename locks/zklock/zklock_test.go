@@ -336,6 +336,7 @@ func TestNodeDeletedEndsLease(t *testing.T) {
 // fenced write is refused, and the Locker acquires again on the
 // connection's new session.
 func TestSessionExpiryEndsLease(t *testing.T) {
+	skipReconnectsUnderRace(t)
 	s := server(t)
 	d := &faultDialer{}
 	conn := s.connectWith(t, connOpts{dialer: d})
@@ -399,6 +400,7 @@ func TestSessionExpiryEndsLease(t *testing.T) {
 // and the waiter gets the lock: the lease is counted from the last proof
 // that the session was alive, not from when the client noticed.
 func TestNetworkCutEndsLeaseBeforeExpiry(t *testing.T) {
+	skipReconnectsUnderRace(t)
 	s := server(t)
 	const short = 1500 * time.Millisecond
 	d := &faultDialer{}
@@ -443,6 +445,7 @@ func TestNetworkCutEndsLeaseBeforeExpiry(t *testing.T) {
 // heard). Lock finds its node by its GUID after reconnecting and adopts
 // it: one child, not two.
 func TestLostCreateReplyRecovered(t *testing.T) {
+	skipReconnectsUnderRace(t)
 	s := server(t)
 	d := &faultDialer{}
 	conn := s.connectWith(t, connOpts{dialer: d})
@@ -656,6 +659,7 @@ func TestUnlockWithEndedContextFreesAtDeadline(t *testing.T) {
 // is seen lost. (Found by lockproof check's zklock network cell, where the
 // suite's crash of such a Lock never returned.)
 func TestGivingUpWithCreateCutOffOnStoppedClock(t *testing.T) {
+	skipReconnectsUnderRace(t)
 	s := server(t)
 	d := &faultDialer{}
 	var mu sync.Mutex
@@ -828,6 +832,7 @@ func awaitFree(t *testing.T, conn *zk.Conn, l *Locker, why string) {
 // zklock/network cell, where a reset connection lost such deletes and the
 // suite's live sessions kept the nodes.)
 func TestCleanUpLostWithTheConnectionIsSentAgain(t *testing.T) {
+	skipReconnectsUnderRace(t)
 	s, conn, l, holder, w := heldAndReconnecting(t, "resent")
 	watching := make(chan struct{}, 1)
 	gate := gateFunc(func(_ context.Context, what string) func() {
@@ -865,6 +870,7 @@ func TestCleanUpLostWithTheConnectionIsSentAgain(t *testing.T) {
 // watchdog) while the connection is cut off, the monitor's delete is lost,
 // the connection comes back with the same session, and the node must go.
 func TestEndedLeaseCleanUpLostWithTheConnectionIsSentAgain(t *testing.T) {
+	skipReconnectsUnderRace(t)
 	s := server(t)
 	clock := fakes.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	h := s.reconnecting(t)
@@ -895,6 +901,7 @@ func TestEndedLeaseCleanUpLostWithTheConnectionIsSentAgain(t *testing.T) {
 // off at the cell's 30 ms request timeout; the node left was that
 // create's, its session alive.)
 func TestCutOffCreateCleanUpGoesOnAfterItsLookUpTimesOut(t *testing.T) {
+	skipReconnectsUnderRace(t)
 	s, conn, l, holder, w := heldAndReconnecting(t, "lookup")
 	logged := make(chan struct{}, 1)
 	logger := slog.New(slog.NewTextHandler(signalWriter(logged), &slog.HandlerOptions{Level: slog.LevelDebug}))
