@@ -241,9 +241,6 @@ func (c *ConsulServer) NewClient() *api.Client {
 
 func (c *ConsulServer) newClient() (*api.Client, error) {
 	tr := &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second}
-	if c.mini != nil {
-		tr.DialContext = c.mini.DialContext // in memory: see miniconsul.Server.DialContext
-	}
 	client, err := api.NewClient(&api.Config{Address: c.addr, Scheme: "http",
 		HttpClient: &http.Client{Transport: GateConsulTransport(tr)}})
 	if err != nil {

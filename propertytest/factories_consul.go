@@ -86,7 +86,6 @@ func onMiniconsul(newLocker newConsulLocker, invalidate bool) Factory {
 		env.Cleanup(func() { c.Advance(time.Hour) })
 		be := newConsulBackend(func() (*api.Client, error) { return c.NewClient(), nil }, newLocker, c.LockOptions(), c.SessionTTLMin())
 		be.Clock, be.Advance = c.Clock(), c.Advance
-		be.InProcess = true // the fake's clients dial miniconsul in memory
 		if !invalidate {
 			return be.Backend, nil
 		}

@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lockproof/lockproof/internal/memnet"
 	"github.com/lockproof/lockproof/locks"
 )
 
@@ -77,7 +76,6 @@ func WithNodeName(name string) Option { return func(o *config) { o.node = name }
 type Server struct {
 	cfg    config
 	ln     net.Listener
-	mem    *memnet.Listener // Dial's connections, no socket
 	srv    *http.Server
 	url    string
 	st     *store
@@ -120,9 +118,7 @@ func Start(opts ...Option) (*Server, error) {
 		ReadHeaderTimeout: 10 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return context.Background() },
 	}
-	s.mem = memnet.Listen(ln.Addr().String())
-	go func() { _ = s.srv.Serve(ln) }()    // returns ErrServerClosed at Close
-	go func() { _ = s.srv.Serve(s.mem) }() // the same
+	go func() { _ = s.srv.Serve(ln) }() // returns ErrServerClosed at Close
 	return s, nil
 }
 
@@ -136,21 +132,11 @@ func (s *Server) Close() error {
 		s.closing = true
 		s.trackMu.Unlock()
 		close(s.closed)
-		_ = s.mem.Close() // never fails
 		err = s.srv.Close()
 		s.wg.Wait()
 		s.st.stop()
 	})
 	return err
-}
-
-// DialContext connects to the server in memory (internal/memnet), not
-// through its port: set it as an http.Transport's DialContext (whatever
-// the address asked for) so that a request in flight is a runnable
-// goroutine, which propertytest's scheduler sees (Backend.InProcess).
-// After Close it fails as a dial to a closed port does.
-func (s *Server) DialContext(ctx context.Context, _, _ string) (net.Conn, error) {
-	return s.mem.Dial(ctx)
 }
 
 // Addr returns the server's host:port, for api.Config.Address.

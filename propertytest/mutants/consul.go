@@ -59,9 +59,8 @@ func consulIgnoresInvalidation(env propertytest.Env) (*propertytest.Backend, err
 			}
 			return &blindSession{c: c.NewClient(), name: name, key: o.Prefix + name, opt: o}, nil
 		},
-		Clock:     c.Clock(),
-		Advance:   c.Advance,
-		InProcess: true,
+		Clock:   c.Clock(),
+		Advance: c.Advance,
 	}, nil
 }
 
