@@ -1,5 +1,5 @@
-// Package memnet is an in-process network for the fakes: a Listener whose
-// connections are byte queues in memory, never sockets.
+// Package memnet is an in-process network for the fakes: connections
+// (Pipe) that are byte queues in memory, never sockets.
 //
 // It exists for the property suite's scheduler, which decides that a run is
 // quiescent (nothing can move until the driver acts) by asking the Go
@@ -18,7 +18,6 @@
 package memnet
 
 import (
-	"context"
 	"errors"
 	"io"
 	"net"
@@ -28,7 +27,7 @@ import (
 	"time"
 )
 
-// Addr is the address of a Listener or of one end of a connection.
+// Addr is the address of one end of a connection.
 type Addr string
 
 // Network returns "memnet".
@@ -37,62 +36,12 @@ func (Addr) Network() string { return "memnet" }
 // String returns the address's name.
 func (a Addr) String() string { return string(a) }
 
-// Listener is an in-memory net.Listener: Dial connects to it.
-type Listener struct {
-	addr    Addr
-	accepts chan net.Conn
-	done    chan struct{}
-	once    sync.Once
-}
-
-// Listen returns a listener called name (the name is only shown, as its
-// address).
-func Listen(name string) *Listener {
-	return &Listener{addr: Addr(name), accepts: make(chan net.Conn), done: make(chan struct{})}
-}
-
 // Refused returns the error of a dial to addr that nobody listens on: a
 // TCP dial's error to a closed port, so that clients treat it as they
 // treat a stopped server.
 func Refused(addr string) error {
 	return &net.OpError{Op: "dial", Net: "memnet", Addr: Addr(addr), Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
 }
-
-// Dial connects to the listener: it returns the client's end once Accept
-// took the server's, or an error if the listener is (or gets) closed or
-// ctx ends first.
-func (l *Listener) Dial(ctx context.Context) (net.Conn, error) {
-	client, server := Pipe(Addr(string(l.addr)+"/client"), l.addr)
-	select {
-	case l.accepts <- server:
-		return client, nil
-	case <-l.done:
-		return nil, Refused(string(l.addr))
-	case <-ctx.Done():
-		return nil, &net.OpError{Op: "dial", Net: "memnet", Err: ctx.Err()}
-	}
-}
-
-// Accept waits for the next Dial and returns the server's end of its
-// connection, or net.ErrClosed once the listener is closed.
-func (l *Listener) Accept() (net.Conn, error) {
-	select {
-	case c := <-l.accepts:
-		return c, nil
-	case <-l.done:
-		return nil, net.ErrClosed
-	}
-}
-
-// Close stops the listener: Accept and later Dials fail. Connections
-// already made stay up. Closing twice does nothing.
-func (l *Listener) Close() error {
-	l.once.Do(func() { close(l.done) })
-	return nil
-}
-
-// Addr returns the listener's address.
-func (l *Listener) Addr() net.Addr { return l.addr }
 
 // Pipe returns the two ends of a new connection, a with address aAddr and
 // b with bAddr.

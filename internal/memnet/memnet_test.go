@@ -1,7 +1,6 @@
 package memnet
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -160,40 +159,13 @@ func TestWriteDeadline(t *testing.T) {
 	}
 }
 
-func TestListener(t *testing.T) {
-	l := Listen("fake:1")
-	if l.Addr().String() != "fake:1" || l.Addr().Network() != "memnet" {
-		t.Errorf("Addr = %v (%s)", l.Addr(), l.Addr().Network())
-	}
-	go func() {
-		c, err := l.Accept()
-		if err != nil {
-			return
-		}
-		io.Copy(c, c) // echo
-		c.Close()
-	}()
-	c, err := l.Dial(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.Write([]byte("echo"))
-	got := make([]byte, 4)
-	if _, err := io.ReadFull(c, got); err != nil || string(got) != "echo" {
-		t.Fatalf("echo: %q, %v", got, err)
-	}
-	c.Close()
-	l.Close()
-	if _, err := l.Accept(); !errors.Is(err, net.ErrClosed) {
-		t.Errorf("Accept after Close: %v, want net.ErrClosed", err)
-	}
-	if _, err := l.Dial(context.Background()); !errors.Is(err, syscall.ECONNREFUSED) {
-		t.Errorf("Dial after Close: %v, want ECONNREFUSED", err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if _, err := Listen("nobody accepts").Dial(ctx); !errors.Is(err, context.Canceled) {
-		t.Errorf("Dial with an ended context: %v, want context.Canceled", err)
+// Refused is what a client takes for a stopped server: a dial refused
+// as by a closed port.
+func TestRefused(t *testing.T) {
+	err := Refused("fake:1")
+	var op *net.OpError
+	if !errors.Is(err, syscall.ECONNREFUSED) || !errors.As(err, &op) || op.Addr.String() != "fake:1" {
+		t.Errorf("Refused = %v, want ECONNREFUSED dialing fake:1", err)
 	}
 }
 
