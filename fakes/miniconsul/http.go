@@ -31,12 +31,14 @@ func (s *Server) track(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// Add and Close's Wait must not race (a WaitGroup's Add from zero
 		// concurrent with its Wait is a misuse the race detector reports):
-		// once closing is set under trackMu, no request joins.
+		// once Close closed s.closed under trackMu, no request joins.
 		s.trackMu.Lock()
-		if s.closing {
+		select {
+		case <-s.closed:
 			s.trackMu.Unlock()
 			http.Error(w, "miniconsul: server closed", http.StatusServiceUnavailable)
 			return
+		default:
 		}
 		s.wg.Add(1)
 		s.trackMu.Unlock()

@@ -74,17 +74,15 @@ func WithNodeName(name string) Option { return func(o *config) { o.node = name }
 // Server is an in-memory Consul HTTP API on a loopback port chosen by the
 // kernel. Start it with Start; Close stops it. Safe for concurrent use.
 type Server struct {
-	cfg    config
-	ln     net.Listener
-	srv    *http.Server
-	url    string
-	st     *store
-	closed chan struct{}
-	once   sync.Once
-	wg     sync.WaitGroup // requests being served
-
-	trackMu sync.Mutex
-	closing bool // set by Close: track turns requests away
+	cfg     config
+	ln      net.Listener
+	srv     *http.Server
+	url     string
+	st      *store
+	closed  chan struct{}
+	once    sync.Once
+	wg      sync.WaitGroup // requests being served
+	trackMu sync.Mutex     // orders track's wg.Add with Close's close(closed)
 }
 
 // Start starts a server on 127.0.0.1 with a port chosen by the kernel.
@@ -128,10 +126,9 @@ func Start(opts ...Option) (*Server, error) {
 func (s *Server) Close() error {
 	var err error
 	s.once.Do(func() {
-		s.trackMu.Lock()
-		s.closing = true
-		s.trackMu.Unlock()
+		s.trackMu.Lock() // see track
 		close(s.closed)
+		s.trackMu.Unlock()
 		err = s.srv.Close()
 		s.wg.Wait()
 		s.st.stop()
