@@ -13,6 +13,7 @@ import (
 
 	"github.com/lockproof/lockproof/fakes/minizk"
 	"github.com/lockproof/lockproof/internal/layout"
+	"github.com/lockproof/lockproof/internal/zkrace"
 	"github.com/lockproof/lockproof/locks"
 )
 
@@ -224,6 +225,7 @@ func (z *ZooKeeperServer) connect(addr string, sessionTimeout time.Duration, opt
 	}
 	select {
 	case <-session:
+		zkrace.Settle(10 * time.Second)
 		return c, events, nil
 	case <-time.After(10 * time.Second):
 		return nil, nil, fmt.Errorf("fakes: no zookeeper session from %s within 10s", addr)

@@ -8,6 +8,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/lockproof/lockproof/fakes/minizk"
+	"github.com/lockproof/lockproof/internal/zkrace"
 )
 
 var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -57,6 +58,7 @@ func clientTimeout(t testing.TB, addr string, timeout time.Duration) (*zk.Conn, 
 	}
 	t.Cleanup(c.Close)
 	waitState(t, events, zk.StateHasSession)
+	zkrace.Settle(10 * time.Second)
 	return c, events
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/internal/locktest"
+	"github.com/lockproof/lockproof/internal/zkrace"
 	"github.com/lockproof/lockproof/locks"
 )
 
@@ -88,6 +89,7 @@ func (s *zkServer) connectWith(t testing.TB, o connOpts) *zk.Conn {
 		select {
 		case ev := <-events:
 			if ev.State == zk.StateHasSession {
+				zkrace.Settle(testTimeout)
 				return conn
 			}
 		case <-give:
@@ -427,7 +429,7 @@ func killSession(t testing.TB, addr string, id int64, passwd []byte) {
 // it in TestCleanUpLostWithTheConnectionIsSentAgain). The tests still run
 // without -race: in go test ./..., and in CI's step 9 on real servers.
 func skipReconnectsUnderRace(t *testing.T) {
-	if raceDetector {
+	if zkrace.Enabled {
 		t.Skip("go-zookeeper v1.0.4 races on Conn.lastZxid when a connection with watches reconnects, as this test makes it")
 	}
 }

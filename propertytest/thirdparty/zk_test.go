@@ -13,6 +13,7 @@ import (
 
 	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/internal/layout"
+	"github.com/lockproof/lockproof/internal/zkrace"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/propertytest"
 )
@@ -342,7 +343,7 @@ func zkChecks(t *testing.T) {
 // which a waiter's session expiring in a run makes it do. The detector
 // then reports the library, not the adapter.
 func zkSkipUnderRace(t *testing.T) {
-	if raceDetector {
+	if zkrace.Enabled {
 		t.Skip("go-zookeeper v1.0.4 races on Conn.lastZxid when a connection with watches reconnects")
 	}
 }
