@@ -107,9 +107,13 @@
 // use different numbers of keys. The token is the permit key's ModifyIndex read right
 // after the acquire: a Raft index, so the argument above makes tokens
 // strictly increase across all permits. A TryLock lists the permits once
-// and tries the free ones in turn; a Lock waits by one blocking query on
-// the permits' prefix and tries the free ones whenever it moves, with the
-// mutex's lock-delay wait when every free permit refuses it. A release
-// wakes every waiting Semaphore of the name (not one waiter in line as the
-// mutex's queue does), and waiters are not served in arrival order.
+// and tries the free ones in turn. A Lock queues as the mutex's does, in
+// <prefix><name>/.queue/: behind another waiter it blocks on that
+// waiter's entry; at the head, by one blocking query on the permits'
+// prefix, it tries the free ones whenever the prefix moves, with the
+// mutex's lock-delay wait when every free permit refuses it. Granted a
+// permit, the head deletes its entry at once, which wakes the next
+// waiter, the new head. So a release wakes one waiter, not every waiting
+// Semaphore of the name, and waiters are served in the order they
+// queued (TryLock does not queue, and may come first).
 package consullock

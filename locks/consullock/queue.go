@@ -87,6 +87,19 @@ func (a *attempt) predecessor(ctx context.Context) (pred *api.KVPair, mine bool,
 	return pred, true, nil
 }
 
+// looksFree reads, at once, whether the lock key (or what lookFree looks
+// at) is free.
+func (w *waiter) looksFree(ctx context.Context, deadline time.Time) (bool, error) {
+	if w.lookFree != nil {
+		return w.lookFree(ctx, deadline)
+	}
+	lock, _, err := w.readAt(ctx, w.l.key, 0, 0, deadline)
+	if err != nil {
+		return false, err
+	}
+	return lock == nil || lock.Session == "", nil
+}
+
 // awaitTurn waits while others queue ahead of the attempt. It returns
 // once the attempt is the head of the queue (w.head is then set; tryNow
 // says whether it waited for that, in which case the lock was most likely
@@ -152,11 +165,11 @@ func (w *waiter) awaitTurn(ctx context.Context, a *attempt) (tryNow bool, err er
 			if err := a.keepAlive(ctx); err != nil {
 				return false, err
 			}
-			lock, _, err := w.readAt(ctx, l.key, 0, 0, deadline)
+			free, err := w.looksFree(ctx, deadline)
 			if err != nil {
 				return false, err
 			}
-			if lock == nil || lock.Session == "" {
+			if free {
 				return true, nil
 			}
 			if wait, deadline, err = w.bound(l.opt.Clock.Now(), a, time.Time{}); err != nil {

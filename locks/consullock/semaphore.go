@@ -48,10 +48,10 @@ var _ locks.Locker = (*Semaphore)(nil)
 // the lock-delay keeps it from everybody for as long as the mutex's key.
 // The token is the permit key's ModifyIndex read right after the acquire,
 // a Raft index: one counter for every write, so tokens strictly increase
-// across all permits. Waiters block on the permits with one blocking
-// query over their prefix, and try a permit when one reads free: every
-// release wakes the waiters of every Semaphore of the name (at most one of
-// each per process, see Semaphore), which are not served in arrival order.
+// across all permits. Waiters queue as the mutex's do; the head of the
+// queue blocks on the permits with one blocking query over their prefix,
+// and tries a permit when one reads free (see Lock): a release wakes one
+// waiter, not every Semaphore of the name.
 func NewSemaphore(client *api.Client, name string, permits int, opts ...locks.Option) (*Semaphore, error) {
 	o, err := locks.Resolve(DefaultSemaphorePrefix, opts...)
 	if err != nil {
@@ -108,11 +108,17 @@ func (s *Semaphore) tryLock(ctx context.Context) (locks.Lease, error) {
 
 // Lock waits until it holds a permit, ctx ends (an error wrapping
 // ctx.Err()) or the wait budget runs out (locks.ErrWaitBudget). It waits
-// by blocking queries on the permits' prefix, never a poll: it tries the
-// permits that read free whenever the prefix's index moves, and after a
-// refusal of every free permit (a lock-delay after an invalidated
-// session) blocks until the lock-delay should be over, woken early if a
-// permit changes. The waiting session is renewed every TTL/2.
+// in the semaphore's queue as the mutex's Lock does (see the package
+// documentation), by blocking queries, never a poll: behind another
+// waiter, on that waiter's queue entry; at the head of the queue, on the
+// permits' prefix, trying the permits that read free whenever the
+// prefix's index moves, and after a refusal of every free permit (a
+// lock-delay after an invalidated session) blocking until the lock-delay
+// should be over, woken early if a permit changes. A waiter granted a
+// permit deletes its queue entry at once, which wakes the next in line:
+// a release wakes the head of the queue only, not every waiter. A waiter
+// whose predecessor stays put for TTL/2 reads the permits, and tries them
+// if one reads free. The waiting session is renewed every TTL/2.
 func (s *Semaphore) Lock(ctx context.Context) (locks.Lease, error) {
 	return s.l.reentry.Acquire(ctx, false, s.lock)
 }
@@ -120,6 +126,7 @@ func (s *Semaphore) Lock(ctx context.Context) (locks.Lease, error) {
 func (s *Semaphore) lock(ctx context.Context) (locks.Lease, error) {
 	l := s.l
 	w := &permitWaiter{waiter: waiter{l: l, began: l.opt.Clock.Now()}, s: s}
+	w.lookFree = w.anyFree
 	a, leave, err := l.begin(ctx, w.began)
 	if err != nil {
 		return nil, err
@@ -129,11 +136,13 @@ func (s *Semaphore) lock(ctx context.Context) (locks.Lease, error) {
 		lease, err := w.await(ctx, a)
 		switch {
 		case err == nil:
+			a.leaveQueue(ctx)
 			return lease, nil
 		case errors.Is(err, errSessionGone), errors.Is(err, errLost), errors.Is(err, locks.ErrLeaseExpired):
-			// Start over with a new session, reading the permits afresh.
+			// Start over with a new session at the back of the queue,
+			// reading the permits afresh once at its head.
 			a.abandon()
-			w.index, w.delayEnd = 0, time.Time{}
+			w.index, w.delayEnd, w.head = 0, time.Time{}, false
 			if a, err = l.newAttempt(ctx); err != nil {
 				return nil, err
 			}
@@ -159,10 +168,19 @@ type freeSeen struct {
 	at    time.Time
 }
 
-// await reads the permits until one is acquired.
+// await waits for its turn in the queue, then reads the permits until
+// one is acquired. A waiter told by awaitTurn to look although not yet at
+// the head (its predecessor stalled with a permit free) tries the permits
+// read then, once, and goes back to its place if refused.
 func (w *permitWaiter) await(ctx context.Context, a *attempt) (locks.Lease, error) {
 	l := w.l
 	for {
+		if !w.head {
+			if _, err := w.awaitTurn(ctx, a); err != nil {
+				return nil, err
+			}
+			w.index = 0 // read the permits at once
+		}
 		if err := a.keepAlive(ctx); err != nil {
 			return nil, err
 		}
@@ -182,6 +200,8 @@ func (w *permitWaiter) await(ctx context.Context, a *attempt) (locks.Lease, erro
 		}
 		moved := index == 0 || w.index != index
 		switch {
+		case len(free) == 0 && !w.head:
+			continue // back to its place in the queue
 		case len(free) == 0:
 			w.delayEnd, w.retries = time.Time{}, 0
 			continue
@@ -234,6 +254,12 @@ func (w *permitWaiter) read(ctx context.Context, index uint64, wait time.Duratio
 		free = append(free, k)
 	}
 	return free, nil
+}
+
+// anyFree reads the permits at once and reports whether one is free.
+func (w *permitWaiter) anyFree(ctx context.Context, deadline time.Time) (bool, error) {
+	free, err := w.read(ctx, 0, 0, deadline)
+	return len(free) > 0, err
 }
 
 // tryEach tries to acquire each free permit in turn with the attempt's

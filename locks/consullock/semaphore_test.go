@@ -3,8 +3,11 @@ package consullock
 import (
 	"context"
 	"errors"
+	"net/http"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/consul/api"
 
 	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/internal/layout"
@@ -262,4 +265,52 @@ func TestSemaphoreOwnerReentry(t *testing.T) {
 	c := server(t)
 	locktest.Reentrant(t, newSemaphore(t, c, 1, Session{}, locks.WithOwner("job-7")),
 		newSemaphore(t, c, 1, Session{}), newSemaphore(t, c, 1, Session{}, locks.WithOwner("job-7")))
+}
+
+// TestSemaphoreReleaseWakesOnlyTheHead: 8 semaphores of 2 permits (as 8
+// processes, each with a client of its own), 3 goroutines each, take
+// permits 10 times each, holding them 5 ms. A release wakes the head of
+// the queue, not every waiter: the Lock calls of one Semaphore take turns,
+// so up to 7 wait on the server, and before the semaphore's waiters queued
+// each release answered all their blocking queries on the permits (3.9 and
+// 4.1 answers per acquisition in two runs, against 1.0 and 1.0 with the
+// queue). Counted per acquisition, at most: the head's query on the
+// permits, the next waiter's on the head's entry, which the head deletes
+// once granted, and the holder's monitor. At the end no queue entry and no
+// session is left.
+func TestSemaphoreReleaseWakesOnlyTheHead(t *testing.T) {
+	c := server(t)
+	const workers, goroutines, rounds = 8, 3, 10
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	count := &wakeCounter{next: tr}
+	var lockers []locks.Locker
+	var first *Semaphore
+	for range workers {
+		client, err := api.NewClient(&api.Config{Address: c.Addr(), HttpClient: &http.Client{Transport: count}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := NewSemaphoreWithSession(client, "pool", 2, Session{}, c.LockOptions()...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		first = s
+		lockers = append(lockers, s)
+	}
+	if most := locktest.AtMostPermits(t, 2, lockers, goroutines, rounds, 5*time.Millisecond); most < 2 {
+		t.Errorf("at most %d holders at once: the permits were never both used, so the waiters were not tested", most)
+	}
+	acquisitions := workers * goroutines * rounds
+	perAcq := float64(count.woken.Load()) / float64(acquisitions)
+	t.Logf("%d blocking queries answered for %d acquisitions: %.2f per acquisition", count.woken.Load(), acquisitions, perAcq)
+	if perAcq > 2.5 {
+		t.Errorf("%.2f blocking queries answered per acquisition, want at most 2.5: releases wake more than the head of the queue", perAcq)
+	}
+	if left := queueEntries(t, c, first.l); len(left) != 0 {
+		t.Errorf("%d queue entries left after every unlock, first %q", len(left), left[0].Key)
+	}
+	if got := sessions(t, c); len(got) != 0 {
+		t.Errorf("%d sessions left after every unlock", len(got))
+	}
 }

@@ -154,6 +154,24 @@ func (a *attempt) abandon() {
 	}
 }
 
+// leaveQueue deletes the attempt's queue entry, if it wrote one, once the
+// attempt holds a permit of a semaphore: the next waiter in line, woken,
+// moves to the head and looks at the permits. (A mutex's holder keeps its
+// entry until it unlocks: the lock is not free before.) A deletion that
+// fails is left to the lease's release, or to the next waiter's look at
+// the permits after TTL/2.
+func (a *attempt) leaveQueue(ctx context.Context) {
+	if a.entry == "" {
+		return
+	}
+	rctx, cancel := a.l.request(ctx)
+	defer cancel()
+	if _, err := a.l.client.KV().Delete(a.entry, writeOpts(rctx)); err != nil {
+		a.l.opt.Logger.Debug("lockproof: could not leave the queue; the next waiter looks at the permits after TTL/2",
+			"lock", a.l.name, "entry", a.entry, "err", err)
+	}
+}
+
 // releaseAndDestroy releases key if session holds it, deletes the
 // session's queue entry (if any: entry is its key), then destroys the
 // session whatever the release said. It returns locks.ErrNotHeld (wrapped)

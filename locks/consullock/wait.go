@@ -96,6 +96,11 @@ type waiter struct {
 	freeSince time.Time // when reads started showing it free
 	retries   int       // failed attempts on a key that read free
 	head      bool      // no live waiter queues ahead of this one
+	// lookFree, if not nil, replaces the read of the lock key that
+	// awaitTurn makes when its wait for the predecessor times out: it
+	// reports whether what the waiter waits for reads free (the
+	// semaphore's permits).
+	lookFree func(ctx context.Context, deadline time.Time) (bool, error)
 }
 
 // await blocks until the lock is worth another attempt, after an attempt
