@@ -1,0 +1,60 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/locks"
+	"github.com/lockproof/lockproof/locks/etcdlock"
+	"github.com/lockproof/lockproof/locks/redislock"
+)
+
+// rwLock is one process's read-write lock: the readers' and the writers'
+// Lockers of one lock on one client.
+type rwLock struct {
+	read, write locks.Locker
+}
+
+// backend is an embedded server and a way to make a read-write lock on a
+// client of its own, as another process would have.
+type backend struct {
+	name  string
+	lock  func(name string) (rwLock, error)
+	close func() error
+}
+
+// backends are the names startBackend knows, for the usage message.
+const backends = "redis or etcd"
+
+// startBackend starts the embedded backend called name.
+func startBackend(name string) (*backend, error) {
+	switch name {
+	case "redis":
+		r, err := fakes.StartRedis(fakes.ForceMiniredis())
+		if err != nil {
+			return nil, err
+		}
+		return &backend{name: "miniredis", close: r.Close,
+			lock: func(n string) (rwLock, error) {
+				m, err := redislock.NewRWMutex(r.NewClient(), n, r.LockOptions()...)
+				if err != nil {
+					return rwLock{}, err
+				}
+				return rwLock{read: m.RLocker(), write: m.Locker()}, nil
+			}}, nil
+	case "etcd":
+		e, err := fakes.StartEtcd(fakes.ForceEmbeddedEtcd())
+		if err != nil {
+			return nil, err
+		}
+		return &backend{name: "embedded etcd", close: e.Close,
+			lock: func(n string) (rwLock, error) {
+				m, err := etcdlock.NewRWMutex(e.NewClient(), n, e.LockOptions()...)
+				if err != nil {
+					return rwLock{}, err
+				}
+				return rwLock{read: m.RLocker(), write: m.Locker()}, nil
+			}}, nil
+	}
+	return nil, fmt.Errorf("%w: backend %q (want %s)", errConfig, name, backends)
+}
