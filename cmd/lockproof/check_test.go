@@ -381,3 +381,48 @@ func TestCheckSemaphoreRows(t *testing.T) {
 		}
 	}
 }
+
+// The read-write locks are selected by name or by their group, never by
+// default; through check, a cell runs with readers and writers and passes.
+func TestCheckRWLockRows(t *testing.T) {
+	def, err := selectCells(endpoints{}, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range def {
+		if c.group == groupRWLocks {
+			t.Fatalf("the default matrix has %s", c.name())
+		}
+	}
+	all, err := selectCells(endpoints{}, groupRWLocks, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, c := range all {
+		names = append(names, c.lock)
+		if !c.opts.ReadWrite {
+			t.Errorf("%s runs without readers", c.name())
+		}
+	}
+	if want := []string{"redis-rwmutex", "etcd-rwmutex"}; !slices.Equal(names, want) {
+		t.Fatalf("-locks rwlocks selects %v, want %v", names, want)
+	}
+	// The embedded etcd runs in real time: its cell is left to lockproof
+	// check itself.
+	var out, errOut bytes.Buffer
+	args := []string{"check", "-locks", "redis-rwmutex", "-runs", "5", "-seed", "29", "-json", "-html", ""}
+	if code := run(args, &out, &errOut); code != exitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errOut.String())
+	}
+	var res checkResult
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		t.Fatalf("-json output: %v\n%s", err, out.String())
+	}
+	if len(res.Cells) != 1 || res.Verdict != statusPass {
+		t.Fatalf("verdict %s, %d cells", res.Verdict, len(res.Cells))
+	}
+	if c := res.Cells[0]; c.Runs != 5 || c.Violated || c.Error != "" {
+		t.Errorf("%s: runs %d, violated %v, error %q", c.Lock, c.Runs, c.Violated, c.Error)
+	}
+}

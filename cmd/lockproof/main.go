@@ -23,6 +23,7 @@
 // locks of package propertytest/mutants, to see the gate fail; -locks
 // semaphores (or redis-semaphore, etcd-semaphore, consul-semaphore,
 // zk-semaphore) adds the semaphores of 2 permits on the embedded backends,
+// and -locks rwlocks (or redis-rwmutex, etcd-rwmutex) the read-write locks,
 // which the default matrix leaves out to stay within its budget.
 //
 // Every seed check prints carries its cell in its top 16 bits: replay

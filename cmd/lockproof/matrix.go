@@ -88,6 +88,7 @@ const (
 const (
 	groupMutants    = "mutants"
 	groupSemaphores = "semaphores"
+	groupRWLocks    = "rwlocks"
 )
 
 // semaphorePermits is the number of permits of the semaphore cells.
@@ -253,16 +254,37 @@ func semaphoreCells() []cell {
 	}
 }
 
+// rwLockCells are the read-write locks on the embedded backends (whatever
+// real servers check was given), each client drawing the mode of each
+// acquisition, with the options their factories' documentation gives.
+// They run only when asked by name, as the semaphores do.
+func rwLockCells() []cell {
+	rw := func(o propertytest.Options) propertytest.Options {
+		o.ReadWrite, o.Clients = true, 4
+		return o
+	}
+	const about = "client crashes and pauses, readers and writers"
+	return []cell{
+		{lock: "redis-rwmutex", faults: "crash", about: about, group: groupRWLocks,
+			factory: propertytest.RedisRWMutex(), opts: rw(propertytest.Options{})},
+		{lock: "etcd-rwmutex", faults: "crash", about: about + "; embedded etcd, real time", group: groupRWLocks,
+			factory: propertytest.EtcdRWMutex(), opts: rw(propertytest.EtcdLockOptions()), fewerSteps: 3},
+	}
+}
+
 // byName are the cells check runs only when asked by name.
-func byName() []cell { return append(mutantCells(), semaphoreCells()...) }
+func byName() []cell {
+	return slices.Concat(mutantCells(), semaphoreCells(), rwLockCells())
+}
 
 // allCells is every cell check knows, for replay.
 func allCells(ep endpoints) []cell { return append(builtinCells(ep), byName()...) }
 
 // selectCells picks the cells of the named locks and scenarios. Empty lists
-// select every built-in lock (mutants and semaphores only by name:
-// "mutant/<name>" or "mutants" for all, "redis-semaphore", … or
-// "semaphores" for all) and every scenario.
+// select every built-in lock (mutants, semaphores and read-write locks
+// only by name: "mutant/<name>" or "mutants" for all, "redis-semaphore", …
+// or "semaphores" for all, "redis-rwmutex", … or "rwlocks" for all) and
+// every scenario.
 func selectCells(ep endpoints, lockList, faultList string) ([]cell, error) {
 	wantLocks, wantFaults := splitList(lockList), splitList(faultList)
 	pool := builtinCells(ep)
