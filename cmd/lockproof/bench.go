@@ -78,6 +78,7 @@ func bench(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&f.cellTime, "cell-time", 30*time.Second, "start no more acquisitions in a contended run after this long (0: no limit)")
 	backends := fs.String("backends", "redis,etcd,consul,zk", "backends to measure, comma-separated: redis, etcd (embedded), consul (miniconsul), zk (minizk)")
 	semaphores := fs.Bool("semaphores", false, "also measure lockproof's semaphore of one permit on each backend, beside its mutex")
+	rwlocks := fs.Bool("rwlocks", false, "also measure the writers of lockproof's read-write lock on each backend that has one (and on etcd those of experimental/recipes's RWMutex), beside its mutex")
 	fs.StringVar(&f.redis, "redis", "", "a real Redis host:port instead of embedded miniredis")
 	fs.StringVar(&f.zk, "zk", "", "a real ZooKeeper host:port instead of in-process minizk (its maxSessionTimeout must allow 10s)")
 	fs.StringVar(&f.json, "json", "", "write the measurements as JSON to this file")
@@ -94,6 +95,11 @@ func bench(args []string, stdout, stderr io.Writer) int {
 	if *semaphores {
 		for i := range f.backends {
 			f.backends[i].libs = append(slices.Clone(f.backends[i].libs), libSemaphore)
+		}
+	}
+	if *rwlocks {
+		for i := range f.backends {
+			f.backends[i].libs = append(slices.Clone(f.backends[i].libs), f.backends[i].rwLibs...)
 		}
 	}
 	if f.waiters, err = parseInts(*waiters); err != nil {
@@ -437,7 +443,8 @@ func waitersName(w int) string {
 // level, a column per library, each peer with its ratio to lockproof.
 // measuredBackend is the backend called name with the libraries rep
 // measured on it: its own, then any other (bench -semaphores adds
-// libSemaphore), in the order of their first measurement.
+// libSemaphore, -rwlocks the rwLibs), in the order of their first
+// measurement.
 func measuredBackend(rep BenchReport, name string) (benchBackend, bool) {
 	be, ok := backendNamed(name)
 	if !ok {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -81,6 +82,40 @@ func TestBenchEtcdConsul(t *testing.T) {
 		} else if got && *m.WakeupsPerHandoff < 0 {
 			t.Errorf("%s %s: %v wake-ups per hand-off", m.Backend, m.Lib, *m.WakeupsPerHandoff)
 		}
+	}
+}
+
+// TestBenchRWLocks: -rwlocks adds the writers of lockproof's read-write
+// lock where a backend has one, and on etcd those of the recipe's
+// RWMutex, each with a ratio to the mutex. No timing is asserted.
+func TestBenchRWLocks(t *testing.T) {
+	jsonPath := filepath.Join(t.TempDir(), "b.json")
+	var out, errOut bytes.Buffer
+	code := run([]string{"bench", "-backends", "redis,etcd", "-rwlocks", "-runs", "1", "-n", "6", "-uncontended", "10",
+		"-waiters", "2", "-json", jsonPath}, &out, &errOut)
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, out.String(), errOut.String())
+	}
+	rep := readBenchJSON(t, jsonPath)
+	got := map[string]int{}
+	for _, m := range rep.Measurements {
+		got[m.Backend+" "+m.Lib]++
+		if m.P50Ms <= 0 || (m.Waiters > 0 && m.AcqPerSec <= 0) {
+			t.Errorf("empty measurement %+v", m)
+		}
+	}
+	for _, k := range []string{"redis " + libRWWriter, "etcd " + libRWWriter, "etcd " + libRecipeRWWriter} {
+		if got[k] != 2 { // uncontended + W=2
+			t.Errorf("%d measurements of %s, want 2", got[k], k)
+		}
+	}
+	for _, lib := range []string{libRWWriter, libRecipeRWWriter} {
+		if !strings.Contains(out.String(), lib) {
+			t.Errorf("table lacks %q:\n%s", lib, out.String())
+		}
+	}
+	if slices.Contains(benchBackends[1].libs, libRWWriter) {
+		t.Error("-rwlocks changed the default backends' libraries")
 	}
 }
 

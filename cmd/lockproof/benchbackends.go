@@ -30,6 +30,9 @@ type benchBackend struct {
 	// libs are the libraries measured, lockproof's first: the others'
 	// ratios are to it.
 	libs []string
+	// rwLibs are what bench -rwlocks adds: lockproof's read-write lock's
+	// writers and any peer's.
+	rwLibs []string
 	// unit names what requests counts: "cmds" or "reqs".
 	unit string
 	// start starts a fresh server (or connects to f's real one).
@@ -53,8 +56,10 @@ type benchServer interface {
 }
 
 var benchBackends = []benchBackend{
-	{name: "redis", libs: []string{"lockproof", "redsync", "bsm"}, unit: "cmds", start: startRedisBench},
-	{name: "etcd", libs: []string{"lockproof", "concurrency"}, unit: "reqs", start: startEtcdBench},
+	{name: "redis", libs: []string{"lockproof", "redsync", "bsm"}, rwLibs: []string{libRWWriter},
+		unit: "cmds", start: startRedisBench},
+	{name: "etcd", libs: []string{"lockproof", "concurrency"}, rwLibs: []string{libRWWriter, libRecipeRWWriter},
+		unit: "reqs", start: startEtcdBench},
 	{name: "consul", libs: []string{"lockproof", "api.Lock"}, unit: "reqs", start: startConsulBench},
 	{name: "zk", libs: []string{"lockproof", "zk.Lock"}, unit: "reqs", start: startZKBench},
 }
@@ -74,6 +79,16 @@ const benchTTL = 10 * time.Second
 // bench -semaphores measures beside the backend's mutex: what the
 // semaphore's generality costs where it does a mutex's work.
 const libSemaphore = "semaphore(1)"
+
+// libRWWriter is the writers' Locker of lockproof's read-write lock on a
+// backend, and libRecipeRWWriter the write lock of etcd's
+// experimental/recipes RWMutex, which bench -rwlocks measure beside the
+// mutex: writers only, since the harness counts two holders at once as a
+// broken lock.
+const (
+	libRWWriter       = "rwmutex(w)"
+	libRecipeRWWriter = "recipe-rw(w)"
+)
 
 // --- Redis: miniredis or a real server (fakes.StartRedis), one counted
 // go-redis client with go-redis's default options (not the fake's own
@@ -117,6 +132,12 @@ func (s *redisBench) workers(lib, name string, n int) ([]lockbench.Worker, func(
 			return nil, nil, err
 		}
 		return lockbench.Shared(l, n), func() {}, nil
+	case libRWWriter:
+		m, err := redislock.NewRWMutex(s.client, name, locks.WithTTL(benchTTL))
+		if err != nil {
+			return nil, nil, err
+		}
+		return lockbench.Shared(m.Locker(), n), func() {}, nil
 	case "redsync":
 		return peers.Redsync(s.client, name, benchTTL, n), func() {}, nil
 	case "bsm":
@@ -201,8 +222,19 @@ func (s *etcdBench) workers(lib, name string, n int) ([]lockbench.Worker, func()
 				return nil, nil, err
 			}
 			ws = append(ws, lockbench.FromLocker(l))
-		case "concurrency":
-			w, closeSession, err := peers.EtcdMutex(c, "lockproof-bench/"+name, benchTTL)
+		case libRWWriter:
+			m, err := etcdlock.NewRWMutex(c, name, locks.WithTTL(benchTTL))
+			if err != nil {
+				done()
+				return nil, nil, err
+			}
+			ws = append(ws, lockbench.FromLocker(m.Locker()))
+		case "concurrency", libRecipeRWWriter:
+			peer := peers.EtcdMutex
+			if lib == libRecipeRWWriter {
+				peer = peers.EtcdRWMutexWriter
+			}
+			w, closeSession, err := peer(c, "lockproof-bench/"+name, benchTTL)
 			if err != nil {
 				done()
 				return nil, nil, err

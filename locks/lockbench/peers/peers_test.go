@@ -61,6 +61,25 @@ func TestEtcdAndConsulPeersExclude(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+	t.Run("recipes.RWMutex writer", func(t *testing.T) {
+		e := fakes.Etcd(t)
+		ws := make([]lockbench.Worker, 3)
+		for i := range ws {
+			w, closeSession, err := peers.EtcdRWMutexWriter(e.NewClient(), e.Prefix()+"rw", 10*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = closeSession() })
+			ws[i] = w
+		}
+		res, err := lockbench.Contend(ctx, ws, lockbench.Contention{Acquisitions: 30, Hold: 50 * time.Microsecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Acquisitions != 30 {
+			t.Fatalf("%d acquisitions", res.Acquisitions)
+		}
+	})
 	t.Run("api.Lock", func(t *testing.T) {
 		c := fakes.Consul(t, fakes.ForceMiniconsul())
 		ws, err := peers.ConsulLock(c.Client(), c.Prefix()+"lock", 10*time.Second, 3)
