@@ -216,6 +216,9 @@ func (m *machine) finish() error {
 	for _, c := range m.cl {
 		m.crash(c)
 	}
+	if m.fatal != nil {
+		return m.fatal
+	}
 	m.sched.settle()
 	m.collect()
 	m.checkDeadlockFreedom()

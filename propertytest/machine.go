@@ -40,6 +40,8 @@ type client struct {
 	op     *op          // a live operation: stalled at a gate, or a Lock waiting
 	fin    func()       // what the driver does once op finished
 	work   *work
+	inner  []locks.Lease // nested holds on cur (Options.Reentrant), innermost last
+	gen    int           // Lockers made for it so far: one more after each crash
 }
 
 // machine is one run of the state machine.
@@ -51,21 +53,23 @@ type machine struct {
 	cl    []*client
 	probe *client // acquires on the suite's behalf for the named checks
 
-	owners    uint64
-	active    map[int]bool    // backend faults injected and not healed
-	used      map[int]bool    // backend faults injected at least once
-	unclaimed map[string]bool // unclaimed faults injected during the run
-	faulted   bool            // some backend fault was injected
-	found     []Violation
-	lease     linearize.Model[linearize.LeaseState, linearize.LeaseInput, linearize.LeaseOutput] // the model the lock history is checked against
-	ran       map[Property]bool                                                                  // the named checks this run made
-	log       []string
-	sched     *sched
-	lapsed    []lapsed           // leases past their deadline, not yet signalled lost
-	pairs     map[[2]uint64]bool // owners reported holding at once
-	fenced    int                // 1: the lock's leases are fenced, -1: they are not, 0: no lease seen yet
-	uncertain int64              // history time of the last event that may have left the lock taken (unknown outcome, crash, foreign call)
-	doubted   bool               // such an event happened (uncertain may be 0, the history's start)
+	owners     uint64
+	active     map[int]bool    // backend faults injected and not healed
+	used       map[int]bool    // backend faults injected at least once
+	unclaimed  map[string]bool // unclaimed faults injected during the run
+	faulted    bool            // some backend fault was injected
+	found      []Violation
+	lease      linearize.Model[linearize.LeaseState, linearize.LeaseInput, linearize.LeaseOutput] // the model the lock history is checked against
+	ran        map[Property]bool                                                                  // the named checks this run made
+	log        []string
+	sched      *sched
+	jitterSeed uint64             // the seed of the clients' jitter sources
+	fatal      error              // a failure of the harness outside an action's reach (a crashed client's new Locker)
+	lapsed     []lapsed           // leases past their deadline, not yet signalled lost
+	pairs      map[[2]uint64]bool // owners reported holding at once
+	fenced     int                // 1: the lock's leases are fenced, -1: they are not, 0: no lease seen yet
+	uncertain  int64              // history time of the last event that may have left the lock taken (unknown outcome, crash, foreign call)
+	doubted    bool               // such an event happened (uncertain may be 0, the history's start)
 
 	// sem is the model the lock history is checked against instead of
 	// lease when Options.Permits > 1.
@@ -92,19 +96,11 @@ func newMachine(o Options, be *Backend, jitterSeed uint64) (*machine, error) {
 			return nil, err
 		}
 	}
+	m.jitterSeed = jitterSeed
 	for i := 0; i <= o.Clients; i++ {
-		l, err := be.NewLocker(o.Name, locks.WithTTL(o.TTL), locks.WithWatchdog(false), locks.WithObserver(crashObserver{}),
-			locks.WithRand(rand.NewPCG(jitterSeed, uint64(i))))
-		if err != nil {
-			return nil, fmt.Errorf("propertytest: new locker for client %d: %w", i, err)
-		}
-		c := &client{id: i, locker: l}
-		if o.ReadWrite {
-			rwl, ok := l.(ReadWriteLocker)
-			if !ok {
-				return nil, fmt.Errorf("propertytest: ReadWrite: the locker of client %d, a %T, is no ReadWriteLocker", i, l)
-			}
-			c.reader = rwl.RLocker()
+		c := &client{id: i}
+		if err := m.newLocker(c, i < o.Clients); err != nil {
+			return nil, err
 		}
 		if i == o.Clients {
 			m.probe = c
@@ -112,7 +108,41 @@ func newMachine(o Options, be *Backend, jitterSeed uint64) (*machine, error) {
 			m.cl = append(m.cl, c)
 		}
 	}
+	if o.Reentrant {
+		for i, c := range m.cl {
+			for _, d := range m.cl[:i] {
+				if c.locker == d.locker {
+					return nil, fmt.Errorf("propertytest: Reentrant: clients %d and %d got the same Locker (%T): re-entry is by a Locker's owner, so each client needs one of its own", d.id, c.id, c.locker)
+				}
+			}
+		}
+	}
 	return m, nil
+}
+
+// newLocker gives c a new Locker (and with Options.ReadWrite its readers'
+// Locker), as a process starting anew would make: with Options.Reentrant
+// and owner set, one of an owner id that no earlier Locker had.
+func (m *machine) newLocker(c *client, owner bool) error {
+	opts := []locks.Option{locks.WithTTL(m.o.TTL), locks.WithWatchdog(false), locks.WithObserver(crashObserver{}),
+		locks.WithRand(rand.NewPCG(m.jitterSeed, uint64(c.id)<<32|uint64(c.gen)))}
+	if m.o.Reentrant && owner {
+		opts = append(opts, locks.WithOwner(fmt.Sprintf("propertytest-client-%d.%d", c.id, c.gen)))
+	}
+	c.gen++
+	l, err := m.be.NewLocker(m.o.Name, opts...)
+	if err != nil {
+		return fmt.Errorf("propertytest: new locker for client %d: %w", c.id, err)
+	}
+	c.locker, c.reader = l, nil
+	if m.o.ReadWrite {
+		rwl, ok := l.(ReadWriteLocker)
+		if !ok {
+			return fmt.Errorf("propertytest: ReadWrite: the locker of client %d, a %T, is no ReadWriteLocker", c.id, l)
+		}
+		c.reader = rwl.RLocker()
+	}
+	return nil
 }
 
 func (m *machine) logf(format string, args ...any) {
@@ -409,7 +439,7 @@ func (m *machine) collect() {
 			if c.cur.lease.Err() == nil || errors.Is(c.cur.lease.Err(), locks.ErrLeaseExpired) {
 				c.stale = append(c.stale, c.cur)
 			}
-			c.cur = nil // its work, if any, goes on: a holder paused past its lease
+			c.cur, c.inner = nil, nil // its work, if any, goes on: a holder paused past its lease
 		}
 	}
 	m.checkBelievers()
@@ -439,7 +469,12 @@ func (m *machine) crash(c *client) {
 	if c.cur != nil {
 		m.doubt()
 	}
-	c.cur, c.work, c.stale = nil, nil, nil
+	c.cur, c.work, c.stale, c.inner = nil, nil, nil, nil
+	if m.o.Reentrant && c != m.probe && m.fatal == nil {
+		// The process restarts: its holds, which an owner's Locker keeps
+		// in the client, are gone with it.
+		m.fatal = m.newLocker(c, true)
+	}
 }
 
 // beginWork reads the register for c's lease: the first half of the
@@ -511,6 +546,9 @@ func (m *machine) toggleFault(i int) error {
 // actions returns the state machine's actions for rapid's Repeat.
 func (m *machine) actions() map[string]func(*rapid.T) {
 	pick := func(t *rapid.T, ok func(c *client) bool) *client {
+		if m.fatal != nil {
+			t.Fatalf("%v", m.fatal)
+		}
 		var ids []int
 		for _, c := range m.cl {
 			if ok(c) {
@@ -539,7 +577,7 @@ func (m *machine) actions() map[string]func(*rapid.T) {
 			m.drive(c)
 		},
 		"Unlock": func(t *rapid.T) {
-			c := pick(t, func(c *client) bool { return idle(c) && c.work == nil })
+			c := pick(t, func(c *client) bool { return idle(c) && c.work == nil && len(c.inner) == 0 })
 			h := c.cur
 			m.release(c, h, true, drawStall(t), func(err error) {
 				m.logf("client %d: Unlock token %d -> %v", c.id, h.token, err)
@@ -596,6 +634,15 @@ func (m *machine) actions() map[string]func(*rapid.T) {
 			m.logf("advance %v", d)
 			m.advance(d)
 		},
+	}
+	if m.o.Reentrant {
+		acts["Reenter"] = func(t *rapid.T) {
+			c := pick(t, func(c *client) bool { return idle(c) && m.valid(c.cur) && len(c.inner) < maxInner })
+			m.reenter(c, rapid.Bool().Draw(t, "blocking"))
+		}
+		acts["UnlockInner"] = func(t *rapid.T) {
+			m.unlockInner(pick(t, func(c *client) bool { return len(c.inner) > 0 && c.op == nil }))
+		}
 	}
 	if len(m.be.Faults) > 0 {
 		acts["Fault"] = func(t *rapid.T) {
@@ -662,7 +709,7 @@ func (m *machine) stallOvertake(t *rapid.T, pick func(*rapid.T, func(*client) bo
 	case c.cur == nil:
 		m.drawMode(t, c)
 		m.acquire(c, false, false, at, nil)
-	case rapid.Bool().Draw(t, "unlock"):
+	case rapid.Bool().Draw(t, "unlock") && len(c.inner) == 0:
 		if c.work != nil {
 			m.finishWork(c)
 		}
@@ -756,4 +803,89 @@ func errOr(err error, h *held) string {
 		return err.Error()
 	}
 	return fmt.Sprintf("granted, token %d", h.token)
+}
+
+// maxInner bounds the nested holds a client takes on one acquisition.
+const maxInner = 3
+
+// reenter takes a nested hold on c's acquisition (Options.Reentrant),
+// through Lock when blocking, else TryLock, to its end, and checks that it
+// came back at once on the same acquisition: the same fencing token (or,
+// without fencing, the same deadline). Nothing is recorded in the lock
+// history: re-entry is the client's own business.
+func (m *machine) reenter(c *client, blocking bool) {
+	h := c.cur
+	locker, name := c.locker, "TryLock"
+	if h.shared {
+		locker = c.reader
+	}
+	if blocking {
+		name = "Lock"
+	}
+	var lease locks.Lease
+	var err error
+	c.op = m.sched.start(c.id, "Reenter", m.o.OpTimeout, stallNever, func(ctx context.Context) {
+		if blocking {
+			lease, err = locker.Lock(ctx)
+		} else {
+			lease, err = locker.TryLock(ctx)
+		}
+	})
+	c.fin = func() {
+		switch {
+		case err != nil && !m.valid(h):
+			m.logf("client %d: nested %s -> %v, its acquisition (token %d) having ended", c.id, name, err, h.token)
+		case err != nil:
+			m.ran[DeadlockFreedom] = true
+			m.violate(DeadlockFreedom, false, fmt.Sprintf(
+				"client %d holds the lock (token %d, valid until t=%v) and its owner's nested %s was refused: %v; an owner must re-enter its own acquisition",
+				c.id, h.token, h.lease.Deadline().Sub(m.rec.start), name, err))
+		case !sameAcquisition(h, lease):
+			m.ran[Exclusivity] = true
+			tok, _ := lease.Token()
+			m.violate(Exclusivity, false, fmt.Sprintf(
+				"client %d holds the lock (token %d) and its owner's nested %s came back with another acquisition (token %d, deadline t=%v against t=%v): two acquisitions held at once",
+				c.id, h.token, name, tok, lease.Deadline().Sub(m.rec.start), h.lease.Deadline().Sub(m.rec.start)))
+			c.inner = append(c.inner, lease)
+		default:
+			m.logf("client %d: nested %s -> hold %d on token %d", c.id, name, len(c.inner)+1, h.token)
+			c.inner = append(c.inner, lease)
+		}
+	}
+	m.now(c)
+}
+
+// sameAcquisition reports whether nested, a hold returned by re-entry, is
+// on h's acquisition: the same fencing token when h is fenced, else the
+// same deadline.
+func sameAcquisition(h *held, nested locks.Lease) bool {
+	tok, fenced := nested.Token()
+	if h.fenced || fenced {
+		return fenced == h.fenced && uint64(tok) == h.token
+	}
+	return nested.Deadline().Equal(h.lease.Deadline())
+}
+
+// unlockInner unlocks c's innermost nested hold, to its end, and checks
+// that c's acquisition is still held by its outer hold if it was valid
+// before.
+func (m *machine) unlockInner(c *client) {
+	h, inner := c.cur, c.inner[len(c.inner)-1]
+	c.inner = c.inner[:len(c.inner)-1]
+	wasValid := m.valid(h)
+	var err error
+	c.op = m.sched.start(c.id, "UnlockInner", m.o.OpTimeout, stallNever, func(ctx context.Context) { err = inner.Unlock(ctx) })
+	c.fin = func() {
+		m.logf("client %d: Unlock of nested hold %d -> %v", c.id, len(c.inner)+1, err)
+		if !wasValid || h == nil {
+			return
+		}
+		m.ran[Exclusivity] = true
+		if closed(h.lease.Done()) || h.lease.Err() != nil {
+			m.violate(Exclusivity, false, fmt.Sprintf(
+				"client %d's Unlock of a nested hold ended its acquisition (token %d; Err=%v) while its outer hold was still held: the lock is free to others under the owner's outer hold",
+				c.id, h.token, h.lease.Err()))
+		}
+	}
+	m.now(c)
 }

@@ -105,6 +105,21 @@ type Options struct {
 	// the suite's probes and intruders take exclusive leases. It needs
 	// Permits 1. Default false.
 	ReadWrite bool
+	// Reentrant checks re-entry by owner (locks.WithOwner): every client's
+	// Locker is made with an owner id of its own, and a new Locker with a
+	// new id when the client crashes (a restarted process has lost its
+	// holds). A holder may then take nested holds on its acquisition
+	// (Reenter, by Lock or TryLock) and unlock them, innermost first,
+	// before its outer Unlock, as reentrant code does. A nested hold must
+	// come back at once with the acquisition's fencing token: another
+	// token is a second acquisition while the first is held
+	// (exclusivity), a refusal or a wait is the owner locked out by its
+	// own acquisition (deadlock freedom). A nested hold's Unlock must leave
+	// the acquisition held: the other clients' grants are checked against
+	// it as before (exclusivity). Re-entry is the client's own business,
+	// so nested holds and their Unlocks are not in the lock history.
+	// Default false.
+	Reentrant bool
 
 	_ struct{} // keyed literals only
 }
