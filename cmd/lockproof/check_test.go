@@ -426,3 +426,42 @@ func TestCheckRWLockRows(t *testing.T) {
 		t.Errorf("%s: runs %d, violated %v, error %q", c.Lock, c.Runs, c.Violated, c.Error)
 	}
 }
+
+// The re-entrant cells are selected by name or by their group, never by
+// default, each with an owner per client; through check, one runs and
+// passes.
+func TestCheckReentrantRows(t *testing.T) {
+	def, err := selectCells(endpoints{}, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range def {
+		if c.group == groupReentrant || c.opts.Reentrant {
+			t.Fatalf("the default matrix has %s", c.name())
+		}
+	}
+	all, err := selectCells(endpoints{}, groupReentrant, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != 6 {
+		t.Fatalf("-locks reentrant selects %d cells, want one per built-in lock (6)", len(all))
+	}
+	for _, c := range all {
+		if !c.opts.Reentrant {
+			t.Errorf("%s runs without owners", c.name())
+		}
+	}
+	var out, errOut bytes.Buffer
+	args := []string{"check", "-locks", "redislock-reentrant", "-runs", "5", "-seed", "31", "-json", "-html", ""}
+	if code := run(args, &out, &errOut); code != exitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errOut.String())
+	}
+	var res checkResult
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		t.Fatalf("-json output: %v\n%s", err, out.String())
+	}
+	if len(res.Cells) != 1 || res.Verdict != statusPass || res.Cells[0].Runs != 5 {
+		t.Fatalf("verdict %s, %d cells: %+v", res.Verdict, len(res.Cells), res.Cells)
+	}
+}

@@ -23,8 +23,11 @@
 // locks of package propertytest/mutants, to see the gate fail; -locks
 // semaphores (or redis-semaphore, etcd-semaphore, consul-semaphore,
 // zk-semaphore) adds the semaphores of 2 permits on the embedded backends,
-// and -locks rwlocks (or redis-rwmutex, etcd-rwmutex) the read-write locks,
-// which the default matrix leaves out to stay within its budget.
+// -locks rwlocks (or redis-rwmutex, etcd-rwmutex) the read-write locks,
+// and -locks reentrant (or redislock-reentrant, …) the built-in locks with
+// an owner per client whose holders re-enter (propertytest's
+// Options.Reentrant), which the default matrix leaves out to stay within
+// its budget.
 //
 // Every seed check prints carries its cell in its top 16 bits: replay
 // needs only the seed (and -redis if check had it) to re-run that one run,

@@ -89,6 +89,7 @@ const (
 	groupMutants    = "mutants"
 	groupSemaphores = "semaphores"
 	groupRWLocks    = "rwlocks"
+	groupReentrant  = "reentrant"
 )
 
 // semaphorePermits is the number of permits of the semaphore cells.
@@ -272,9 +273,36 @@ func rwLockCells() []cell {
 	}
 }
 
+// reentrantCells are the built-in locks on the embedded backends with an
+// owner per client (propertytest.Options.Reentrant: holders re-enter their
+// acquisition and unlock the nested holds), each with the options of its
+// builtin cell. They run only when asked by name.
+func reentrantCells() []cell {
+	owner := func(o propertytest.Options) propertytest.Options {
+		o.Reentrant = true
+		return o
+	}
+	const about = "client crashes and pauses, holders re-entering by owner"
+	return []cell{
+		{lock: "redislock-reentrant", faults: "crash", about: about, group: groupReentrant,
+			factory: propertytest.RedisLock(), opts: owner(propertytest.Options{})},
+		{lock: "redlock-reentrant", faults: "node-down", about: about + "; a minority of 5 nodes stopped and restarted; pauses (not claimed: no fencing)",
+			group: groupReentrant, factory: propertytest.Redlock(5),
+			opts: owner(propertytest.Options{Claims: []propertytest.FaultKind{propertytest.FaultCrash, propertytest.FaultNodeDown}})},
+		{lock: "etcdlock-reentrant", faults: "crash", about: about + "; the holder's lease revoked (not claimed); embedded etcd, real time", group: groupReentrant,
+			factory: propertytest.EtcdLock(), opts: owner(propertytest.EtcdLockOptions()), fewerSteps: 3},
+		{lock: "consullock-reentrant", faults: "crash", about: about + "; the holder's session invalidated (not claimed)", group: groupReentrant,
+			factory: propertytest.ConsulLock(), opts: owner(propertytest.ConsulLockOptions())},
+		{lock: "mysqllock-reentrant", faults: "crash", about: about + "; the server's clock jumps past the holder's expiry (not claimed)", group: groupReentrant,
+			factory: propertytest.MySQLLock(), opts: owner(propertytest.Options{})},
+		{lock: "zklock-reentrant", faults: "crash", about: about + "; the holder's session expired while it trusts its lease (not claimed)", group: groupReentrant,
+			factory: propertytest.ZKLock(), opts: owner(propertytest.Options{})},
+	}
+}
+
 // byName are the cells check runs only when asked by name.
 func byName() []cell {
-	return slices.Concat(mutantCells(), semaphoreCells(), rwLockCells())
+	return slices.Concat(mutantCells(), semaphoreCells(), rwLockCells(), reentrantCells())
 }
 
 // allCells is every cell check knows, for replay.
@@ -283,8 +311,8 @@ func allCells(ep endpoints) []cell { return append(builtinCells(ep), byName()...
 // selectCells picks the cells of the named locks and scenarios. Empty lists
 // select every built-in lock (mutants, semaphores and read-write locks
 // only by name: "mutant/<name>" or "mutants" for all, "redis-semaphore", …
-// or "semaphores" for all, "redis-rwmutex", … or "rwlocks" for all) and
-// every scenario.
+// or "semaphores" for all, "redis-rwmutex", … or "rwlocks" for all,
+// "redislock-reentrant", … or "reentrant" for all) and every scenario.
 func selectCells(ep endpoints, lockList, faultList string) ([]cell, error) {
 	wantLocks, wantFaults := splitList(lockList), splitList(faultList)
 	pool := builtinCells(ep)
