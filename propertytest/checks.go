@@ -597,7 +597,9 @@ func (m *machine) firstReport(key [2]uint64) bool {
 // at once, then after every quarter of Slack). A lock that leaves
 // something behind after a refused TryLock or an Unlock (a queue entry, a
 // key kept alive) fails here. Reported as deadlock freedom: a free lock
-// refused.
+// refused. A lease (the unlocker's own or another's) that lapsed without an Unlock less than
+// TTL + Slack after its last grant or renewal returned may still hold the
+// lock on the backend, so the check does not run then.
 func (m *machine) checkFreed(c *client, err error) {
 	if err != nil || m.faulted || m.doubted && m.rec.now()-m.uncertain < int64(m.o.TTL+m.o.Slack) {
 		return
@@ -605,6 +607,15 @@ func (m *machine) checkFreed(c *client, err error) {
 	for _, d := range append(m.cl, m.probe) {
 		if d.op != nil || (d != c && d.cur != nil) {
 			return
+		}
+		for _, h := range d.stale {
+			// A lease its holder let lapse without an Unlock may still be
+			// live on the backend: until TTL after its grant or renewal
+			// reached it, which may be well after the deadline the holder
+			// reckoned from the call (a grant in a second request, late).
+			if m.rec.now()-h.proved < int64(m.o.TTL+m.o.Slack) {
+				return
+			}
 		}
 	}
 	m.ran[DeadlockFreedom] = true

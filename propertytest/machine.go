@@ -20,6 +20,10 @@ type held struct {
 	token  uint64 // the fencing token, or a synthetic one without fencing
 	fenced bool
 	shared bool // a read lease of a read-write lock (Options.ReadWrite)
+	// proved is the history time at which the last grant or renewal of the
+	// lease returned: the backend may keep the lease until TTL after it,
+	// whatever the holder believes.
+	proved int64
 }
 
 // work is a read-modify-write begun (read done) and not yet written.
@@ -162,7 +166,7 @@ func (m *machine) valid(h *held) bool {
 // held wraps a granted lease with its owner and model token.
 func (m *machine) held(lease locks.Lease, owner uint64, out linearize.LeaseOutput) *held {
 	_, fenced := lease.Token()
-	return &held{lease: lease, owner: owner, token: out.Token, fenced: fenced}
+	return &held{lease: lease, owner: owner, token: out.Token, fenced: fenced, proved: m.rec.now()}
 }
 
 // crashKey marks the context of a TryLock that CrashInTryLock stops.
@@ -363,6 +367,9 @@ func (m *machine) release(c *client, h *held, unlock bool, stallAt int, done fun
 	})
 	c.op = o
 	c.fin = func() {
+		if !unlock && err == nil {
+			h.proved = m.rec.now()
+		}
 		if done != nil {
 			done(err)
 		}
