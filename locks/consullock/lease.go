@@ -17,7 +17,7 @@ type leaseOps struct {
 	l       *Locker
 	key     string // the key held: the lock's, or a permit's
 	session string
-	entry   string      // the session's queue entry, "" if none
+	entries []string    // the session's other keys, deleted at release: its queue entry, a reader's key
 	lost    atomic.Bool // the monitor saw the key leave the session
 }
 
@@ -41,11 +41,12 @@ func (o *leaseOps) Renew(ctx context.Context) error {
 	return nil
 }
 
-// Release releases the key and destroys the session.
+// Release releases the key, deletes the session's other keys and destroys
+// the session.
 func (o *leaseOps) Release(ctx context.Context) error {
 	rctx, cancel := o.l.request(ctx)
 	defer cancel()
-	return o.l.releaseAndDestroy(rctx, o.key, o.session, o.entry)
+	return o.l.releaseAndDestroy(rctx, o.key, o.session, o.entries...)
 }
 
 // monitor watches the key with blocking queries for as long as the lease

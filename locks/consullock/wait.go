@@ -38,6 +38,7 @@ func (l *Locker) lock(ctx context.Context) (locks.Lease, error) {
 		return nil, err
 	}
 	defer leave()
+	a.wait = &w
 	restarted := false
 	for {
 		var lease locks.Lease
@@ -63,7 +64,7 @@ func (l *Locker) lock(ctx context.Context) (locks.Lease, error) {
 			if a, err = l.newAttempt(ctx); err != nil {
 				return nil, err
 			}
-			restarted = true
+			a.wait, restarted = &w, true
 		default:
 			a.abandon()
 			return nil, err
