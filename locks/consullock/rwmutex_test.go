@@ -3,7 +3,9 @@ package consullock
 import (
 	"context"
 	"errors"
+	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -428,4 +430,67 @@ func TestRWMutexReentrantByOwner(t *testing.T) {
 	c := server(t)
 	locktest.Reentrant(t, newRW(t, c, Session{}, locks.WithOwner("job-7")).Locker(),
 		newRW(t, c, Session{}).Locker(), newRW(t, c, Session{}, locks.WithOwner("job-7")).Locker())
+}
+
+// counted is a Locker that counts its grants.
+type counted struct {
+	locks.Locker
+	grants *atomic.Int64
+}
+
+func (c counted) Lock(ctx context.Context) (locks.Lease, error) {
+	lease, err := c.Locker.Lock(ctx)
+	if err == nil {
+		c.grants.Add(1)
+	}
+	return lease, err
+}
+
+func (c counted) TryLock(ctx context.Context) (locks.Lease, error) {
+	lease, err := c.Locker.TryLock(ctx)
+	if err == nil {
+		c.grants.Add(1)
+	}
+	return lease, err
+}
+
+// TestRWMutexWakesFew: 8 RWMutexes (as 8 processes, each with a client of
+// its own), 4 taking reads and 4 writes, 2 goroutines each, 10 rounds
+// each, holding 5 ms. Waiters block on their predecessor's queue entry, the
+// head on the writer's key, a writer waiting for readers on the readers'
+// prefix, and each holder's monitor on its own key: counted per grant, few
+// blocking queries come back (every waiter on one prefix would make it
+// grow with the number of waiters). At the end nothing is left.
+func TestRWMutexWakesFew(t *testing.T) {
+	c := server(t)
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	count := &wakeCounter{next: tr}
+	var grants atomic.Int64
+	var readers, writers []locks.Locker
+	var first *RWMutex
+	for i := range 8 {
+		client, err := api.NewClient(&api.Config{Address: c.Addr(), HttpClient: &http.Client{Transport: count}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := NewRWMutexWithSession(client, "cfg", Session{}, c.LockOptions()...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		first = m
+		if i%2 == 0 {
+			readers = append(readers, counted{m.RLocker(), &grants})
+		} else {
+			writers = append(writers, counted{m.Locker(), &grants})
+		}
+	}
+	most := locktest.ReadersOrOneWriter(t, readers, writers, 2, 10, 5*time.Millisecond)
+	perGrant := float64(count.woken.Load()) / float64(grants.Load())
+	t.Logf("%d blocking queries answered for %d grants: %.2f per grant; at most %d readers at once",
+		count.woken.Load(), grants.Load(), perGrant, most)
+	if perGrant > 2.5 {
+		t.Errorf("%.2f blocking queries answered per grant, want at most 2.5", perGrant)
+	}
+	nothingLeft(t, c, first)
 }
