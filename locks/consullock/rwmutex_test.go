@@ -494,3 +494,57 @@ func TestRWMutexWakesFew(t *testing.T) {
 	}
 	nothingLeft(t, c, first)
 }
+
+// heldRenewal holds one session renewal of a client (once armed): it
+// reports on held that the renewal is on its way, and sends it only after
+// release is closed.
+type heldRenewal struct {
+	next          http.RoundTripper
+	armed         atomic.Bool
+	held, release chan struct{}
+}
+
+func (h *heldRenewal) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Method == http.MethodPut && strings.HasPrefix(r.URL.Path, "/v1/session/renew/") && h.armed.CompareAndSwap(true, false) {
+		close(h.held)
+		<-h.release
+	}
+	return h.next.RoundTrip(r)
+}
+
+// TestRenewalAfterTheDeadlineGivesTheKeyUp: a reader's Renew, sent before
+// its lease's local deadline, reaches the server after it. The server
+// renews a session whose lease has ended, which nobody would release: its
+// key would keep writers out for two TTLs and the lock-delay more. The
+// renewal gives the key up instead, and a writer's TryLock right after
+// succeeds. (The suite found it: -rapid.seed=6044428057898625664 of
+// TestConsulRWMutexKeepsItsProperties, a late renewal by a reader that
+// another reader shared the lock with, then a writer refused for 2.25 s
+// after every lease had ended.)
+func TestRenewalAfterTheDeadlineGivesTheKeyUp(t *testing.T) {
+	c := server(t, fakes.ForceMiniconsul())
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	hold := &heldRenewal{next: tr, held: make(chan struct{}), release: make(chan struct{})}
+	client, err := api.NewClient(&api.Config{Address: c.Addr(), HttpClient: &http.Client{Transport: hold}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := NewRWMutexWithSession(client, "cfg", Session{}, append(c.LockOptions(), locks.WithWatchdog(false))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := locktest.MustTryLock(t, m.RLocker())
+	hold.armed.Store(true)
+	renewed := make(chan error, 1)
+	go func() { renewed <- r.Renew(context.Background()) }()
+	<-hold.held
+	c.Advance(locks.DefaultTTL) // past the lease's local deadline, not the server's 2×TTL
+	locktest.Closed(t, "the reader's Done at its deadline", r.Done())
+	close(hold.release)
+	if err := <-renewed; err != nil {
+		t.Fatalf("the late renewal: %v, want success (the server renewed the session)", err)
+	}
+	locktest.UnlockOnce(t, locktest.MustTryLock(t, newRW(t, c, Session{}).Locker()))
+	nothingLeft(t, c, m)
+}
