@@ -152,7 +152,9 @@
 // entry), and readers are admitted one at a time, each holding the
 // writer's key for those requests: a reader's TryLock is refused while
 // another reader is being admitted, which the read-write lease model
-// allows (a reader may be refused while only readers hold). Consul's api
+// allows (a reader may be refused while only readers hold). An attempt
+// that loses the writer's key before its grant ends its Lock call with an
+// error rather than starting over (see RWMutex). Consul's api
 // has no read-write lock to compare with: api.Semaphore holds N, any N,
 // with no mode, and api.Lock one. A reader cannot upgrade to a writer.
 package consullock

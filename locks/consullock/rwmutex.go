@@ -51,6 +51,13 @@ func RWKeys(prefix, name string) (writer, readers, queue string) {
 // dead session's lock-delay, and deletes it once acquired. A crashed
 // reader's key is so kept from writers as a crashed mutex holder's key is.
 //
+// An attempt holding the writer's key turns TryLocks away before it is
+// granted. Should it lose that key before its grant (its session
+// invalidated, say by a stall of two TTLs), its Lock ends with an error
+// instead of starting over as a mutex's waiter does: a grant of a later
+// attempt, with a later token, would leave those refusals refused by
+// nobody.
+//
 // A reader cannot upgrade: a writer's Lock by an owner who reads waits for
 // its own read lease to end.
 type RWMutex struct {

@@ -21,6 +21,10 @@ type attempt struct {
 	reader  string    // a read-write mutex's reader key, once it may have been written
 	renewed time.Time // when the request that created or last renewed the session was sent
 	wait    *waiter   // the wait of the Lock call making the attempt; nil for TryLock
+	// turnstile: the attempt acquired a read-write mutex's writer's key
+	// (see RWMutex), so others' TryLocks may have been refused because of
+	// it.
+	turnstile bool
 }
 
 // newAttempt creates the attempt's session: TTL the lease TTL, Behavior
@@ -96,6 +100,7 @@ func (a *attempt) try(ctx context.Context) (locks.Lease, error) {
 	case !ok:
 		return nil, nil
 	case a.l.admit != nil:
+		a.turnstile = true
 		return a.l.admit(ctx, a)
 	}
 	return a.grant(ctx)
