@@ -32,7 +32,9 @@ var _ locks.LeaseOps = (*leaseOps)(nil)
 // after it: the server then renews a session whose lease has ended, which
 // nobody will release, and which keeps the key from everybody for up to
 // 2×TTL (and the lock-delay) more. So a renewal that comes back after the
-// lease ended gives the key up and destroys the session, as Unlock would.
+// lease ended gives the key up and destroys the session, as Unlock would,
+// and returns an error wrapping locks.ErrLeaseExpired: the renewal
+// extended nothing that anyone holds.
 func (o *leaseOps) Renew(ctx context.Context) error {
 	if o.lost.Load() {
 		return fmt.Errorf("consullock: the key no longer holds session %s: %w", o.session, locks.ErrNotHeld)
@@ -48,6 +50,7 @@ func (o *leaseOps) Renew(ctx context.Context) error {
 	}
 	if lease := o.lease.Load(); lease != nil && lease.Err() != nil {
 		o.giveUp(ctx)
+		return fmt.Errorf("consullock: session %s renewed after its lease ended, and given up: %w", o.session, locks.ErrLeaseExpired)
 	}
 	return nil
 }
