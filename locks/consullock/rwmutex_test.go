@@ -260,14 +260,16 @@ func TestRWMutexInvalidatedReaderKeepsWriterOut(t *testing.T) {
 // process crashed) keeps the waiting writer out until Consul invalidates
 // its session (TTL×2 after its last renewal) and the lock-delay has passed;
 // then a writer that crashes keeps a waiting reader out the same way. The
-// waiters renew their own sessions while they wait.
+// waiters' TTL is four times the crashed holders', so that the steps of
+// the clock never outrun their renewals.
 func TestRWMutexCrashedHoldersExpire(t *testing.T) {
 	c := shortTTLServer(t)
 	const delay = 300 * time.Millisecond
 	s := Session{LockDelay: delay, TTLMin: shortTTL}
+	waiting := shortTTLOptions(locks.WithTTL(4 * shortTTL))
 	m := newRW(t, c, s, shortTTLOptions(locks.WithWatchdog(false))...)
 	crashed := locktest.MustTryLock(t, m.RLocker())
-	writer := locktest.LockAsync(context.Background(), newRW(t, c, s, shortTTLOptions()...).Locker())
+	writer := locktest.LockAsync(context.Background(), newRW(t, c, s, waiting...).Locker())
 	_, idx := readerKeys(t, c, m)
 	c.WaitParked("", idx, 1)
 	advanceUntil(t, c, func() bool {
@@ -289,7 +291,7 @@ func TestRWMutexCrashedHoldersExpire(t *testing.T) {
 	locktest.UnlockOnce(t, w.Lease)
 
 	crashed = locktest.MustTryLock(t, m.Locker())
-	reader := locktest.LockAsync(context.Background(), newRW(t, c, s, shortTTLOptions()...).RLocker())
+	reader := locktest.LockAsync(context.Background(), newRW(t, c, s, waiting...).RLocker())
 	_, idx = writerKey(t, c, m)
 	c.WaitParked(m.Key(), idx, 2) // the writer's monitor and the reader at the head of the queue
 	advanceUntil(t, c, func() bool { sess, _ := writerKey(t, c, m); return sess == "" })
