@@ -605,3 +605,22 @@ func TestRWMutexLostTurnstileEndsTheLock(t *testing.T) {
 	locktest.UnlockOnce(t, locktest.MustTryLock(t, newRW(t, c, Session{}).Locker()))
 	nothingLeft(t, c, m)
 }
+
+// TestRWMutexWriterWaitBudget: a writer waiting for a reader gives up
+// when its budget is spent on the manual clock, and gives the writer's key
+// back: a reader's TryLock right after succeeds.
+func TestRWMutexWriterWaitBudget(t *testing.T) {
+	c := server(t)
+	m := newRW(t, c, Session{})
+	r := locktest.MustTryLock(t, m.RLocker())
+	writer := locktest.LockAsync(context.Background(), newRW(t, c, Session{}, locks.WithWaitBudget(3*time.Second)).Locker())
+	_, idx := readerKeys(t, c, m)
+	c.WaitParked("", idx, 1)
+	c.Advance(3 * time.Second)
+	if res := locktest.Receive(t, writer); !errors.Is(res.Err, locks.ErrWaitBudget) {
+		t.Fatalf("the writer's Lock: %v, want ErrWaitBudget", res.Err)
+	}
+	locktest.UnlockOnce(t, locktest.MustTryLock(t, newRW(t, c, Session{}).RLocker()))
+	locktest.UnlockOnce(t, r)
+	nothingLeft(t, c, m)
+}
