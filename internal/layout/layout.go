@@ -78,6 +78,33 @@ func ConsulPermits(key string) string {
 	return strings.TrimSuffix(key, "/") + "/" + ConsulPermitSegment + "/"
 }
 
+// ConsulQueueSegment is the path segment under a consullock key that holds
+// the queue of its waiters: one entry per waiting session.
+const ConsulQueueSegment = ".queue"
+
+// ConsulQueue is the KV prefix of the queue entries of the consullock lock
+// (mutex, semaphore or read-write mutex) whose key is key: key/.queue/. A
+// waiter's entry is this prefix + its session's ID, acquired by that
+// session.
+func ConsulQueue(key string) string {
+	return strings.TrimSuffix(key, "/") + "/" + ConsulQueueSegment + "/"
+}
+
+// ConsulReaderSegment is the path segment under a consullock read-write
+// mutex's key that holds its readers' keys.
+const ConsulReaderSegment = ".reader"
+
+// ConsulRWKeys returns where consullock's read-write mutex name lives under
+// prefix: writer, the key (ConsulKey) whose session is the writer's, a
+// waiting writer's or a reader's being admitted; readers, the KV prefix of
+// the readers' keys, each readers + the ID of the reader's session, which
+// holds it; queue, the prefix of the waiters' entries (ConsulQueue).
+func ConsulRWKeys(prefix, name string) (writer, readers, queue string) {
+	writer = ConsulKey(prefix, name)
+	readers = strings.TrimSuffix(writer, "/") + "/" + ConsulReaderSegment + "/"
+	return writer, readers, ConsulQueue(writer)
+}
+
 // MySQLDefaultTable is the lock table mysqllock uses unless told another.
 const MySQLDefaultTable = "lockproof_locks"
 

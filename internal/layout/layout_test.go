@@ -76,3 +76,15 @@ func TestZKHolderIsTheLowestSequence(t *testing.T) {
 		t.Fatalf("ZKHolder of no contender = %q, true", h)
 	}
 }
+
+// TestConsulRWKeysAreUnderTheKey: the writer's key is the lock's key, and
+// the readers' and the queue's prefixes are distinct paths under it.
+func TestConsulRWKeysAreUnderTheKey(t *testing.T) {
+	w, r, q := ConsulRWKeys("p/", "cfg")
+	if w != ConsulKey("p/", "cfg") || r != "p/cfg/.reader/" || q != "p/cfg/.queue/" {
+		t.Fatalf("ConsulRWKeys = %q, %q, %q", w, r, q)
+	}
+	if q != ConsulQueue(w) || r == q {
+		t.Fatalf("queue %q, ConsulQueue %q, readers %q", q, ConsulQueue(w), r)
+	}
+}

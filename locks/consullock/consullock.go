@@ -74,6 +74,10 @@ type Locker struct {
 	reentry   *locks.Reentry // nil without locks.WithOwner
 	lockDelay time.Duration
 	gate      chan struct{} // held by the one Lock call of this Locker that contends on the server
+	// admit, if not nil, replaces grant once an attempt has acquired the
+	// key: a read-write mutex's view admits a reader or drains the
+	// readers ahead of a writer. A nil lease and nil error mean refused.
+	admit func(ctx context.Context, a *attempt) (locks.Lease, error)
 }
 
 var _ locks.Locker = (*Locker)(nil)
@@ -149,8 +153,8 @@ func validate(o locks.Options, s Session) error {
 // validateKey rejects keys Consul's HTTP API cannot address as given: a
 // leading slash, and "." or ".." segments or repeated slashes, which the
 // server's router cleans (redirecting the request elsewhere); and keys with
-// a ".queue" or ".permit" segment, which could be another lock's queue entry
-// or a semaphore's permit.
+// a ".queue", ".permit" or ".reader" segment, which could be another lock's
+// queue entry, a semaphore's permit or a read-write mutex's reader.
 func validateKey(key string) error {
 	p := "/" + key
 	clean := path.Clean(p)
@@ -161,9 +165,9 @@ func validateKey(key string) error {
 		return fmt.Errorf("%w: Consul key %q is not a clean path (no leading slash, '//', '.' or '..' segments)",
 			locks.ErrInvalidName, key)
 	}
-	for _, seg := range []string{queueSegment, layout.ConsulPermitSegment} {
+	for _, seg := range []string{queueSegment, layout.ConsulPermitSegment, layout.ConsulReaderSegment} {
 		if slices.Contains(strings.Split(key, "/"), seg) {
-			return fmt.Errorf("%w: Consul key %q has a %q segment, where locks keep their queues and permits",
+			return fmt.Errorf("%w: Consul key %q has a %q segment, where locks keep their queues, permits and readers",
 				locks.ErrInvalidName, key, seg)
 		}
 	}

@@ -116,4 +116,45 @@
 // waiter, the new head. So a release wakes one waiter, not every waiting
 // Semaphore of the name, and waiters are served in the order they
 // queued (TryLock does not queue, and may come first).
+//
+// The read-write mutex (NewRWMutex) is a mutex's key used as a turnstile,
+// plus one key per reader (RWKeys): the writer's key <prefix><name>, the
+// readers' keys <key>/.reader/<session>, and the mutex's queue
+// <key>/.queue/. Readers and writers alike take the writer's key exactly
+// as a mutex's Lock or TryLock takes its key: same sessions, queue,
+// blocking queries and lock-delay. A reader holding it acquires its own
+// key with the same session, reads that key's ModifyIndex back (its token),
+// gives the writer's key up and leaves the queue; its lease is on its own
+// key, watched by its monitor, and its Unlock releases and deletes it. A
+// writer holding it keeps it and blocks on the readers' prefix until no
+// reader's key is left; then it reads the writer's key back (its token, as
+// a mutex's) and holds. What that guarantees:
+//
+//   - Readers or one writer: a reader's key is written only while its
+//     session holds the writer's key, and a writer is granted only after
+//     reading, with the writer's key held, that no reader's key is left.
+//   - Tokens grow across both modes: grants are ordered by the writer's
+//     key (a reader's at its key's write, which no other grant can come
+//     between; a writer's from its acquire of the writer's key on), and
+//     each token is the ModifyIndex, a Raft index, of a key written at the
+//     grant, so the argument for the mutex's tokens holds.
+//   - Writers are not starved: a writer waiting for the readers holds the
+//     writer's key, so new readers queue behind it; waiters of both modes
+//     are served in the order they queued (TryLock does not queue), so
+//     readers are not starved by writers either.
+//   - Lock-delay: the writer's key has the mutex's. A reader's key
+//     released but left behind (its session invalidated, its holder
+//     perhaps still in its lease) is probed by the waiting writer, which
+//     acquires it (Consul refuses under the lock-delay) and deletes it.
+//
+// What it costs: a reader's admission is five requests (session, the two
+// acquires, the read-back, the release; six when it queued, to delete its
+// entry), and readers are admitted one at a time, each holding the
+// writer's key for those requests: a reader's TryLock is refused while
+// another reader is being admitted, which the read-write lease model
+// allows (a reader may be refused while only readers hold). An attempt
+// that loses the writer's key before its grant ends its Lock call with an
+// error rather than starting over (see RWMutex). Consul's api
+// has no read-write lock to compare with: api.Semaphore holds N, any N,
+// with no mode, and api.Lock one. A reader cannot upgrade to a writer.
 package consullock

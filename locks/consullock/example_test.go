@@ -2,6 +2,7 @@ package consullock_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 
@@ -52,4 +53,52 @@ func Example() {
 	// first holds a token above the last one: true
 	// second holds a token above the last one: true
 	// stored: second
+}
+
+func ExampleNewRWMutex() {
+	srv, err := miniconsul.Start() // in a test, use fakes.Consul(t)
+	if err != nil {
+		panic(err)
+	}
+	defer srv.Close()
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	client, err := api.NewClient(&api.Config{Address: srv.Addr(), HttpClient: &http.Client{Transport: tr}})
+	if err != nil {
+		panic(err)
+	}
+
+	m, err := consullock.NewRWMutex(client, "config")
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	r1, err := m.RLocker().Lock(ctx)
+	if err != nil {
+		panic(err)
+	}
+	r2, err := m.RLocker().Lock(ctx) // readers share
+	if err != nil {
+		panic(err)
+	}
+	_, err = m.Locker().TryLock(ctx)
+	fmt.Println("a writer while two read:", errors.Is(err, locks.ErrLocked))
+	for _, r := range []locks.Lease{r1, r2} {
+		if err := r.Unlock(ctx); err != nil {
+			panic(err)
+		}
+	}
+	w, err := m.Locker().Lock(ctx)
+	if err != nil {
+		panic(err)
+	}
+	wt, _ := w.Token()
+	rt, _ := r2.Token()
+	fmt.Println("the writer's token is above the readers':", wt > rt)
+	if err := w.Unlock(ctx); err != nil {
+		panic(err)
+	}
+	// Output:
+	// a writer while two read: true
+	// the writer's token is above the readers': true
 }

@@ -2,6 +2,7 @@ package consullock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -17,14 +18,23 @@ type leaseOps struct {
 	l       *Locker
 	key     string // the key held: the lock's, or a permit's
 	session string
-	entry   string      // the session's queue entry, "" if none
+	entries []string    // the session's other keys, deleted at release: its queue entry, a reader's key
 	lost    atomic.Bool // the monitor saw the key leave the session
+	lease   atomic.Pointer[locks.ManagedLease]
 }
 
 var _ locks.LeaseOps = (*leaseOps)(nil)
 
 // Renew renews the session. It returns locks.ErrNotHeld when the session is
 // gone (Consul answers 404) or the monitor saw the key leave it.
+//
+// A renewal sent before the lease's local deadline may reach the server
+// after it: the server then renews a session whose lease has ended, which
+// nobody will release, and which keeps the key from everybody for up to
+// 2×TTL (and the lock-delay) more. So a renewal that comes back after the
+// lease ended gives the key up and destroys the session, as Unlock would,
+// and returns an error wrapping locks.ErrLeaseExpired: the renewal
+// extended nothing that anyone holds.
 func (o *leaseOps) Renew(ctx context.Context) error {
 	if o.lost.Load() {
 		return fmt.Errorf("consullock: the key no longer holds session %s: %w", o.session, locks.ErrNotHeld)
@@ -38,14 +48,30 @@ func (o *leaseOps) Renew(ctx context.Context) error {
 	if e == nil {
 		return fmt.Errorf("consullock: session %s invalidated: %w", o.session, locks.ErrNotHeld)
 	}
+	if lease := o.lease.Load(); lease != nil && lease.Err() != nil {
+		o.giveUp(ctx)
+		return fmt.Errorf("consullock: session %s renewed after its lease ended, and given up: %w", o.session, locks.ErrLeaseExpired)
+	}
 	return nil
 }
 
-// Release releases the key and destroys the session.
+// giveUp releases the key and destroys the session of a lease that has
+// ended, on a request context of its own (ctx's values, not its end).
+func (o *leaseOps) giveUp(ctx context.Context) {
+	rctx, cancel := o.l.request(context.WithoutCancel(ctx))
+	defer cancel()
+	if err := o.l.releaseAndDestroy(rctx, o.key, o.session, o.entries...); err != nil && !errors.Is(err, locks.ErrNotHeld) {
+		o.l.opt.Logger.Warn("lockproof: could not give up a session renewed after its lease ended; it will expire by its TTL",
+			"lock", o.l.name, "session", o.session, "err", err)
+	}
+}
+
+// Release releases the key, deletes the session's other keys and destroys
+// the session.
 func (o *leaseOps) Release(ctx context.Context) error {
 	rctx, cancel := o.l.request(ctx)
 	defer cancel()
-	return o.l.releaseAndDestroy(rctx, o.key, o.session, o.entry)
+	return o.l.releaseAndDestroy(rctx, o.key, o.session, o.entries...)
 }
 
 // monitor watches the key with blocking queries for as long as the lease
@@ -56,6 +82,7 @@ func (o *leaseOps) Release(ctx context.Context) error {
 // own monitor only when the session's key changes while it happens to
 // watch (hashicorp/consul#18271). It stops when Done closes.
 func (o *leaseOps) monitor(lease *locks.ManagedLease, index uint64) {
+	o.lease.Store(lease)
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
 		<-lease.Done()

@@ -2,21 +2,20 @@ package consullock
 
 import (
 	"context"
-	"strings"
 	"time"
 
 	"github.com/hashicorp/consul/api"
+
+	"github.com/lockproof/lockproof/internal/layout"
 )
 
 // queueSegment is the path segment, under a lock's key, that holds the
 // lock's queue of waiters: one key per waiting session,
 // <key>/.queue/<session>, acquired by that session.
-const queueSegment = ".queue"
+const queueSegment = layout.ConsulQueueSegment
 
 // queuePrefix is the KV prefix of the lock's queue entries.
-func (l *Locker) queuePrefix() string {
-	return strings.TrimSuffix(l.key, "/") + "/" + queueSegment + "/"
-}
+func (l *Locker) queuePrefix() string { return layout.ConsulQueue(l.key) }
 
 // enqueue writes the attempt's queue entry, acquired by its session, so that
 // the entry outlives the session by no more than an invalidation: Consul

@@ -18,7 +18,13 @@ type attempt struct {
 	key     string // the key it acquires: the lock's, or the permit's it tries
 	session string
 	entry   string    // the attempt's queue entry, once it may have been written
+	reader  string    // a read-write mutex's reader key, once it may have been written
 	renewed time.Time // when the request that created or last renewed the session was sent
+	wait    *waiter   // the wait of the Lock call making the attempt; nil for TryLock
+	// turnstile: the attempt acquired a read-write mutex's writer's key
+	// (see RWMutex), so others' TryLocks may have been refused because of
+	// it.
+	turnstile bool
 }
 
 // newAttempt creates the attempt's session: TTL the lease TTL, Behavior
@@ -87,19 +93,34 @@ func (a *attempt) renewDue() time.Time { return a.renewed.Add(a.l.opt.TTL / 2) }
 // under lock-delay). errSessionGone and errLost say to retry with a new
 // session.
 func (a *attempt) try(ctx context.Context) (locks.Lease, error) {
-	l := a.l
-	rctx, cancel := l.request(ctx)
-	ok, _, err := l.client.KV().Acquire(&api.KVPair{Key: a.key, Session: a.session}, writeOpts(rctx))
-	cancel()
+	ok, err := a.acquire(ctx, a.key)
 	switch {
-	case invalidSession(err):
-		return nil, errSessionGone
 	case err != nil:
-		return nil, l.errorf("acquire: %w", l.cause(ctx, err))
+		return nil, err
 	case !ok:
 		return nil, nil
+	case a.l.admit != nil:
+		a.turnstile = true
+		return a.l.admit(ctx, a)
 	}
 	return a.grant(ctx)
+}
+
+// acquire acquires key with the attempt's session once; false when Consul
+// refuses (another session holds key, or a lock-delay is on it).
+// errSessionGone says the session no longer exists.
+func (a *attempt) acquire(ctx context.Context, key string) (bool, error) {
+	l := a.l
+	rctx, cancel := l.request(ctx)
+	defer cancel()
+	ok, _, err := l.client.KV().Acquire(&api.KVPair{Key: key, Session: a.session}, writeOpts(rctx))
+	switch {
+	case invalidSession(err):
+		return false, errSessionGone
+	case err != nil:
+		return false, l.errorf("acquire: %w", l.cause(ctx, err))
+	}
+	return ok, nil
 }
 
 // invalidSession reports Consul's refusal of an acquire with a session it
@@ -118,25 +139,44 @@ func invalidSession(err error) bool {
 // counts from the last session renewal, not from the acquire: Consul runs
 // the session's TTL from there.
 func (a *attempt) grant(ctx context.Context) (locks.Lease, error) {
+	index, last, err := a.readBack(ctx, a.key)
+	if err != nil {
+		return nil, err
+	}
+	return a.hold(ctx, a.key, index, last, a.entry)
+}
+
+// readBack reads key with a consistent read and returns its ModifyIndex and
+// the index a blocking query on it starts from; errLost when the key does
+// not show the attempt's session.
+func (a *attempt) readBack(ctx context.Context, key string) (modify, last uint64, err error) {
 	l := a.l
 	rctx, cancel := l.request(ctx)
+	defer cancel()
 	q := (&api.QueryOptions{RequireConsistent: true}).WithContext(rctx)
-	pair, meta, err := l.client.KV().Get(a.key, q)
-	cancel()
+	pair, meta, err := l.client.KV().Get(key, q)
 	if err != nil {
-		return nil, l.errorf("read token: %w", l.cause(ctx, err))
+		return 0, 0, l.errorf("read token: %w", l.cause(ctx, err))
 	}
 	if pair == nil || pair.Session != a.session {
-		return nil, errLost
+		return 0, 0, errLost
 	}
-	tok := locks.Token(pair.ModifyIndex)
-	ops := &leaseOps{l: l, key: a.key, session: a.session, entry: a.entry}
+	return pair.ModifyIndex, meta.LastIndex, nil
+}
+
+// hold wraps the acquisition of key, whose ModifyIndex is token, in a
+// managed lease whose monitor watches key from index last; its release
+// deletes entries (the queue entry, ...) besides releasing key.
+func (a *attempt) hold(ctx context.Context, key string, token, last uint64, entries ...string) (locks.Lease, error) {
+	l := a.l
+	tok := locks.Token(token)
+	ops := &leaseOps{l: l, key: key, session: a.session, entries: entries}
 	lease := locks.NewLease(locks.LeaseSpec{Name: l.name, Token: tok, Fenced: true, Start: a.renewed}, ops, l.opt)
 	if err := lease.Err(); err != nil {
 		_ = lease.Unlock(context.WithoutCancel(ctx)) // releases the key and destroys the session
 		return nil, l.errorf("acquired too late: %w", err)
 	}
-	ops.monitor(lease, meta.LastIndex)
+	ops.monitor(lease, last)
 	locks.Observe(ctx, l.opt.Observer, locks.Event{Point: locks.PointAcquired, Name: l.name, Token: tok, Fenced: true})
 	return lease, nil
 }
@@ -148,18 +188,19 @@ func (a *attempt) grant(ctx context.Context) (locks.Lease, error) {
 func (a *attempt) abandon() {
 	ctx, cancel := locks.RequestContext(context.Background(), a.l.opt.RequestTimeout)
 	defer cancel()
-	if err := a.l.releaseAndDestroy(ctx, a.key, a.session, a.entry); err != nil && !errors.Is(err, locks.ErrNotHeld) {
+	if err := a.l.releaseAndDestroy(ctx, a.key, a.session, a.entry, a.reader); err != nil && !errors.Is(err, locks.ErrNotHeld) {
 		a.l.opt.Logger.Warn("lockproof: could not clean up a session; it will expire by its TTL",
 			"lock", a.l.name, "session", a.session, "err", err)
 	}
 }
 
 // leaveQueue deletes the attempt's queue entry, if it wrote one, once the
-// attempt holds a permit of a semaphore: the next waiter in line, woken,
-// moves to the head and looks at the permits. (A mutex's holder keeps its
-// entry until it unlocks: the lock is not free before.) A deletion that
-// fails is left to the lease's release, or to the next waiter's look at
-// the permits after TTL/2.
+// attempt holds a permit of a semaphore or a read-write mutex's reader
+// key: the next waiter in line, woken, moves to the head and looks at the
+// permits or the writer's key. (A mutex's holder keeps its entry until it
+// unlocks: the lock is not free before.) A deletion that fails is left to
+// the lease's release, or to the next waiter's look after TTL/2; one that
+// succeeds forgets the entry.
 func (a *attempt) leaveQueue(ctx context.Context) {
 	if a.entry == "" {
 		return
@@ -167,24 +208,29 @@ func (a *attempt) leaveQueue(ctx context.Context) {
 	rctx, cancel := a.l.request(ctx)
 	defer cancel()
 	if _, err := a.l.client.KV().Delete(a.entry, writeOpts(rctx)); err != nil {
-		a.l.opt.Logger.Debug("lockproof: could not leave the queue; the next waiter looks at the permits after TTL/2",
+		a.l.opt.Logger.Debug("lockproof: could not leave the queue; the next waiter looks after TTL/2",
 			"lock", a.l.name, "entry", a.entry, "err", err)
+		return
 	}
+	a.entry = ""
 }
 
 // releaseAndDestroy releases key if session holds it, deletes the
-// session's queue entry (if any: entry is its key), then destroys the
-// session whatever the release said. It returns locks.ErrNotHeld (wrapped)
-// when session did not hold the key.
+// session's other keys (entries: its queue entry, a reader's key; "" for
+// none), then destroys the session whatever the release said. It returns
+// locks.ErrNotHeld (wrapped) when session did not hold the key.
 //
-// The release comes before the deletion, which wakes the next waiter in
-// line: woken, it finds the lock free. A deletion that fails does no harm:
-// destroying the session releases the entry, which wakes the next waiter
-// as well, and a waiter that finds a released entry deletes it.
-func (l *Locker) releaseAndDestroy(ctx context.Context, key, session, entry string) error {
+// The release comes before the deletions, of which the queue entry's wakes
+// the next waiter in line: woken, it finds the lock free. A deletion that
+// fails does no harm: destroying the session releases the entry, which
+// wakes the next waiter as well, and a waiter that finds a released entry
+// deletes it (a writer probes a released reader's key; see RWMutex).
+func (l *Locker) releaseAndDestroy(ctx context.Context, key, session string, entries ...string) error {
 	ok, _, relErr := l.client.KV().Release(&api.KVPair{Key: key, Session: session}, writeOpts(ctx))
-	if entry != "" {
-		_, _ = l.client.KV().Delete(entry, writeOpts(ctx))
+	for _, entry := range entries {
+		if entry != "" {
+			_, _ = l.client.KV().Delete(entry, writeOpts(ctx))
+		}
 	}
 	_, desErr := l.client.Session().Destroy(session, writeOpts(ctx))
 	switch {

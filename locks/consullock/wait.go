@@ -38,6 +38,7 @@ func (l *Locker) lock(ctx context.Context) (locks.Lease, error) {
 		return nil, err
 	}
 	defer leave()
+	a.wait = &w
 	restarted := false
 	for {
 		var lease locks.Lease
@@ -53,6 +54,15 @@ func (l *Locker) lock(ctx context.Context) (locks.Lease, error) {
 			return lease, nil
 		case err == nil:
 			continue
+		case a.turnstile && (errors.Is(err, errSessionGone) || errors.Is(err, errLost) || errors.Is(err, locks.ErrLeaseExpired)):
+			// A read-write mutex's attempt that held the writer's key and
+			// lost it before its grant turned TryLocks away meanwhile,
+			// which only a grant of this very attempt, then, accounts for:
+			// a grant of a new attempt, later and with a later token,
+			// would leave them refused by nobody. So the call ends here,
+			// not granted; the caller may try again.
+			a.abandon()
+			return nil, l.errorf("lock: lost the writer's key before the grant: %w", err)
 		case errors.Is(err, errSessionGone), errors.Is(err, errLost), errors.Is(err, locks.ErrLeaseExpired):
 			// Start over with a new session, the old one gone or useless,
 			// at the back of the queue (no attempt before queueing: the
@@ -63,7 +73,7 @@ func (l *Locker) lock(ctx context.Context) (locks.Lease, error) {
 			if a, err = l.newAttempt(ctx); err != nil {
 				return nil, err
 			}
-			restarted = true
+			a.wait, restarted = &w, true
 		default:
 			a.abandon()
 			return nil, err
