@@ -60,7 +60,8 @@ var benchBackends = []benchBackend{
 		unit: "cmds", start: startRedisBench},
 	{name: "etcd", libs: []string{"lockproof", "concurrency"}, rwLibs: []string{libRWWriter, libRecipeRWWriter},
 		unit: "reqs", start: startEtcdBench},
-	{name: "consul", libs: []string{"lockproof", "api.Lock"}, unit: "reqs", start: startConsulBench},
+	{name: "consul", libs: []string{"lockproof", "api.Lock"}, rwLibs: []string{libRWWriter},
+		unit: "reqs", start: startConsulBench},
 	{name: "zk", libs: []string{"lockproof", "zk.Lock"}, unit: "reqs", start: startZKBench},
 }
 
@@ -298,6 +299,16 @@ func (s *consulBench) workers(lib, name string, n int) ([]lockbench.Worker, func
 				return nil, nil, err
 			}
 			ws[i] = lockbench.FromLocker(l)
+		}
+		return ws, func() {}, nil
+	case libRWWriter:
+		ws := make([]lockbench.Worker, n)
+		for i := range ws {
+			m, err := consullock.NewRWMutex(s.client, key, locks.WithTTL(benchTTL), locks.WithPrefix(""))
+			if err != nil {
+				return nil, nil, err
+			}
+			ws[i] = lockbench.FromLocker(m.Locker())
 		}
 		return ws, func() {}, nil
 	case "api.Lock":

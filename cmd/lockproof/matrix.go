@@ -270,6 +270,8 @@ func rwLockCells() []cell {
 			factory: propertytest.RedisRWMutex(), opts: rw(propertytest.Options{})},
 		{lock: "etcd-rwmutex", faults: "crash", about: about + "; embedded etcd, real time", group: groupRWLocks,
 			factory: propertytest.EtcdRWMutex(), opts: rw(propertytest.EtcdLockOptions()), fewerSteps: 3},
+		{lock: "consul-rwmutex", faults: "crash", about: about, group: groupRWLocks,
+			factory: propertytest.ConsulRWMutex(), opts: rw(propertytest.ConsulLockOptions())},
 	}
 }
 

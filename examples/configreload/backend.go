@@ -5,6 +5,7 @@ import (
 
 	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/locks"
+	"github.com/lockproof/lockproof/locks/consullock"
 	"github.com/lockproof/lockproof/locks/etcdlock"
 	"github.com/lockproof/lockproof/locks/redislock"
 )
@@ -24,7 +25,7 @@ type backend struct {
 }
 
 // backends are the names startBackend knows, for the usage message.
-const backends = "redis or etcd"
+const backends = "redis, etcd or consul"
 
 // startBackend starts the embedded backend called name.
 func startBackend(name string) (*backend, error) {
@@ -50,6 +51,19 @@ func startBackend(name string) (*backend, error) {
 		return &backend{name: "embedded etcd", close: e.Close,
 			lock: func(n string) (rwLock, error) {
 				m, err := etcdlock.NewRWMutex(e.NewClient(), n, e.LockOptions()...)
+				if err != nil {
+					return rwLock{}, err
+				}
+				return rwLock{read: m.RLocker(), write: m.Locker()}, nil
+			}}, nil
+	case "consul":
+		c, err := fakes.StartConsul(fakes.ForceMiniconsul())
+		if err != nil {
+			return nil, err
+		}
+		return &backend{name: "miniconsul", close: c.Close,
+			lock: func(n string) (rwLock, error) {
+				m, err := consullock.NewRWMutex(c.NewClient(), n, c.LockOptions()...)
 				if err != nil {
 					return rwLock{}, err
 				}

@@ -12,8 +12,8 @@
 // reads were in progress at once (more than one: the readers shared).
 // Without the lock reads are usually torn: that part is shown, not judged.
 //
-// It runs on an embedded backend: miniredis (-backend redis, the default)
-// or an embedded etcd (etcd), in real time.
+// It runs on an embedded backend: miniredis (-backend redis, the default),
+// an embedded etcd (etcd) or miniconsul (consul), in real time.
 //
 //	go run ./examples/configreload
 //	go run ./examples/configreload -backend etcd -readers 12 -reloads 40
