@@ -36,7 +36,8 @@ type Locker struct {
 	reentry *locks.Reentry // nil without locks.WithOwner
 	path    string         // the lock's node: the contenders are its children
 	acl     []zk.ACL
-	permits int // the first permits contenders hold: 1 for a mutex
+	permits int  // the first permits contenders hold: 1 for a mutex
+	role    role // a mutex's or semaphore's, or a read-write mutex's reader or writer
 }
 
 var _ locks.Locker = (*Locker)(nil)
@@ -175,7 +176,7 @@ func (l *Locker) tryLock(ctx context.Context) (locks.Lease, error) {
 	case errors.Is(err, zk.ErrNoNode):
 	case err != nil:
 		return nil, l.errorf("try lock: %w", err)
-	case len(contenders(kids)) >= l.permits:
+	case len(l.blockers(l.contenders(kids))) >= l.permits:
 		return nil, l.errorf("%w", locks.ErrLocked)
 	}
 	c, err := l.enqueue(ctx, newContender(l), l.opt.Clock.Now())
