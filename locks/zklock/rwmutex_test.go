@@ -6,6 +6,7 @@ import (
 	"errors"
 	"regexp"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -403,4 +404,44 @@ func TestRWMutexReadersOrOneWriter(t *testing.T) {
 	}
 	most := locktest.ReadersOrOneWriter(t, readers, writers, 2, 10, 200*time.Microsecond)
 	t.Logf("at most %d readers at once", most)
+}
+
+// TestRWTryLockRefusedBehindALateWriter: a writer's node is created between
+// a reader's TryLock's look at the children and its create, so it lands
+// ahead of the reader's: the reader is refused and deletes its node, which
+// leaves the writer's alone; a writer's TryLock behind a reader that came
+// so late is refused too.
+func TestRWTryLockRefusedBehindALateWriter(t *testing.T) {
+	z := manualZK(t)
+	for _, v := range []struct {
+		try, rival *Locker
+	}{
+		{newRWClient(t, z).m.read, newRWClient(t, z).m.write},
+		{newRWClient(t, z).m.write, newRWClient(t, z).m.read},
+	} {
+		locktest.UnlockOnce(t, locktest.MustTryLock(t, v.try)) // the lock's node exists from now on
+		var once sync.Once
+		var rival string
+		gate := gateFunc(func(_ context.Context, what string) func() {
+			if what == "zk create" {
+				once.Do(func() {
+					c := newContender(v.rival)
+					var err error
+					if rival, err = v.rival.conn.Create(c.prefix, nil, zk.FlagEphemeralSequential, zk.WorldACL(zk.PermAll)); err != nil {
+						t.Errorf("create the rival: %v", err)
+					}
+				})
+			}
+			return func() {}
+		})
+		if _, err := v.try.TryLock(locks.WithGate(context.Background(), gate)); !errors.Is(err, locks.ErrLocked) {
+			t.Fatalf("TryLock behind a rival: %v, want ErrLocked", err)
+		}
+		if kids := queue(t, z, &RWMutex{read: v.try}, 1); v.try.path+"/"+kids[0] != rival {
+			t.Fatalf("contenders %v, want the rival's alone (%s)", kids, rival)
+		}
+		if err := v.rival.conn.Delete(rival, -1); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

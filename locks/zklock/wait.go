@@ -147,6 +147,10 @@ func (l *Locker) blockers(ahead []entry) []entry {
 // whose reply was lost is recognised by its GUID and adopted. A waiter whose
 // node went (its session expired, or someone deleted it) queues again with
 // a new node, at the back. A Lock that gives up deletes its node.
+//
+// Through a read-write mutex's reader (RWMutex.RLocker) only the writers'
+// nodes count as ahead: the reader holds with none of them ahead of its
+// own node, and watches the newest of them.
 func (l *Locker) Lock(ctx context.Context) (locks.Lease, error) {
 	return l.reentry.Acquire(ctx, false, l.lock)
 }
@@ -347,8 +351,10 @@ func (l *Locker) waitTurn(ctx context.Context, c *contender, began time.Time) (l
 }
 
 // watchAhead sets a watch on each of the contenders just ahead of a
-// waiter, as many as there are permits (the predecessor alone, for a
-// mutex). ok is false when one of them is gone already.
+// waiter that keep it waiting (see blockers), as many as there are permits
+// (the predecessor alone, for a mutex and a read-write mutex's writer; the
+// newest writer ahead, for its reader). ok is false when one of them is
+// gone already.
 //
 // The waiter holds once fewer than permits contenders are ahead of it.
 // Watching only the one contender permits places ahead would miss that
