@@ -21,6 +21,11 @@ const DefaultRWPrefix = "/lockproof-rwmutex"
 //
 //   - A reader holds once no writer's child is ahead of its own; until then
 //     it watches the newest writer's child ahead of it, and nothing else.
+//     (Curator's reader watches the first writer's child in the queue, so
+//     every reader behind any writer wakes at that writer's release, to
+//     find another writer ahead and watch again; kazoo's once took writers
+//     behind its own child for ones ahead, and a reader and a writer
+//     waited for each other for good: python-zk/kazoo#649.)
 //   - A writer holds once no child at all is ahead of its own; until then
 //     it watches the child just ahead of it, of either kind.
 //
@@ -39,9 +44,10 @@ const DefaultRWPrefix = "/lockproof-rwmutex"
 // Locker no longer wants (a cancelled waiter's, a refused TryLock's), the
 // options of New. Each lease is fenced by its child's czxid, from the
 // ensemble's one transaction counter: a grant's token is above every
-// earlier grant's in either mode, but that of a reader whose child was
-// created before a reader granted just ahead of it (the semaphore's case:
-// see the package doc). A TryLock is refused when any child is in its way
+// earlier grant's in either mode, but for readers holding together: a
+// reader may be granted after another whose child was created after its
+// own, with the smaller token (the semaphore's case: see the package
+// doc). A TryLock is refused when any child is in its way
 // (a reader's: a writer's, holding or waiting; a writer's: any), and leaves
 // no node behind.
 //

@@ -157,11 +157,12 @@ func (l *Locker) NodePath() string { return l.path }
 
 // TryLock makes one attempt; it returns locks.ErrLocked when the lock is
 // held or has waiters (for a semaphore: when its permits are all held or
-// waited for). It first lists the lock's children and gives up at once if
-// there are that many contenders; otherwise it creates its node, and if
-// contenders created meanwhile put it out of the holders' places, deletes
-// the node again before returning locks.ErrLocked: a refused TryLock
-// leaves nothing behind.
+// waited for; for a read-write mutex's reader: when a writer holds or
+// waits). It first lists the lock's children and gives up at once if
+// there are that many contenders in its way; otherwise it creates its
+// node, and if contenders created meanwhile put it out of the holders'
+// places, deletes the node again before returning locks.ErrLocked: a
+// refused TryLock leaves nothing behind.
 func (l *Locker) TryLock(ctx context.Context) (locks.Lease, error) {
 	return l.reentry.Acquire(ctx, true, l.tryLock)
 }
