@@ -413,11 +413,12 @@ func TestRWMutexReadersOrOneWriter(t *testing.T) {
 // so late is refused too.
 func TestRWTryLockRefusedBehindALateWriter(t *testing.T) {
 	z := manualZK(t)
+	a, b := newRWClient(t, z), newRWClient(t, z)
 	for _, v := range []struct {
 		try, rival *Locker
 	}{
-		{newRWClient(t, z).m.read, newRWClient(t, z).m.write},
-		{newRWClient(t, z).m.write, newRWClient(t, z).m.read},
+		{a.m.read, b.m.write},
+		{a.m.write, b.m.read},
 	} {
 		locktest.UnlockOnce(t, locktest.MustTryLock(t, v.try)) // the lock's node exists from now on
 		var once sync.Once
@@ -427,7 +428,7 @@ func TestRWTryLockRefusedBehindALateWriter(t *testing.T) {
 				once.Do(func() {
 					c := newContender(v.rival)
 					var err error
-					if rival, err = v.rival.conn.Create(c.prefix, nil, zk.FlagEphemeralSequential, zk.WorldACL(zk.PermAll)); err != nil {
+					if rival, err = b.conn.Create(c.prefix, nil, zk.FlagEphemeralSequential, zk.WorldACL(zk.PermAll)); err != nil {
 						t.Errorf("create the rival: %v", err)
 					}
 				})
@@ -437,10 +438,10 @@ func TestRWTryLockRefusedBehindALateWriter(t *testing.T) {
 		if _, err := v.try.TryLock(locks.WithGate(context.Background(), gate)); !errors.Is(err, locks.ErrLocked) {
 			t.Fatalf("TryLock behind a rival: %v, want ErrLocked", err)
 		}
-		if kids := queue(t, z, &RWMutex{read: v.try}, 1); v.try.path+"/"+kids[0] != rival {
+		if kids := queue(t, z, a.m, 1); a.m.NodePath()+"/"+kids[0] != rival {
 			t.Fatalf("contenders %v, want the rival's alone (%s)", kids, rival)
 		}
-		if err := v.rival.conn.Delete(rival, -1); err != nil {
+		if err := b.conn.Delete(rival, -1); err != nil {
 			t.Fatal(err)
 		}
 	}
