@@ -446,3 +446,37 @@ func TestRWTryLockRefusedBehindALateWriter(t *testing.T) {
 		}
 	}
 }
+
+// TestRWMutexQueueInRealTime is the queue's order on the test's server,
+// which is a real ZooKeeper with LOCKPROOF_ZK_ADDR (the tests above need
+// minizk's manual time and watch counts): a reader holds, a writer queues
+// behind it and a reader behind the writer; a later reader's TryLock is
+// refused; the writer holds once the first reader is gone, the second
+// reader once the writer is, with growing tokens.
+func TestRWMutexQueueInRealTime(t *testing.T) {
+	s := server(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	newRW := func() *RWMutex {
+		m, err := NewRWMutex(s.connect(t), "cfg", locks.WithTTL(sessionTimeout), locks.WithPrefix(s.prefix))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	conn := s.connect(t)
+	m := newRW()
+	r1 := locktest.MustTryLock(t, m.RLocker())
+	w := locktest.LockAsync(ctx, newRW().Locker())
+	waitChildren(t, conn, m.read, 2)
+	r2 := locktest.LockAsync(ctx, newRW().RLocker())
+	waitChildren(t, conn, m.read, 3)
+	refusedTry(t, newRW().RLocker())
+	stillWaiting(t, "the writer", w)
+	locktest.UnlockOnce(t, r1)
+	wLease := granted(t, w, r1)
+	stillWaiting(t, "the reader behind the writer", r2)
+	locktest.UnlockOnce(t, wLease)
+	locktest.UnlockOnce(t, granted(t, r2, wLease))
+	waitChildren(t, conn, m.read, 0)
+}
