@@ -163,8 +163,10 @@ func ZKSequence(child string) (seq int64, ok bool) {
 
 // The contenders of zklock's read-write mutex are named as a mutex's with
 // ZKReadMarker (a reader's) or ZKWriteMarker (a writer's) in place of
-// ZKMarker: ZKProtected + GUID + "-" + marker + the sequence number. They
-// are the names Curator's InterProcessReadWriteLock gives its nodes.
+// ZKMarker: ZKProtected + GUID + "-" + marker + the sequence number. The
+// markers are Curator's InterProcessReadWriteLock's, whose protected names
+// differ from these only in their GUID's form (a UUID with dashes); no
+// test runs the two side by side.
 const (
 	ZKReadMarker  = "__READ__"
 	ZKWriteMarker = "__WRIT__"

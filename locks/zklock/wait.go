@@ -92,10 +92,8 @@ type entry struct {
 // contenders returns the children that are contenders' nodes of l's kind
 // (a mutex's or semaphore's, or a read-write mutex's readers and writers),
 // in queue order: by the sequence number alone, whatever the GUID or the
-// marker before it (kazoo's read-write lock once sorted by the name after
-// its own marker, so that a reader and a writer, named apart, were
-// compared on the wrong part: python-zk/kazoo#649, #650). Other children
-// are not the lock's and are left alone.
+// marker before it (as Curator's read-write lock sorts, stripping either
+// marker). Other children are not the lock's and are left alone.
 func (l *Locker) contenders(kids []string) []entry {
 	var out []entry
 	for _, k := range kids {
@@ -119,7 +117,10 @@ func (l *Locker) parse(child string) (entry, bool) {
 
 // blockers returns the contenders of ahead (those before a contender of
 // l's, in queue order) that keep it waiting: every one of them, but for a
-// reader the writers only.
+// reader the writers only. Never one behind: kazoo's reader once counted
+// the writers behind its own node too, and waited for one that waited for
+// it, for good (python-zk/kazoo#649, fixed by #650;
+// TestRWMutexQueueWatchesOnlyWhatItMust fails on that bug).
 func (l *Locker) blockers(ahead []entry) []entry {
 	if l.role != roleReader {
 		return ahead
