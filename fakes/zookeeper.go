@@ -364,7 +364,8 @@ func (z *ZooKeeperServer) ExpireSession(id int64) error {
 // ExpireLock ends the current lease of zklock's lock name, under this
 // fake's Prefix, now, on minizk: it expires the session of the contender
 // with the lowest sequence number among the children of the lock's node
-// (zklock.NodePath), the holder, as ExpireSession does. Waiters keep their
+// (zklock.NodePath), the holder (of a semaphore or a read-write mutex, the
+// first of the holders), as ExpireSession does. Waiters keep their
 // places. It fails, with an error wrapping ErrNoHolder, when nobody holds
 // the lock; on a real server, which cannot expire another client's
 // session, it fails as ExpireSession does.

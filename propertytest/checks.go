@@ -162,6 +162,35 @@ func (m *machine) heldBy(hs []*client) string {
 	return strings.Join(parts, " and ")
 }
 
+// leasesOf returns the leases hs hold.
+func leasesOf(hs []*client) []*held {
+	out := make([]*held, len(hs))
+	for i, c := range hs {
+		out[i] = c.cur
+	}
+	return out
+}
+
+// ranOutDuring reports whether one of leases, held when a probe began, ran
+// out by its deadline before the probe was granted h: on a real-time
+// backend time goes on while the probe runs (in manual time it does not).
+// Such a grant is no finding of the named check (what) but the lease
+// model's to judge, which has both on the clock; the probe's lease is
+// given back. (Described through the holders' leases, which the probe's
+// collection had retired meanwhile, it was a nil-pointer panic: once in
+// about 120 runs of TestZKRWMutexOnRealServer.)
+func (m *machine) ranOutDuring(what string, h *held, leases []*held) bool {
+	now := m.be.Clock.Now()
+	for _, l := range leases {
+		if !now.Before(l.lease.Deadline()) {
+			m.logf("%s probe: granted (token %d) once a holder's lease (token %d) had run out during the probe", what, h.token, l.token)
+			_ = m.unlock(m.probe, h) // recorded; its result is part of the history
+			return true
+		}
+	}
+	return false
+}
+
 // probeRefused probes, before a foreign call, that the holder holds the
 // lock. A lock that grants the probe then is not exclusive, whatever the
 // foreign call would do: that is reported as an exclusivity violation, and
@@ -172,6 +201,7 @@ func (m *machine) probeRefused(holder *client) bool {
 	if m.faulted || !slices.Contains(hs, holder) {
 		return true
 	}
+	listed, leases := m.heldBy(hs), leasesOf(hs)
 	h, err := m.tryLock(m.probe)
 	if h == nil {
 		if err != nil && !errors.Is(err, locks.ErrLocked) {
@@ -179,7 +209,10 @@ func (m *machine) probeRefused(holder *client) bool {
 		}
 		return true
 	}
-	m.violate(Exclusivity, false, fmt.Sprintf("a probe TryLock was granted (token %d) while %s", h.token, m.heldBy(hs)))
+	if m.ranOutDuring("exclusivity", h, leases) {
+		return false
+	}
+	m.violate(Exclusivity, false, fmt.Sprintf("a probe TryLock was granted (token %d) while %s", h.token, listed))
 	_ = m.unlock(m.probe, h) // recorded; its result is part of the history
 	return false
 }
@@ -194,6 +227,7 @@ func (m *machine) checkSymmetry(what string, holder *client) {
 		return
 	}
 	m.ran[Symmetry] = true
+	listed, leases := m.heldBy(hs), leasesOf(hs)
 	h, err := m.tryLock(m.probe)
 	if h == nil {
 		if err != nil && !errors.Is(err, locks.ErrLocked) {
@@ -201,7 +235,10 @@ func (m *machine) checkSymmetry(what string, holder *client) {
 		}
 		return
 	}
-	m.violate(Symmetry, false, fmt.Sprintf("after %s, a probe TryLock was granted (token %d) while %s", what, h.token, m.heldBy(hs)))
+	if m.ranOutDuring("symmetry", h, leases) {
+		return
+	}
+	m.violate(Symmetry, false, fmt.Sprintf("after %s, a probe TryLock was granted (token %d) while %s", what, h.token, listed))
 	_ = m.unlock(m.probe, h) // recorded; its result is part of the history
 }
 

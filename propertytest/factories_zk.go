@@ -64,20 +64,34 @@ func ZKLockOnOptions() Options {
 // server may expire the session. The next waiter is granted the lock at once,
 // before the holder's local deadline, so zklock does not claim it, and the
 // suite reports what it breaks as expected violations.
-func ZKLock() Factory { return onMinizk(zklock.New, true) }
+func ZKLock() Factory { return onMinizk(zkMutex, true) }
 
 // ZKSemaphore is the Factory of zklock.NewSemaphore of permits permits on
 // minizk in manual time, as ZKLock (the same clients and sessions); run it
 // with Options.Permits set to permits. Claims: the defaults, FaultCrash
 // and FaultPause. It offers no backend fault.
 func ZKSemaphore(permits int) Factory {
-	return onMinizk(func(conn *zk.Conn, name string, opts ...locks.Option) (*zklock.Locker, error) {
-		return zklock.NewSemaphore(conn, name, permits, opts...)
+	return onMinizk(func(conn *zk.Conn, name string, opts ...locks.Option) (locks.Locker, error) {
+		return orNil(zklock.NewSemaphore(conn, name, permits, opts...))
 	}, false)
 }
 
-// newZKLocker makes a Locker of zklock on conn: zklock.New, or a semaphore.
-type newZKLocker func(conn *zk.Conn, name string, opts ...locks.Option) (*zklock.Locker, error)
+// newZKLocker makes a Locker of zklock on conn: zklock.New, a semaphore,
+// or a read-write mutex's ReadWriteLocker.
+type newZKLocker func(conn *zk.Conn, name string, opts ...locks.Option) (locks.Locker, error)
+
+// zkMutex is the newZKLocker of zklock.New.
+func zkMutex(conn *zk.Conn, name string, opts ...locks.Option) (locks.Locker, error) {
+	return orNil(zklock.New(conn, name, opts...))
+}
+
+// orNil returns l as a locks.Locker, or a nil one with err.
+func orNil(l *zklock.Locker, err error) (locks.Locker, error) {
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
+}
 
 // onMinizk is the Factory of ZKLock with the lockers newLocker makes; with
 // expire, it offers ZKLock's fault.
@@ -178,7 +192,7 @@ func newZKNetBackend(env Env) (*zkBackend, *zkNet, error) {
 	n := &zkNet{z: z}
 	env.Cleanup(n.close)                         // after the leases' last act below, before the fake's clean-up
 	env.Cleanup(func() { z.Advance(time.Hour) }) // every lease left runs out, and its monitor ends
-	be := newZKBackend(z, zklock.New, n.connect, locks.WithRequestTimeout(zkNetRequestTimeout))
+	be := newZKBackend(z, zkMutex, n.connect, locks.WithRequestTimeout(zkNetRequestTimeout))
 	be.Clock, be.Advance = z.Clock(), n.advance
 	be.Faults = []Fault{
 		{Name: "partition client 0", Kind: FaultPartition,
@@ -349,7 +363,7 @@ func ZKLockOn(addr string) Factory {
 			return nil, fmt.Errorf("propertytest: %w", err)
 		}
 		CloseAtCleanup(env, "the ZooKeeper fake", z)
-		be := newZKBackend(z, zklock.New, func(_ int, ttl time.Duration) (*zk.Conn, error) {
+		be := newZKBackend(z, zkMutex, func(_ int, ttl time.Duration) (*zk.Conn, error) {
 			c, _, err := z.Connect(ttl)
 			return c, err
 		})

@@ -188,12 +188,45 @@ func ZKSequence(child string) (seq int64, ok bool) {
 	return s, err == nil
 }
 
+// The contenders of zklock's read-write mutex are named as a mutex's with
+// ZKReadMarker (a reader's) or ZKWriteMarker (a writer's) in place of
+// ZKMarker: ZKProtected + GUID + "-" + marker + the sequence number. The
+// markers are Curator's InterProcessReadWriteLock's, whose protected names
+// differ from these only in their GUID's form (a UUID with dashes); no
+// test runs the two side by side.
+const (
+	ZKReadMarker  = "__READ__"
+	ZKWriteMarker = "__WRIT__"
+)
+
+// ZKRWSequence parses a child of a read-write mutex's node: the sequence
+// number after its last ZKReadMarker or ZKWriteMarker, and whether it is a
+// writer's. ok is false for a child that is no such contender.
+func ZKRWSequence(child string) (seq int64, write, ok bool) {
+	i, marker := strings.LastIndex(child, ZKReadMarker), ZKReadMarker
+	if w := strings.LastIndex(child, ZKWriteMarker); w > i {
+		i, marker, write = w, ZKWriteMarker, true
+	}
+	if i < 0 {
+		return 0, false, false
+	}
+	s, err := strconv.ParseInt(child[i+len(marker):], 10, 64)
+	return s, write, err == nil
+}
+
 // ZKHolder returns the contender with the lowest sequence number among a
-// lock node's children, the holder; ok is false when there is none.
+// lock node's children (a mutex's or a semaphore's, ZKSequence, or a
+// read-write mutex's, ZKRWSequence), a holder: of a mutex the holder, of a
+// semaphore or read-write mutex one of them. ok is false when there is
+// none.
 func ZKHolder(children []string) (holder string, ok bool) {
 	var lowest int64
 	for _, k := range children {
-		if s, isContender := ZKSequence(k); isContender && (!ok || s < lowest) {
+		s, isContender := ZKSequence(k)
+		if !isContender {
+			s, _, isContender = ZKRWSequence(k)
+		}
+		if isContender && (!ok || s < lowest) {
 			holder, lowest, ok = k, s, true
 		}
 	}

@@ -88,3 +88,28 @@ func TestConsulRWKeysAreUnderTheKey(t *testing.T) {
 		t.Fatalf("queue %q, ConsulQueue %q, readers %q", q, ConsulQueue(w), r)
 	}
 }
+
+func TestZKRWSequenceTellsReadersFromWriters(t *testing.T) {
+	g := ZKProtected + strings.Repeat("c", 32) + "-"
+	cases := []struct {
+		child     string
+		seq       int64
+		write, ok bool
+	}{
+		{g + ZKReadMarker + "0000000007", 7, false, true},
+		{g + ZKWriteMarker + "0000000011", 11, true, true},
+		{g + ZKMarker + "0000000003", 0, false, false},
+		{g + ZKWriteMarker + "x", 0, true, false},
+		{"other", 0, false, false},
+	}
+	for _, c := range cases {
+		seq, write, ok := ZKRWSequence(c.child)
+		if ok != c.ok || (ok && (seq != c.seq || write != c.write)) {
+			t.Errorf("ZKRWSequence(%q) = %d, %v, %v; want %d, %v, %v", c.child, seq, write, ok, c.seq, c.write, c.ok)
+		}
+	}
+	kids := []string{g + ZKWriteMarker + "0000000005", g + ZKReadMarker + "0000000004", "other"}
+	if h, ok := ZKHolder(kids); !ok || h != kids[1] {
+		t.Fatalf("ZKHolder of a read-write mutex's children = %q, %v; want %q", h, ok, kids[1])
+	}
+}

@@ -100,7 +100,12 @@ func (l *Locker) stat(ctx context.Context, path string) (*zk.Stat, error) {
 
 // watch sets a watch on path, which fires when the node is deleted or its
 // data changes, or when the watch is lost (session expired, connection
-// closed). ok is false, and no watch is set, when the node does not exist.
+// closed). ok is false, and no watch is set, when the node does not exist:
+// the caller looks again. (getData, not exists: exists on a node deleted
+// since the listing would leave a watch for its creation, which never
+// comes, python-zk/kazoo#490; and a waiter must not sleep on a watch that
+// was not set, as ZooKeeper's WriteLock recipe and Helix's copy of it did,
+// apache/helix#44.)
 func (l *Locker) watch(ctx context.Context, path string) (<-chan zk.Event, *zk.Stat, bool, error) {
 	var (
 		ch <-chan zk.Event

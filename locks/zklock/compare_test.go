@@ -70,6 +70,16 @@ var libraries = []library{
 	{"zk.Lock", func(conn *zk.Conn, prefix, name string) (lockbench.Worker, error) {
 		return peers.ZKLock(conn, prefix+"/"+name), nil
 	}},
+	// The writers' view of NewRWMutex: go-zookeeper has no read-write lock
+	// to set beside it, so it is measured against the mutex, whose queue
+	// it shares.
+	{"lockproof-rw-writer", func(conn *zk.Conn, prefix, name string) (lockbench.Worker, error) {
+		m, err := zklock.NewRWMutex(conn, name, locks.WithPrefix(prefix), locks.WithTTL(compareTTL))
+		if err != nil {
+			return nil, err
+		}
+		return lockbench.FromLocker(m.Locker()), nil
+	}},
 }
 
 // bench is the state shared by the sub-benchmarks: one server.

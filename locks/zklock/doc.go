@@ -121,4 +121,15 @@
 // began before the other's child existed, so the grants still linearize in
 // token order, which the suite's semaphore model checks. Its nodes live
 // under DefaultSemaphorePrefix, apart from the mutexes'.
+//
+// The read-write mutex (NewRWMutex, the shape of Curator's
+// InterProcessReadWriteLock) is the same queue with two kinds of children,
+// "_c_<GUID>-__READ__<sequence>" and "_c_<GUID>-__WRIT__<sequence>", ordered
+// by the sequence number alone: a reader holds once no writer's child is
+// ahead of its own and watches the newest such writer's alone; a writer
+// holds at the head of the queue and watches the child just ahead of it. So
+// readers who come after a waiting writer wait behind it (writers are not
+// starved), and a release wakes only the waiters it may let in. Its views,
+// RLocker and Locker, are Lockers as New's, leases and tokens included. Its
+// nodes live under DefaultRWPrefix.
 package zklock

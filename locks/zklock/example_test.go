@@ -2,12 +2,14 @@ package zklock_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/locks/zklock"
 )
@@ -46,4 +48,62 @@ func Example() {
 		}
 	}
 	fmt.Println("stored:", store.Value())
+}
+
+// Readers share the read-write mutex and keep a writer out; the writer
+// holds once they are gone, with a fencing token above theirs. It runs on
+// minizk, the module's in-process ZooKeeper.
+func ExampleNewRWMutex() {
+	z, err := fakes.StartZooKeeper(fakes.ForceMinizk())
+	if err != nil {
+		panic(err)
+	}
+	defer z.Close()
+	const sessionTimeout = 10 * time.Second
+	ctx := context.Background()
+	var readers []locks.Lease
+	var writer locks.Locker
+	for i := range 3 {
+		conn, _, err := z.Connect(sessionTimeout)
+		if err != nil {
+			panic(err)
+		}
+		m, err := zklock.NewRWMutex(conn, "config", append(z.LockOptions(), locks.WithTTL(sessionTimeout))...)
+		if err != nil {
+			panic(err)
+		}
+		if i == 2 {
+			writer = m.Locker()
+			break
+		}
+		lease, err := m.RLocker().Lock(ctx)
+		if err != nil {
+			panic(err)
+		}
+		readers = append(readers, lease)
+		fmt.Println("reader", i+1, "holds")
+	}
+	_, err = writer.TryLock(ctx)
+	fmt.Println("writer refused while they read:", errors.Is(err, locks.ErrLocked))
+	var last locks.Token
+	for _, r := range readers {
+		last, _ = r.Token()
+		if err := r.Unlock(ctx); err != nil {
+			panic(err)
+		}
+	}
+	w, err := writer.Lock(ctx)
+	if err != nil {
+		panic(err)
+	}
+	tok, _ := w.Token()
+	fmt.Println("writer holds, token above the readers':", tok > last)
+	if err := w.Unlock(ctx); err != nil {
+		panic(err)
+	}
+	// Output:
+	// reader 1 holds
+	// reader 2 holds
+	// writer refused while they read: true
+	// writer holds, token above the readers': true
 }

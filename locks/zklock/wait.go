@@ -6,6 +6,7 @@ import (
 	"errors"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -22,15 +23,40 @@ import (
 var errRequeue = errors.New("zklock: requeue")
 
 // Contender names: "_c_" + 32 hex digits (the GUID) + "-lock-", to which the
-// server appends the sequence number (see layout.ZKProtected).
+// server appends the sequence number (see layout.ZKProtected); a read-write
+// mutex's have "__READ__" or "__WRIT__" in place of "lock-" (see
+// layout.ZKReadMarker).
 const (
 	protectedPrefix = layout.ZKProtected
 	lockMarker      = layout.ZKMarker
 )
 
+// role is what a Locker's contenders are, which names them and says whom
+// they wait behind.
+type role int
+
+const (
+	roleLock   role = iota // a mutex's or a semaphore's: behind every contender
+	roleReader             // a read-write mutex's reader: behind the writers alone
+	roleWriter             // a read-write mutex's writer: behind every contender
+)
+
+// marker is what the role's contender names carry before the sequence
+// number.
+func (r role) marker() string {
+	switch r {
+	case roleReader:
+		return layout.ZKReadMarker
+	case roleWriter:
+		return layout.ZKWriteMarker
+	}
+	return lockMarker
+}
+
 // contender is one Lock or TryLock call's place in the queue: its node.
 type contender struct {
 	guid    string
+	base    string // the node's name before the sequence number
 	prefix  string // the path the node is created with; the server appends the sequence
 	name    string // the node's name once it exists, "" before
 	path    string
@@ -39,42 +65,74 @@ type contender struct {
 
 func newContender(l *Locker) *contender {
 	g := locks.NewOwner()
-	return &contender{guid: g, prefix: l.path + "/" + protectedPrefix + g + "-" + lockMarker}
+	base := protectedPrefix + g + "-" + l.role.marker()
+	return &contender{guid: g, base: base, prefix: l.path + "/" + base}
 }
 
-// mine reports whether child is c's node, by its GUID.
+// mine reports whether child is c's node, by its GUID: c's name and a
+// sequence number.
 func (c *contender) mine(child string) bool {
-	_, ok := sequence(child)
-	return ok && strings.HasPrefix(child, protectedPrefix+c.guid+"-")
+	seq, ok := strings.CutPrefix(child, c.base)
+	_, err := strconv.ParseInt(seq, 10, 64)
+	return ok && err == nil
 }
 
 func (c *contender) set(l *Locker, name string, session int64) {
 	c.name, c.path, c.session = name, l.path+"/"+name, session
 }
 
-// entry is one contender as listed: its node's name and sequence number.
+// entry is one contender as listed: its node's name and sequence number,
+// and whether it is a read-write mutex's reader.
 type entry struct {
-	name string
-	seq  int64
+	name   string
+	seq    int64
+	reader bool
 }
 
-// contenders returns the children that are contenders' nodes, in queue
-// order (sequence number). Other children are not the lock's and are left
-// alone.
-func contenders(kids []string) []entry {
+// contenders returns the children that are contenders' nodes of l's kind
+// (a mutex's or semaphore's, or a read-write mutex's readers and writers),
+// in queue order: by the sequence number alone, whatever the GUID or the
+// marker before it (as Curator's read-write lock sorts, stripping either
+// marker). Other children are not the lock's and are left alone.
+func (l *Locker) contenders(kids []string) []entry {
 	var out []entry
 	for _, k := range kids {
-		if s, ok := sequence(k); ok {
-			out = append(out, entry{k, s})
+		if e, ok := l.parse(k); ok {
+			out = append(out, e)
 		}
 	}
 	slices.SortFunc(out, func(a, b entry) int { return cmp.Compare(a.seq, b.seq) })
 	return out
 }
 
-// sequence parses the sequence number the server appended to a contender's
-// name: the digits after its last "lock-".
-func sequence(name string) (int64, bool) { return layout.ZKSequence(name) }
+// parse reads one child as a contender of l's kind.
+func (l *Locker) parse(child string) (entry, bool) {
+	if l.role == roleLock {
+		s, ok := layout.ZKSequence(child)
+		return entry{name: child, seq: s}, ok
+	}
+	s, write, ok := layout.ZKRWSequence(child)
+	return entry{name: child, seq: s, reader: !write}, ok
+}
+
+// blockers returns the contenders of ahead (those before a contender of
+// l's, in queue order) that keep it waiting: every one of them, but for a
+// reader the writers only. Never one behind: kazoo's reader once counted
+// the writers behind its own node too, and waited for one that waited for
+// it, for good (python-zk/kazoo#649, fixed by #650;
+// TestRWMutexQueueWatchesOnlyWhatItMust fails on that bug).
+func (l *Locker) blockers(ahead []entry) []entry {
+	if l.role != roleReader {
+		return ahead
+	}
+	var out []entry
+	for _, e := range ahead {
+		if !e.reader {
+			out = append(out, e)
+		}
+	}
+	return out
+}
 
 // Lock waits until the lock is held, ctx ends (an error wrapping ctx.Err()),
 // the wait budget runs out (locks.ErrWaitBudget) or the connection is
@@ -90,6 +148,10 @@ func sequence(name string) (int64, bool) { return layout.ZKSequence(name) }
 // whose reply was lost is recognised by its GUID and adopted. A waiter whose
 // node went (its session expired, or someone deleted it) queues again with
 // a new node, at the back. A Lock that gives up deletes its node.
+//
+// Through a read-write mutex's reader (RWMutex.RLocker) only the writers'
+// nodes count as ahead: the reader holds with none of them ahead of its
+// own node, and watches the newest of them.
 func (l *Locker) Lock(ctx context.Context) (locks.Lease, error) {
 	return l.reentry.Acquire(ctx, false, l.lock)
 }
@@ -215,44 +277,48 @@ func (l *Locker) recoverNode(ctx context.Context, c *contender) (bool, error) {
 	return false, nil
 }
 
-// first lists the lock's children and reports whether c's node is among
-// the first l.permits (the first, for a mutex): it holds; errRequeue when
-// the node is gone or its session was replaced.
+// first lists the lock's children and reports whether fewer than
+// l.permits of the contenders ahead of c's node keep it waiting (none, for
+// a mutex; no writer, for a reader): it holds; errRequeue when the node is
+// gone or its session was replaced.
 func (l *Locker) first(ctx context.Context, c *contender) (bool, error) {
-	_, i, err := l.position(ctx, c)
-	return err == nil && i < l.permits, err
+	ahead, err := l.position(ctx, c)
+	return err == nil && len(ahead) < l.permits, err
 }
 
-// position lists the lock's children in queue order and finds c's node
-// among them; errRequeue when the node is gone or its session was
-// replaced (the connection has a new session: the old one expired, and
-// its nodes with it).
-func (l *Locker) position(ctx context.Context, c *contender) ([]entry, int, error) {
+// position lists the lock's children in queue order, finds c's node among
+// them, and returns the contenders ahead of it that keep it waiting (see
+// blockers), in queue order; errRequeue when the node is gone or its
+// session was replaced (the connection has a new session: the old one
+// expired, and its nodes with it). A node missing from the listing is
+// always found out, never taken for the head of the queue (Curator's
+// read-write lock once missed it: CURATOR-211, apache/curator#732).
+func (l *Locker) position(ctx context.Context, c *contender) ([]entry, error) {
 	kids, err := l.children(ctx)
 	switch {
 	case errors.Is(err, zk.ErrSessionExpired):
-		return nil, -1, errRequeue
+		return nil, errRequeue
 	case err != nil:
-		return nil, -1, err
+		return nil, err
 	case l.conn.SessionID() != c.session:
-		return nil, -1, errRequeue
+		return nil, errRequeue
 	}
-	order := contenders(kids)
+	order := l.contenders(kids)
 	i := slices.IndexFunc(order, func(e entry) bool { return e.name == c.name })
 	if i < 0 {
-		return nil, -1, errRequeue
+		return nil, errRequeue
 	}
-	return order, i, nil
+	return l.blockers(order[:i]), nil
 }
 
-// waitTurn waits until c's node is among the first l.permits, then grants
-// the lease. See Lock.
+// waitTurn waits until fewer than l.permits contenders ahead of c's node
+// keep it waiting (see first), then grants the lease. See Lock.
 func (l *Locker) waitTurn(ctx context.Context, c *contender, began time.Time) (locks.Lease, error) {
 	budget, stop := l.budgetTimer(began)
 	defer stop()
 	for tries := 0; ; {
-		order, i, err := l.position(ctx, c)
-		if err == nil && i < l.permits {
+		ahead, err := l.position(ctx, c)
+		if err == nil && len(ahead) < l.permits {
 			lease, err := l.grant(ctx, c)
 			if errors.Is(err, locks.ErrLeaseExpired) && ctx.Err() == nil {
 				return nil, errRequeue // won too late to use it; grant passed the lock on
@@ -262,7 +328,7 @@ func (l *Locker) waitTurn(ctx context.Context, c *contender, began time.Time) (l
 		var chs []<-chan zk.Event
 		if err == nil {
 			var ok bool
-			chs, ok, err = l.watchAhead(ctx, order[i-l.permits:i])
+			chs, ok, err = l.watchAhead(ctx, ahead[len(ahead)-l.permits:])
 			if err == nil && !ok {
 				continue // one of them went meanwhile: look again
 			}
@@ -286,8 +352,10 @@ func (l *Locker) waitTurn(ctx context.Context, c *contender, began time.Time) (l
 }
 
 // watchAhead sets a watch on each of the contenders just ahead of a
-// waiter, as many as there are permits (the predecessor alone, for a
-// mutex). ok is false when one of them is gone already.
+// waiter that keep it waiting (see blockers), as many as there are permits
+// (the predecessor alone, for a mutex and a read-write mutex's writer; the
+// newest writer ahead, for its reader). ok is false when one of them is
+// gone already.
 //
 // The waiter holds once fewer than permits contenders are ahead of it.
 // Watching only the one contender permits places ahead would miss that

@@ -36,7 +36,8 @@ type Locker struct {
 	reentry *locks.Reentry // nil without locks.WithOwner
 	path    string         // the lock's node: the contenders are its children
 	acl     []zk.ACL
-	permits int // the first permits contenders hold: 1 for a mutex
+	permits int  // the first permits contenders hold: 1 for a mutex
+	role    role // a mutex's or semaphore's, or a read-write mutex's reader or writer
 }
 
 var _ locks.Locker = (*Locker)(nil)
@@ -156,11 +157,12 @@ func (l *Locker) NodePath() string { return l.path }
 
 // TryLock makes one attempt; it returns locks.ErrLocked when the lock is
 // held or has waiters (for a semaphore: when its permits are all held or
-// waited for). It first lists the lock's children and gives up at once if
-// there are that many contenders; otherwise it creates its node, and if
-// contenders created meanwhile put it out of the holders' places, deletes
-// the node again before returning locks.ErrLocked: a refused TryLock
-// leaves nothing behind.
+// waited for; for a read-write mutex's reader: when a writer holds or
+// waits). It first lists the lock's children and gives up at once if
+// there are that many contenders in its way; otherwise it creates its
+// node, and if contenders created meanwhile put it out of the holders'
+// places, deletes the node again before returning locks.ErrLocked: a
+// refused TryLock leaves nothing behind.
 func (l *Locker) TryLock(ctx context.Context) (locks.Lease, error) {
 	return l.reentry.Acquire(ctx, true, l.tryLock)
 }
@@ -175,7 +177,7 @@ func (l *Locker) tryLock(ctx context.Context) (locks.Lease, error) {
 	case errors.Is(err, zk.ErrNoNode):
 	case err != nil:
 		return nil, l.errorf("try lock: %w", err)
-	case len(contenders(kids)) >= l.permits:
+	case len(l.blockers(l.contenders(kids))) >= l.permits:
 		return nil, l.errorf("%w", locks.ErrLocked)
 	}
 	c, err := l.enqueue(ctx, newContender(l), l.opt.Clock.Now())

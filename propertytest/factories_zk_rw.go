@@ -1,0 +1,51 @@
+package propertytest
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/locks"
+	"github.com/lockproof/lockproof/locks/zklock"
+)
+
+// ZKRWMutex is the Factory of zklock.NewRWMutex on minizk in manual time,
+// as ZKLock (the same clients, each with a connection of its own, and
+// sessions of an hour); each Locker is the ReadWriteLocker of the lock's
+// two views. Run it with Options.ReadWrite. Claims: the defaults,
+// FaultCrash and FaultPause. It offers no backend fault.
+func ZKRWMutex() Factory { return onMinizk(zkRWMutex, false) }
+
+// ZKRWMutexOn is ZKRWMutex on the real ZooKeeper server at addr, as
+// ZKLockOn (real time, a connection per Locker whose session timeout is
+// its TTL, ZKLockOnOptions); run it with Options.ReadWrite set too.
+func ZKRWMutexOn(addr string) Factory {
+	return func(env Env) (*Backend, error) {
+		if addr == "" {
+			return nil, errors.New("propertytest: ZKRWMutexOn needs the server's address")
+		}
+		z, err := fakes.StartZooKeeper(fakes.ZooKeeperAt(addr))
+		if err != nil {
+			return nil, fmt.Errorf("propertytest: %w", err)
+		}
+		CloseAtCleanup(env, "the ZooKeeper fake", z)
+		be := newZKBackend(z, zkRWMutex, func(_ int, ttl time.Duration) (*zk.Conn, error) {
+			c, _, err := z.Connect(ttl)
+			return c, err
+		})
+		be.Clock, be.Advance = locks.SystemClock{}, time.Sleep
+		return be.Backend, nil
+	}
+}
+
+// zkRWMutex is the newZKLocker of zklock.NewRWMutex: its two views.
+func zkRWMutex(conn *zk.Conn, name string, opts ...locks.Option) (locks.Locker, error) {
+	m, err := zklock.NewRWMutex(conn, name, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return RWViews(m.RLocker(), m.Locker()), nil
+}

@@ -1,0 +1,38 @@
+package propertytest
+
+import (
+	"os"
+	"testing"
+
+	"github.com/lockproof/lockproof/fakes"
+)
+
+// The read-write mutex on minizk, clients locking in either mode: no
+// violation, by the read-write lease model and the named checks. Five runs
+// by default, as TestZKLockKeepsItsProperties.
+func TestZKRWMutexKeepsItsProperties(t *testing.T) {
+	SetChecks(t, 5)
+	rep := Run(t, ZKRWMutex(), Options{ReadWrite: true, Clients: 4})
+	if rep.Runs == 0 || rep.Checked[Exclusivity] != rep.Runs || rep.Checked[DeadlockFreedom] != rep.Runs {
+		t.Fatalf("checks ran %v in %d runs", rep.Checked, rep.Runs)
+	}
+	t.Logf("runs %d, named checks %v", rep.Runs, rep.Checked)
+	if len(rep.Expected) > 0 {
+		t.Errorf("expected violations without unclaimed faults: %v\n%v", rep.Expected, rep.ExpectedExample)
+	}
+}
+
+// TestZKRWMutexOnRealServer runs the read-write suite on the ZooKeeper
+// server at LOCKPROOF_ZK_ADDR, as TestZKLockOnRealServer; it is skipped
+// without one.
+func TestZKRWMutexOnRealServer(t *testing.T) {
+	addr := os.Getenv(fakes.EnvZKAddr)
+	if addr == "" {
+		t.Skipf("set %s (a server granting 1s sessions) to run the read-write suite on a real ZooKeeper", fakes.EnvZKAddr)
+	}
+	SetChecks(t, 3)
+	setSteps(t, 10)
+	o := ZKLockOnOptions()
+	o.ReadWrite, o.Clients = true, 4
+	Run(t, ZKRWMutexOn(addr), o)
+}
