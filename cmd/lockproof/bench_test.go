@@ -91,7 +91,7 @@ func TestBenchEtcdConsul(t *testing.T) {
 func TestBenchRWLocks(t *testing.T) {
 	jsonPath := filepath.Join(t.TempDir(), "b.json")
 	var out, errOut bytes.Buffer
-	code := run([]string{"bench", "-backends", "redis,etcd,consul", "-rwlocks", "-runs", "1", "-n", "6", "-uncontended", "10",
+	code := run([]string{"bench", "-backends", "redis,etcd,consul,zk", "-rwlocks", "-runs", "1", "-n", "6", "-uncontended", "10",
 		"-waiters", "2", "-json", jsonPath}, &out, &errOut)
 	if code != exitOK {
 		t.Fatalf("exit %d\n%s\n%s", code, out.String(), errOut.String())
@@ -104,7 +104,7 @@ func TestBenchRWLocks(t *testing.T) {
 			t.Errorf("empty measurement %+v", m)
 		}
 	}
-	for _, k := range []string{"redis " + libRWWriter, "etcd " + libRWWriter, "etcd " + libRecipeRWWriter, "consul " + libRWWriter} {
+	for _, k := range []string{"redis " + libRWWriter, "etcd " + libRWWriter, "etcd " + libRecipeRWWriter, "consul " + libRWWriter, "zk " + libRWWriter} {
 		if got[k] != 2 { // uncontended + W=2
 			t.Errorf("%d measurements of %s, want 2", got[k], k)
 		}

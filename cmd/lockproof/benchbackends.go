@@ -62,7 +62,8 @@ var benchBackends = []benchBackend{
 		unit: "reqs", start: startEtcdBench},
 	{name: "consul", libs: []string{"lockproof", "api.Lock"}, rwLibs: []string{libRWWriter},
 		unit: "reqs", start: startConsulBench},
-	{name: "zk", libs: []string{"lockproof", "zk.Lock"}, unit: "reqs", start: startZKBench},
+	{name: "zk", libs: []string{"lockproof", "zk.Lock"}, rwLibs: []string{libRWWriter},
+		unit: "reqs", start: startZKBench},
 }
 
 func backendNamed(name string) (benchBackend, bool) {
@@ -424,6 +425,13 @@ func (s *zkBench) workers(lib, name string, n int) ([]lockbench.Worker, func(), 
 				return nil, nil, err
 			}
 			ws = append(ws, lockbench.FromLocker(l))
+		case libRWWriter:
+			m, err := zklock.NewRWMutex(conn, name, locks.WithTTL(benchTTL), locks.WithPrefix(s.prefix))
+			if err != nil {
+				done()
+				return nil, nil, err
+			}
+			ws = append(ws, lockbench.FromLocker(m.Locker()))
 		case "zk.Lock":
 			ws = append(ws, peers.ZKLock(conn, s.prefix+"/"+name))
 		default:

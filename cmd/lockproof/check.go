@@ -148,7 +148,7 @@ func checkCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("lockproof check", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var f checkFlags
-	fs.StringVar(&f.locks, "locks", "", "comma-separated locks to check (default: every built-in lock; mutant/<name> or mutants adds deliberately broken ones; redis-semaphore, etcd-semaphore, consul-semaphore, zk-semaphore or semaphores adds the semaphores of 2 permits, redis-rwmutex, etcd-rwmutex, consul-rwmutex or rwlocks the read-write locks, and redislock-reentrant, … or reentrant the built-in locks with an owner per client re-entering, on the embedded backends, which the default leaves out to keep its budget)")
+	fs.StringVar(&f.locks, "locks", "", "comma-separated locks to check (default: every built-in lock; mutant/<name> or mutants adds deliberately broken ones; redis-semaphore, etcd-semaphore, consul-semaphore, zk-semaphore or semaphores adds the semaphores of 2 permits, redis-rwmutex, etcd-rwmutex, consul-rwmutex, zk-rwmutex or rwlocks the read-write locks, and redislock-reentrant, … or reentrant the built-in locks with an owner per client re-entering, on the embedded backends, which the default leaves out to keep its budget)")
 	fs.StringVar(&f.faults, "faults", "", "comma-separated fault scenarios (default: all)")
 	fs.Uint64Var(&f.seed, "seed", 0, "matrix seed (default: random, printed)")
 	fs.DurationVar(&f.budget, "budget", 60*time.Second, fmt.Sprintf("wall time for the whole matrix, split evenly between cells, each with its own deadline; "+

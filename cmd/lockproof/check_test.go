@@ -405,7 +405,7 @@ func TestCheckRWLockRows(t *testing.T) {
 			t.Errorf("%s runs without readers", c.name())
 		}
 	}
-	if want := []string{"redis-rwmutex", "etcd-rwmutex", "consul-rwmutex"}; !slices.Equal(names, want) {
+	if want := []string{"redis-rwmutex", "etcd-rwmutex", "consul-rwmutex", "zk-rwmutex"}; !slices.Equal(names, want) {
 		t.Fatalf("-locks rwlocks selects %v, want %v", names, want)
 	}
 	// The embedded etcd runs in real time: its cell is left to lockproof

@@ -23,7 +23,7 @@
 // locks of package propertytest/mutants, to see the gate fail; -locks
 // semaphores (or redis-semaphore, etcd-semaphore, consul-semaphore,
 // zk-semaphore) adds the semaphores of 2 permits on the embedded backends,
-// -locks rwlocks (or redis-rwmutex, etcd-rwmutex, consul-rwmutex) the read-write locks,
+// -locks rwlocks (or redis-rwmutex, etcd-rwmutex, consul-rwmutex, zk-rwmutex) the read-write locks,
 // and -locks reentrant (or redislock-reentrant, …) the built-in locks with
 // an owner per client whose holders re-enter (propertytest's
 // Options.Reentrant), which the default matrix leaves out to stay within

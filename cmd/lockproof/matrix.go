@@ -272,6 +272,8 @@ func rwLockCells() []cell {
 			factory: propertytest.EtcdRWMutex(), opts: rw(propertytest.EtcdLockOptions()), fewerSteps: 3},
 		{lock: "consul-rwmutex", faults: "crash", about: about, group: groupRWLocks,
 			factory: propertytest.ConsulRWMutex(), opts: rw(propertytest.ConsulLockOptions())},
+		{lock: "zk-rwmutex", faults: "crash", about: about, group: groupRWLocks,
+			factory: propertytest.ZKRWMutex(), opts: rw(propertytest.Options{})},
 	}
 }
 

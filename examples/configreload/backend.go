@@ -2,12 +2,14 @@ package main
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/locks/consullock"
 	"github.com/lockproof/lockproof/locks/etcdlock"
 	"github.com/lockproof/lockproof/locks/redislock"
+	"github.com/lockproof/lockproof/locks/zklock"
 )
 
 // rwLock is one process's read-write lock: the readers' and the writers'
@@ -24,8 +26,12 @@ type backend struct {
 	close func() error
 }
 
+// zkSession is the session timeout of the ZooKeeper clients, and so the TTL
+// of their leases: minizk's default tick grants it.
+const zkSession = 10 * time.Second
+
 // backends are the names startBackend knows, for the usage message.
-const backends = "redis, etcd or consul"
+const backends = "redis, etcd, consul or zk"
 
 // startBackend starts the embedded backend called name.
 func startBackend(name string) (*backend, error) {
@@ -64,6 +70,23 @@ func startBackend(name string) (*backend, error) {
 		return &backend{name: "miniconsul", close: c.Close,
 			lock: func(n string) (rwLock, error) {
 				m, err := consullock.NewRWMutex(c.NewClient(), n, c.LockOptions()...)
+				if err != nil {
+					return rwLock{}, err
+				}
+				return rwLock{read: m.RLocker(), write: m.Locker()}, nil
+			}}, nil
+	case "zk":
+		z, err := fakes.StartZooKeeper(fakes.ForceMinizk())
+		if err != nil {
+			return nil, err
+		}
+		return &backend{name: "minizk", close: z.Close,
+			lock: func(n string) (rwLock, error) {
+				conn, _, err := z.Connect(zkSession)
+				if err != nil {
+					return rwLock{}, err
+				}
+				m, err := zklock.NewRWMutex(conn, n, append(z.LockOptions(), locks.WithTTL(zkSession))...)
 				if err != nil {
 					return rwLock{}, err
 				}

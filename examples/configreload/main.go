@@ -13,7 +13,7 @@
 // Without the lock reads are usually torn: that part is shown, not judged.
 //
 // It runs on an embedded backend: miniredis (-backend redis, the default),
-// an embedded etcd (etcd) or miniconsul (consul), in real time.
+// an embedded etcd (etcd), miniconsul (consul) or minizk (zk), in real time.
 //
 //	go run ./examples/configreload
 //	go run ./examples/configreload -backend etcd -readers 12 -reloads 40

@@ -32,7 +32,7 @@ func runCtx(t *testing.T) context.Context {
 // On every backend the store, watching from outside, sees no torn read and
 // no reload beside a read or another reload; every reload is applied.
 func TestRunKeepsEveryReadWhole(t *testing.T) {
-	for _, backend := range []string{"redis", "etcd", "consul"} {
+	for _, backend := range []string{"redis", "etcd", "consul", "zk"} {
 		t.Run(backend, func(t *testing.T) {
 			cfg := smallConfig(backend)
 			var out bytes.Buffer

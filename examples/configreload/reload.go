@@ -15,7 +15,7 @@ import (
 // Config is one run: readers that read the whole configuration again and
 // again, and reloaders that rewrite it, part by part.
 type Config struct {
-	Backend string        // "redis", "etcd" or "consul"
+	Backend string        // "redis", "etcd", "consul" or "zk"
 	Procs   int           // processes, each with its own client and read-write lock
 	Readers int           // readers over all processes
 	Writers int           // reloaders over all processes
