@@ -612,7 +612,16 @@ func TestRefusedByFasterWaiterIsNoLockDelay(t *testing.T) {
 		t.Fatalf("TryLock after the release: %v", err)
 	}
 	close(gate.before) // the loser's acquire goes now, and is refused
-	<-gate.sent
+	select {
+	case <-gate.sent:
+	case l := <-lost:
+		// Seen once in CI's step 8 at load (a 5-minute hang when this
+		// wait had no other way out): the loser's Lock ended without its
+		// acquire after the release passing the gate.
+		t.Fatalf("the loser's Lock returned (lease %v) without sending an acquire after the release", l != nil)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the loser sent no acquire within 10 s of the release")
+	}
 	if err := w.Unlock(context.Background()); err != nil {
 		t.Fatal(err)
 	}
