@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sort"
 	"sync/atomic"
+	"time"
 )
 
 // budget is what all searches of one Check share: the stop signals and the
@@ -566,7 +567,13 @@ func (s *searcher[S, I, O]) run() outcome {
 // then slower than the searches that follow it.
 func (s *searcher[S, I, O]) capped(tick uint32) bool {
 	c := s.m.stepCap
-	return c > 0 && (int(tick) > c*len(s.ops)+1024 || s.charged > int64(c*len(s.ops))*capBytes+1<<20)
+	if c == 0 && s.known+len(s.pool) < len(s.ops) {
+		c = s.m.unknownCap
+	}
+	if c > 0 && (int(tick) > c*len(s.ops)+1024 || s.charged > int64(c*len(s.ops))*capBytes+1<<20) {
+		return true
+	}
+	return !s.m.until.IsZero() && time.Now().After(s.m.until)
 }
 
 // capBytes is the bytes of tables a capped search may hold per step it
