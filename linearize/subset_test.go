@@ -135,7 +135,8 @@ func setsAgree[S, I, O any](t *testing.T, m Model[S, I, O], h []Operation[I, O],
 // alternating with the search on sets) with each of the two searches
 // alone, porcupine and the brute-force reference, on small random
 // histories of every model of the package with unknown outcomes and on
-// short simulated lease histories with every bug class: no disagreement
+// short simulated lease and fenced-register histories with every bug
+// class: no disagreement
 // is allowed (LOCKPROOF_DEEP: ten times as many, 2 s for each oracle).
 func TestSetsDifferential(t *testing.T) {
 	seed := testSeed(t)
@@ -173,8 +174,11 @@ func TestSetsDifferential(t *testing.T) {
 		tally("lease", v, d)
 		v, d = setsAgree(t, sim, genLeaseSmallSim(rng), limit)
 		tally("lease-sim", v, d)
+		fm, fh := genFenceSmallSim(rng)
+		v, d = setsAgree(t, fm, fh, limit)
+		tally("fenced-sim", v, d)
 	}
-	for _, model := range []string{"register", "fenced", "kv", "lease", "lease-sim"} {
+	for _, model := range []string{"register", "fenced", "kv", "lease", "lease-sim", "fenced-sim"} {
 		c := count[model]
 		t.Logf("%s: %d histories, %d Ok, %d Illegal", model, n, c[Ok], c[Illegal])
 		if c[Ok] < n/20 || c[Illegal] < n/20 {
