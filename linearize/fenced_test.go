@@ -124,3 +124,27 @@ func TestFencedDeciderDifferential(t *testing.T) {
 		t.Errorf("verdicts too one-sided to compare (%d Ok, %d Illegal)", count[Ok], count[Illegal])
 	}
 }
+
+// TestFencedFallsBack checks that a fenced model whose Step was replaced
+// is searched with the new Step: neither its decider nor its rule for
+// unknown calls that can no longer take effect (Model.spent) is used.
+func TestFencedFallsBack(t *testing.T) {
+	m := NewFencedRegisterModel(0)
+	m.Step = func(dst []FencedState[int], _ FencedState[int], _ *fenceOp) []FencedState[int] { return dst }
+	if m.fastUsable() {
+		t.Fatal("the decider is still used after Step was replaced")
+	}
+	fm, err := fill(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if newSubset(&fm).set.retired != nil {
+		t.Fatal("the search on sets still settles unknown calls by the replaced model's rule")
+	}
+	// Stale by the fenced register's rule, but every known call is
+	// Illegal for the new Step.
+	h := []fenceOp{{ID: 0, Call: 0, Return: 1, Input: FencedInput[int]{Op: Write, Token: 1}, Output: FencedOutput[int]{OK: true}}}
+	if res := check(t, m, h); res.Verdict != Illegal {
+		t.Fatalf("verdict %v, want Illegal from the replaced Step", res.Verdict)
+	}
+}

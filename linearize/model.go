@@ -83,6 +83,14 @@ type Model[S, I, O any] struct {
 	// models of the fast deciders); the search then does not add the
 	// no-effect step of its own.
 	superset bool
+	// spent, set by a model constructor, reports that the unknown op can
+	// take no effect from state s nor from any state reached from it (a
+	// fenced write whose token is below the highest admitted): the
+	// search on sets then settles op as never taken effect once no member
+	// of the set can take it (filled.retired), instead of keeping it a
+	// candidate that holds back the memo's window. Like fast, it is used
+	// only while Step is the constructor's.
+	spent func(s S, op *Operation[I, O]) bool
 
 	_ struct{} // keyed literals only
 }

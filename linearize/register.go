@@ -225,6 +225,11 @@ func NewFencedRegisterModel[V comparable](init V) Model[FencedState[V], FencedIn
 			return fmt.Sprintf("%s -> %v", call, out.Value)
 		},
 	}
+	m.spent = func(s S, op *Operation[FencedInput[V], FencedOutput[V]]) bool {
+		// Peek never changes the state; a token below the highest is
+		// refused from here on (the highest only rises).
+		return op.Input.Op == Peek || s.Seen && op.Input.Token < s.Highest
+	}
 	base := m
 	m.fast = func(parent, _ context.Context, h []Operation[FencedInput[V], FencedOutput[V]], opts Options, b *budget) (Result, bool) {
 		return decideFenced(parent, &base, h, opts, b)

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/maphash"
+	"reflect"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -76,6 +77,16 @@ func newSubset[S, I, O any](base *filled[S, I, O]) *subset[S, I, O] {
 		},
 		superset: true,
 	}}
+	if base.spent != nil && reflect.ValueOf(base.Step).Pointer() == base.fastStep {
+		u.set.retired = func(set stateSet, op *Operation[I, O]) bool {
+			for i := range len(set) / 4 {
+				if !base.spent(u.in.state(memberAt(set, i)), op) {
+					return false
+				}
+			}
+			return true
+		}
+	}
 	return u
 }
 
