@@ -169,7 +169,7 @@ func genFenceSmallSim(rng *rand.Rand) (Model[FencedState[int], FencedInput[int],
 
 // TestFenceSimVerdicts checks fenceSim's histories against their verdicts
 // by construction, with a stale write and without, at several unknown
-// fractions and client counts.
+// fractions and client counts, up to the generator's extremes.
 func TestFenceSimVerdicts(t *testing.T) {
 	m := NewFencedRegisterModel(0)
 	n := 12
@@ -177,9 +177,21 @@ func TestFenceSimVerdicts(t *testing.T) {
 		n = 200
 	}
 	for _, stale := range []bool{false, true} {
+		gens := []fenceSim{}
 		for i := range n {
-			g := fenceSim{seed: uint64(i), ops: 50 + 25*(i%5), clients: 2 + i%7,
-				unknown: []float64{0.05, 0.2, 0.3, 0.4}[i%4], staleWrite: stale}
+			gens = append(gens, fenceSim{seed: uint64(i), ops: 50 + 25*(i%5), clients: 2 + i%7,
+				unknown: []float64{0.05, 0.2, 0.3, 0.4}[i%4], staleWrite: stale})
+		}
+		// The generator's extremes: 8 clients, 5% and 40% unknown, 5,000
+		// calls (LOCKPROOF_DEEP: 100,000).
+		for _, u := range []float64{0.05, 0.4} {
+			ops := 5000
+			if deep() {
+				ops = 100_000
+			}
+			gens = append(gens, fenceSim{seed: 1 << 20, ops: ops, clients: 8, unknown: u, staleWrite: stale})
+		}
+		for i, g := range gens {
 			h := fenceSimHistory(g)
 			res, err := Check(context.Background(), m, h, Options{TimeLimit: 10 * time.Second})
 			if err != nil {
@@ -190,12 +202,15 @@ func TestFenceSimVerdicts(t *testing.T) {
 				want = Illegal
 			}
 			if res.Verdict != want {
-				t.Fatalf("stale write %v, seed %d: verdict %v, want %v", stale, i, res.Verdict, want)
+				t.Fatalf("history %d (%+v): verdict %v, want %v", i, g, res.Verdict, want)
 			}
 			if want == Ok {
 				verifyLinearization(t, m, h, &res)
 			} else if !res.Minimal {
-				t.Errorf("seed %d: counterexample of %d operations not minimal", i, len(res.Counterexample))
+				t.Errorf("history %d (%+v): counterexample of %d operations not minimal", i, g, len(res.Counterexample))
+			}
+			if g.ops > 1000 {
+				t.Logf("%+v: %d operations, %v in %v", g, len(h), res.Verdict, res.Elapsed)
 			}
 		}
 	}
