@@ -23,7 +23,8 @@ import (
 // row gets 2/5 of it), LOCKPROOF_LEASE_N the histories of the first two
 // rows (default 250; the third row gets 400/250 as many), and
 // LOCKPROOF_LEASE_GENERIC=1 adds the generic search (the model without its
-// decider) to the pair.
+// decider) to the pair. Each row is a subtest (-run
+// 'TestLeaseDecidedTable/35%' runs the third alone).
 func TestLeaseDecidedTable(t *testing.T) {
 	if os.Getenv("LOCKPROOF_LEASE_TABLE") == "" {
 		t.Skip("set LOCKPROOF_LEASE_TABLE=1")
@@ -79,7 +80,7 @@ func TestLeaseDecidedTable(t *testing.T) {
 		if withGeneric {
 			models = append(models, genericOnly(m))
 		}
-		decidedRow(t, c.name, models, c.histories, c.limit, gen)
+		t.Run(c.name, func(t *testing.T) { decidedRow(t, c.name, models, c.histories, c.limit, gen) })
 	}
 	fm := NewFencedRegisterModel(0)
 	for i, u := range []float64{0.20, 0.30} {
@@ -95,7 +96,7 @@ func TestLeaseDecidedTable(t *testing.T) {
 		if withGeneric {
 			models = append(models, genericOnly(fm))
 		}
-		decidedRow(t, name, models, n, limit, gen)
+		t.Run(name, func(t *testing.T) { decidedRow(t, name, models, n, limit, gen) })
 	}
 }
 
