@@ -30,8 +30,9 @@ import (
 //
 // Check runs the search of the model's own Step first, capped at
 // splitCap steps per operation on partitions with an unknown operation
-// (most are decided in a few steps per operation), and the search on
-// sets on the partitions it leaves undecided.
+// (most are decided in a few steps per operation); on the partitions it
+// leaves undecided the search on sets and the search of the Step take
+// turns (alternate).
 
 // splitCap is the steps per operation (plus 1024) the search of a model's
 // own Step may take on a partition with an unknown operation before the
