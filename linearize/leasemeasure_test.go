@@ -104,12 +104,17 @@ func TestLeaseDecidedTable(t *testing.T) {
 // construction) with each of models (Workers 1, no shrinking) and then
 // porcupine, each within limit, and logs for each how many it decided
 // right, wrong and not at all, with the median, p99 and maximum time per
-// history. A wrong verdict of lockproof fails the test.
+// history, and on how many of the histories porcupine decided lockproof
+// took longer. A wrong verdict of lockproof fails the test.
 func decidedRow[S, I, O any](t *testing.T, name string, models []Model[S, I, O], n int, limit time.Duration, gen func(i int) ([]Operation[I, O], Verdict)) {
 	t.Helper()
 	type tally struct {
 		right, wrong, undecided int
 		times                   []time.Duration
+		// slower: histories porcupine decided on which this checker took
+		// longer; worst, the one of them with the highest ratio.
+		slower      int
+		worst, wPor time.Duration
 	}
 	lp := make([]tally, len(models))
 	var pc tally
@@ -146,14 +151,26 @@ func decidedRow[S, I, O any](t *testing.T, name string, models []Model[S, I, O],
 			got = pcVerdict(pr == porcupine.Ok)
 		}
 		count(&pc, got, want, time.Since(start))
+		if got == Unknown {
+			continue
+		}
+		for j := range lp {
+			tl, tp := lp[j].times[i], pc.times[i]
+			if tl > tp {
+				lp[j].slower++
+				if lp[j].worst == 0 || float64(tl)/float64(tp) > float64(lp[j].worst)/float64(lp[j].wPor) {
+					lp[j].worst, lp[j].wPor = tl, tp
+				}
+			}
+		}
 	}
 	for j, tl := range lp {
 		who := "lockproof"
 		if j > 0 {
 			who = "lockproof, generic search"
 		}
-		t.Logf("%s (%d histories, limit %v): %s %d right, %d wrong, %d undecided; %s",
-			name, n, limit, who, tl.right, tl.wrong, tl.undecided, quantiles(tl.times))
+		t.Logf("%s (%d histories, limit %v): %s %d right, %d wrong, %d undecided; %s; slower than porcupine on %d of the %d it decided (worst %v against %v)",
+			name, n, limit, who, tl.right, tl.wrong, tl.undecided, quantiles(tl.times), tl.slower, pc.right+pc.wrong, tl.worst, tl.wPor)
 	}
 	t.Logf("%s: porcupine %d right, %d wrong, %d undecided; %s", name, pc.right, pc.wrong, pc.undecided, quantiles(pc.times))
 }
