@@ -90,8 +90,8 @@
 //     wider scope makes the lease-lock histories twenty times slower (see
 //     searcher.try).
 //   - Where splitting unknown operations does not decide a partition
-//     quickly (8 steps per operation, plus 1024), the search on sets takes
-//     over (subset.go): porcupine's power-set construction for any model,
+//     quickly (8 steps per operation, plus 1024), the search on sets joins
+//     in (subset.go): porcupine's power-set construction for any model,
 //     a state being the set of the model's states the linearized
 //     operations may have led to, an unknown operation stepping to the
 //     union of its effect and its absence, and placed only where it
@@ -103,8 +103,11 @@
 //     placement of an unknown acquire is a set of its own, and a step on
 //     sets costs a step of the model per member: a 30-operation
 //     token-regression history took the sets 3.5 minutes and the split
-//     search 40 ms. So the two alternate, each for twice the time of the
-//     round before (1 ms first), until one decides. An Ok witness is
+//     search 40 ms. So the two alternate until one decides: after the
+//     first round of the split search, the search on sets goes on for as
+//     long as that round took, doubled at each round, and the split
+//     search for 8 times as long; each run pauses at its budget and the
+//     next goes on from there, so no work is done twice. An Ok witness is
 //     picked backwards through the sets (a member each, and whether each
 //     unknown operation took effect), so it is a linearization of the
 //     model itself. A model may say which unknown calls can never take
@@ -386,9 +389,10 @@
 // Options.MaxMemory at the size of a string header, not of their bytes,
 // and the model states they name not at all: on a history whose sets
 // grow large the memory cap is reached later than it says. Its rounds
-// alternate by time, so which search decides a history (and so which
-// witness or counterexample comes back) can differ from one run to the
-// next; the verdict cannot. Histories with many long-running or unknown operations on one key are
+// are counted in time, so which of the two searches decides a history
+// (and so which witness or counterexample comes back) can differ from one
+// run to the next; the verdict cannot. Partitions with unknown
+// operations are searched one at a time. Histories with many long-running or unknown operations on one key are
 // the hard ones; proving such a history Illegal explores every way the
 // unknown operations could have taken effect. Set Options.TimeLimit (and
 // Options.MaxMemory below its default, DefaultMaxMemory, on a small

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"reflect"
-	"time"
 )
 
 // Model is the sequential specification a history is checked against: a
@@ -106,12 +105,10 @@ type filled[S, I, O any] struct {
 	// stepCap, if positive, makes a search of n operations give up
 	// (Unknown, budget untouched) after about stepCap*n + 1024 steps.
 	stepCap int
-	// unknownCap, if positive, is the stepCap of the searches of
-	// partitions with an unknown operation (decideSplitThenSets).
-	unknownCap int
-	// until, if not zero, makes a search give up (Unknown, budget
-	// untouched) once it has passed (alternate's rounds).
-	until time.Time
+	// over, if set, makes a search give up (Unknown, budget untouched)
+	// once it reports true; it is asked every 1024 steps (a pausable
+	// search's every 64), with the steps taken (alternate's rounds).
+	over func(steps uint32) bool
 	// pooled, for a set-valued model (Model.superset), marks unknown
 	// operations that are interchangeable but for their call time, the
 	// one called first being at least as good wherever it is placed: its
