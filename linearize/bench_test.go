@@ -281,10 +281,11 @@ func BenchmarkLock100k(b *testing.B) {
 	benchPair(b, Ok, m, h, pm, ph)
 }
 
-// leaseBatch is a set of leaseSim histories of one class, each with its
-// verdict and porcupine's view of it, for BenchmarkLeaseSim.
-type leaseBatch struct {
-	h     [][]Operation[LeaseInput, LeaseOutput]
+// simBatch is a set of simulated histories of one class, each with its
+// verdict and porcupine's view of it, for BenchmarkLeaseSim and
+// BenchmarkFenceSim.
+type simBatch[I, O any] struct {
+	h     [][]Operation[I, O]
 	ph    [][]porcupine.Operation
 	pm    []porcupine.Model
 	want  []Verdict
@@ -292,21 +293,15 @@ type leaseBatch struct {
 	nPcOk int
 }
 
-// leaseBatchOf generates n histories of g's class (seeds from g.seed on)
-// and marks those porcupine decides within pcLimit: both checkers are
-// timed on those, and lockproof on all of them too.
-func leaseBatchOf(m Model[LeaseState, LeaseInput, LeaseOutput], g leaseSim, n int, pcLimit time.Duration) leaseBatch {
-	var lb leaseBatch
+// simBatchOf generates n histories (gen(i) returns the i-th and its
+// verdict) and marks those porcupine decides within pcLimit: both
+// checkers are timed on those, and lockproof on all of them too.
+func simBatchOf[S, I, O any](m Model[S, I, O], n int, pcLimit time.Duration, gen func(i int) ([]Operation[I, O], Verdict)) simBatch[I, O] {
+	var lb simBatch[I, O]
 	for i := range n {
-		g := g
-		g.seed += uint64(i)
-		h := leaseSimHistory(g)
+		h, want := gen(i)
 		pm, ph := toPorcupine(m, h)
 		ok := porcupine.CheckOperationsTimeout(pm, ph, pcLimit) != porcupine.Unknown
-		want := Ok
-		if g.bug != bugNone {
-			want = Illegal
-		}
 		lb.h, lb.ph, lb.pm, lb.want, lb.pcOk = append(lb.h, h), append(lb.ph, ph), append(lb.pm, pm), append(lb.want, want), append(lb.pcOk, ok)
 		if ok {
 			lb.nPcOk++
@@ -315,13 +310,51 @@ func leaseBatchOf(m Model[LeaseState, LeaseInput, LeaseOutput], g leaseSim, n in
 	return lb
 }
 
+// benchBatch runs b's sub-benchmarks on lb: "decided-N", the N histories
+// porcupine decides within the batch's limit, checked by lockproof as
+// propertytest runs it (shrinking included), without shrinking, and by
+// porcupine; "all-N/lockproof", lockproof on the whole batch.
+func benchBatch[S, I, O any](b *testing.B, m Model[S, I, O], lb *simBatch[I, O]) {
+	run := func(b *testing.B, pcOnly, nomin bool) {
+		b.ReportAllocs()
+		for b.Loop() {
+			for i, h := range lb.h {
+				if pcOnly && !lb.pcOk[i] {
+					continue
+				}
+				res, err := Check(context.Background(), m, h, Options{NoMinimize: nomin, Workers: 1})
+				if err != nil || res.Verdict != lb.want[i] {
+					b.Fatalf("history %d: verdict %v, err %v; want %v", i, res.Verdict, err, lb.want[i])
+				}
+			}
+		}
+	}
+	if lb.nPcOk > 0 {
+		b.Run(fmt.Sprintf("decided-%d", lb.nPcOk), func(b *testing.B) {
+			b.Run("lockproof", func(b *testing.B) { run(b, true, false) })
+			b.Run("lockproof-nominimize", func(b *testing.B) { run(b, true, true) })
+			b.Run("porcupine", func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					for i := range lb.h {
+						if !lb.pcOk[i] {
+							continue
+						}
+						if got := pcVerdict(porcupine.CheckOperations(lb.pm[i], lb.ph[i])); got != lb.want[i] {
+							b.Fatalf("history %d: porcupine verdict %v; want %v", i, got, lb.want[i])
+						}
+					}
+				}
+			})
+		})
+	}
+	b.Run(fmt.Sprintf("all-%d/lockproof", len(lb.h)), func(b *testing.B) { run(b, false, false) })
+}
+
 // BenchmarkLeaseSim times lockproof and porcupine on batches of 20
 // leaseSim histories per class (one key, TTL 100 ms; "single" is 3
 // clients and 100 operations at 35% unknown outcomes, the others 4
-// clients and 150 operations at 20%). "decided-N" is the subset of N
-// histories porcupine decides within 100 ms, on which both run
-// (lockproof as propertytest runs it, shrinking included, and without
-// shrinking); "all-20" is lockproof on the whole batch.
+// clients and 150 operations at 20%), as benchBatch does.
 func BenchmarkLeaseSim(b *testing.B) {
 	m, err := NewLeaseModel(100*time.Millisecond, time.Millisecond)
 	if err != nil {
@@ -337,45 +370,40 @@ func BenchmarkLeaseSim(b *testing.B) {
 		{"phantom-release-20", leaseSim{seed: 4 << 20, ops: 150, clients: 4, unknown: 0.20, bug: bugPhantomRelease}},
 		{"token-regress-20", leaseSim{seed: 5 << 20, ops: 150, clients: 4, unknown: 0.20, bug: bugTokenRegress}},
 	}
-	run := func(b *testing.B, lb *leaseBatch, pcOnly, nomin bool) {
-		b.ReportAllocs()
-		for b.Loop() {
-			for i, h := range lb.h {
-				if pcOnly && !lb.pcOk[i] {
-					continue
-				}
-				res, err := Check(context.Background(), m, h, Options{NoMinimize: nomin, Workers: 1})
-				if err != nil || res.Verdict != lb.want[i] {
-					b.Fatalf("history %d: verdict %v, err %v; want %v", i, res.Verdict, err, lb.want[i])
-				}
-			}
-		}
-	}
 	for _, c := range classes {
 		c.g.keys, c.g.ttl, c.g.tol = 1, 100*time.Millisecond, time.Millisecond
-		lb := leaseBatchOf(m, c.g, 20, 100*time.Millisecond)
-		b.Run(c.name, func(b *testing.B) {
-			if lb.nPcOk > 0 {
-				b.Run(fmt.Sprintf("decided-%d", lb.nPcOk), func(b *testing.B) {
-					b.Run("lockproof", func(b *testing.B) { run(b, &lb, true, false) })
-					b.Run("lockproof-nominimize", func(b *testing.B) { run(b, &lb, true, true) })
-					b.Run("porcupine", func(b *testing.B) {
-						b.ReportAllocs()
-						for b.Loop() {
-							for i := range lb.h {
-								if !lb.pcOk[i] {
-									continue
-								}
-								if got := pcVerdict(porcupine.CheckOperations(lb.pm[i], lb.ph[i])); got != lb.want[i] {
-									b.Fatalf("history %d: porcupine verdict %v; want %v", i, got, lb.want[i])
-								}
-							}
-						}
-					})
-				})
+		lb := simBatchOf(m, 20, 100*time.Millisecond, func(i int) ([]Operation[LeaseInput, LeaseOutput], Verdict) {
+			g := c.g
+			g.seed += uint64(i)
+			if g.bug != bugNone {
+				return leaseSimHistory(g), Illegal
 			}
-			b.Run("all-20/lockproof", func(b *testing.B) { run(b, &lb, false, false) })
+			return leaseSimHistory(g), Ok
 		})
+		b.Run(c.name, func(b *testing.B) { benchBatch(b, m, &lb) })
+	}
+}
+
+// BenchmarkFenceSim times lockproof and porcupine on batches of 20
+// fenceSim histories per class (4 clients, 150 calls, 20% and 30%
+// unknown outcomes, correct or with a stale write), as benchBatch does.
+func BenchmarkFenceSim(b *testing.B) {
+	m := NewFencedRegisterModel(0)
+	for i, u := range []float64{0.20, 0.30} {
+		for _, stale := range []bool{false, true} {
+			name := fmt.Sprintf("ok-%.0f", 100*u)
+			if stale {
+				name = fmt.Sprintf("stale-write-%.0f", 100*u)
+			}
+			lb := simBatchOf(m, 20, 100*time.Millisecond, func(j int) ([]fenceOp, Verdict) {
+				g := fenceSim{seed: uint64(6+i)<<20 | uint64(j), ops: 150, clients: 4, unknown: u, staleWrite: stale}
+				if stale {
+					return fenceSimHistory(g), Illegal
+				}
+				return fenceSimHistory(g), Ok
+			})
+			b.Run(name, func(b *testing.B) { benchBatch(b, m, &lb) })
+		}
 	}
 }
 
@@ -401,5 +429,16 @@ func BenchmarkLease100k(b *testing.B) {
 				benchPair(b, Ok, m, h, pm, ph)
 			})
 		}
+	}
+}
+
+// BenchmarkFence100k checks fenceSim histories of 100,000 calls, 8
+// clients, with 5%, 20% and 40% of the calls of unknown outcome
+// (lockproof alone: one register, one partition).
+func BenchmarkFence100k(b *testing.B) {
+	m := NewFencedRegisterModel(0)
+	for _, u := range []float64{0.05, 0.2, 0.4} {
+		h := fenceSimHistory(fenceSim{seed: 100_000, ops: 100_000, clients: 8, unknown: u})
+		b.Run(fmt.Sprintf("unknown%02.0f", 100*u), func(b *testing.B) { benchCheck(b, Ok, m, h) })
 	}
 }

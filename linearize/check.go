@@ -187,10 +187,7 @@ func Check[S, I, O any](ctx context.Context, model Model[S, I, O], history []Ope
 			return res, nil
 		}
 	}
-	res := decide(ctx, &m, history, nil, opts, b)
-	if res.Verdict == Illegal {
-		res.Counterexample, res.Minimal, res.ShrinkElapsed = shrinkWithin(parent, &m, history, res.Partitions[res.FailingPartition].Ops, res.Blocker, opts)
-	}
+	res := checkGeneric(parent, ctx, &m, history, opts, b, splitCap)
 	res.Elapsed = time.Since(start)
 	return res, nil
 }

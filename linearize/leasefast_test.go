@@ -249,7 +249,7 @@ func TestLeaseDeciderFallsBack(t *testing.T) {
 
 // TestLeaseSimVerdicts checks leaseSim's histories against their verdicts
 // by construction, for every bug class, at several unknown fractions,
-// client and key counts.
+// client and key counts, up to the generator's extremes.
 func TestLeaseSimVerdicts(t *testing.T) {
 	m := leaseModel(t)
 	n := 12
@@ -257,9 +257,24 @@ func TestLeaseSimVerdicts(t *testing.T) {
 		n = 200
 	}
 	for bug := range bugClasses {
+		gens := []leaseSim{}
 		for i := range n {
-			g := leaseSim{seed: uint64(i), ops: 50 + 25*(i%5), clients: 1 + i%8, keys: 1 + i%3,
-				unknown: []float64{0.05, 0.2, 0.3, 0.4}[i%4], ttl: testTTL, tol: time.Millisecond, bug: bug}
+			gens = append(gens, leaseSim{seed: uint64(i), ops: 50 + 25*(i%5), clients: 1 + i%8, keys: 1 + i%3,
+				unknown: []float64{0.05, 0.2, 0.3, 0.4}[i%4], ttl: testTTL, tol: time.Millisecond, bug: bug})
+		}
+		// The generator's extremes: 8 clients on 100 locks and on one, 5%
+		// and 40% unknown, 5,000 calls (LOCKPROOF_DEEP: 100,000).
+		for _, keys := range []int{100, 1} {
+			for _, u := range []float64{0.05, 0.4} {
+				ops := 5000
+				if deep() {
+					ops = 100_000
+				}
+				gens = append(gens, leaseSim{seed: 1 << 20, ops: ops, clients: 8, keys: keys, unknown: u,
+					ttl: testTTL, tol: time.Millisecond, bug: bug})
+			}
+		}
+		for i, g := range gens {
 			if bug != bugNone && g.clients == 1 && bug == bugDoubleGrant {
 				g.clients = 2
 			}
@@ -273,12 +288,15 @@ func TestLeaseSimVerdicts(t *testing.T) {
 				want = Illegal
 			}
 			if res.Verdict != want {
-				t.Fatalf("%v, seed %d: verdict %v, want %v", bug, i, res.Verdict, want)
+				t.Fatalf("%v, history %d (%+v): verdict %v, want %v", bug, i, g, res.Verdict, want)
 			}
 			if want == Ok {
 				verifyLinearization(t, m, h, &res)
 			} else if !res.Minimal || len(res.Counterexample) > 4 {
-				t.Errorf("%v, seed %d: counterexample of %d operations (minimal %v)", bug, i, len(res.Counterexample), res.Minimal)
+				t.Errorf("%v, history %d (%+v): counterexample of %d operations (minimal %v)", bug, i, g, len(res.Counterexample), res.Minimal)
+			}
+			if g.ops > 1000 {
+				t.Logf("%+v: %d operations, %v in %v", g, len(h), res.Verdict, res.Elapsed)
 			}
 		}
 	}

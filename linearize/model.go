@@ -82,6 +82,14 @@ type Model[S, I, O any] struct {
 	// models of the fast deciders); the search then does not add the
 	// no-effect step of its own.
 	superset bool
+	// spent, set by a model constructor, reports that the unknown op can
+	// take no effect from state s nor from any state reached from it (a
+	// fenced write whose token is below the highest admitted): the
+	// search on sets then settles op as never taken effect once no member
+	// of the set can take it (filled.retired), instead of keeping it a
+	// candidate that holds back the memo's window. Like fast, it is used
+	// only while Step is the constructor's.
+	spent func(s S, op *Operation[I, O]) bool
 
 	_ struct{} // keyed literals only
 }
@@ -97,6 +105,10 @@ type filled[S, I, O any] struct {
 	// stepCap, if positive, makes a search of n operations give up
 	// (Unknown, budget untouched) after about stepCap*n + 1024 steps.
 	stepCap int
+	// over, if set, makes a search give up (Unknown, budget untouched)
+	// once it reports true; it is asked every 1024 steps (a pausable
+	// search's every 64), with the steps taken (alternate's rounds).
+	over func(steps uint32) bool
 	// pooled, for a set-valued model (Model.superset), marks unknown
 	// operations that are interchangeable but for their call time, the
 	// one called first being at least as good wherever it is placed: its

@@ -48,6 +48,8 @@ func getSearcher[S, I, O any](m *filled[S, I, O], hist []Operation[I, O], b *bud
 // It drops what s refers to of the check (the model, the history, the
 // states interned), so that an idle searcher keeps no caller's data alive.
 func putSearcher[S, I, O any](s *searcher[S, I, O]) {
+	s.drop()
+	s.pausable = false
 	if s.bytes() > poolMaxBytes {
 		return
 	}

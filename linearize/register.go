@@ -1,8 +1,12 @@
 package linearize
 
 import (
+	"cmp"
+	"context"
 	"fmt"
 	"hash/maphash"
+	"reflect"
+	"slices"
 )
 
 // RegisterOp is the kind of a register operation.
@@ -147,9 +151,15 @@ type FencedState[V comparable] struct {
 // Unknown outcomes: an unknown Read or Write, if admitted, raised the
 // highest token (and a Write set the value); if refused it changed nothing,
 // which is the same as leaving it out.
+//
+// Check first looks for a violation visible without search: a Read or
+// Write admitted with a token lower than that of one admitted and
+// returned before it was called (the highest token can only have risen
+// in between). Those two operations are then the counterexample;
+// otherwise the generic search decides.
 func NewFencedRegisterModel[V comparable](init V) Model[FencedState[V], FencedInput[V], FencedOutput[V]] {
 	type S = FencedState[V]
-	return Model[S, FencedInput[V], FencedOutput[V]]{
+	m := Model[S, FencedInput[V], FencedOutput[V]]{
 		Init: func() S { return S{Value: init} },
 		Step: func(dst []S, s S, op *Operation[FencedInput[V], FencedOutput[V]]) []S {
 			in, out := op.Input, op.Output
@@ -215,4 +225,79 @@ func NewFencedRegisterModel[V comparable](init V) Model[FencedState[V], FencedIn
 			return fmt.Sprintf("%s -> %v", call, out.Value)
 		},
 	}
+	m.spent = func(s S, op *Operation[FencedInput[V], FencedOutput[V]]) bool {
+		// Peek never changes the state; a token below the highest is
+		// refused from here on (the highest only rises).
+		return op.Input.Op == Peek || s.Seen && op.Input.Token < s.Highest
+	}
+	base := m
+	m.fast = func(parent, _ context.Context, h []Operation[FencedInput[V], FencedOutput[V]], opts Options, b *budget) (Result, bool) {
+		return decideFenced(parent, &base, h, opts, b)
+	}
+	m.fastStep = reflect.ValueOf(m.Step).Pointer()
+	return m
+}
+
+// decideFenced is the fenced register's decider: the violation of
+// fencedEvident, confirmed by a search of its two operations (which also
+// names the blocker), or false to leave the history to the generic
+// search. m is the model without its decider.
+func decideFenced[V comparable](parent context.Context, m *Model[FencedState[V], FencedInput[V], FencedOutput[V]], h []Operation[FencedInput[V], FencedOutput[V]], opts Options, b *budget) (Result, bool) {
+	cand := fencedEvident(h)
+	if cand == nil {
+		return Result{}, false
+	}
+	fm, err := fill(*m)
+	if err != nil {
+		return Result{}, false
+	}
+	sr := getSearcher(&fm, h, b, nil)
+	sr.reset(cand)
+	out := sr.run()
+	putSearcher(sr)
+	if out.verdict != Illegal {
+		return Result{}, false
+	}
+	res := Result{Verdict: Illegal, Partitions: whole(h), FailingPartition: 0, Blocker: out.blocker}
+	res.Partitions[0].Verdict, res.Partitions[0].blocker = Illegal, out.blocker
+	if opts.NoMinimize {
+		res.Counterexample = cand
+	} else {
+		res.Counterexample, res.Minimal, res.ShrinkElapsed = shrinkWithin(parent, &fm, h, cand, out.blocker, opts)
+	}
+	return res, true
+}
+
+// fencedEvident returns a Read or Write admitted (known, OK) with a token
+// lower than that of another admitted one that returned before it was
+// called, as the history indices of the two by call, or nil. A sweep of
+// the admitted operations by call, with the highest token among those
+// returned before the call.
+func fencedEvident[V comparable](h []Operation[FencedInput[V], FencedOutput[V]]) []int {
+	var byCall []int
+	for i := range h {
+		op := &h[i]
+		if !op.Unknown && op.Output.OK && (op.Input.Op == Read || op.Input.Op == Write) {
+			byCall = append(byCall, i)
+		}
+	}
+	if len(byCall) < 2 {
+		return nil
+	}
+	byRet := slices.Clone(byCall)
+	slices.SortFunc(byCall, func(a, b int) int { return cmp.Compare(h[a].Call, h[b].Call) })
+	slices.SortFunc(byRet, func(a, b int) int { return cmp.Compare(h[a].Return, h[b].Return) })
+	best, r := -1, 0
+	for _, g := range byCall {
+		for r < len(byRet) && h[byRet[r]].Return < h[g].Call {
+			if best < 0 || h[byRet[r]].Input.Token > h[best].Input.Token {
+				best = byRet[r]
+			}
+			r++
+		}
+		if best >= 0 && h[g].Input.Token < h[best].Input.Token {
+			return []int{best, g}
+		}
+	}
+	return nil
 }

@@ -44,6 +44,8 @@ type outcome struct {
 	// return stopped the search when it had linearized the most known
 	// operations (the first time it got that far); -1 if none.
 	blocker int
+	// paused: the run stopped at its cap and can go on (searcher.pausable).
+	paused bool
 }
 
 // frame is one linearized operation on the search stack.
@@ -131,6 +133,11 @@ type searcher[S, I, O any] struct {
 	// the states known operation k may be accepted in, per
 	// Model.ReadHash; 1 when there is none, 0 until k is first tried.
 	reads []uint64
+	// pausable: a run that runs out of its cap (filled.stepCap
+	// or over) pauses instead of ending, and the next run goes
+	// on from there (alternate's rounds); paused holds where it stopped.
+	pausable bool
+	paused   pausedRun
 	// pool lists the pooled operations (filled.pooled; local indices, by
 	// call), which stay out of the event list; the first poolNext of them
 	// are placed. Their bits are set from the start, so that the pool is
@@ -199,6 +206,7 @@ func (s *searcher[S, I, O]) reset(ops []int) {
 	// next states: room for n of each spares the stack's regrowth.
 	s.alts, s.stack = reserve(s.alts, n), reserve(s.stack, n)
 	s.known, s.charged = 0, 0
+	s.paused = pausedRun{}
 	s.cacheOn, s.cacheOff, s.hits, s.misses = false, false, 0, 0
 	s.deepest, s.blocker = 0, -1
 	s.spent = resize(s.spent, n)
@@ -448,21 +456,26 @@ func (s *searcher[S, I, O]) step(id uint32, k int32) []uint32 {
 }
 
 // run searches for a linearization.
-func (s *searcher[S, I, O]) run() outcome {
+func (s *searcher[S, I, O]) run() (out outcome) {
 	defer func() {
-		s.b.charge(-s.charged)
-		// Drop the states the scratch space still refers to (clearing it
-		// at every step would cost a write barrier per step while the
-		// collector runs).
-		clear(s.buf[:cap(s.buf)])
+		if out.paused {
+			return // the tables stay charged until drop
+		}
+		s.release()
 	}()
 	var (
-		state = s.states.id(s.m.Init())
+		state uint32
 		h     uint64
 		left  = s.known
 		cur   = s.next[s.head()]
 		tick  uint32
 	)
+	if p := &s.paused; p.valid {
+		state, h, left, cur, tick = p.state, p.h, p.left, p.cur, p.tick
+		p.valid = false
+	} else {
+		state = s.states.id(s.m.Init())
+	}
 	for {
 		if left == 0 {
 			order := make([]int, 0, len(s.stack))
@@ -480,8 +493,16 @@ func (s *searcher[S, I, O]) run() outcome {
 		if tick++; tick&1023 == 0 && s.slow != nil {
 			s.slow()
 		}
-		if tick&1023 == 0 && (s.stopped() || !s.account() || s.capped(tick)) {
+		if tick&1023 == 0 && (s.stopped() || !s.account()) {
 			return outcome{verdict: Unknown, states: s.memo.n + s.wide.n, blocker: -1}
+		}
+		// A pausable run's rounds may be short, and a step on large sets
+		// long: it looks at its budget more often.
+		if (tick&1023 == 0 || s.pausable && tick&63 == 0) && s.capped(tick) {
+			if s.pausable {
+				s.paused = pausedRun{valid: true, state: state, h: h, left: left, cur: cur, tick: tick}
+			}
+			return outcome{verdict: Unknown, states: s.memo.n + s.wide.n, blocker: -1, paused: s.pausable}
 		}
 		if cur != none && cur&1 == 0 {
 			k := cur >> 1
@@ -559,14 +580,47 @@ func (s *searcher[S, I, O]) run() outcome {
 	}
 }
 
+// release gives back what a search holds: its tables' charge to the
+// budget, and the states its scratch space still refers to (clearing it
+// at every step would cost a write barrier per step while the collector
+// runs).
+func (s *searcher[S, I, O]) release() {
+	s.b.charge(-s.charged)
+	s.charged = 0
+	clear(s.buf[:cap(s.buf)])
+}
+
+// drop ends a search that was paused (see searcher.pausable) and will not
+// be resumed.
+func (s *searcher[S, I, O]) drop() {
+	if s.paused.valid {
+		s.paused.valid = false
+		s.release()
+	}
+}
+
+// pausedRun is where a paused run stopped, for the next run to go on.
+type pausedRun struct {
+	valid bool
+	state uint32
+	h     uint64
+	left  int
+	cur   int32
+	tick  uint32
+}
+
 // capped reports whether a search with filled.stepCap has run out of its
-// steps, or of the bytes that go with them: a search whose memo holds
+// steps, or of the bytes that go with them, or filled.over says it is
+// over its budget: a search whose memo holds
 // whole linearized sets (an unknown operation left pending early pins the
 // window) copies kilobytes per configuration on a long history, and is
 // then slower than the searches that follow it.
 func (s *searcher[S, I, O]) capped(tick uint32) bool {
 	c := s.m.stepCap
-	return c > 0 && (int(tick) > c*len(s.ops)+1024 || s.charged > int64(c*len(s.ops))*capBytes+1<<20)
+	if c > 0 && (int(tick) > c*len(s.ops)+1024 || s.charged > int64(c*len(s.ops))*capBytes+1<<20) {
+		return true
+	}
+	return s.m.over != nil && s.m.over(tick)
 }
 
 // capBytes is the bytes of tables a capped search may hold per step it
