@@ -5,10 +5,10 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/maphash"
+	"math"
 	"reflect"
 	"slices"
 	"sync/atomic"
-	"time"
 )
 
 // The generic search's way with unknown outcomes, when splitting them
@@ -274,8 +274,8 @@ func checkGeneric[S, I, O any](parent, ctx context.Context, m *filled[S, I, O], 
 // on sets in turn, until one of them decides. The search of m's Step goes
 // first, for capSplit steps per operation (plus 1024): most partitions
 // are decided there. Then each round lets the search on sets go on for
-// the time the first round took, doubled at each round, and the search
-// of m's Step for splitShare times that: a run pauses at its budget,
+// as many steps as the first round took, doubled at each round, and the
+// search of m's Step for splitShare times that: a run pauses at its budget,
 // keeping its tables, and the next run goes on from there, so no round
 // repeats the work of the one before. Neither search is always the faster: the sets
 // stay small where unknown acquires overlap known ones, but when a
@@ -283,8 +283,8 @@ func checkGeneric[S, I, O any](parent, ctx context.Context, m *filled[S, I, O], 
 // set of its own, and a step on sets takes a step of the model per
 // member. The two together take about 1 + 1/splitShare times what the
 // search of m's Step takes alone where it decides, or 1 + splitShare
-// times what the search on sets takes where that decides (a round's
-// budget is checked every 64 steps). It returns the search on sets if that decided, else nil. An Ok
+// times what the search on sets takes where that decides, counted in
+// steps (a round's budget is checked every 64 steps). It returns the search on sets if that decided, else nil. An Ok
 // witness from the sets is turned into one of m.
 func alternate[S, I, O any](m *filled[S, I, O], history []Operation[I, O], p Partition, b *budget, capSplit int) (Partition, *subset[S, I, O]) {
 	var abort atomic.Bool
@@ -293,7 +293,7 @@ func alternate[S, I, O any](m *filled[S, I, O], history []Operation[I, O], p Par
 	split.reset(p.Ops)
 	split.pausable = true
 	defer func() { m.over = nil }()
-	start, steps := time.Now(), uint32(capSplit*len(p.Ops)+1024)
+	steps := uint32(capSplit*len(p.Ops) + 1024)
 	m.over = func(tick uint32) bool { return tick > steps }
 	out := split.run()
 	if out.verdict != Unknown || !out.paused {
@@ -305,11 +305,15 @@ func alternate[S, I, O any](m *filled[S, I, O], history []Operation[I, O], p Par
 	defer putSearcher(sets)
 	sets.reset(p.Ops)
 	sets.pausable = true
-	var deadline time.Time
-	past := func(uint32) bool { return time.Now().After(deadline) }
-	m.over, u.set.over = past, past
-	for round := max(time.Since(start), firstRound); ; round *= 2 {
-		deadline = time.Now().Add(round)
+	// Budgets in steps, each search's own count (a paused run keeps it),
+	// never in wall time: the same history then takes the same turns on
+	// any machine at any load, so the search that decides it, and the
+	// witness or counterexample it returns, are the same in every run.
+	setsUntil, splitUntil := uint32(0), steps
+	m.over = func(tick uint32) bool { return tick > splitUntil }
+	u.set.over = func(tick uint32) bool { return tick > setsUntil }
+	for round := max(uint64(steps), firstRound); ; round *= 2 {
+		setsUntil = capTicks(uint64(setsUntil) + round)
 		out = sets.run()
 		if out.verdict == Ok {
 			sub := outcomeOf(p, out)
@@ -325,7 +329,7 @@ func alternate[S, I, O any](m *filled[S, I, O], history []Operation[I, O], p Par
 		if out.verdict != Unknown || !out.paused {
 			return outcomeOf(p, out), u
 		}
-		deadline = time.Now().Add(splitShare * round)
+		splitUntil = capTicks(uint64(splitUntil) + splitShare*round)
 		out = split.run()
 		if out.verdict != Unknown || !out.paused {
 			return outcomeOf(p, out), nil
@@ -333,8 +337,12 @@ func alternate[S, I, O any](m *filled[S, I, O], history []Operation[I, O], p Par
 	}
 }
 
-// firstRound is the least time of alternate's first round on sets.
-const firstRound = 50 * time.Microsecond
+// capTicks bounds a step budget by what a searcher's tick can count.
+func capTicks(n uint64) uint32 { return uint32(min(n, math.MaxUint32-64)) }
+
+// firstRound is the least number of steps of alternate's first round on
+// sets.
+const firstRound = 1024
 
 // splitShare is how many times longer than the search on sets the search
 // of m's Step goes on in each of alternate's rounds: the search of the
