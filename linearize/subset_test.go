@@ -243,3 +243,54 @@ func TestSetsAlternateWithSplit(t *testing.T) {
 	sets := checkSets(t, m, h, 100*time.Millisecond)
 	t.Logf("Illegal in %v; the search on sets alone: %v after 100ms", res.Elapsed, sets.Verdict)
 }
+
+// The turns of the two searches are counted in steps: checked again,
+// with the machine busy or not, a history that needs both searches gives
+// the same counterexample, and a correct one with many unknown acquires
+// the same witness.
+func TestAlternateRepeats(t *testing.T) {
+	f, err := os.Open("testdata/token-regress-30.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	bad, err := DecodeHistory[LeaseInput, LeaseOutput](f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := NewLeaseModel(6*time.Millisecond, time.Millisecond/2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := leaseSimHistory(leaseSim{seed: 7, ops: 100, clients: 3, keys: 1, unknown: 0.35, ttl: 100 * time.Millisecond, tol: time.Millisecond})
+	gm, err := NewLeaseModel(100*time.Millisecond, time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		m    Model[LeaseState, LeaseInput, LeaseOutput]
+		h    []Operation[LeaseInput, LeaseOutput]
+	}{{"token regression", m, bad}, {"correct, 35% unknown", gm, good}} {
+		var first Result
+		for i := range 3 {
+			res, err := Check(context.Background(), genericOnly(c.m), c.h, Options{TimeLimit: 20 * time.Second, Workers: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if i == 0 {
+				first = res
+				continue
+			}
+			if res.Verdict != first.Verdict || !slices.Equal(res.Counterexample, first.Counterexample) {
+				t.Fatalf("%s: check %d gave %v %v, the first %v %v", c.name, i, res.Verdict, res.Counterexample, first.Verdict, first.Counterexample)
+			}
+			for p := range res.Partitions {
+				if !slices.Equal(res.Partitions[p].Linearization, first.Partitions[p].Linearization) {
+					t.Fatalf("%s: check %d's witness of partition %d differs from the first's", c.name, i, p)
+				}
+			}
+		}
+		t.Logf("%s: %v, counterexample %v", c.name, first.Verdict, first.Counterexample)
+	}
+}
