@@ -286,30 +286,27 @@ func (s *consulBench) about() string { return "miniconsul (embedded, wall clock)
 func (s *consulBench) workers(lib, name string, n int) ([]lockbench.Worker, func(), error) {
 	key := "lockproof-bench/" + name
 	switch lib {
-	case "lockproof", libSemaphore:
+	case "lockproof", libSemaphore, libRWWriter:
+		opts := []locks.Option{locks.WithTTL(benchTTL), locks.WithPrefix("")}
 		ws := make([]lockbench.Worker, n)
 		for i := range ws {
 			var l locks.Locker
 			var err error
-			if lib == libSemaphore {
-				l, err = consullock.NewSemaphore(s.client, key, 1, locks.WithTTL(benchTTL), locks.WithPrefix(""))
-			} else {
-				l, err = consullock.New(s.client, key, locks.WithTTL(benchTTL), locks.WithPrefix(""))
+			switch lib {
+			case libSemaphore:
+				l, err = consullock.NewSemaphore(s.client, key, 1, opts...)
+			case libRWWriter:
+				var m *consullock.RWMutex
+				if m, err = consullock.NewRWMutex(s.client, key, opts...); err == nil {
+					l = m.Locker()
+				}
+			default:
+				l, err = consullock.New(s.client, key, opts...)
 			}
 			if err != nil {
 				return nil, nil, err
 			}
 			ws[i] = lockbench.FromLocker(l)
-		}
-		return ws, func() {}, nil
-	case libRWWriter:
-		ws := make([]lockbench.Worker, n)
-		for i := range ws {
-			m, err := consullock.NewRWMutex(s.client, key, locks.WithTTL(benchTTL), locks.WithPrefix(""))
-			if err != nil {
-				return nil, nil, err
-			}
-			ws[i] = lockbench.FromLocker(m.Locker())
 		}
 		return ws, func() {}, nil
 	case "api.Lock":
