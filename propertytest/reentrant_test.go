@@ -160,7 +160,8 @@ func (l *countIgnored) wrap(lease locks.Lease, err error) (locks.Lease, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.outer != nil && l.outer.Err() == nil {
-		if a, _ := l.outer.Token(); func() bool { b, _ := lease.Token(); return a == b }() {
+		outer, _ := l.outer.Token()
+		if tok, _ := lease.Token(); tok == outer {
 			return &unlocksAll{Lease: lease, outer: l.outer}, nil
 		}
 	}
