@@ -43,24 +43,25 @@ func setSteps(t *testing.T, n int) {
 }
 
 // etcdRuns sets rapid's checks and steps for a suite run on etcd, in real
-// time (seconds per run): 2 runs of 7 steps on average by default (3 runs
-// took 10-20 s, too much of go test's two minutes; CI's step 2 makes 3,
-// with -rapid.checks=3), 40 runs of rapid's default length with
-// LOCKPROOF_DEEP=1 (about ten minutes), unless -rapid.checks or
-// -rapid.steps were given.
-func etcdRuns(t *testing.T) {
+// time (seconds per run): n runs of 7 steps on average by default (3 runs
+// took 10-20 s, too much of go test's two minutes), 40 runs of rapid's
+// default length with LOCKPROOF_DEEP=1 (about ten minutes), unless
+// -rapid.checks or -rapid.steps were given.
+func etcdRuns(t *testing.T, n int) {
 	if os.Getenv("LOCKPROOF_DEEP") == "1" && !ChecksGiven() {
 		if err := flag.Set("rapid.checks", "40"); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = flag.Set("rapid.checks", "500") })
 	}
-	SetChecks(t, 2)
+	SetChecks(t, n)
 	setSteps(t, 7)
 }
 
+// One run by default (about 5 s in real time); the etcd cells of
+// lockproof check and CI's real-server step run more.
 func TestEtcdLockKeepsItsProperties(t *testing.T) {
-	etcdRuns(t)
+	etcdRuns(t, 1)
 	rep := Run(t, EtcdLock(), EtcdLockOptions())
 	if rep.Runs == 0 || rep.Checked[Exclusivity] != rep.Runs || rep.Checked[DeadlockFreedom] != rep.Runs {
 		t.Fatalf("checks ran %v in %d runs", rep.Checked, rep.Runs)
@@ -73,7 +74,7 @@ func TestEtcdLockOnRealServer(t *testing.T) {
 	if env == "" {
 		t.Skipf("set %s to run the suite on a real etcd", fakes.EnvEtcdEndpoints)
 	}
-	etcdRuns(t)
+	etcdRuns(t, 2)
 	Run(t, EtcdLockOn(strings.Split(env, ",")), EtcdLockOptions())
 }
 
@@ -98,7 +99,7 @@ func TestEtcdLockOnAnEmbeddedMember(t *testing.T) {
 
 func TestEtcdRWMutexKeepsItsProperties(t *testing.T) {
 	skipEtcdRecipe(t)
-	etcdRuns(t)
+	etcdRuns(t, 2)
 	o := EtcdLockOptions()
 	o.ReadWrite, o.Clients = true, 4
 	rep := Run(t, EtcdRWMutex(), o)
@@ -110,7 +111,7 @@ func TestEtcdRWMutexKeepsItsProperties(t *testing.T) {
 
 func TestEtcdSemaphoreKeepsItsProperties(t *testing.T) {
 	skipEtcdRecipe(t)
-	etcdRuns(t)
+	etcdRuns(t, 2)
 	o := EtcdLockOptions()
 	o.Permits = 2
 	rep := Run(t, EtcdSemaphore(2), o)

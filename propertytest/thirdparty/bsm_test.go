@@ -106,8 +106,11 @@ func bsmAcquire(c *redislock.Client, key string, o locks.Options) acquireFunc {
 }
 
 // bsm/redislock claims mutual exclusion with expiry, no fencing: run with
-// Claims crash only, the suite must pass.
+// Claims crash only, the suite must pass. A waiting Obtain sleeps its
+// retry back-off in wall time, so a run lasts up to a second: 5 runs by
+// default (LOCKPROOF_DEEP=1: 500).
 func TestThirdPartyBsmRedislock(t *testing.T) {
+	propertytest.SetChecks(t, 5)
 	ownClaims(t, 0xb5e, bsmLock(), propertytest.Options{
 		Claims: []propertytest.FaultKind{propertytest.FaultCrash},
 	})

@@ -119,8 +119,11 @@ func redsyncNotHeld(err error) error {
 
 // redsync claims mutual exclusion with expiry (crash safety), no fencing:
 // run with Claims crash only, the suite must pass, lost updates of paused
-// holders being expected violations.
+// holders being expected violations. A waiting Lock sleeps redsync's
+// retry delay in wall time, so a run lasts up to a second: 5 runs by
+// default (LOCKPROOF_DEEP=1: 500).
 func TestThirdPartyRedsync(t *testing.T) {
+	propertytest.SetChecks(t, 5)
 	ownClaims(t, 0x7ed51c, redsyncLock(), propertytest.Options{
 		Claims: []propertytest.FaultKind{propertytest.FaultCrash},
 	})
