@@ -192,6 +192,21 @@ func Cycles(t testing.TB, ctx context.Context, w lockbench.Worker, n int) {
 	}
 }
 
+// Uncontended is the body of the uncontended comparison benchmarks: a
+// warm-up cycle (a session, a connection, the lock's node), then b.N
+// timed lock+unlock cycles of w, reporting allocations and requests per
+// cycle (reqs/op) as requests, the count of the worker's client, moved.
+func Uncontended(b *testing.B, ctx context.Context, w lockbench.Worker, requests func() int64) {
+	b.Helper()
+	Cycles(b, ctx, w, 1)
+	before := requests()
+	b.ReportAllocs()
+	b.ResetTimer()
+	Cycles(b, ctx, w, b.N)
+	b.StopTimer()
+	b.ReportMetric(float64(requests()-before)/float64(b.N), "reqs/op")
+}
+
 // ReportContention reports what the handoff comparison benchmarks share of
 // a lockbench.Contend result: the hand-off latency's median and 99th
 // percentile (handoff-p50-ms, handoff-p99-ms) and the acquisition rate

@@ -173,14 +173,7 @@ func BenchmarkUncontended(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					w := ws[0]
-					locktest.Cycles(b, ctx, w, 1) // warm up
-					before := s.count.n.Load()
-					b.ReportAllocs()
-					b.ResetTimer()
-					locktest.Cycles(b, ctx, w, b.N)
-					b.StopTimer()
-					b.ReportMetric(float64(s.count.n.Load()-before)/float64(b.N), "reqs/op")
+					locktest.Uncontended(b, ctx, ws[0], s.count.n.Load)
 				})
 			}
 		})

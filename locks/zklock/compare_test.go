@@ -155,14 +155,7 @@ func (bn *bench) uncontended(b *testing.B, lib library) {
 	ctx, cancel := context.WithTimeout(context.Background(), compareTimeout)
 	defer cancel()
 	c := &peers.ZKCounter{}
-	w := bn.workers(b, lib, 1, c)[0]
-	locktest.Cycles(b, ctx, w, 1) // warm up: the lock's node
-	before := c.Requests()
-	b.ReportAllocs()
-	b.ResetTimer()
-	locktest.Cycles(b, ctx, w, b.N)
-	b.StopTimer()
-	b.ReportMetric(float64(c.Requests()-before)/float64(b.N), "reqs/op")
+	locktest.Uncontended(b, ctx, bn.workers(b, lib, 1, c)[0], c.Requests)
 }
 
 func (bn *bench) handoff(b *testing.B, lib library, waiters int) {
