@@ -701,16 +701,18 @@ func (m *machine) checkRenewLoss(c *client, h *held, err error) {
 // holder that waits on Done (a watchdog that swallows its renewal failures
 // and never tells) would otherwise go on as if it held the lock. Leases
 // are followed from the moment they stop being valid until they signal
-// the loss or are reported.
+// the loss or are reported. A lease seen lapsed is judged only after the
+// scheduler has settled the run once more: a lock may close Done on a
+// goroutine of its own (one started by the first call to Done, say), and
+// collect runs several times within one step, with nothing let run in
+// between.
 func (m *machine) checkLossSignalled(c *client) {
-	var fresh *held // seen lapsed just now: it gets until the next step to say so
 	if c.cur != nil && !m.valid(c.cur) && !m.unlocking(c) && !closed(c.cur.lease.Done()) {
-		fresh = c.cur
-		m.lapsed = append(m.lapsed, lapsed{c: c, h: c.cur})
+		m.lapsed = append(m.lapsed, lapsed{c: c, h: c.cur, settles: m.sched.settles})
 	}
 	kept := m.lapsed[:0]
 	for _, l := range m.lapsed {
-		if l.c != c || l.h == fresh {
+		if l.c != c || l.settles == m.sched.settles {
 			kept = append(kept, l)
 			continue
 		}
@@ -731,8 +733,9 @@ func (m *machine) checkLossSignalled(c *client) {
 
 // lapsed is a lease past its deadline whose Done has not closed yet.
 type lapsed struct {
-	c *client
-	h *held
+	c       *client
+	h       *held
+	settles int // sched.settles when it was first seen lapsed
 }
 
 // closed reports whether ch is closed.

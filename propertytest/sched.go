@@ -54,6 +54,9 @@ type sched struct {
 	kick   chan struct{} // a gate event happened (capacity 1)
 	nextID int
 	notes  []string // quiescence give-ups, for the run's log
+	// settles counts the settles that ran to their end: a check that
+	// must give the operations a chance to react waits for it to move.
+	settles int
 
 	// snapshot's buffers, reused.
 	samples []metrics.Sample
@@ -362,6 +365,7 @@ func (s *sched) settle() {
 		}
 		s.mu.Unlock()
 		if next == nil {
+			s.settles++
 			return
 		}
 		if s.run(next, true) == opBlocked {
