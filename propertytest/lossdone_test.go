@@ -5,7 +5,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/locks"
 )
 
@@ -59,23 +58,16 @@ func TestLossSignalledOnALockGoroutineIsNoViolation(t *testing.T) {
 	SetChecks(t, 50) // before the fix, seed 20261126 failed in 0.9 s
 	SetFlag(t, "rapid.seed", "20261126")
 	factory := func(env Env) (*Backend, error) {
-		clock := fakes.NewClock(epoch)
-		var shared *fakes.MemLock
-		return &Backend{
-			NewLocker: func(name string, opts ...locks.Option) (locks.Locker, error) {
-				if shared == nil {
-					l, err := fakes.NewMemLock(name, append([]locks.Option{locks.WithClock(clock)}, opts...)...)
-					if err != nil {
-						return nil, err
-					}
-					shared = l
-				}
-				return lazyDoneLocker{shared}, nil
-			},
-			Clock:     clock,
-			Advance:   clock.Advance,
-			InProcess: true,
-		}, nil
+		be, err := MemLock()(env)
+		if err != nil {
+			return nil, err
+		}
+		inner := be.NewLocker
+		be.NewLocker = func(name string, opts ...locks.Option) (locks.Locker, error) {
+			l, err := inner(name, opts...)
+			return lazyDoneLocker{l}, err
+		}
+		return be, nil
 	}
 	rep := Run(t, factory, Options{})
 	if rep.Runs == 0 || rep.Checked[Exclusivity] != rep.Runs {
