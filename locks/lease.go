@@ -78,6 +78,22 @@ func NewLease(spec LeaseSpec, ops LeaseOps, o Options) *ManagedLease {
 	return l
 }
 
+// GiveBackIfLate is for a lock about to hand a new lease over: it returns
+// nil while the lease is valid. A lease whose deadline passed before it
+// could be handed over (NewLease found it so) is reported to the
+// Observer at PointGrantedTooLate, released (owner-checked, on a context
+// that ctx's cancellation does not end), and its Err, which wraps
+// ErrLeaseExpired, is returned: the lock must not return it as held.
+func (l *ManagedLease) GiveBackIfLate(ctx context.Context) error {
+	err := l.Err()
+	if err == nil {
+		return nil
+	}
+	Observe(ctx, l.opt.Observer, l.event(PointGrantedTooLate))
+	_ = l.Unlock(context.WithoutCancel(ctx))
+	return err
+}
+
 // Name returns the lock's name.
 func (l *ManagedLease) Name() string { return l.spec.Name }
 

@@ -113,6 +113,56 @@ func TestLeaseAlreadyExpiredAtGrant(t *testing.T) {
 	}
 }
 
+// A lease that expired before it could be handed over is reported at
+// PointGrantedTooLate with its token, released even on a cancelled
+// context, and its error returned; a valid one is left alone.
+func TestGiveBackIfLate(t *testing.T) {
+	var mu sync.Mutex
+	var seen []locks.Event
+	obs := locks.ObserverFunc(func(_ context.Context, e locks.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		seen = append(seen, e)
+	})
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+
+	late := newOps()
+	clock := fakes.NewClock(epoch.Add(time.Hour))
+	l := locks.NewLease(locks.LeaseSpec{Name: "x", Token: 7, Fenced: true, Start: epoch}, late,
+		options(t, clock, locks.WithObserver(obs), locks.WithWatchdog(false)))
+	if err := l.GiveBackIfLate(cancelled); !errors.Is(err, locks.ErrLeaseExpired) {
+		t.Fatalf("GiveBackIfLate of an expired lease = %v, want ErrLeaseExpired", err)
+	}
+	if _, releases := late.count(); releases != 1 {
+		t.Fatalf("%d releases of the lease given back, want 1", releases)
+	}
+	mu.Lock()
+	first := seen
+	seen = nil
+	mu.Unlock()
+	if len(first) == 0 || first[0].Point != locks.PointGrantedTooLate || first[0].Token != 7 || !first[0].Fenced || first[0].Name != "x" {
+		t.Fatalf("events %+v, want PointGrantedTooLate with token 7 first", first)
+	}
+
+	valid := newOps()
+	l = locks.NewLease(locks.LeaseSpec{Name: "x", Token: 8, Fenced: true, Start: clock.Now()}, valid,
+		options(t, clock, locks.WithObserver(obs), locks.WithWatchdog(false)))
+	if err := l.GiveBackIfLate(context.Background()); err != nil {
+		t.Fatalf("GiveBackIfLate of a valid lease = %v", err)
+	}
+	if _, releases := valid.count(); releases != 0 || l.Err() != nil {
+		t.Fatalf("a valid lease was given back: %d releases, Err %v", releases, l.Err())
+	}
+	mu.Lock()
+	n := len(seen)
+	mu.Unlock()
+	if n != 0 {
+		t.Fatalf("%d events for a valid lease", n)
+	}
+	_ = l.Unlock(context.Background())
+}
+
 func TestWatchdogRenewsAtThirdOfTTL(t *testing.T) {
 	clock := fakes.NewClock(epoch)
 	ops := newOps()

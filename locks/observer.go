@@ -22,6 +22,13 @@ const (
 	// write (examples, propertytest) report it themselves with Observe, so one
 	// Observer sees the whole sequence.
 	PointBeforeWrite
+	// PointGrantedTooLate: the backend granted, but the lease's local
+	// deadline had passed before Lock or TryLock could hand it over (the
+	// request or its reply took longer than the TTL). The lock releases
+	// it, and Lock waits again; Event.Token is that grant's. A history
+	// of the lock (propertytest's) needs it: the grant held the lock for
+	// a while, inside a call that returns another grant, or none.
+	PointGrantedTooLate
 )
 
 // String names the point.
@@ -35,6 +42,8 @@ func (p Point) String() string {
 		return "before-unlock"
 	case PointBeforeWrite:
 		return "before-write"
+	case PointGrantedTooLate:
+		return "granted-too-late"
 	}
 	return "point(" + strconv.Itoa(int(p)) + ")"
 }

@@ -83,6 +83,53 @@ func (r *recorder) cleanedUp(i int) {
 	})
 }
 
+// gaveBack records a grant that the lock made within acquire i and gave
+// back (locks.PointGrantedTooLate), under owner, an owner of its own as
+// the lock's was: an acquire called when i was, granted with g's fencing
+// token by the time the lock reported it (of unknown outcome for a lock
+// without fencing tokens, which gives the model nothing to order it by),
+// and a release by that owner from then until i returned, of unknown
+// outcome (the lock sends it on a lease already expired, and its answer
+// is not told).
+func (r *recorder) gaveBack(i int, owner uint64, g lateGrant) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	acq := r.lock[i]
+	in := linearize.LeaseInput{Lock: acq.Input.Lock, Op: linearize.Acquire, Owner: owner, Shared: acq.Input.Shared}
+	at := max(g.at, acq.Call)
+	grant := lockOp{ID: len(r.lock), ClientID: acq.ClientID, Call: acq.Call, Return: at, Input: in,
+		Output: linearize.LeaseOutput{OK: true, Token: g.token}}
+	if g.token == 0 {
+		grant.Output, grant.Unknown = linearize.LeaseOutput{}, true
+	}
+	r.lock = append(r.lock, grant)
+	in.Op, in.Shared = linearize.Release, false
+	r.lock = append(r.lock, lockOp{
+		ID: len(r.lock), ClientID: acq.ClientID, Call: at, Return: max(acq.Return, at), Unknown: true, Input: in,
+	})
+}
+
+// heldUp records, beside acquire i, which stood stalled after one of its
+// requests while the run's time moved, an acquire of unknown outcome
+// under owner, an owner of its own, over the same span: a grant that i's
+// request made and lost unseen. A lock that writes its claim in one
+// request and reads the result back in the next (mysqllock) may find
+// the lock another's by the time the read-back goes, its own claim
+// having expired meanwhile: the call then returns a refusal, or, a Lock,
+// a later grant, and the claim held the lock in between, which another
+// client's refusal then, or the lower token of a grant after it, shows.
+// An acquire of unknown outcome may also never have taken effect: it
+// explains such refusals and tokens, never a second holder.
+func (r *recorder) heldUp(i int, owner uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	acq := r.lock[i]
+	r.lock = append(r.lock, lockOp{
+		ID: len(r.lock), ClientID: acq.ClientID, Call: acq.Call, Return: max(acq.Return, acq.Call), Unknown: true,
+		Input: linearize.LeaseInput{Lock: acq.Input.Lock, Op: linearize.Acquire, Owner: owner, Shared: acq.Input.Shared},
+	})
+}
+
 // syntheticGap spaces the synthetic tokens. The lease model gives an
 // unknown acquire that took effect the previous token + 1; the gap leaves
 // room for that many of them between two grants that returned, in

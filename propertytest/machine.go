@@ -85,6 +85,7 @@ type machine struct {
 func newMachine(o Options, be *Backend, jitterSeed uint64) (*machine, error) {
 	m := &machine{o: o, be: be, rec: newRecorder(be.Clock), sched: newSched(o.Settle, be.InProcess),
 		active: map[int]bool{}, used: map[int]bool{}, ran: map[Property]bool{}, unclaimed: map[string]bool{}}
+	_, m.sched.realTime = be.Clock.(locks.SystemClock)
 	lease, err := linearize.NewLeaseModel(o.TTL, locks.Drift(o.TTL))
 	if err != nil {
 		return nil, err
@@ -182,6 +183,14 @@ type crashKey struct{}
 type crashObserver struct{}
 
 func (crashObserver) Observe(ctx context.Context, e locks.Event) {
+	if e.Point == locks.PointGrantedTooLate {
+		// Not a gate: the history notes the grant the lock gives back
+		// (see synthSlot.late), and the run goes on as it would have.
+		if s, ok := ctx.Value(synthKey{}).(*synthSlot); ok {
+			s.gaveBack(e)
+		}
+		return
+	}
 	if e.Point == locks.PointAcquired { // drawn whether or not the lease turns out fenced
 		if s, ok := ctx.Value(synthKey{}).(*synthSlot); ok {
 			if s.token == 0 {
@@ -213,6 +222,34 @@ type synthSlot struct {
 	acquired bool
 	fence    locks.Token
 	fenced   bool
+
+	// late are the grants the lock reported at PointGrantedTooLate and
+	// gave back: each held the lock for a while within this call, which
+	// the history must show beside the call's own outcome, or another
+	// client's refusal then, and the lower token of a grant after it,
+	// read as violations (a waiting Lock that returns a later grant).
+	now  func() int64
+	late []lateGrant
+}
+
+// lateGrant is one grant given back: when the lock reported it, history
+// time, and its fencing token (0 without one).
+type lateGrant struct {
+	at    int64
+	token uint64
+}
+
+// gaveBack notes a grant given back. Without a fencing token it gets no
+// synthetic one: those number grants in the order the lock reported them,
+// and this grant was made at some moment before its report, which may
+// come after other clients' grants (Redlock's majority won at the start
+// of an attempt held up past its validity).
+func (s *synthSlot) gaveBack(e locks.Event) {
+	g := lateGrant{at: s.now()}
+	if e.Fenced {
+		g.token = uint64(e.Token)
+	}
+	s.late = append(s.late, g)
 }
 
 func (s *synthSlot) take() uint64 {
@@ -254,7 +291,7 @@ func (m *machine) acquire(c *client, blocking, crash bool, stallAt int, onGrant 
 	if blocking {
 		name, budget = "Lock", 0
 	}
-	synth := &synthSlot{next: m.rec.syntheticToken}
+	synth := &synthSlot{next: m.rec.syntheticToken, now: m.rec.now}
 	o := m.sched.start(c.id, name, budget, stallAt, func(ctx context.Context) {
 		ctx = context.WithValue(ctx, synthKey{}, synth)
 		if crash {
@@ -271,6 +308,15 @@ func (m *machine) acquire(c *client, blocking, crash bool, stallAt int, onGrant 
 	})
 	c.op = o
 	c.fin = func() {
+		defer func() {
+			for _, g := range synth.late {
+				m.rec.gaveBack(i, m.newOwner(), g)
+				m.logf("client %d: %s gave back a grant that came too late (token %d)", c.id, name, g.token)
+			}
+			if m.sched.wasHeldUp(o) {
+				m.rec.heldUp(i, m.newOwner())
+			}
+		}()
 		if !returned {
 			// It died at PointAcquired: the backend had granted it, with
 			// the token the lock reported there (or the synthetic one).
@@ -518,6 +564,7 @@ func (m *machine) finishWork(c *client) {
 
 // advance moves the backend's time and lets the clients react.
 func (m *machine) advance(d time.Duration) {
+	m.sched.holdUp()
 	m.be.Advance(d)
 	m.sched.settle()
 	m.collect()

@@ -67,6 +67,9 @@ type sched struct {
 	// inProcess: every connection is in memory (Backend.InProcess), so
 	// quiescent need not sleep for the network poller.
 	inProcess bool
+	// realTime: the run's clock is the system's, so time passes while
+	// an operation stands stalled whatever the driver does.
+	realTime bool
 }
 
 // debugQuiesce prints the snapshots that kept the scheduler from quiescence.
@@ -95,6 +98,9 @@ type op struct {
 	crashed  bool
 	finished bool
 	parallel bool // it once had two requests parked at once
+	// heldUp: time passed while it stood stalled after a request had
+	// gone (see holdUp).
+	heldUp bool
 }
 
 // gateReq is one parked request.
@@ -301,9 +307,40 @@ func (s *sched) run(o *op, blockedOK bool) opState {
 	}
 }
 
+// stoodAfterSend reports whether o stands stalled after at least one of
+// its requests (or points) went. Called with s.mu held.
+func (o *op) stoodAfterSend() bool {
+	return !o.finished && len(o.parked) > 0 && o.stallAt >= 0 && o.passed >= o.stallAt && o.passed >= 1
+}
+
+// holdUp notes, before the run's time moves, every operation that stands
+// stalled after a request went: what that request did may have run its
+// course unseen meanwhile (an acquisition that won, expired and was taken
+// over before its reply, or its read-back, came).
+func (s *sched) holdUp() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, o := range s.ops {
+		if o.stoodAfterSend() {
+			o.heldUp = true
+		}
+	}
+}
+
+// wasHeldUp reports whether time passed while o stood stalled after a
+// request went (holdUp, or a stall resumed in real time).
+func (s *sched) wasHeldUp(o *op) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return o.heldUp
+}
+
 // resume clears o's stall and runs it as run does.
 func (s *sched) resume(o *op, blockedOK bool) opState {
 	s.mu.Lock()
+	if s.realTime && o.stoodAfterSend() {
+		o.heldUp = true
+	}
 	o.stallAt = -1
 	s.mu.Unlock()
 	return s.run(o, blockedOK)

@@ -172,8 +172,7 @@ func (a *attempt) hold(ctx context.Context, key string, token, last uint64, entr
 	tok := locks.Token(token)
 	ops := &leaseOps{l: l, key: key, session: a.session, entries: entries}
 	lease := locks.NewLease(locks.LeaseSpec{Name: l.name, Token: tok, Fenced: true, Start: a.renewed}, ops, l.opt)
-	if err := lease.Err(); err != nil {
-		_ = lease.Unlock(context.WithoutCancel(ctx)) // releases the key and destroys the session
+	if err := lease.GiveBackIfLate(ctx); err != nil { // releases the key and destroys the session
 		return nil, l.errorf("acquired too late: %w", err)
 	}
 	ops.monitor(lease, last)

@@ -260,8 +260,7 @@ func (l *Locker) grant(ctx context.Context, s *session, key string, rev int64) (
 	}
 	tok := locks.Token(rev)
 	lease := locks.NewLease(locks.LeaseSpec{Name: l.name, Token: tok, Fenced: true, Start: s.renewedAt()}, ops, l.opt)
-	if err := lease.Err(); err != nil {
-		_ = lease.Unlock(context.WithoutCancel(ctx)) // owner-checked; passes the lock on
+	if err := lease.GiveBackIfLate(ctx); err != nil { // the release passes the lock on
 		return nil, l.errorf("acquired too late: %w", err)
 	}
 	locks.Observe(ctx, l.opt.Observer, locks.Event{Point: locks.PointAcquired, Name: l.name, Token: tok, Fenced: true})

@@ -189,8 +189,7 @@ func (l *Locker) forget(owner string) {
 func (l *Locker) grant(ctx context.Context, owner string, r attemptResult) (locks.Lease, error) {
 	lease := locks.NewLease(locks.LeaseSpec{Name: l.name, Token: r.fence, Fenced: true, Start: r.start},
 		leaseOps{l: l, owner: owner}, l.opt)
-	if err := lease.Err(); err != nil {
-		_ = lease.Unlock(context.WithoutCancel(ctx))
+	if err := lease.GiveBackIfLate(ctx); err != nil {
 		return nil, l.errorf("acquired too late: %w", err)
 	}
 	locks.Observe(ctx, l.opt.Observer, locks.Event{Point: locks.PointAcquired, Name: l.name, Token: r.fence, Fenced: true})

@@ -174,8 +174,7 @@ func (n *notified) eval(ctx context.Context, script *redis.Script, keys []string
 func (n *notified) grant(ctx context.Context, owner string, r attemptResult) (locks.Lease, error) {
 	lease := locks.NewLease(locks.LeaseSpec{Name: n.name, Token: r.fence, Fenced: true, Start: r.start},
 		n.ops(owner), n.opt)
-	if err := lease.Err(); err != nil {
-		_ = lease.Unlock(context.WithoutCancel(ctx)) // owner-checked
+	if err := lease.GiveBackIfLate(ctx); err != nil {
 		return nil, n.errorf("acquired too late: %w", err)
 	}
 	locks.Observe(ctx, n.opt.Observer, locks.Event{Point: locks.PointAcquired, Name: n.name, Token: r.fence, Fenced: true})

@@ -222,8 +222,7 @@ func (l *Locker) recheck(ctx context.Context, owner string) (attemptResult, erro
 func (l *Locker) grant(ctx context.Context, owner string, fence locks.Token, start time.Time) (locks.Lease, error) {
 	lease := locks.NewLease(locks.LeaseSpec{Name: l.name, Token: fence, Fenced: true, Start: start},
 		leaseOps{l: l, owner: owner}, l.opt)
-	if err := lease.Err(); err != nil {
-		_ = lease.Unlock(context.WithoutCancel(ctx)) // owner-checked; passes the lock on
+	if err := lease.GiveBackIfLate(ctx); err != nil { // the release passes the lock on
 		return nil, l.errorf("acquired too late: %w", err)
 	}
 	locks.Observe(ctx, l.opt.Observer, locks.Event{Point: locks.PointAcquired, Name: l.name, Token: fence, Fenced: true})

@@ -54,6 +54,11 @@ func (l *Locker) acquireAs(ctx context.Context, owner string) (locks.Lease, hint
 		}
 		return l.grant(ctx, owner, start), hint{}, nil
 	}
+	if t.ours >= l.quorum {
+		// A majority granted, too late to leave any validity: the lock
+		// was ours for a while, and is given back.
+		locks.Observe(ctx, l.opt.Observer, locks.Event{Point: locks.PointGrantedTooLate, Name: l.name})
+	}
 	l.abandon(ctx, owner, t.unsure)
 	return nil, t.hint(l.quorum, l.opt.TTL, took), l.failure(ctx, t, validity)
 }

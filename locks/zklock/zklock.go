@@ -224,8 +224,7 @@ func (l *Locker) grant(ctx context.Context, c *contender) (locks.Lease, error) {
 	tok := locks.Token(st.Czxid)
 	ops := &leaseOps{l: l, path: c.path, czxid: st.Czxid, version: st.Version, session: c.session, released: make(chan struct{})}
 	lease := locks.NewLease(locks.LeaseSpec{Name: l.name, Token: tok, Fenced: true, Start: start}, ops, l.opt)
-	if err := lease.Err(); err != nil {
-		_ = lease.Unlock(context.WithoutCancel(ctx)) // deletes the node: the lock passes on
+	if err := lease.GiveBackIfLate(ctx); err != nil { // deletes the node: the lock passes on
 		return nil, l.errorf("acquired too late: %w", err)
 	}
 	ops.monitor(lease)
