@@ -26,6 +26,24 @@ type Clock struct {
 	seq     uint64
 	timers  map[*clockTimer]struct{}
 	changed chan struct{} // closed and replaced whenever timers are added
+	// dispatch starts the AfterFunc callbacks one Advance passed; nil:
+	// each on a goroutine of its own (SetDispatch).
+	dispatch func(fs []func())
+}
+
+// SetDispatch replaces how the AfterFunc callbacks that one Advance passes
+// are started. By default each gets a goroutine of its own, started in
+// deadline order (then in the order they were armed), and two of them
+// then race. run receives them in that order, after Advance has released
+// the clock, on the goroutine that called Advance, and must see that each
+// runs: propertytest starts each and waits until the process is
+// quiescent before it starts the next, so that two leases' watchdogs due
+// in the same advance renew in the same order in every replay of a seed.
+// nil restores the default.
+func (c *Clock) SetDispatch(run func(fs []func())) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.dispatch = run
 }
 
 var _ locks.Clock = (*Clock)(nil)
@@ -103,8 +121,8 @@ func (c *Clock) fireLocked(t *clockTimer) {
 // deadline order, each with the clock reading its own deadline.
 func (c *Clock) Advance(d time.Duration) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	end := c.now.Add(d)
+	var fs []func()
 	for {
 		due := c.dueLocked(end)
 		if len(due) == 0 {
@@ -112,10 +130,28 @@ func (c *Clock) Advance(d time.Duration) {
 		}
 		for _, t := range due {
 			c.now = t.at
-			c.fireLocked(t)
+			if t.ch != nil {
+				c.fireLocked(t)
+				continue
+			}
+			t.done = true
+			delete(c.timers, t)
+			fs = append(fs, t.f)
 		}
 	}
 	c.now = end
+	run := c.dispatch
+	c.mu.Unlock()
+	if len(fs) == 0 {
+		return
+	}
+	if run != nil {
+		run(fs)
+		return
+	}
+	for _, f := range fs {
+		go f()
+	}
 }
 
 func (c *Clock) dueLocked(end time.Time) []*clockTimer {

@@ -3,6 +3,7 @@ package fakes_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -117,5 +118,42 @@ func TestClockWaitTimersHonoursContext(t *testing.T) {
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("WaitTimers after cancel = %v, want context.Canceled", err)
+	}
+}
+
+// SetDispatch gets the callbacks one Advance passed, in deadline order
+// and, at one deadline, in the order they were armed, once the clock is
+// released (a callback may read it); nil puts the goroutines back.
+func TestClockSetDispatch(t *testing.T) {
+	c := fakes.NewClock(time.Unix(0, 0))
+	var got []string
+	note := func(s string) func() { return func() { got = append(got, s+" at "+c.Now().Format("05.000")) } }
+	c.AfterFunc(3*time.Second, note("c"))
+	c.AfterFunc(time.Second, note("a"))
+	c.AfterFunc(time.Second, note("b"))
+	c.AfterFunc(10*time.Second, note("late"))
+	var batches int
+	c.SetDispatch(func(fs []func()) {
+		batches++
+		for _, f := range fs {
+			f() // on the caller's goroutine: the clock must not be held
+		}
+	})
+	c.Advance(5 * time.Second)
+	want := []string{"a at 05.000", "b at 05.000", "c at 05.000"}
+	if batches != 1 || !slices.Equal(got, want) {
+		t.Fatalf("%d batches, callbacks %v, want one batch %v", batches, got, want)
+	}
+	c.SetDispatch(nil)
+	done := make(chan struct{})
+	c.AfterFunc(time.Second, func() { close(done) })
+	c.Advance(time.Second)
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the default dispatch did not run the callback")
+	}
+	if batches != 1 {
+		t.Fatalf("the dispatcher was called after SetDispatch(nil)")
 	}
 }

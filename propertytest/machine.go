@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/linearize"
 	"github.com/lockproof/lockproof/locks"
 	"pgregory.net/rapid"
@@ -86,6 +87,9 @@ func newMachine(o Options, be *Backend, jitterSeed uint64) (*machine, error) {
 	m := &machine{o: o, be: be, rec: newRecorder(be.Clock), sched: newSched(o.Settle, be.InProcess),
 		active: map[int]bool{}, used: map[int]bool{}, ran: map[Property]bool{}, unclaimed: map[string]bool{}}
 	_, m.sched.realTime = be.Clock.(locks.SystemClock)
+	if c, ok := be.Clock.(*fakes.Clock); ok {
+		c.SetDispatch(m.sched.oneByOne)
+	}
 	lease, err := linearize.NewLeaseModel(o.TTL, locks.Drift(o.TTL))
 	if err != nil {
 		return nil, err

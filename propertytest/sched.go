@@ -411,6 +411,18 @@ func (s *sched) settle() {
 	}
 }
 
+// oneByOne starts the timer callbacks one Advance of a manual clock
+// passed (fakes.Clock.SetDispatch), each on a goroutine of its own, and
+// waits until the process is quiescent before it starts the next: the
+// lease watchdogs and expiries due in one advance then act in deadline
+// order, not in the order the Go runtime picks.
+func (s *sched) oneByOne(fs []func()) {
+	for _, f := range fs {
+		go f()
+		s.quiescent()
+	}
+}
+
 // quiescent waits until the process is quiescent (see the comment at the
 // top of this file) and reports true, or gives up after maxQuiesce and
 // reports false.
