@@ -90,7 +90,7 @@
 //     wider scope makes the lease-lock histories twenty times slower (see
 //     searcher.try).
 //   - Where splitting unknown operations does not decide a partition
-//     quickly (8 steps per operation, plus 1024), the search on sets joins
+//     quickly (2 steps per operation, plus 64), the search on sets joins
 //     in (subset.go): porcupine's power-set construction for any model,
 //     a state being the set of the model's states the linearized
 //     operations may have led to, an unknown operation stepping to the
@@ -104,10 +104,15 @@
 //     sets costs a step of the model per member: a 30-operation
 //     token-regression history took the sets 3.5 minutes and the split
 //     search 40 ms. So the two alternate until one decides: after the
-//     first round of the split search, the search on sets goes on for as
-//     many steps as that round took, doubled at each round, and the split
-//     search for 8 times as many; each run pauses at its budget and the
-//     next goes on from there, so no work is done twice. An Ok witness is
+//     first round of the split search, the search on sets goes on for
+//     twice as many steps as that round took, doubled at each round, and
+//     the split search for 8 times as many; each run pauses at its budget
+//     and the next goes on from there, so no work is done twice. The
+//     first rounds are short: where the split search does not decide a
+//     correct history at once it seldom decides it soon, and a first round
+//     of 8 steps per operation plus 1024 (4 plus 1024 in the lease
+//     decider) made lockproof slower than porcupine, beyond the noise, on
+//     7 (9) of the 400 correct lease histories below (see Performance). An Ok witness is
 //     picked backwards through the sets (a member each, and whether each
 //     unknown operation took effect), so it is a linearization of the
 //     model itself. A model may say which unknown calls can never take
@@ -160,7 +165,7 @@
 //     first owner called in between. Each is a proof for the whole history,
 //     and its one or two operations, searched alone, are the counterexample
 //     and name the Blocker. Then the generic search of the lease model
-//     itself, capped at 4 steps per operation (plus 1024) and at 256
+//     itself, capped at 4 steps per operation (plus 64) and at 256
 //     bytes of tables per step (plus 1 MiB: an unknown operation left
 //     pending early makes the memo store whole sets): most locks are
 //     decided there, a correct history of 100,000 operations in about the
