@@ -103,7 +103,8 @@ func (m *Model[S, I, O]) fastUsable() bool {
 type filled[S, I, O any] struct {
 	Model[S, I, O]
 	// stepCap, if positive, makes a search of n operations give up
-	// (Unknown, budget untouched) after about stepCap*n + 1024 steps.
+	// (Unknown, budget untouched) after about stepCap*n + capSlack steps
+	// (it looks every 64 steps).
 	stepCap int
 	// over, if set, makes a search give up (Unknown, budget untouched)
 	// once it reports true; it is asked every 1024 steps (a pausable

@@ -496,9 +496,9 @@ func (s *searcher[S, I, O]) run() (out outcome) {
 		if tick&1023 == 0 && (s.stopped() || !s.account()) {
 			return outcome{verdict: Unknown, states: s.memo.n + s.wide.n, blocker: -1}
 		}
-		// A pausable run's rounds may be short, and a step on large sets
-		// long: it looks at its budget more often.
-		if (tick&1023 == 0 || s.pausable && tick&63 == 0) && s.capped(tick) {
+		// A pausable run's rounds and a capped run may be short, and a
+		// step on large sets long: they look at their budget more often.
+		if (tick&1023 == 0 || (s.pausable || s.m.stepCap > 0) && tick&63 == 0) && s.capped(tick) {
 			if s.pausable {
 				s.paused = pausedRun{valid: true, state: state, h: h, left: left, cur: cur, tick: tick}
 			}
@@ -617,7 +617,7 @@ type pausedRun struct {
 // then slower than the searches that follow it.
 func (s *searcher[S, I, O]) capped(tick uint32) bool {
 	c := s.m.stepCap
-	if c > 0 && (int(tick) > c*len(s.ops)+1024 || s.charged > int64(c*len(s.ops))*capBytes+1<<20) {
+	if c > 0 && (int(tick) > c*len(s.ops)+capSlack || s.charged > int64(c*len(s.ops))*capBytes+1<<20) {
 		return true
 	}
 	return s.m.over != nil && s.m.over(tick)

@@ -34,10 +34,13 @@ import (
 // leaves undecided the search on sets and the search of the Step take
 // turns (alternate).
 
-// splitCap is the steps per operation (plus 1024) the search of a model's
-// own Step may take on a partition with an unknown operation before the
-// search on sets takes it over.
-const splitCap = 8
+// splitCap is the steps per operation (plus capSlack) the search of a
+// model's own Step may take on a partition with an unknown operation
+// before the search on sets joins in. Where it decides a correct lease
+// history of 100 operations at 35% unknown outcomes, it mostly does in
+// 100 to 210 steps; where it does not, the search on sets mostly decides
+// in 100 to 300 (of 400 such histories), which is what porcupine does.
+const splitCap = 2
 
 // stateSet is a non-empty set of a model's states: the ids a subset's
 // interner gave them, in increasing order, four bytes each.
@@ -272,9 +275,9 @@ func checkGeneric[S, I, O any](parent, ctx context.Context, m *filled[S, I, O], 
 
 // alternate decides partition p by the search of m's Step and the search
 // on sets in turn, until one of them decides. The search of m's Step goes
-// first, for capSplit steps per operation (plus 1024): most partitions
+// first, for capSplit steps per operation (plus capSlack): most partitions
 // are decided there. Then each round lets the search on sets go on for
-// as many steps as the first round took, doubled at each round, and the
+// twice as many steps as the first round took, doubled at each round, and the
 // search of m's Step for splitShare times that: a run pauses at its budget,
 // keeping its tables, and the next run goes on from there, so no round
 // repeats the work of the one before. Neither search is always the faster: the sets
@@ -282,8 +285,9 @@ func checkGeneric[S, I, O any](parent, ctx context.Context, m *filled[S, I, O], 
 // violation must be proved every placement of an unknown acquire is a
 // set of its own, and a step on sets takes a step of the model per
 // member. The two together take about 1 + 1/splitShare times what the
-// search of m's Step takes alone where it decides, or 1 + splitShare
-// times what the search on sets takes where that decides, counted in
+// search of m's Step takes alone where it decides (past its first round,
+// plus up to twice that round), or 1 + splitShare times what the search
+// on sets takes where that decides (past twice the first round), counted in
 // steps (a round's budget is checked every 64 steps). It returns the search on sets if that decided, else nil. An Ok
 // witness from the sets is turned into one of m.
 func alternate[S, I, O any](m *filled[S, I, O], history []Operation[I, O], p Partition, b *budget, capSplit int) (Partition, *subset[S, I, O]) {
@@ -293,7 +297,7 @@ func alternate[S, I, O any](m *filled[S, I, O], history []Operation[I, O], p Par
 	split.reset(p.Ops)
 	split.pausable = true
 	defer func() { m.over = nil }()
-	steps := uint32(capSplit*len(p.Ops) + 1024)
+	steps := uint32(capSplit*len(p.Ops) + capSlack)
 	m.over = func(tick uint32) bool { return tick > steps }
 	out := split.run()
 	if out.verdict != Unknown || !out.paused {
@@ -312,7 +316,8 @@ func alternate[S, I, O any](m *filled[S, I, O], history []Operation[I, O], p Par
 	setsUntil, splitUntil := uint32(0), steps
 	m.over = func(tick uint32) bool { return tick > splitUntil }
 	u.set.over = func(tick uint32) bool { return tick > setsUntil }
-	for round := max(uint64(steps), firstRound); ; round *= 2 {
+	// The first round on sets is twice the Step's: see splitShare.
+	for round := 2 * uint64(steps); ; round *= 2 {
 		setsUntil = capTicks(uint64(setsUntil) + round)
 		out = sets.run()
 		if out.verdict == Ok {
@@ -340,16 +345,27 @@ func alternate[S, I, O any](m *filled[S, I, O], history []Operation[I, O], p Par
 // capTicks bounds a step budget by what a searcher's tick can count.
 func capTicks(n uint64) uint32 { return uint32(min(n, math.MaxUint32-64)) }
 
-// firstRound is the least number of steps of alternate's first round on
-// sets.
-const firstRound = 1024
+// capSlack is the steps a capped search (filled.stepCap, alternate's
+// first round) may take beyond its steps per operation. It is as small as
+// the budget's check (every 64 steps) allows: on a partition of 100
+// operations, a slack of 1024 steps was most of the first round, and
+// where the search of the model's Step could not decide it, that round
+// took longer than the whole search on sets after it.
+const capSlack = 64
 
 // splitShare is how many times longer than the search on sets the search
 // of m's Step goes on in each of alternate's rounds: the search of the
 // Step is the one most partitions need (on the Jepsen etcd logs, the 13
-// of 102 that go on past the first round are all decided by it): with a
-// share of 2 the whole set took 1.7 times as long as the search of the
-// Step alone, with 4 1.45, with 8 1.3.
+// of 102 that went on past a first round of 8 steps per operation plus
+// 1024 were all decided by it): with a share of 2 the whole set took 1.7
+// times as long as the search of the Step alone, with 4 1.45, with 8 1.3
+// (rounds then timed). With the short first round (capSlack), a share of
+// 4 made the etcd logs allocate 18% more and take longer in paired runs
+// (0.34 to 0.41 of porcupine's time in 3 paired runs, 0.27 to 0.29 before), while a share
+// of 8 with the search on sets' first round as long as the Step's
+// left a lease history (sets decide in 335 steps, the Step in 5,113) at
+// 1.5 times porcupine's time: so the search on sets gets twice the first
+// round's steps in its first round, and the shares from there are 1 to 8.
 const splitShare = 8
 
 // outcomeOf is partition p with the outcome of its search.
