@@ -218,7 +218,9 @@ func TestReentrantOnEveryBackend(t *testing.T) {
 	}{
 		{"redis semaphore", RedisSemaphore(2), Options{Permits: 2, Clients: 4}, false},
 		{"redis rwmutex", RedisRWMutex(), Options{ReadWrite: true, Clients: 4}, false},
-		{"redlock", Redlock(3), Options{}, false},
+		// Redlock has no fencing tokens: it claims crashes only, as its
+		// own cells do (under pauses, 500 runs lose an update).
+		{"redlock", Redlock(3), Options{Claims: []FaultKind{FaultCrash}}, false},
 		{"consullock", ConsulLock(), ConsulLockOptions(), true},
 		{"mysqllock", MySQLLock(), Options{}, true},
 		{"zklock", ZKLock(), Options{}, true},
