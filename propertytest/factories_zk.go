@@ -113,7 +113,10 @@ func onMinizk(newLocker newZKLocker, expire bool) Factory {
 		be := newZKBackend(z, newLocker, func(_ int, _ time.Duration) (*zk.Conn, error) {
 			return z.ConnectManual(z.Addr(), zkSession, nil)
 		})
-		be.Clock, be.Advance = z.Clock(), z.Advance
+		// Every connection is in memory: the lockers' (ConnectManual to the
+		// server's own address), and the fault and the clean-up act on
+		// minizk directly.
+		be.Clock, be.Advance, be.InProcess = z.Clock(), z.Advance, true
 		if expire {
 			be.Faults = []Fault{expireHolderFault(z, be)}
 		}
