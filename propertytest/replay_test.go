@@ -105,12 +105,16 @@ func traceRuns(t *testing.T, factory Factory, o Options) []string {
 // TryLock that wins in one and is refused in the other (seed 20261125,
 // run 3); the cause is not traced yet.
 //
-// Nor, yet, is every ZooKeeper mutant: three `lockproof replay`s of
-// zk-waiter-without-recheck's seed 11011864038924615692, with the shrink's
-// wall-time backstop raised to 10 minutes so that only its bound by runs
-// binds, printed two different minimal histories (a grant of token 25 to
-// client 2 in one, of token 28 to client 1 in another), before its
-// clients dialled in memory; not traced yet.
+// The ZooKeeper and Consul mutants replay too, their clients in memory:
+// three `lockproof replay`s of zk-waiter-without-recheck's seed
+// 11011864038924615692 wrote byte-identical histories (a grant of token 25
+// to client 2), where, over TCP and with the shrink's wall-time backstop
+// raised to 10 minutes, three printed two different minimal histories (a
+// grant of token 25 to client 2 in one, of token 28 to client 1 in
+// another); so did three replays of the seeds that `lockproof check -runs
+// 20 -seed 5` found for zk-waiter-without-recheck (11011864038874284157)
+// and consul-ignores-session-invalidation (3530259157905047560), each
+// identical to check's own history.
 func TestSeedReplaysExactly(t *testing.T) {
 	cases := []struct {
 		name    string
