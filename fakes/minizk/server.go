@@ -244,6 +244,18 @@ func (s *Server) SessionTimeout(id int64) (time.Duration, error) {
 	return sess.timeout, nil
 }
 
+// LastHeard returns the server's time when it last heard from session id
+// (a request, a ping or the handshake): its timeout counts from then.
+func (s *Server) LastHeard(id int64) (time.Time, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sess := s.sessions[id]
+	if sess == nil {
+		return time.Time{}, fmt.Errorf("%w: %#x", ErrNoSession, id)
+	}
+	return sess.lastHeard, nil
+}
+
 // Get returns the data and stat of the znode at path.
 func (s *Server) Get(path string) ([]byte, Stat, error) {
 	s.mu.Lock()
