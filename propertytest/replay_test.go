@@ -78,7 +78,9 @@ func traceRuns(t *testing.T, factory Factory, o Options) []string {
 // runtime run runnable goroutines in a random order, and with -race -count=20
 // 18 of 20 replayed identically, the two others parting at run 3 (5.76 s,
 // token 15 or 16, after leases ended at their local deadlines, whose
-// clean-ups no operation owns); not traced further. Its network cell
+// clean-ups no operation owns); not traced further. After the crash and
+// request-context changes below, 19 of 20, the one parting after the
+// session-expiry fault (run 1, 8.5 s, token 23 or 24). Its network cell
 // (ZKLockWithNetworkFaults) stays on TCP, through a chaos.Proxy per
 // client, and is not among them: the proxies' resets and go-zookeeper's
 // reconnections there, and zklock's clean-ups sent again after them (a
