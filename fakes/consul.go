@@ -229,7 +229,9 @@ func ConsulBinary() string {
 // by Close: a second process talking to the same server. Like the fake's
 // own client, it passes every request through the locks.Gate of its
 // context, as "consul <METHOD> <endpoint>" (see GateConsulTransport), on
-// miniconsul and on a real agent alike.
+// miniconsul and on a real agent alike. On miniconsul its connections are
+// in memory (miniconsul.Server.DialInMemory), not through Addr: clients
+// of other programs, or behind a proxy, reach the server on Addr.
 func (c *ConsulServer) NewClient() *api.Client {
 	c.helper()
 	client, err := c.newClient()
@@ -241,6 +243,11 @@ func (c *ConsulServer) NewClient() *api.Client {
 
 func (c *ConsulServer) newClient() (*api.Client, error) {
 	tr := &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second}
+	if c.mini != nil {
+		// In memory: no request of the fake's clients sits in the kernel
+		// (see miniconsul.Server.DialInMemory).
+		tr.DialContext = c.mini.DialInMemory
+	}
 	client, err := api.NewClient(&api.Config{Address: c.addr, Scheme: "http",
 		HttpClient: &http.Client{Transport: GateConsulTransport(tr)}})
 	if err != nil {

@@ -34,6 +34,11 @@ func GatedMySQLConnector(dsn string) (driver.Connector, error) {
 	if err != nil {
 		return nil, err
 	}
+	return gatedMySQLConnector(cfg)
+}
+
+// gatedMySQLConnector is GatedMySQLConnector of a parsed DSN.
+func gatedMySQLConnector(cfg *mysql.Config) (driver.Connector, error) {
 	c, err := mysql.NewConnector(cfg)
 	if err != nil {
 		return nil, err

@@ -23,6 +23,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/lockproof/lockproof/internal/layout"
+	"github.com/lockproof/lockproof/internal/memnet"
 	"github.com/lockproof/lockproof/locks"
 )
 
@@ -51,6 +52,7 @@ type MySQLServer struct {
 	database string
 	real     bool
 	db       *sql.DB
+	mem      *memnet.Listener // the in-process server's in-memory connections; nil on a real server
 
 	mu      sync.Mutex
 	closers []func() error // run by Close, last first
@@ -130,11 +132,13 @@ func startEmbeddedMySQL() (*MySQLServer, error) {
 	db.BaseDatabase.EnablePrimaryKeyIndexes()
 	provider := memory.NewDBProvider(db)
 	engine := gms.NewDefault(provider)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	tcp, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("listen: %w", err)
 	}
-	srv, err := server.NewServerWithHandler(server.Config{Protocol: "tcp", Address: ln.Addr().String(), Listener: ln},
+	mem := memnet.Listen(memnet.Addr(tcp.Addr().String()))
+	ln := newEitherListener(tcp, mem)
+	srv, err := server.NewServerWithHandler(server.Config{Protocol: "tcp", Address: tcp.Addr().String(), Listener: ln},
 		engine, gmssql.NewContext, memory.NewSessionBuilder(provider), nil,
 		func(h vtmysql.Handler) (vtmysql.Handler, error) { return &serialHandler{Handler: h}, nil })
 	if err != nil {
@@ -144,8 +148,9 @@ func startEmbeddedMySQL() (*MySQLServer, error) {
 	served := make(chan error, 1)
 	go func() { served <- srv.Start() }()
 	s := &MySQLServer{
-		dsn:      withParams("root@tcp(" + ln.Addr().String() + ")/" + database),
+		dsn:      withParams("root@tcp(" + tcp.Addr().String() + ")/" + database),
 		database: database,
+		mem:      mem,
 	}
 	s.closers = append(s.closers, func() error {
 		_ = srv.Close()
@@ -241,8 +246,20 @@ func (s *MySQLServer) Real() bool { return s.real }
 // process would have, and checks that it answers; Close closes it. Like
 // DB's, its connections pass every round trip through the locks.Gate of the
 // statement's context, as "mysql <KEYWORD>" (see GatedMySQLConnector).
+//
+// On the in-process server its connections are in memory, not through the
+// DSN's TCP port (which other clients, and proxies, use): a statement in
+// flight is then a runnable goroutine rather than bytes in the kernel, as
+// the property suite's scheduler needs (propertytest.Backend.InProcess).
 func (s *MySQLServer) OpenDB() (*sql.DB, error) {
-	connector, err := GatedMySQLConnector(s.dsn)
+	cfg, err := mysql.ParseDSN(s.dsn)
+	if err != nil {
+		return nil, err
+	}
+	if s.mem != nil {
+		cfg.DialFunc = s.mem.Dial
+	}
+	connector, err := gatedMySQLConnector(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -417,3 +434,61 @@ func (h *serialHandler) settle(ctx context.Context, c *vtmysql.Conn, err error) 
 	}
 	return err
 }
+
+// eitherListener accepts the connections of two listeners, TCP and
+// in-memory: go-mysql-server serves one listener. A goroutine per listener
+// waits in its Accept; Close closes both, which ends them.
+type eitherListener struct {
+	tcp      net.Listener
+	mem      *memnet.Listener
+	accepted chan net.Conn
+	done     chan struct{}
+	closing  sync.Once
+}
+
+func newEitherListener(tcp net.Listener, mem *memnet.Listener) *eitherListener {
+	l := &eitherListener{tcp: tcp, mem: mem, accepted: make(chan net.Conn), done: make(chan struct{})}
+	go l.pump(tcp)
+	go l.pump(mem)
+	return l
+}
+
+// pump hands what from accepts to Accept until what fails (it was closed).
+func (l *eitherListener) pump(from net.Listener) {
+	for {
+		c, err := from.Accept()
+		if err != nil {
+			return
+		}
+		select {
+		case l.accepted <- c:
+		case <-l.done:
+			_ = c.Close()
+			return
+		}
+	}
+}
+
+// Accept returns the next connection of either listener, or net.ErrClosed
+// once closed.
+func (l *eitherListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.accepted:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+// Close closes both listeners.
+func (l *eitherListener) Close() error {
+	var err error
+	l.closing.Do(func() {
+		close(l.done)
+		err = errors.Join(l.tcp.Close(), l.mem.Close())
+	})
+	return err
+}
+
+// Addr is the TCP listener's address.
+func (l *eitherListener) Addr() net.Addr { return l.tcp.Addr() }

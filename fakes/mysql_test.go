@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -199,5 +200,32 @@ func TestMySQLFollowClock(t *testing.T) {
 	}
 	if got := now(second); !got.Equal(later) {
 		t.Fatalf("NOW(6) = %v, want the second clock's %v", got, later)
+	}
+}
+
+// The in-process server's own pools reach it in memory, and its DSN still
+// reaches it over TCP, for clients built elsewhere; once closed, it
+// refuses in-memory dials as a closed port.
+func TestMySQLInMemoryAndTCP(t *testing.T) {
+	s, err := StartMySQL(ForceEmbeddedMySQL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, s.DB(), "CREATE TABLE seen (id INT PRIMARY KEY)")
+	mustExec(t, s.DB(), "INSERT INTO seen VALUES (7)")
+	tcp, err := sql.Open("mysql", s.DSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tcp.Close()
+	var id int
+	if err := tcp.QueryRowContext(context.Background(), "SELECT id FROM seen").Scan(&id); err != nil || id != 7 {
+		t.Fatalf("over TCP: id %d, %v", id, err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.mem.Dial(context.Background(), "tcp", ""); !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Fatalf("an in-memory dial after Close: %v, want ECONNREFUSED", err)
 	}
 }

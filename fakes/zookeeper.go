@@ -183,8 +183,18 @@ func (z *ZooKeeperServer) Connect(sessionTimeout time.Duration) (*zk.Conn, <-cha
 // onRequest, if not nil, is called with the opcode of each request the
 // client writes (pings included, dropped after the call; not the
 // handshake), on go-zookeeper's sending goroutine.
+//
+// When addr is minizk's own Addr, the client connects in memory
+// (minizk.Server.DialInMemory), never through a socket: every request in
+// flight is then a runnable goroutine, as the property suite's scheduler
+// needs to replay a seed exactly (propertytest.Backend.InProcess), and a
+// stopped server refuses the dial as its closed port would. Through any
+// other address (a proxy), or to a real server, it dials TCP.
 func (z *ZooKeeperServer) ConnectManual(addr string, sessionTimeout time.Duration, onRequest func(opcode int32)) (*zk.Conn, error) {
 	d := &zkManualDialer{onRequest: onRequest}
+	if z.mini != nil && addr == z.addr {
+		d.inMemory = z.mini.DialInMemory
+	}
 	c, _, err := z.connect(addr, sessionTimeout, zk.WithDialer(d.dial), zk.WithHostProvider(&zkRedialer{}))
 	return c, err
 }

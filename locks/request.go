@@ -66,8 +66,15 @@ func (c *heldCtx) Deadline() (time.Time, bool) { return time.Time{}, false }
 // Done is closed when the context ends.
 func (c *heldCtx) Done() <-chan struct{} { return c.done }
 
-// Err is nil until the context ends, then why it ended.
+// Err is nil until the context ends, then why it ended. A parent that
+// ended ends it here at once, not only when context.AfterFunc's goroutine
+// gets to it: a request let go by its gate just after its operation was
+// cancelled (a crash) must see the end before it is sent, whichever
+// goroutine runs first.
 func (c *heldCtx) Err() error {
+	if err := c.parent.Err(); err != nil {
+		c.end(err)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.err

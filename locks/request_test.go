@@ -103,6 +103,11 @@ func TestRequestContextEndsWithItsParentAndCancel(t *testing.T) {
 		t.Fatal("values are not the parent's")
 	}
 	cancelParent()
+	// At once, without waiting for Done: a request its gate lets go just
+	// after its operation was cancelled must not be sent.
+	if err := ctx.Err(); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Err right after the parent's cancel %v, want Canceled", err)
+	}
 	if err := ended(ctx); !errors.Is(err, context.Canceled) {
 		t.Fatalf("err after the parent's cancel %v, want Canceled", err)
 	}

@@ -85,7 +85,9 @@ func onMiniconsul(newLocker newConsulLocker, invalidate bool) Factory {
 		// manual clock once the server is gone) end with them.
 		env.Cleanup(func() { c.Advance(time.Hour) })
 		be := newConsulBackend(func() (*api.Client, error) { return c.NewClient(), nil }, newLocker, c.LockOptions(), c.SessionTTLMin())
-		be.Clock, be.Advance = c.Clock(), c.Advance
+		// Every connection is in memory: the lockers' clients and the
+		// fake's own, which the fault reads the holder with.
+		be.Clock, be.Advance, be.InProcess = c.Clock(), c.Advance, true
 		if !invalidate {
 			return be.Backend, nil
 		}

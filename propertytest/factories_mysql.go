@@ -64,7 +64,9 @@ func MySQLLockWith(newLocker func(db *sql.DB, name string, opts ...locks.Option)
 			lockName = name
 			return newLockerOf(name, opts...)
 		}
-		be.Advance = clock.Advance
+		// Every connection is in memory: the lockers' pools (OpenDB) and the
+		// fake's own, which creates the table and injects the fault.
+		be.Advance, be.InProcess = clock.Advance, true
 		be.Faults = []Fault{{
 			Name: "the server's clock jumps past the holder's expiry", Kind: FaultClockJump,
 			Inject: func() error { return expireHolder(s, mysqllock.DefaultTable, lockName) },

@@ -113,7 +113,10 @@ func onMinizk(newLocker newZKLocker, expire bool) Factory {
 		be := newZKBackend(z, newLocker, func(_ int, _ time.Duration) (*zk.Conn, error) {
 			return z.ConnectManual(z.Addr(), zkSession, nil)
 		})
-		be.Clock, be.Advance = z.Clock(), z.Advance
+		// Every connection is in memory: the lockers' (ConnectManual to the
+		// server's own address), and the fault and the clean-up act on
+		// minizk directly.
+		be.Clock, be.Advance, be.InProcess = z.Clock(), z.Advance, true
 		if expire {
 			be.Faults = []Fault{expireHolderFault(z, be)}
 		}
@@ -158,7 +161,7 @@ const (
 // clock, every client sends one request (exists of "/"). Through a healthy
 // proxy Advance waits for its reply; a partitioned client's request is held
 // (delivered at the heal), one whose replies are dropped reaches the server
-// (its session lives on) and is not waited for. So a partitioned client's
+// (its session lives on), and Advance waits until minizk has heard it. So a partitioned client's
 // session expires one timeout after the server last heard from it, and its
 // ephemeral nodes go with it; the other sessions live.
 //
@@ -196,9 +199,9 @@ func newZKNetBackend(env Env) (*zkBackend, *zkNet, error) {
 	be.Clock, be.Advance = z.Clock(), n.advance
 	be.Faults = []Fault{
 		{Name: "partition client 0", Kind: FaultPartition,
-			Inject: n.cut(0, (*chaos.Proxy).Partition), Heal: n.heal(0)},
+			Inject: n.cut(0, (*chaos.Proxy).Partition, false), Heal: n.heal(0)},
 		{Name: "drop the replies to client 1", Kind: FaultPartition,
-			Inject: n.cut(1, (*chaos.Proxy).DropReplies), Heal: n.heal(1)},
+			Inject: n.cut(1, (*chaos.Proxy).DropReplies, true), Heal: n.heal(1)},
 		expireHolderFault(z, be),
 	}
 	return be, n, nil
@@ -212,7 +215,7 @@ type zkNet struct {
 	mu      sync.Mutex
 	proxies []*chaos.Proxy
 	conns   []*zk.Conn
-	cutOff  map[int]bool
+	cutOff  map[int]bool  // client i is cut off; true: its requests still reach the server
 	every   time.Duration // a third of the shortest session timeout
 }
 
@@ -250,8 +253,10 @@ func (n *zkNet) connect(i int, ttl time.Duration) (*zk.Conn, error) {
 	return c, nil
 }
 
-// cut applies f to client i's proxy and marks the client cut off.
-func (n *zkNet) cut(i int, f func(*chaos.Proxy)) func() error {
+// cut applies f to client i's proxy and marks the client cut off; reaches
+// says whether its requests still reach the server (only its replies are
+// lost).
+func (n *zkNet) cut(i int, f func(*chaos.Proxy), reaches bool) func() error {
 	return func() error {
 		p, err := n.proxy(i)
 		if err != nil {
@@ -261,7 +266,7 @@ func (n *zkNet) cut(i int, f func(*chaos.Proxy)) func() error {
 		if n.cutOff == nil {
 			n.cutOff = map[int]bool{}
 		}
-		n.cutOff[i] = true
+		n.cutOff[i] = reaches
 		n.mu.Unlock()
 		f(p)
 		return nil
@@ -301,20 +306,28 @@ func (n *zkNet) advance(d time.Duration) {
 
 // ping sends one request on every client's connection: what go-zookeeper's
 // ping does. It waits (up to zkTimeout) for the replies of the clients not
-// cut off.
+// cut off, and until the server heard the requests of those whose replies
+// are dropped: they give no other sign that their request arrived, and a
+// clock that moved on before it did could expire their sessions, which no
+// real network does to a client the server hears.
 func (n *zkNet) ping() {
 	n.mu.Lock()
 	conns, cut := slices.Clone(n.conns), maps.Clone(n.cutOff)
 	n.mu.Unlock()
 	var waits []chan struct{}
+	var unanswered []int64 // the sessions of the clients whose replies are dropped
 	for i, c := range conns {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
 			_, _, _ = c.Exists("/") // a lost connection shows in the lock's own requests
 		}()
-		if !cut[i] { // a cut-off client's request ends at the heal or the close
+		// A cut-off client's request ends at the heal or the close.
+		switch reaches, isCut := cut[i]; {
+		case !isCut:
 			waits = append(waits, done)
+		case reaches:
+			unanswered = append(unanswered, c.SessionID())
 		}
 	}
 	deadline := time.NewTimer(zkTimeout)
@@ -324,6 +337,20 @@ func (n *zkNet) ping() {
 		case <-done:
 		case <-deadline.C:
 			return
+		}
+	}
+	now := n.z.Clock().Now()
+	for _, id := range unanswered {
+		for {
+			at, err := n.z.Minizk().LastHeard(id)
+			if err != nil || !at.Before(now) { // gone, or heard now
+				break
+			}
+			select {
+			case <-deadline.C:
+				return
+			case <-time.After(50 * time.Microsecond):
+			}
 		}
 	}
 }

@@ -354,7 +354,10 @@ func (s *sched) crashed(o *op) bool {
 }
 
 // crash cancels o and lets its parked requests go (they fail on the
-// cancelled context, or are not sent), then waits for it to end.
+// cancelled context, or are not sent), then waits for it to end and for
+// the process to be quiescent: what the cancelled operation left running
+// in the background (a release sent after it returned) is over or
+// blocked before the driver goes on, say to crash the next client.
 func (s *sched) crash(o *op) {
 	s.mu.Lock()
 	o.crashed = true
@@ -366,6 +369,7 @@ func (s *sched) crash(o *op) {
 		close(r.go_)
 	}
 	<-o.done
+	s.quiescent()
 }
 
 // forget drops finished operations from the live list.

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lockproof/lockproof/internal/memnet"
 	"github.com/lockproof/lockproof/locks"
 )
 
@@ -76,6 +77,7 @@ func WithNodeName(name string) Option { return func(o *config) { o.node = name }
 type Server struct {
 	cfg     config
 	ln      net.Listener
+	mem     *memnet.Listener // DialInMemory's connections
 	srv     *http.Server
 	url     string
 	st      *store
@@ -108,7 +110,8 @@ func Start(opts ...Option) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("miniconsul: listen on loopback: %w", err)
 	}
-	s := &Server{cfg: cfg, ln: ln, url: "http://" + ln.Addr().String(), closed: make(chan struct{})}
+	s := &Server{cfg: cfg, ln: ln, mem: memnet.Listen(memnet.Addr(ln.Addr().String())),
+		url: "http://" + ln.Addr().String(), closed: make(chan struct{})}
 	s.st = newStore(cfg)
 	s.srv = &http.Server{
 		Handler:           s.routes(),
@@ -116,8 +119,22 @@ func Start(opts ...Option) (*Server, error) {
 		ReadHeaderTimeout: 10 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return context.Background() },
 	}
-	go func() { _ = s.srv.Serve(ln) }() // returns ErrServerClosed at Close
+	go func() { _ = s.srv.Serve(ln) }()    // returns ErrServerClosed at Close
+	go func() { _ = s.srv.Serve(s.mem) }() // likewise
 	return s, nil
+}
+
+// DialInMemory connects a client to the server without a socket: the
+// server serves one end of an in-memory connection (internal/memnet) as
+// it serves a connection accepted on Addr, and the client gets the other.
+// It has the signature of http.Transport's DialContext (network and
+// address are not used), so that a Consul api client's transport can dial
+// with it. A request in flight is then a runnable goroutine rather than
+// bytes in the kernel, which lets the property suite's scheduler see that
+// nothing is moving (see propertytest.Backend.InProcess). Once the server
+// is closed, the dial is refused as a closed port refuses it.
+func (s *Server) DialInMemory(ctx context.Context, network, address string) (net.Conn, error) {
+	return s.mem.Dial(ctx, network, address)
 }
 
 // Close stops the server: blocking queries in flight return at once,
@@ -130,6 +147,7 @@ func (s *Server) Close() error {
 		close(s.closed)
 		s.trackMu.Unlock()
 		err = s.srv.Close()
+		_ = s.mem.Close() // closed by srv.Close too, unless its Serve had not begun
 		s.wg.Wait()
 		s.st.stop()
 	})

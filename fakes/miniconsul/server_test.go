@@ -2,9 +2,11 @@ package miniconsul_test
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"sort"
+	"syscall"
 	"testing"
 	"time"
 
@@ -346,5 +348,47 @@ func wantStatus(t *testing.T, what string, err error, code int, body string) {
 	var se api.StatusError
 	if !errors.As(err, &se) || se.Code != code || se.Body != body {
 		t.Errorf("%s: err = %v, want status %d %q", what, err, code, body)
+	}
+}
+
+// A client whose transport dials in memory sees what a client over TCP
+// sees, blocking queries included; a closed server refuses the dial as a
+// closed port.
+func TestDialInMemory(t *testing.T) {
+	s, tcp, _ := start(t)
+	tr := &http.Transport{DialContext: s.DialInMemory}
+	defer tr.CloseIdleConnections()
+	mem, err := api.NewClient(&api.Config{Address: s.Addr(), HttpClient: &http.Client{Transport: tr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mem.KV().Put(&api.KVPair{Key: "k", Value: []byte("v")}, nil); err != nil {
+		t.Fatal(err)
+	}
+	p, meta := mustGet(t, tcp, "k")
+	if p == nil || string(p.Value) != "v" {
+		t.Fatalf("the TCP client reads %+v", p)
+	}
+	woke := make(chan string, 1)
+	go func() {
+		p, _, err := mem.KV().Get("k", &api.QueryOptions{WaitIndex: meta.LastIndex})
+		if err != nil || p == nil {
+			woke <- fmt.Sprint(err)
+			return
+		}
+		woke <- string(p.Value)
+	}()
+	waitBlocked(t, s, 1)
+	if _, err := tcp.KV().Put(&api.KVPair{Key: "k", Value: []byte("w")}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-woke; got != "w" {
+		t.Fatalf("the blocking query in memory woke with %q, want w", got)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.DialInMemory(bg(), "tcp", s.Addr()); !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Fatalf("DialInMemory after Close: %v, want ECONNREFUSED", err)
 	}
 }

@@ -2,7 +2,9 @@ package minizk_test
 
 import (
 	"errors"
+	"net"
 	"slices"
+	"syscall"
 	"testing"
 	"time"
 
@@ -352,5 +354,28 @@ func TestZKLock(t *testing.T) {
 	}
 	if err := l2.Unlock(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A client dialled in memory is served as one over TCP: it gets a
+// session, shares the tree with a TCP client and loses its connection
+// with DropConnections. A closed server refuses the dial as a closed port.
+func TestDialInMemory(t *testing.T) {
+	s, _ := start(t)
+	c, events := clientDialing(t, s.Addr(), 10*time.Second,
+		func(string, string, time.Duration) (net.Conn, error) { return s.DialInMemory() })
+	must[string](t)(c.Create("/mem", []byte("x"), 0, acl))
+	tcp, _ := client(t, s.Addr())
+	if data, _, err := tcp.Get("/mem"); err != nil || string(data) != "x" {
+		t.Fatalf("the TCP client reads %q, %v", data, err)
+	}
+	s.DropConnections()
+	waitState(t, events, zk.StateDisconnected)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.DialInMemory()
+	if !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Fatalf("DialInMemory after Close: %v, want ECONNREFUSED", err)
 	}
 }

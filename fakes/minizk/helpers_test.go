@@ -45,6 +45,13 @@ func client(t testing.TB, addr string) (*zk.Conn, <-chan zk.Event) {
 // clientTimeout is client with the given session timeout.
 func clientTimeout(t testing.TB, addr string, timeout time.Duration) (*zk.Conn, <-chan zk.Event) {
 	t.Helper()
+	return clientDialing(t, addr, timeout, nil)
+}
+
+// clientDialing is clientTimeout whose connections come from dial (nil:
+// go-zookeeper's own, TCP).
+func clientDialing(t testing.TB, addr string, timeout time.Duration, dial zk.Dialer) (*zk.Conn, <-chan zk.Event) {
+	t.Helper()
 	events := make(chan zk.Event, 256)
 	c, _, err := zk.Connect([]string{addr}, timeout, zk.WithLogger(quiet{}),
 		zk.WithEventCallback(func(e zk.Event) {
@@ -52,7 +59,12 @@ func clientTimeout(t testing.TB, addr string, timeout time.Duration) (*zk.Conn, 
 			case events <- e:
 			default:
 			}
-		}))
+		}),
+		func(c *zk.Conn) {
+			if dial != nil {
+				zk.WithDialer(dial)(c)
+			}
+		})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lockproof/lockproof/internal/memnet"
 	"github.com/lockproof/lockproof/locks"
 )
 
@@ -118,14 +119,41 @@ func (s *Server) serve(ln net.Listener) {
 				_ = nc.Close()
 				continue
 			}
-			c := newConn(s, nc)
-			s.conns[c] = struct{}{}
-			s.wg.Add(2)
+			s.attachLocked(nc)
 			s.mu.Unlock()
-			go c.readLoop()
-			go c.writeLoop()
 		}
 	}()
+}
+
+// attachLocked serves the connection nc: its reading and writing
+// goroutines, counted in wg.
+func (s *Server) attachLocked(nc net.Conn) {
+	c := newConn(s, nc)
+	s.conns[c] = struct{}{}
+	s.wg.Add(2)
+	go c.readLoop()
+	go c.writeLoop()
+}
+
+// DialInMemory connects a client to the server without a socket: the
+// server serves one end of an in-memory connection (internal/memnet) and
+// the client gets the other, for go-zookeeper's zk.WithDialer. It is a
+// connection like any accepted on Addr (DropConnections, Pause and
+// Restart act on it alike), but a request in flight is a runnable
+// goroutine rather than bytes in the kernel, which lets the property
+// suite's scheduler see that nothing is moving (see
+// propertytest.Backend.InProcess). While the server is closed, or between
+// the stop and the start of a Restart, the dial is refused as a closed
+// port refuses it.
+func (s *Server) DialInMemory() (net.Conn, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || s.ln == nil {
+		return nil, memnet.Refused(s.addr)
+	}
+	client, server := memnet.Pipe(memnet.Addr("client of "+s.addr), memnet.Addr(s.addr))
+	s.attachLocked(server)
+	return client, nil
 }
 
 // Close stops the server: it stops listening, closes every connection and
@@ -214,6 +242,18 @@ func (s *Server) SessionTimeout(id int64) (time.Duration, error) {
 		return 0, fmt.Errorf("%w: %#x", ErrNoSession, id)
 	}
 	return sess.timeout, nil
+}
+
+// LastHeard returns the server's time when it last heard from session id
+// (a request, a ping or the handshake): its timeout counts from then.
+func (s *Server) LastHeard(id int64) (time.Time, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sess := s.sessions[id]
+	if sess == nil {
+		return time.Time{}, fmt.Errorf("%w: %#x", ErrNoSession, id)
+	}
+	return sess.lastHeard, nil
 }
 
 // Get returns the data and stat of the znode at path.

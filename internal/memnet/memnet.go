@@ -18,6 +18,7 @@
 package memnet
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net"
@@ -214,4 +215,65 @@ func (c *conn) SetWriteDeadline(t time.Time) error {
 	}
 	q.wDead.set(t, &q.mu, func() {})
 	return nil
+}
+
+// Listener is a net.Listener of in-memory connections, for a server that
+// serves a listener (an http.Server): each Dial makes a Pipe, hands one
+// end to Accept and returns the other. A dial waits until the server
+// accepts it, as a full backlog would make it, or until its context ends
+// or the listener closes; once the listener is closed dials are Refused,
+// as a closed port refuses them.
+type Listener struct {
+	addr    Addr
+	conns   chan net.Conn // the server ends, handed from Dial to Accept
+	done    chan struct{} // closed by Close
+	closing sync.Once
+}
+
+// Listen returns a Listener whose connections' server ends have the
+// address addr.
+func Listen(addr Addr) *Listener {
+	return &Listener{addr: addr, conns: make(chan net.Conn), done: make(chan struct{})}
+}
+
+// Accept returns the server end of the next connection dialled, or
+// net.ErrClosed once the listener is closed.
+func (l *Listener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+// Close stops the listener: Accept and Dial fail from now on. Connections
+// already accepted are left to their owners. Closing twice does nothing.
+func (l *Listener) Close() error {
+	l.closing.Do(func() { close(l.done) })
+	return nil
+}
+
+// Addr returns the listener's address.
+func (l *Listener) Addr() net.Addr { return l.addr }
+
+// Dial connects to the listener and returns the client end, once the
+// server has accepted the connection. It has http.Transport.DialContext's
+// signature; network and address are not used. It fails with ctx's error
+// if ctx ends first, and with Refused once the listener is closed.
+func (l *Listener) Dial(ctx context.Context, _, _ string) (net.Conn, error) {
+	select {
+	case <-l.done:
+		return nil, Refused(string(l.addr))
+	default:
+	}
+	client, server := Pipe(Addr("client of "+string(l.addr)), l.addr)
+	select {
+	case l.conns <- server:
+		return client, nil
+	case <-l.done:
+		return nil, Refused(string(l.addr))
+	case <-ctx.Done():
+		return nil, &net.OpError{Op: "dial", Net: "memnet", Addr: l.addr, Err: ctx.Err()}
+	}
 }

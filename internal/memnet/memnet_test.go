@@ -1,6 +1,7 @@
 package memnet
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -166,6 +167,48 @@ func TestRefused(t *testing.T) {
 	var op *net.OpError
 	if !errors.Is(err, syscall.ECONNREFUSED) || !errors.As(err, &op) || op.Addr.String() != "fake:1" {
 		t.Errorf("Refused = %v, want ECONNREFUSED dialing fake:1", err)
+	}
+}
+
+// A Listener hands Accept the server end of each Dial; once closed, it
+// refuses dials as a closed port, and a dial nobody accepts ends with its
+// context.
+func TestListener(t *testing.T) {
+	l := Listen("srv:1")
+	accepted := make(chan net.Conn)
+	go func() {
+		c, err := l.Accept()
+		if err != nil {
+			t.Error(err)
+		}
+		accepted <- c
+	}()
+	client, err := l.Dial(context.Background(), "tcp", "ignored")
+	if err != nil {
+		t.Fatal(err)
+	}
+	server := <-accepted
+	if _, err := client.Write([]byte("hi")); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 2)
+	if _, err := io.ReadFull(server, buf); err != nil || string(buf) != "hi" || server.LocalAddr().String() != "srv:1" {
+		t.Fatalf("server read %q, %v at %v", buf, err, server.LocalAddr())
+	}
+	client.Close()
+	server.Close()
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+	defer cancel()
+	if _, err := l.Dial(ctx, "tcp", ""); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("a dial nobody accepts: %v, want its context's error", err)
+	}
+	l.Close()
+	if _, err := l.Accept(); !errors.Is(err, net.ErrClosed) {
+		t.Errorf("Accept after Close: %v, want net.ErrClosed", err)
+	}
+	if _, err := l.Dial(context.Background(), "tcp", ""); !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Errorf("Dial after Close: %v, want ECONNREFUSED", err)
 	}
 }
 

@@ -59,8 +59,9 @@ func consulIgnoresInvalidation(env propertytest.Env) (*propertytest.Backend, err
 			}
 			return &blindSession{c: c.NewClient(), name: name, key: o.Prefix + name, opt: o}, nil
 		},
-		Clock:   c.Clock(),
-		Advance: c.Advance,
+		Clock:     c.Clock(),
+		Advance:   c.Advance,
+		InProcess: true, // miniconsul's clients dial in memory
 	}, nil
 }
 

@@ -109,8 +109,9 @@ func zkRecipe(f zkFlaws) propertytest.Factory {
 				}
 				return &zkRecipeLock{conn: conn, name: name, dir: o.Prefix + "/" + name, opt: o, flaws: f}, nil
 			},
-			Clock:   z.Clock(),
-			Advance: z.Advance,
+			Clock:     z.Clock(),
+			Advance:   z.Advance,
+			InProcess: true, // ConnectManual to the server's own address: in memory
 		}, nil
 	}
 }
