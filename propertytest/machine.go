@@ -182,6 +182,10 @@ type crashKey struct{}
 // scheduler may stall the client, a pause before a renewal for instance.
 type crashObserver struct{}
 
+// pointGate begins the name of the gate passage at a point the lock
+// reported, "point acquired" for instance; requests are named by fakes.
+const pointGate = "point "
+
 func (crashObserver) Observe(ctx context.Context, e locks.Event) {
 	if e.Point == locks.PointGrantedTooLate {
 		// Not a gate: the history notes the grant the lock gives back
@@ -202,7 +206,7 @@ func (crashObserver) Observe(ctx context.Context, e locks.Event) {
 	if e.Point == locks.PointAcquired && ctx.Value(crashKey{}) != nil {
 		runtime.Goexit()
 	}
-	locks.GateRequest(ctx, "point "+e.Point.String())()
+	locks.GateRequest(ctx, pointGate+e.Point.String())()
 }
 
 // synthKey marks the context of an acquisition: its synthSlot.
