@@ -420,6 +420,9 @@ func (m *machine) release(c *client, h *held, unlock bool, stallAt int, done fun
 		if !unlock && err == nil {
 			h.proved = m.rec.now()
 		}
+		if unlock && m.sched.wasHeldUp(o) {
+			m.rec.releaseHeldUp(i)
+		}
 		if done != nil {
 			done(err)
 		}
