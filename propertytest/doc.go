@@ -67,9 +67,11 @@
 //
 // Every lock operation is recorded with its call and return time on the
 // manual clock; an outcome the client cannot know (a timeout, a lost
-// reply, a cancelled wait, Unlock of a lease that ran out) is recorded as
-// unknown. At the end the run heals its faults, crashes every client and
-// runs the checks below.
+// reply, a cancelled wait, Unlock of a lease that ran out, an Unlock held
+// up between its requests while time moved that reports the lease not
+// held: a release on one node may have freed the lock before the others
+// found the key expired) is recorded as unknown. At the end the run heals
+// its faults, crashes every client and runs the checks below.
 //
 // # The scheduler
 //

@@ -130,6 +130,28 @@ func (r *recorder) heldUp(i int, owner uint64) {
 	})
 }
 
+// releaseHeldUp makes release i, which stood stalled after one of its
+// requests while the run's time moved and then returned a refusal (not
+// held), of unknown outcome. A lock that releases on several nodes
+// (Redlock) may delete its key on one before the stall, which frees the
+// lock: another client wins that node and a free one. Its releases on
+// the others then come after the key expired there, or find the new
+// holder's key, and the lock counts a lease not held. As a refusal the
+// release changes nothing in the lease model, which then holds the lease
+// to its end and reads the other client's grant as a second one; as an
+// unknown release it may have taken effect before that grant, as it did.
+// A refusal without time moving in between is still a refusal: no key
+// expires meanwhile, so the release of a lease that held a majority when
+// it was called finds its key on each of them and succeeds.
+func (r *recorder) releaseHeldUp(i int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	op := &r.lock[i]
+	if op.Input.Op == linearize.Release && !op.Output.OK && !op.Unknown {
+		op.Unknown = true
+	}
+}
+
 // syntheticGap spaces the synthetic tokens. The lease model gives an
 // unknown acquire that took effect the previous token + 1; the gap leaves
 // room for that many of them between two grants that returned, in

@@ -186,6 +186,10 @@ type crashKey struct{}
 // scheduler may stall the client, a pause before a renewal for instance.
 type crashObserver struct{}
 
+// pointGate begins the name of the gate passage at a point the lock
+// reported, "point acquired" for instance; requests are named by fakes.
+const pointGate = "point "
+
 func (crashObserver) Observe(ctx context.Context, e locks.Event) {
 	if e.Point == locks.PointGrantedTooLate {
 		// Not a gate: the history notes the grant the lock gives back
@@ -206,7 +210,7 @@ func (crashObserver) Observe(ctx context.Context, e locks.Event) {
 	if e.Point == locks.PointAcquired && ctx.Value(crashKey{}) != nil {
 		runtime.Goexit()
 	}
-	locks.GateRequest(ctx, "point "+e.Point.String())()
+	locks.GateRequest(ctx, pointGate+e.Point.String())()
 }
 
 // synthKey marks the context of an acquisition: its synthSlot.
@@ -419,6 +423,9 @@ func (m *machine) release(c *client, h *held, unlock bool, stallAt int, done fun
 	c.fin = func() {
 		if !unlock && err == nil {
 			h.proved = m.rec.now()
+		}
+		if unlock && m.sched.wasHeldUp(o) {
+			m.rec.releaseHeldUp(i)
 		}
 		if done != nil {
 			done(err)

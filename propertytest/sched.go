@@ -7,6 +7,7 @@ import (
 	"runtime/metrics"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -94,6 +95,7 @@ type op struct {
 	// Guarded by s.mu.
 	parked   []*gateReq
 	passed   int // gate passages let go so far
+	sent     int // of them, requests (not the lock's points)
 	stallAt  int // the passage to stop at; -1: none
 	crashed  bool
 	finished bool
@@ -244,12 +246,15 @@ func (s *sched) wait(o *op, blockedOK bool) opState {
 }
 
 // fanOut reports whether o has ever had two requests parked at once, or
-// has not sent any yet.
+// has not sent any yet. A point the lock reported does not count as a
+// request: Redlock's Unlock and Renew pass the lease's point before they
+// ask every node at once, and had their first request let go as soon as
+// it came, whichever node's the Go runtime readied first.
 func (s *sched) fanOut(o *op) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	o.parallel = o.parallel || len(o.parked) > 1
-	return o.parallel || o.passed == 0 // before its first request, nobody knows
+	return o.parallel || o.sent == 0 // before its first request, nobody knows
 }
 
 // release lets o's first parked request go (by name, then arrival):
@@ -271,6 +276,9 @@ func (s *sched) release(o *op) {
 	r := o.parked[0]
 	o.parked = o.parked[1:]
 	o.passed++
+	if !strings.HasPrefix(r.what, pointGate) {
+		o.sent++
+	}
 	if o.timer != nil && len(o.parked) == 0 {
 		o.timer.Reset(o.budget)
 	}

@@ -1,0 +1,48 @@
+package propertytest
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/lockproof/lockproof/locks"
+)
+
+// An operation that passes a point and then sends a request to every node
+// at once (Redlock's Unlock and Renew: the lease's PointBeforeUnlock or
+// PointBeforeRenew, then a release or a renewal on each node) has its
+// requests let go in the order of their names, node 0's first, as before
+// a first point: the scheduler waits until every request has come to the
+// gate. Counting the point as the operation's first request, it let the
+// first request that came go at once, whichever node's the Go runtime
+// readied first, and a stall after one request stopped a different node
+// in each replay.
+func TestRequestsAfterAPointGoInOrder(t *testing.T) {
+	for range 20 {
+		s := newSched(0, true)
+		o := s.start(0, "Unlock", 0, 2, func(ctx context.Context) {
+			locks.GateRequest(ctx, pointGate+"before-unlock")()
+			var wg sync.WaitGroup
+			for i := 2; i >= 0; i-- { // node 2's first: it tends to come first
+				wg.Go(func() { locks.GateRequest(ctx, fmt.Sprintf("redis node %d: EVALSHA", i))() })
+			}
+			wg.Wait()
+		})
+		if st := s.run(o, false); st != opParked || !s.stalled(o) {
+			t.Fatalf("the operation did not stall after its point and one request (state %v)", st)
+		}
+		s.mu.Lock()
+		var left []string
+		for _, r := range o.parked {
+			left = append(left, r.what)
+		}
+		s.mu.Unlock()
+		slices.Sort(left)
+		if want := []string{"redis node 1: EVALSHA", "redis node 2: EVALSHA"}; !slices.Equal(left, want) {
+			t.Fatalf("after the point and one request, parked %q, want %q: node 0's request did not go first", left, want)
+		}
+		s.crash(o)
+	}
+}
