@@ -321,8 +321,16 @@ func (m *machine) acquire(c *client, blocking, crash bool, stallAt int, onGrant 
 				m.rec.gaveBack(i, m.newOwner(), g)
 				m.logf("client %d: %s gave back a grant that came too late (token %d)", c.id, name, g.token)
 			}
-			if m.sched.wasHeldUp(o) {
-				m.rec.heldUp(i, m.newOwner())
+			// A claim lost unseen hides behind a known outcome that is
+			// not itself that claim: a refusal, or a Lock's grant (made
+			// by a later attempt). An unknown outcome already stands
+			// for it, and a TryLock's grant is its one claim: another
+			// acquire of unknown outcome would only cost the checker
+			// time (a read-write history under -race ran out of it).
+			if returned && m.sched.wasHeldUp(o) {
+				if out, unknown := m.outputOf(i); !unknown && (!out.OK || blocking) {
+					m.rec.heldUp(i, m.newOwner())
+				}
 			}
 		}()
 		if !returned {
