@@ -23,12 +23,15 @@ const EtcdPeerGrace = 7 * time.Second
 // talk over HTTP connections (etcd's rafthttp) that outlive the members by
 // up to five seconds, until their read timeout closes them; embed.Etcd gives
 // no way to close them sooner. So it first waits for HTTP connection
-// goroutines to end, at most EtcdPeerGrace. It ignores nothing beyond opts.
+// goroutines to end, at most EtcdPeerGrace.
+//
+// One goroutine is ignored, go-zookeeper v1.0.4's connection loop wedged
+// in flushRequests (ZKFlushWedge). It ignores nothing else beyond opts.
 func VerifyNoLeaks(m *testing.M, opts ...goleak.Option) {
 	code := m.Run()
 	if code == 0 {
 		awaitHTTPConns(EtcdPeerGrace)
-		if err := goleak.Find(opts...); err != nil {
+		if err := goleak.Find(append(opts, ZKFlushWedge())...); err != nil {
 			fmt.Fprintf(os.Stderr, "goleak: Errors on successful test run: %v\n", err)
 			code = 1
 		}
@@ -57,6 +60,18 @@ func httpConnsOpen() bool {
 		}
 		buf = make([]byte, 2*len(buf))
 	}
+}
+
+// ZKFlushWedge is the goleak option for a goroutine that go-zookeeper
+// v1.0.4 (the version this module uses) can leave behind when a
+// connection closes: when a request's write fails, sendData answers the
+// request on its channel of capacity 1 and leaves it among the pending
+// requests, and flushRequests, closing the connection, then sends it a
+// second answer, which blocks for ever (go-zookeeper/zk#163, open, names
+// the same path). The connection's loop goroutine is lost; nothing else
+// is. CI's real-ZooKeeper step met it once, in zklock's tests.
+func ZKFlushWedge() goleak.Option {
+	return goleak.IgnoreTopFunction("github.com/go-zookeeper/zk.(*Conn).flushRequests")
 }
 
 // IgnoreConsulPorts is the goleak option for the one goroutine that
