@@ -14,7 +14,7 @@ import (
 	"github.com/lockproof/lockproof/fakes"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, fakes.ZKFlushWedge()) } // go-zookeeper/zk#163
 
 // smallConfig is a quick run: 6 readers and 2 reloaders in 3 processes,
 // 10 reloads of 3 parts.

@@ -13,7 +13,7 @@ import (
 	"github.com/lockproof/lockproof/locks/lockbench/peers"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, fakes.ZKFlushWedge()) } // go-zookeeper/zk#163
 
 // Each peer excludes, and its workers run through the harness.
 func TestPeersExclude(t *testing.T) {
