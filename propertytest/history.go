@@ -77,9 +77,17 @@ func (r *recorder) cleanedUp(i int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	acq := r.lock[i]
+	r.unknownBesideLocked(acq, linearize.Release, acq.Input.Owner, false, acq.Call)
+}
+
+// unknownBesideLocked appends, beside acquire acq, an operation of unknown
+// outcome by acq's client on acq's lock: op for owner (an acquire shared
+// or not), called at call and returning when acq did (or at call, if
+// later). Called with r.mu held.
+func (r *recorder) unknownBesideLocked(acq lockOp, op linearize.LeaseOp, owner uint64, shared bool, call int64) {
 	r.lock = append(r.lock, lockOp{
-		ID: len(r.lock), ClientID: acq.ClientID, Call: acq.Call, Return: max(acq.Return, acq.Call), Unknown: true,
-		Input: linearize.LeaseInput{Lock: acq.Input.Lock, Op: linearize.Release, Owner: acq.Input.Owner},
+		ID: len(r.lock), ClientID: acq.ClientID, Call: call, Return: max(acq.Return, call), Unknown: true,
+		Input: linearize.LeaseInput{Lock: acq.Input.Lock, Op: op, Owner: owner, Shared: shared},
 	})
 }
 
@@ -103,10 +111,7 @@ func (r *recorder) gaveBack(i int, owner uint64, g lateGrant) {
 		grant.Output, grant.Unknown = linearize.LeaseOutput{}, true
 	}
 	r.lock = append(r.lock, grant)
-	in.Op, in.Shared = linearize.Release, false
-	r.lock = append(r.lock, lockOp{
-		ID: len(r.lock), ClientID: acq.ClientID, Call: at, Return: max(acq.Return, at), Unknown: true, Input: in,
-	})
+	r.unknownBesideLocked(acq, linearize.Release, owner, false, at)
 }
 
 // heldUp records, beside acquire i, which stood stalled after one of its
@@ -124,10 +129,7 @@ func (r *recorder) heldUp(i int, owner uint64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	acq := r.lock[i]
-	r.lock = append(r.lock, lockOp{
-		ID: len(r.lock), ClientID: acq.ClientID, Call: acq.Call, Return: max(acq.Return, acq.Call), Unknown: true,
-		Input: linearize.LeaseInput{Lock: acq.Input.Lock, Op: linearize.Acquire, Owner: owner, Shared: acq.Input.Shared},
-	})
+	r.unknownBesideLocked(acq, linearize.Acquire, owner, acq.Input.Shared, acq.Call)
 }
 
 // releaseHeldUp makes release i, which stood stalled after one of its
