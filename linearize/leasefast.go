@@ -441,12 +441,7 @@ func (r *leaseRun) witness(h []Operation[LeaseInput, LeaseOutput], lin []int, tr
 			return nil, false
 		}
 	}
-	w := make([]int, 0, len(lin))
-	for i, x := range lin {
-		if keep[i] {
-			w = append(w, x)
-		}
-	}
+	w := kept(lin, keep)
 	return w, r.replay(h, w)
 }
 

@@ -182,13 +182,19 @@ func (u *subset[S, I, O]) witness(h []Operation[I, O], lin []int, trail any) ([]
 			return nil, false
 		}
 	}
+	return kept(lin, keep), true
+}
+
+// kept returns the operations of lin whose keep is set, in lin's order:
+// a witness without the unknown operations that did not take effect.
+func kept(lin []int, keep []bool) []int {
 	w := make([]int, 0, len(lin))
 	for i, x := range lin {
 		if keep[i] {
 			w = append(w, x)
 		}
 	}
-	return w, true
+	return w
 }
 
 // decideSplitThenSets decides history as Check does for a model without a
