@@ -32,7 +32,7 @@ func TestWatchEventsPerHandoff(t *testing.T) {
 		lib      library
 		min, max float64
 	}{
-		{libraries[0], 0.5, 1.2},                // lockproof
+		{libraries[0], 0.5, 1.2},                  // lockproof
 		{libraries[1], 1.5, float64(workers - 1)}, // lockproof-naive: ~3.3 measured
 	} {
 		t.Run(tc.lib.name, func(t *testing.T) {
