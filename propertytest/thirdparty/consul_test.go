@@ -97,13 +97,17 @@ func consulLock() propertytest.Factory {
 				if err != nil {
 					return nil, err
 				}
-				tr := &http.Transport{}
+				// In memory, as the fake's own clients: no request waits
+				// in the kernel, so the scheduler needs no sleep to see
+				// the process quiescent (Backend.InProcess).
+				tr := &http.Transport{DialContext: s.Miniconsul().DialInMemory}
 				env.Cleanup(tr.CloseIdleConnections)
 				c := &consulClient{addr: s.Addr(), tr: tr, key: o.Prefix + name, o: o}
 				return &adapted{name: name, opt: o, acquire: c.acquire}, nil
 			},
-			Clock:   s.Clock(),
-			Advance: s.Advance,
+			Clock:     s.Clock(),
+			Advance:   s.Advance,
+			InProcess: true,
 		}, nil
 	}
 }
