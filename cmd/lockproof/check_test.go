@@ -30,7 +30,7 @@ func splitBrain() cell {
 				NewLocker: func(name string, opts ...locks.Option) (locks.Locker, error) {
 					return fakes.NewMemLock(name, append([]locks.Option{locks.WithClock(clock)}, opts...)...)
 				},
-				Clock: clock, Advance: clock.Advance,
+				Clock: clock, Advance: clock.Advance, InProcess: true,
 			}, nil
 		}}
 }
