@@ -128,6 +128,7 @@ func TestSemaphoreLaterHolderReleasesFirst(t *testing.T) {
 // holds the freed permit with a greater token, and the other holder keeps
 // its permit through the stale holder's Unlock.
 func TestSemaphoreSessionExpiry(t *testing.T) {
+	t.Parallel()
 	skipReconnectsUnderRace(t)
 	s := server(t)
 	d := &faultDialer{}

@@ -336,6 +336,7 @@ func TestNodeDeletedEndsLease(t *testing.T) {
 // fenced write is refused, and the Locker acquires again on the
 // connection's new session.
 func TestSessionExpiryEndsLease(t *testing.T) {
+	t.Parallel()
 	skipReconnectsUnderRace(t)
 	s := server(t)
 	d := &faultDialer{}
@@ -400,6 +401,7 @@ func TestSessionExpiryEndsLease(t *testing.T) {
 // and the waiter gets the lock: the lease is counted from the last proof
 // that the session was alive, not from when the client noticed.
 func TestNetworkCutEndsLeaseBeforeExpiry(t *testing.T) {
+	t.Parallel()
 	skipReconnectsUnderRace(t)
 	s := server(t)
 	const short = 1500 * time.Millisecond
@@ -445,6 +447,7 @@ func TestNetworkCutEndsLeaseBeforeExpiry(t *testing.T) {
 // heard). Lock finds its node by its GUID after reconnecting and adopts
 // it: one child, not two.
 func TestLostCreateReplyRecovered(t *testing.T) {
+	t.Parallel()
 	skipReconnectsUnderRace(t)
 	s := server(t)
 	d := &faultDialer{}
@@ -514,6 +517,7 @@ func TestRecoveryAdoptsProtectedNode(t *testing.T) {
 // TestGivingUpRemovesNode: a waiter whose ctx is cancelled, and one whose
 // wait budget runs out, delete their nodes before Lock returns.
 func TestGivingUpRemovesNode(t *testing.T) {
+	t.Parallel()
 	s := server(t)
 	conn, other := s.connect(t), s.connect(t)
 	l := s.newLocker(t, conn, "giveup")
@@ -623,6 +627,7 @@ func TestExcludesZkLock(t *testing.T) {
 // gets the lock. (Found by the zk-cancelled-waiter-node-left mutant's
 // twin, which had the same pattern.)
 func TestUnlockWithEndedContextFreesAtDeadline(t *testing.T) {
+	t.Parallel()
 	s := server(t)
 	conn := s.connect(t)
 	l := s.newLocker(t, conn, "ended", locks.WithTTL(time.Second), locks.WithWatchdog(false))
@@ -659,6 +664,7 @@ func TestUnlockWithEndedContextFreesAtDeadline(t *testing.T) {
 // is seen lost. (Found by lockproof check's zklock network cell, where the
 // suite's crash of such a Lock never returned.)
 func TestGivingUpWithCreateCutOffOnStoppedClock(t *testing.T) {
+	t.Parallel()
 	skipReconnectsUnderRace(t)
 	s := server(t)
 	d := &faultDialer{}
@@ -705,6 +711,7 @@ func TestGivingUpWithCreateCutOffOnStoppedClock(t *testing.T) {
 // finds the holder through the same layout, ends the lease. A change of
 // the layout on either side fails here.
 func TestNodePathIsWhereTheLockLives(t *testing.T) {
+	t.Parallel()
 	z := fakes.ZooKeeper(t, fakes.ForceMinizk(), fakes.ZooKeeperTickTime(200*time.Millisecond))
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
@@ -832,6 +839,7 @@ func awaitFree(t *testing.T, conn *zk.Conn, l *Locker, why string) {
 // zklock/network cell, where a reset connection lost such deletes and the
 // suite's live sessions kept the nodes.)
 func TestCleanUpLostWithTheConnectionIsSentAgain(t *testing.T) {
+	t.Parallel()
 	skipReconnectsUnderRace(t)
 	s, conn, l, holder, w := heldAndReconnecting(t, "resent")
 	watching := make(chan struct{}, 1)
@@ -870,6 +878,7 @@ func TestCleanUpLostWithTheConnectionIsSentAgain(t *testing.T) {
 // watchdog) while the connection is cut off, the monitor's delete is lost,
 // the connection comes back with the same session, and the node must go.
 func TestEndedLeaseCleanUpLostWithTheConnectionIsSentAgain(t *testing.T) {
+	t.Parallel()
 	skipReconnectsUnderRace(t)
 	s := server(t)
 	clock := fakes.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
@@ -901,6 +910,7 @@ func TestEndedLeaseCleanUpLostWithTheConnectionIsSentAgain(t *testing.T) {
 // off at the cell's 30 ms request timeout; the node left was that
 // create's, its session alive.)
 func TestCutOffCreateCleanUpGoesOnAfterItsLookUpTimesOut(t *testing.T) {
+	t.Parallel()
 	skipReconnectsUnderRace(t)
 	s, conn, l, holder, w := heldAndReconnecting(t, "lookup")
 	logged := make(chan struct{}, 1)
