@@ -17,6 +17,7 @@ import (
 // with the context's error within its deadline and nothing hangs; with the
 // members back, the lock works again.
 func TestClusterAvailability(t *testing.T) {
+	t.Parallel()
 	s := fakes.EtcdCluster(t, 3)
 	if s.Real() {
 		t.Skip("needs embedded members to stop")

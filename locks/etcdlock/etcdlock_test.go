@@ -74,6 +74,7 @@ func TestExclusionThroughFence(t *testing.T) {
 // closes with ErrNotHeld when its watchdog next renews, and its fenced write
 // is refused.
 func TestHolderLeaseRevoked(t *testing.T) {
+	t.Parallel()
 	s := fakes.Etcd(t)
 	ctx := context.Background()
 	holder := newLocker(t, s, "job", locks.WithTTL(time.Second))
@@ -126,6 +127,7 @@ func TestHolderLeaseRevoked(t *testing.T) {
 // the re-check after its predecessor goes (TTL 60 s: no renewal comes within
 // the test's deadline).
 func TestWaiterLeaseRevoked(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name          string
 		ttl           time.Duration
@@ -180,6 +182,7 @@ func TestWaiterLeaseRevoked(t *testing.T) {
 // TestPredecessorGivesUp: the waiter ahead cancels; the one behind now
 // waits on the holder and gets the lock when the holder unlocks.
 func TestPredecessorGivesUp(t *testing.T) {
+	t.Parallel()
 	s := fakes.Etcd(t)
 	ctx := context.Background()
 	a, b, c := newLocker(t, s, "res"), newLocker(t, s, "res"), newLocker(t, s, "res")
@@ -209,6 +212,7 @@ func TestPredecessorGivesUp(t *testing.T) {
 }
 
 func TestBadInput(t *testing.T) {
+	t.Parallel()
 	s := fakes.Etcd(t)
 	c := s.Client()
 	cases := []struct {
@@ -245,6 +249,7 @@ func TestBadInput(t *testing.T) {
 }
 
 func TestDoubleUnlockAndRenewAfterUnlock(t *testing.T) {
+	t.Parallel()
 	s := fakes.Etcd(t)
 	ctx := context.Background()
 	l := newLocker(t, s, "res")
@@ -261,6 +266,7 @@ func TestDoubleUnlockAndRenewAfterUnlock(t *testing.T) {
 // TestForeignReleaseCannotTouch: the owner-checked release with another
 // acquisition's revision leaves the holder's key alone.
 func TestForeignReleaseCannotTouch(t *testing.T) {
+	t.Parallel()
 	s := fakes.Etcd(t)
 	ctx := context.Background()
 	l := newLocker(t, s, "res")
@@ -285,6 +291,7 @@ func TestForeignReleaseCannotTouch(t *testing.T) {
 // holder's back), Renew says ErrNotHeld and closes Done, and Unlock does not
 // free the next holder's lock.
 func TestUnlockAfterTakeover(t *testing.T) {
+	t.Parallel()
 	s := fakes.Etcd(t)
 	ctx := context.Background()
 	l := newLocker(t, s, "res", locks.WithWatchdog(false))
@@ -308,6 +315,7 @@ func TestUnlockAfterTakeover(t *testing.T) {
 }
 
 func TestCancelledContext(t *testing.T) {
+	t.Parallel()
 	s := fakes.Etcd(t)
 	ctx := context.Background()
 	l := newLocker(t, s, "res")
@@ -345,6 +353,7 @@ func TestCancelledContext(t *testing.T) {
 // TestContextDeadlineWhileWaiting: a deadline ends the wait with
 // context.DeadlineExceeded, in about the time given.
 func TestContextDeadlineWhileWaiting(t *testing.T) {
+	t.Parallel()
 	s := fakes.Etcd(t)
 	ctx := context.Background()
 	l := newLocker(t, s, "res")
@@ -362,6 +371,7 @@ func TestContextDeadlineWhileWaiting(t *testing.T) {
 }
 
 func TestWaitBudget(t *testing.T) {
+	t.Parallel()
 	s := fakes.Etcd(t)
 	ctx := context.Background()
 	l := newLocker(t, s, "res", locks.WithWaitBudget(100*time.Millisecond))
@@ -378,6 +388,7 @@ func TestWaitBudget(t *testing.T) {
 // TestTryLock: TryLock fails with ErrLocked while held or while anyone
 // waits, and leaves no key behind; tokens grow.
 func TestTryLock(t *testing.T) {
+	t.Parallel()
 	for _, make := range []func(*clientv3.Client, string, ...locks.Option) (*Locker, error){New, NewNaive} {
 		s := fakes.Etcd(t)
 		ctx := context.Background()
@@ -414,6 +425,7 @@ func TestTryLock(t *testing.T) {
 // TestNamesDoNotOverlap: the keys of lock "a/b" are not contenders of lock
 // "a".
 func TestNamesDoNotOverlap(t *testing.T) {
+	t.Parallel()
 	s := fakes.Etcd(t)
 	ctx := context.Background()
 	ab := mustLock(t, newLocker(t, s, "a/b"))
@@ -433,6 +445,7 @@ func TestNamesDoNotOverlap(t *testing.T) {
 // ExpireLock, which finds the holder through the same layout, ends the
 // lease. A change of the layout on either side fails here.
 func TestKeyIsWhereTheLockLives(t *testing.T) {
+	t.Parallel()
 	s := fakes.Etcd(t)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
@@ -459,6 +472,7 @@ func TestKeyIsWhereTheLockLives(t *testing.T) {
 // expires on the server one TTL after its last renewal, and the waiter gets
 // the lock.
 func TestWatchdogOffExpires(t *testing.T) {
+	t.Parallel()
 	s := fakes.Etcd(t)
 	ctx := context.Background()
 	crashed := newLocker(t, s, "job", locks.WithTTL(time.Second), locks.WithWatchdog(false))

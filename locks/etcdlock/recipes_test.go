@@ -24,6 +24,7 @@ func client(t *testing.T, s *fakes.EtcdServer, opts ...locks.Option) *Locker {
 // lockers' clock is manual; the lease's TTL (10 s) is far from running out
 // in wall time.
 func TestMaxHold(t *testing.T) {
+	t.Parallel()
 	s := fakes.Etcd(t)
 	clock := fakes.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	ttl := locks.WithTTL(10 * time.Second)
@@ -33,6 +34,7 @@ func TestMaxHold(t *testing.T) {
 }
 
 func TestReentrantByOwner(t *testing.T) {
+	t.Parallel()
 	s := fakes.Etcd(t)
 	locktest.Reentrant(t, client(t, s, locks.WithOwner("job-7")),
 		client(t, s), client(t, s, locks.WithOwner("job-7")))

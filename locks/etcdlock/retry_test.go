@@ -40,6 +40,7 @@ func TestTransient(t *testing.T) {
 // client saw an error) is sent again with the same session; it finds the
 // key it put and takes the lock with that key's revision, in both modes.
 func TestAdoptsOwnKey(t *testing.T) {
+	t.Parallel()
 	for _, naive := range []bool{false, true} {
 		t.Run(fmt.Sprintf("naive=%v", naive), func(t *testing.T) {
 			s := fakes.Etcd(t)

@@ -31,6 +31,7 @@ func refusedTry(t testing.TB, l *Locker) {
 }
 
 func TestNewRWMutexValidates(t *testing.T) {
+	t.Parallel()
 	s := fakes.Etcd(t)
 	if _, err := NewRWMutex(nil, "cfg"); !errors.Is(err, locks.ErrNilClient) {
 		t.Errorf("nil client: %v, want ErrNilClient", err)
@@ -49,6 +50,7 @@ func TestNewRWMutexValidates(t *testing.T) {
 // unlocks let the writer in, its unlock the reader; tokens grow grant by
 // grant in either mode.
 func TestRWMutexQueue(t *testing.T) {
+	t.Parallel()
 	s := fakes.Etcd(t)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
@@ -88,6 +90,7 @@ func TestRWMutexQueue(t *testing.T) {
 // TestRWMutexReadersOrOneWriter: goroutines of four clients take read and
 // write leases: a writer is never inside with anyone.
 func TestRWMutexReadersOrOneWriter(t *testing.T) {
+	t.Parallel()
 	s := fakes.Etcd(t)
 	var readers, writers []locks.Locker
 	for range 2 {

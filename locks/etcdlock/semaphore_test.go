@@ -23,6 +23,7 @@ func newSemaphore(t testing.TB, s *fakes.EtcdServer, permits int, opts ...locks.
 }
 
 func TestNewSemaphoreValidates(t *testing.T) {
+	t.Parallel()
 	s := fakes.Etcd(t)
 	for _, n := range []int{0, -1} {
 		if _, err := NewSemaphore(s.Client(), "pool", n); !errors.Is(err, locks.ErrInvalidOption) {
@@ -44,6 +45,7 @@ func TestNewSemaphoreValidates(t *testing.T) {
 // TestSemaphorePermits: N TryLocks hold, with growing tokens; the N+1st is
 // refused and leaves no key; after an Unlock a TryLock holds again.
 func TestSemaphorePermits(t *testing.T) {
+	t.Parallel()
 	s := fakes.Etcd(t)
 	const n = 3
 	l := newSemaphore(t, s, n)
@@ -78,6 +80,7 @@ func TestSemaphorePermits(t *testing.T) {
 // each release wakes the next waiter only, and the second waiter still
 // waits after the first got its permit.
 func TestSemaphoreWaitersInTurn(t *testing.T) {
+	t.Parallel()
 	s := fakes.Etcd(t)
 	ctx := context.Background()
 	l := newSemaphore(t, s, 2)
@@ -96,6 +99,7 @@ func TestSemaphoreWaitersInTurn(t *testing.T) {
 // (a waiter watching only the key two places ahead would wait for the
 // first holder's release).
 func TestSemaphoreLaterHolderReleasesFirst(t *testing.T) {
+	t.Parallel()
 	s := fakes.Etcd(t)
 	l := newSemaphore(t, s, 2)
 	a, b := locktest.MustTryLock(t, l), locktest.MustTryLock(t, l)
@@ -114,6 +118,7 @@ func TestSemaphoreLaterHolderReleasesFirst(t *testing.T) {
 // permit to the waiter, learns it (Done, ErrNotHeld), and its Unlock
 // cannot touch the permits of others.
 func TestSemaphoreHolderLeaseRevoked(t *testing.T) {
+	t.Parallel()
 	s := fakes.Etcd(t)
 	ctx := context.Background()
 	l := newSemaphore(t, s, 2, locks.WithTTL(time.Second))
@@ -133,6 +138,7 @@ func TestSemaphoreHolderLeaseRevoked(t *testing.T) {
 // TestSemaphoreAtMostN: goroutines of three clients take permits of a
 // semaphore of 3: never more than 3 inside at once.
 func TestSemaphoreAtMostN(t *testing.T) {
+	t.Parallel()
 	s := fakes.Etcd(t)
 	lockers := []locks.Locker{newSemaphore(t, s, 3), newSemaphore(t, s, 3), newSemaphore(t, s, 3)}
 	t.Logf("at most %d holders at once", locktest.AtMostPermits(t, 3, lockers, 3, 8, time.Millisecond))
