@@ -2,11 +2,14 @@ package fakes_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/locks"
@@ -98,5 +101,59 @@ func TestRedisGatePipelineAndNesting(t *testing.T) {
 	want := []string{"redis node 0: SET", "redis node 0: MULTI, GET, SCRIPT LOAD, EXEC"}
 	if !slices.Equal(got, want) {
 		t.Errorf("the gate saw %q, want %q", got, want)
+	}
+}
+
+// endedCtx stands for a locks.RequestContext's context just after its
+// parent ended: its Err already reports the end, while its Done channel
+// is closed later, by a goroutine of context.AfterFunc's.
+type endedCtx struct {
+	context.Context
+	done chan struct{}
+}
+
+func (c endedCtx) Done() <-chan struct{} { return c.done }
+func (c endedCtx) Err() error            { return context.Canceled }
+
+// endingGate lets every request go at once; the context its requests carry
+// has ended by then (endedCtx).
+type endingGate struct{ asked *[]string }
+
+func (g endingGate) Request(_ context.Context, what string) func() {
+	*g.asked = append(*g.asked, what)
+	return func() {}
+}
+
+// A command or pipeline whose context ended while the gate held it never
+// reaches the server, though go-redis, which looks at Done, would have
+// sent it: a crashed operation's request released by the property
+// suite's scheduler was sent in one replay and not in another.
+func TestRedisGateSendsNothingWhoseContextEnded(t *testing.T) {
+	r := fakes.Redis(t, fakes.ManualTime(gateEpoch), fakes.ForceMiniredis())
+	c := r.NewClient()
+	if err := c.Ping(context.Background()).Err(); err != nil { // a connection in the pool: nothing left to dial
+		t.Fatal(err)
+	}
+	var asked []string
+	ctx := locks.WithGate(endedCtx{Context: context.Background(), done: make(chan struct{})}, endingGate{&asked})
+	key := r.Prefix() + "k"
+	before := r.CommandCount()
+	if err := c.Set(ctx, key, "v", 0).Err(); !errors.Is(err, context.Canceled) {
+		t.Errorf("SET: %v, want context.Canceled", err)
+	}
+	var get *redis.StringCmd
+	_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		get = p.Get(ctx, key)
+		return nil
+	})
+	if !errors.Is(err, context.Canceled) || !errors.Is(get.Err(), context.Canceled) {
+		t.Errorf("pipeline: %v, its GET: %v; want context.Canceled", err, get.Err())
+	}
+	if n := r.CommandCount() - before; n != 0 {
+		t.Errorf("the server processed %d command(s) of requests whose context had ended", n)
+	}
+	want := []string{"redis node 0: SET", "redis node 0: MULTI, GET, EXEC"}
+	if !slices.Equal(asked, want) {
+		t.Errorf("the gate saw %q, want %q", asked, want)
 	}
 }

@@ -88,11 +88,11 @@
 // quiescence, not by wall time: after each step the driver waits until
 // two snapshots of every goroutine, a moment apart, are identical and show
 // none runnable. A seed then replays the same interleaving and the same
-// history, byte for byte, on miniredis and MemLock (TestSeedReplaysExactly).
-// On miniconsul, go-mysql-server, Redlock's nodes and minizk replays are
-// close but not yet exact: TestSeedReplaysExactly's documentation says what
-// is known of why. A run in which the driver gave up waiting for
-// quiescence (a loaded machine) says so in its log.
+// history, byte for byte, on miniredis (Redlock's nodes too) and MemLock
+// (TestSeedReplaysExactly). On miniconsul, go-mysql-server and minizk
+// replays are close but not yet exact: TestSeedReplaysExactly's
+// documentation says what is known of why. A run in which the driver gave
+// up waiting for quiescence (a loaded machine) says so in its log.
 //
 // # Properties
 //

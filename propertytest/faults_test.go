@@ -1,6 +1,7 @@
 package propertytest
 
 import (
+	"slices"
 	"testing"
 	"time"
 )
@@ -70,5 +71,41 @@ func TestRedisLockUnderNetworkFaults(t *testing.T) {
 	})
 	if len(rep.Expected) > 0 {
 		t.Errorf("expected violations with every fault claimed: %v", rep.Expected)
+	}
+}
+
+// The faults still active at the end of a run heal in the order of their
+// index in every replay (Redlock on five nodes ends a run with up to two
+// nodes down).
+func TestFinishHealsTheFaultsInOrder(t *testing.T) {
+	for range 20 {
+		be, err := MemLock()(t)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var healed []int
+		for i := range 4 {
+			be.Faults = append(be.Faults, Fault{Name: "fault " + string(rune('0'+i)), Kind: FaultNodeDown,
+				Inject: func() error { return nil }, Heal: func() error { healed = append(healed, i); return nil }})
+		}
+		o, err := (Options{Clients: 2, TTL: time.Second, Name: "x", Claims: []FaultKind{FaultCrash, FaultNodeDown}}).withDefaults()
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := newMachine(o, be, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, i := range []int{2, 0, 3, 1} {
+			if err := m.toggleFault(i); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := m.finish(); err != nil {
+			t.Fatal(err)
+		}
+		if want := []int{0, 1, 2, 3}; !slices.Equal(healed, want) {
+			t.Fatalf("healed %v, want %v", healed, want)
+		}
 	}
 }

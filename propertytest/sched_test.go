@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/locks"
 )
 
@@ -44,5 +45,36 @@ func TestRequestsAfterAPointGoInOrder(t *testing.T) {
 			t.Fatalf("after the point and one request, parked %q, want %q: node 0's request did not go first", left, want)
 		}
 		s.crash(o)
+	}
+}
+
+// A request to a stopped miniredis node fails before the process is
+// quiescent. go-redis retries a refused dial; while the fakes' clients
+// backed off 1-4 ms of wall time between the attempts, every goroutine
+// stood blocked on a timer and the scheduler took that for quiescence: a
+// Redlock attempt with a node down looked blocked, went on by itself a
+// moment later, and two replays of a seed parted at the next step.
+func TestRequestToAStoppedNodeEndsBeforeQuiescence(t *testing.T) {
+	g, err := fakes.StartRedisCluster(1, fakes.ManualTime(epoch), fakes.ForceMiniredis())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	c := g.NewClients()[0]
+	key := g.Prefix() + "k"
+	if err := c.Set(context.Background(), key, "v", 0).Err(); err != nil { // a pooled connection, closed by the stop
+		t.Fatal(err)
+	}
+	g.Stop(0)
+	for i := range 10 {
+		s := newSched(0, true)
+		var got error
+		o := s.start(0, "Lock", 0, stallNever, func(ctx context.Context) { got = c.Get(ctx, key).Err() })
+		if st := s.run(o, true); st != opFinished {
+			t.Fatalf("request %d to the stopped node had not ended when the process looked quiescent (state %d)", i, st)
+		}
+		if got == nil {
+			t.Fatalf("request %d to the stopped node succeeded", i)
+		}
 	}
 }
