@@ -88,11 +88,14 @@
 // quiescence, not by wall time: after each step the driver waits until
 // two snapshots of every goroutine, a moment apart, are identical and show
 // none runnable. A seed then replays the same interleaving and the same
-// history, byte for byte, on miniredis (Redlock's nodes too) and MemLock
-// (TestSeedReplaysExactly). On miniconsul, go-mysql-server and minizk
-// replays are close but not yet exact: TestSeedReplaysExactly's
-// documentation says what is known of why. A run in which the driver gave
-// up waiting for quiescence (a loaded machine) says so in its log.
+// history, byte for byte, on every backend whose clients reach it in
+// memory (Backend.InProcess): MemLock, miniredis (Redlock's nodes too),
+// miniconsul, go-mysql-server and minizk (TestSeedReplaysExactly, whose
+// documentation tells what it took and where the limits are: minizk is
+// exact only without the race detector). On a backend in real time (the
+// embedded etcd, a real server) or behind TCP proxies (the network-fault
+// cells) a replay is best effort. A run in which the driver gave up
+// waiting for quiescence (a loaded machine) says so in its log.
 //
 // # Properties
 //
