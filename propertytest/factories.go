@@ -173,6 +173,14 @@ func MemLock() Factory {
 	}
 }
 
+// netTimeout bounds each socket read, write and dial of
+// RedisLockWithNetworkFaults's clients, whose runs use an OpTimeout of 30
+// ms: every reply through a healed proxy comes in microseconds, so one
+// that has not come by then was cut off, and the request's outcome is
+// unknown either way. With the 1 s it had, a run that cut clients off
+// waited seconds for their reads: the test's 2 runs took from 0.1 to 37 s.
+const netTimeout = 50 * time.Millisecond
+
 // RedisLockWithNetworkFaults is the Factory of redislock on a single
 // miniredis, each client behind a chaos.Proxy of its own, with two
 // FaultPartition faults: client 0 partitioned (its bytes held and
@@ -206,10 +214,14 @@ func RedisLockWithNetworkFaults() Factory {
 					return nil, err
 				}
 				clients++
-				// Deadlines from ctx, not go-redis's 3 s read timeout, so a
-				// cut-off client gives up at Options.OpTimeout.
+				// Socket timeouts of netTimeout, not go-redis's 3 s: a
+				// request context under the scheduler's gate reports no
+				// deadline (locks.RequestContext), and go-redis does not
+				// interrupt a blocked read when the context is cancelled,
+				// so a cut-off client's read, its dial's handshake
+				// included, lasts the read timeout.
 				c := redis.NewClient(&redis.Options{Addr: p.Addr(), ContextTimeoutEnabled: true,
-					ReadTimeout: time.Second, WriteTimeout: time.Second, DialTimeout: time.Second})
+					ReadTimeout: netTimeout, WriteTimeout: netTimeout, DialTimeout: netTimeout})
 				fakes.GateRedis(c, r.GateLabel())
 				env.Cleanup(func() { _ = c.Close() })
 				return redislock.New(c, name, append(r.LockOptions(), opts...)...)
