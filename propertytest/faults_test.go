@@ -29,7 +29,8 @@ func TestRedisFailoverIsAnExpectedViolation(t *testing.T) {
 func TestRedisFailoverClaimedIsViolated(t *testing.T) {
 	SetChecks(t, 200) // stops at the first failure
 	rep := Check(t, RedisLockWithFailover(time.Second), Options{
-		Claims: []FaultKind{FaultCrash, FaultPause, FaultFailover},
+		Claims:     []FaultKind{FaultCrash, FaultPause, FaultFailover},
+		ShrinkRuns: caughtShrinkRuns,
 	})
 	if !rep.Failed {
 		t.Fatalf("a lock claiming failover safety survived a lossy failover in %d runs", rep.Runs)

@@ -135,7 +135,7 @@ func (l *selfLocked) TryLock(ctx context.Context) (locks.Lease, error) { return 
 func TestReentryRefusedIsCaught(t *testing.T) {
 	SetFlag(t, "rapid.checks", "300") // Check stops at the first run that catches it
 	rep := Check(t, wrapLockers(RedisLock(), func(l locks.Locker) locks.Locker { return &selfLocked{Locker: l} }),
-		Options{Reentrant: true})
+		Options{Reentrant: true, ShrinkRuns: caughtShrinkRuns})
 	if !rep.Failed || !slices.Contains(rep.Broken(), DeadlockFreedom) {
 		t.Fatalf("not caught as deadlock freedom: failed %v, broken %v\n%s", rep.Failed, rep.Broken(), rep.Output)
 	}
@@ -196,7 +196,7 @@ func TestNestedUnlockThatReleasesIsCaught(t *testing.T) {
 	// CI's: Check stops at the first run that catches it.
 	SetFlag(t, "rapid.checks", "300")
 	rep := Check(t, wrapLockers(RedisLock(), func(l locks.Locker) locks.Locker { return &countIgnored{Locker: l} }),
-		Options{Reentrant: true})
+		Options{Reentrant: true, ShrinkRuns: caughtShrinkRuns})
 	if !rep.Failed || !slices.Contains(rep.Broken(), Exclusivity) {
 		t.Fatalf("not caught as exclusivity: failed %v, broken %v\n%s", rep.Failed, rep.Broken(), rep.Output)
 	}

@@ -34,7 +34,7 @@ func TestSemaphoreAsRWLockBreaksExclusivity(t *testing.T) {
 		}
 		return RWViews(s, s), nil
 	})
-	rep := Check(t, sem, Options{ReadWrite: true, Clients: 3})
+	rep := Check(t, sem, Options{ReadWrite: true, Clients: 3, ShrinkRuns: caughtShrinkRuns})
 	if !rep.Failed || !slices.Contains(rep.Broken(), Exclusivity) {
 		t.Fatalf("not caught as exclusivity: failed %v, broken %v", rep.Failed, rep.Broken())
 	}

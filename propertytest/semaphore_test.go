@@ -27,7 +27,7 @@ func TestRedisSemaphoreKeepsItsProperties(t *testing.T) {
 // A semaphore of 3 permits held to 2 grants a third holder: exclusivity,
 // by the model and by the named checks of N holders.
 func TestSemaphoreOfMorePermitsBreaksExclusivity(t *testing.T) {
-	rep := Check(t, RedisSemaphore(3), Options{Permits: 2, Clients: 4})
+	rep := Check(t, RedisSemaphore(3), Options{Permits: 2, Clients: 4, ShrinkRuns: caughtShrinkRuns})
 	if !rep.Failed || !slices.Contains(rep.Broken(), Exclusivity) {
 		t.Fatalf("not caught as exclusivity: failed %v, broken %v", rep.Failed, rep.Broken())
 	}
@@ -39,7 +39,7 @@ func TestSemaphoreOfMorePermitsBreaksExclusivity(t *testing.T) {
 // A mutex held to two permits refuses a TryLock while one permit is free:
 // deadlock freedom, by the semaphore model.
 func TestMutexHeldToTwoPermitsRefusesAFreePermit(t *testing.T) {
-	rep := Check(t, RedisLock(), Options{Permits: 2, Clients: 3})
+	rep := Check(t, RedisLock(), Options{Permits: 2, Clients: 3, ShrinkRuns: caughtShrinkRuns})
 	if !rep.Failed || !slices.Contains(rep.Broken(), DeadlockFreedom) {
 		t.Fatalf("not caught as deadlock freedom: failed %v, broken %v", rep.Failed, rep.Broken())
 	}
