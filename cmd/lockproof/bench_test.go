@@ -19,6 +19,7 @@ import (
 // TestBenchSmall runs the whole table at a tiny size: every library is
 // measured, the peers get ratios, and the JSON and HTML files are written.
 func TestBenchSmall(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	jsonPath, htmlPath := filepath.Join(dir, "b.json"), filepath.Join(dir, "b.html")
 	var out, errOut bytes.Buffer
@@ -52,6 +53,7 @@ func TestBenchSmall(t *testing.T) {
 // least one request per acquisition, and a wake-up count per hand-off
 // (≥ 0) under contention. No timing is asserted.
 func TestBenchEtcdConsul(t *testing.T) {
+	t.Parallel()
 	jsonPath := filepath.Join(t.TempDir(), "b.json")
 	var out, errOut bytes.Buffer
 	code := run([]string{"bench", "-backends", "etcd,consul", "-runs", "1", "-n", "6", "-uncontended", "10",
@@ -89,6 +91,7 @@ func TestBenchEtcdConsul(t *testing.T) {
 // lock where a backend has one, and on etcd those of the recipe's
 // RWMutex, each with a ratio to the mutex. No timing is asserted.
 func TestBenchRWLocks(t *testing.T) {
+	t.Parallel()
 	jsonPath := filepath.Join(t.TempDir(), "b.json")
 	var out, errOut bytes.Buffer
 	code := run([]string{"bench", "-backends", "redis,etcd,consul,zk", "-rwlocks", "-runs", "1", "-n", "6", "-uncontended", "10",
@@ -123,6 +126,7 @@ func TestBenchRWLocks(t *testing.T) {
 // permit to every backend measured, with a ratio to the backend's mutex.
 // No timing is asserted.
 func TestBenchSemaphores(t *testing.T) {
+	t.Parallel()
 	jsonPath := filepath.Join(t.TempDir(), "b.json")
 	var out, errOut bytes.Buffer
 	code := run([]string{"bench", "-backends", "redis,consul,zk", "-semaphores", "-runs", "1", "-n", "6", "-uncontended", "10",
@@ -158,6 +162,7 @@ func TestBenchSemaphores(t *testing.T) {
 // are there, zk.Lock gets ratios, requests and watch events are counted
 // under contention, and a -zk server is left without the bench's nodes.
 func TestBenchZK(t *testing.T) {
+	t.Parallel()
 	z := fakes.ZooKeeper(t, fakes.ForceMinizk())
 	for _, extra := range [][]string{nil, {"-zk", z.Addr()}} {
 		jsonPath := filepath.Join(t.TempDir(), "b.json")

@@ -9,9 +9,20 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/lockproof/lockproof/internal/locktest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain fails the package if a test leaves a goroutine behind. The
+// bench tests run in parallel, 4 at a time: they assert what a table
+// holds, never a timing, and much of their time is api.Lock's 5 s retry
+// sleep (see bench's documentation). A parallel test starts only once the
+// sequential ones are done, so the check tests' scheduler, which waits
+// for the whole process to be quiescent, never runs beside them.
+func TestMain(m *testing.M) {
+	locktest.WaitingParallel(4)
+	goleak.VerifyTestMain(m)
+}
 
 // Two clients hold lock L at once: B is granted 1 ms after A, with a TTL of
 // 10 s and no release in between.
