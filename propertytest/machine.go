@@ -318,6 +318,16 @@ func (m *machine) acquire(c *client, blocking, crash bool, stallAt int, onGrant 
 	c.fin = func() {
 		defer func() {
 			for _, g := range synth.late {
+				// The token the lock reported stands for the grant only
+				// if its leases are fenced, which only a returned lease
+				// tells (as for a crash at PointAcquired below): a lock
+				// whose leases carry no token may still report its inner
+				// lock's fenced events, and the history numbers its
+				// grants itself. Until a lease told, the grant given
+				// back is of unknown outcome.
+				if m.fenced != 1 {
+					g.token = 0
+				}
 				m.rec.gaveBack(i, m.newOwner(), g)
 				m.logf("client %d: %s gave back a grant that came too late (token %d)", c.id, name, g.token)
 			}
