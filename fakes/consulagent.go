@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"time"
 
@@ -136,7 +137,33 @@ func (h *agentHost) close() error {
 // leader and its node is registered (sessions need it). sdk/testutil's
 // port allocator (freeport) also reserves ports of its own and prints a
 // line per start to stderr; its choice is replaced here.
-func startAgent(bin string, ttlMin time.Duration) (agent *consulAgent, err error) {
+//
+// The ports are free when the kernel names them and taken by the agent a
+// moment later: another process may bind one in between, or take it as
+// the local port of a connection it makes. The agent then exits with
+// "address already in use" (CI saw it once, with a second program busy on
+// the machine), and startAgent tries again on new ports, up to
+// agentStartTries times.
+func startAgent(bin string, ttlMin time.Duration) (*consulAgent, error) {
+	var err error
+	for range agentStartTries {
+		var a *consulAgent
+		if a, err = startAgentOnce(bin, ttlMin); err == nil || !strings.Contains(err.Error(), "address already in use") {
+			return a, err
+		}
+	}
+	return nil, err
+}
+
+// agentStartTries bounds startAgent's tries on ports another process took.
+const agentStartTries = 3
+
+// agentPorts picks the agent's ports: kernelPorts, which a test replaces
+// to hand out a port that is taken.
+var agentPorts = kernelPorts
+
+// startAgentOnce is one try of startAgent.
+func startAgentOnce(bin string, ttlMin time.Duration) (agent *consulAgent, err error) {
 	if err := useConsulBinary(bin); err != nil {
 		return nil, err
 	}
@@ -156,7 +183,7 @@ func startAgent(bin string, ttlMin time.Duration) (agent *consulAgent, err error
 			err = fmt.Errorf("cannot start the consul agent %s: %s\n%s", bin, f.msg, logs.String())
 		}
 	}()
-	ports, err := kernelPorts(8)
+	ports, err := agentPorts(8)
 	if err != nil {
 		return nil, err
 	}
