@@ -52,3 +52,22 @@ func gate(ctx context.Context, what string) (context.Context, func()) {
 	done := locks.GateRequest(ctx, what)
 	return context.WithValue(ctx, gatedKey{}, true), done
 }
+
+// gateSend is gate for a request that must not be sent once its context
+// ended while the gate held it (a crash, a timeout): err is then the
+// context's error, and the request goes nowhere. Sent, a client could
+// still write it before it noticed the end, or not, as goroutines happen
+// to run: the end of a locks.RequestContext reaches its Done channel on a
+// goroutine of context.AfterFunc's, though its Err knows at once. Without
+// a Gate (or inside a gated request) it returns ctx, a no-op and no error.
+func gateSend(ctx context.Context, what string) (context.Context, func(), error) {
+	if !gated(ctx) {
+		return ctx, func() {}, nil
+	}
+	gctx, done := gate(ctx, what)
+	if err := gctx.Err(); err != nil {
+		done()
+		return ctx, func() {}, err
+	}
+	return gctx, done, nil
+}

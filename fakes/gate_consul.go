@@ -19,10 +19,11 @@ import (
 // (one with an index) is marked " (blocking)": "consul GET /v1/kv (blocking)".
 //
 // A request whose context ended while the gate held it is not sent: it
-// fails with the context's error. The gate is told the request is over
-// once the whole reply body has been read: the wrapper reads it before handing the response on, so the caller
-// gets it from memory. A request whose context carries no Gate goes as
-// before, untouched.
+// fails with the context's error (see gateSend). The gate is told the
+// request is over once the whole reply body has been read: the wrapper
+// reads it before handing the response on, so the caller gets it from
+// memory. A request whose context carries no Gate goes as before,
+// untouched.
 func GateConsulTransport(base http.RoundTripper) http.RoundTripper {
 	if base == nil {
 		base = http.DefaultTransport
@@ -38,13 +39,10 @@ func (g consulGate) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !gated(req.Context()) {
 		return g.base.RoundTrip(req) // no gate: as before
 	}
-	ctx, done := gate(req.Context(), consulRequestName(req))
+	ctx, done, err := gateSend(req.Context(), consulRequestName(req))
 	defer done()
-	if err := ctx.Err(); err != nil {
-		// Its context ended while the gate held it (a crash, a timeout):
-		// never sent. Sent, http.Transport could still write it before
-		// it saw the context end, or not, as goroutines happen to run.
-		return nil, err
+	if err != nil {
+		return nil, err // its context ended while the gate held it: never sent
 	}
 	resp, err := g.base.RoundTrip(req.WithContext(ctx))
 	if err != nil {

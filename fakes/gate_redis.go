@@ -21,10 +21,7 @@ import (
 // for a single Redis). Use GateRedis for a client built elsewhere.
 //
 // A command or pipeline whose context ended while the gate held it is not
-// sent: it fails with the context's error. Sent, go-redis could still
-// write it before it saw the context end, or not, as goroutines happen to
-// run: the end of a locks.RequestContext reaches its Done channel on a
-// goroutine of context.AfterFunc's, though its Err knows at once.
+// sent: it fails with the context's error (see gateSend).
 //
 // Dials are not gated: a new connection is dialed, and greeted with HELLO,
 // inside the window of the command that needed it.
@@ -44,12 +41,9 @@ func (redisGate) DialHook(next redis.DialHook) redis.DialHook { return next }
 // ProcessHook gates one command.
 func (g redisGate) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if !gated(ctx) {
-			return next(ctx, cmd) // no gate, or inside a gated request: as before
-		}
-		ctx, done := gate(ctx, g.label+": "+redisCmdName(cmd))
+		ctx, done, err := gateSend(ctx, g.label+": "+redisCmdName(cmd))
 		defer done()
-		if err := ctx.Err(); err != nil {
+		if err != nil {
 			cmd.SetErr(err)
 			return err
 		}
@@ -61,16 +55,13 @@ func (g redisGate) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 // request: it is one round trip.
 func (g redisGate) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
-		if !gated(ctx) {
-			return next(ctx, cmds)
-		}
 		names := make([]string, len(cmds))
 		for i, c := range cmds {
 			names[i] = redisCmdName(c)
 		}
-		ctx, done := gate(ctx, g.label+": "+strings.Join(names, ", "))
+		ctx, done, err := gateSend(ctx, g.label+": "+strings.Join(names, ", "))
 		defer done()
-		if err := ctx.Err(); err != nil {
+		if err != nil {
 			for _, c := range cmds {
 				c.SetErr(err)
 			}
