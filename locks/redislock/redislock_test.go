@@ -511,3 +511,122 @@ func TestKeyIsWhereTheLockLives(t *testing.T) {
 	}
 	locktest.ExpiredFromOutside(t, lease, func(ctx context.Context) error { return r.ExpireLock(ctx, "orders/42") }, fakes.ErrNoHolder)
 }
+
+// heldRecheck holds the first re-check script its client sends until
+// release is closed, after the caller read the clock for it: the waiter
+// stalls between reading the time and asking (a GC pause, a slow network).
+type heldRecheck struct {
+	once    sync.Once
+	held    chan struct{}
+	release chan struct{}
+}
+
+func (*heldRecheck) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *heldRecheck) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if args := cmd.Args(); len(args) > 1 && isRecheck(args[0], args[1]) {
+			h.once.Do(func() {
+				close(h.held)
+				<-h.release
+			})
+		}
+		return next(ctx, cmd)
+	}
+}
+
+// isRecheck reports whether a command with these first two arguments
+// runs recheckScript (by its SHA or its source).
+func isRecheck(name, script any) bool {
+	s, _ := script.(string)
+	switch name {
+	case "evalsha":
+		return s == recheckScript.Hash()
+	case "eval":
+		return redis.NewScript(s).Hash() == recheckScript.Hash()
+	}
+	return false
+}
+
+func (*heldRecheck) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// TestStaleHandoverIsNotAGrant: a waiter stalled before its first re-check
+// is handed the lock, and its hand-over message arrives meanwhile; the
+// re-check then finds the lock its own but too late to use, gives it back
+// (to the next waiter) and queues again. The message of the hand-over it
+// gave back must not be read as a new one: it would return a lease while
+// the next waiter holds the lock, with a token below that waiter's.
+// (Found by propertytest with a stalled acquisition overtaken at once,
+// seed 10970203701218661923 of TestRedisLockKeepsItsProperties.)
+func TestStaleHandoverIsNotAGrant(t *testing.T) {
+	const ttl = time.Second
+	r := fakes.Redis(t, fakes.ManualTime(epoch))
+	clock := r.Clock().(*fakes.Clock)
+	ctx := context.Background()
+	hold := &heldRecheck{held: make(chan struct{}), release: make(chan struct{})}
+	client := r.NewClient()
+	client.AddHook(hold)
+	a, err := New(client, "res", append(r.LockOptions(), locks.WithTTL(ttl))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := newLocker(t, r, "res", locks.WithTTL(ttl))
+	c := newLocker(t, r, "res", locks.WithTTL(ttl))
+
+	first := locktest.MustLock(t, b)
+	type result struct {
+		lease locks.Lease
+		err   error
+	}
+	aGot := make(chan result, 1)
+	go func() {
+		lease, err := a.Lock(ctx)
+		aGot <- result{lease, err}
+	}()
+	<-hold.held // a is queued first, stalled before its re-check
+	cGot := make(chan locks.Lease, 1)
+	go func() { cGot <- locktest.MustLock(t, c) }()
+	waitUntil(t, "c queued behind a", func() bool { return r.Client().LLen(ctx, a.Key()+":queue").Val() == 2 })
+
+	clock.Advance(ttl / 2)
+	if err := first.Unlock(ctx); err != nil { // hands the lock to a
+		t.Fatal(err)
+	}
+	waitUntil(t, "the hand-over message reaches a", func() bool {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		for _, ch := range a.waiters {
+			return len(ch) == 1
+		}
+		return false
+	})
+	// a's re-check, reckoned from before its stall, now says the hand-over
+	// came too late: a gives it back, to c.
+	clock.Advance(ttl * 6 / 10)
+	close(hold.release)
+	second := <-cGot
+	select {
+	case res := <-aGot:
+		if res.err != nil {
+			t.Fatalf("a's Lock: %v", res.err)
+		}
+		t.Fatalf("a's Lock returned token %v while c holds the lock with token %v",
+			locktest.Token(t, res.lease), locktest.Token(t, second))
+	default:
+	}
+	if err := second.Unlock(ctx); err != nil { // now hands it to a
+		t.Fatal(err)
+	}
+	res := <-aGot
+	if res.err != nil {
+		t.Fatalf("a's Lock: %v", res.err)
+	}
+	if got, after := locktest.Token(t, res.lease), locktest.Token(t, second); got <= after {
+		t.Fatalf("a's token %v is not above c's %v, granted before it", got, after)
+	}
+	if owner := r.Client().Get(ctx, a.Key()).Val(); owner == "" {
+		t.Fatal("a's Lock returned but nobody holds the key")
+	}
+	_ = res.lease.Unlock(ctx)
+}

@@ -152,6 +152,18 @@ func (l *Locker) join(ctx context.Context, owner string) (chan locks.Token, erro
 	return ch, nil
 }
 
+// rename registers a new owner, with a channel of its own, in place of
+// old, keeping the subscription: a hand-over to old that is still on its
+// way is dropped by route.
+func (l *Locker) rename(old string) (string, chan locks.Token) {
+	owner, ch := locks.NewOwner(), make(chan locks.Token, 1)
+	l.mu.Lock()
+	delete(l.waiters, old)
+	l.waiters[owner] = ch
+	l.mu.Unlock()
+	return owner, ch
+}
+
 // leave unregisters owner and closes the subscription after the last waiter.
 func (l *Locker) leave(owner string) {
 	l.mu.Lock()

@@ -37,7 +37,7 @@ func (l *Locker) lock(ctx context.Context) (locks.Lease, error) {
 	if err != nil {
 		return nil, err
 	}
-	lease, err := l.wait(ctx, owner, ch, began)
+	lease, owner, err := l.wait(ctx, owner, ch, began)
 	if err != nil || lease == nil {
 		l.abandon(owner)
 		return nil, err
@@ -55,19 +55,27 @@ func (l *Locker) result(ctx context.Context, owner string, r attemptResult, err 
 	return l.grant(ctx, owner, r.fence, r.start)
 }
 
-// wait queues owner and waits for a hand-over, a re-check or the end.
-func (l *Locker) wait(ctx context.Context, owner string, ch chan locks.Token, began time.Time) (locks.Lease, error) {
+// wait queues owner and waits for a hand-over, a re-check or the end. It
+// returns the owner it waited as last, which the caller leaves the queue
+// and the waiters as.
+func (l *Locker) wait(ctx context.Context, owner string, ch chan locks.Token, began time.Time) (locks.Lease, string, error) {
 	r, err := l.enqueue(ctx, owner)
 	for {
 		if err != nil {
-			return nil, err
+			return nil, owner, err
 		}
 		if r.status != statusWait {
 			lease, err := l.result(ctx, owner, r, nil)
 			if !errors.Is(err, locks.ErrLeaseExpired) {
-				return lease, err
+				return lease, owner, err
 			}
-			// Granted, but too late to use: it was released; queue again.
+			// Granted, but too late to use: it was released (and handed
+			// on). When a re-check found a hand-over, its message is in ch
+			// or on its way; read later, it would pass for a new hand-over
+			// and grant a lock the next waiter holds, with a lower token.
+			// So the waiter queues again as a new owner, on a new channel:
+			// the old owner's messages find nobody.
+			owner, ch = l.rename(owner)
 			r, err = l.enqueue(ctx, owner)
 			continue
 		}
@@ -78,10 +86,10 @@ func (l *Locker) wait(ctx context.Context, owner string, ch chan locks.Token, be
 		fence, woke, err := l.sleep(ctx, ch, r.pttl, began)
 		switch {
 		case err != nil:
-			return nil, err
+			return nil, owner, err
 		case woke && fence > 0:
 			if lease, err := l.handover(ctx, owner, fence, since); lease != nil || err != nil {
-				return lease, err
+				return lease, owner, err
 			}
 		}
 		r, err = l.recheck(ctx, owner)
