@@ -747,7 +747,13 @@ func (m *machine) actions() map[string]func(*rapid.T) {
 // whose reply comes back late. Time moves either to just after the
 // backend let the stalled client's lease go (its deadline plus the drift
 // allowance plus a hair), or by TTL + Slack (a backend that frees a lock
-// later, as Consul with its lock-delay).
+// later, as Consul with its lock-delay). A stalled acquisition may also
+// be overtaken at once, with no time passing: an acquisition that checks
+// in one request and claims in the next (a reader that checks for a
+// writer, then joins) races the intruder only so. Had the run's time
+// moved by TTL + Slack first, the stalled grant could linearize at its
+// call and lapse before the intruder's, and the two holders would look
+// legal.
 func (m *machine) overtake(t *rapid.T, pick func(*rapid.T, func(*client) bool) *client) {
 	c := pick(t, func(c *client) bool { return c.op != nil && m.sched.stalled(c.op) })
 	m.overtakeStalled(t, c)
@@ -756,13 +762,18 @@ func (m *machine) overtake(t *rapid.T, pick func(*rapid.T, func(*client) bool) *
 // overtakeStalled is overtake for c, whose operation is stalled.
 func (m *machine) overtakeStalled(t *rapid.T, c *client) {
 	what := c.op.name
-	m.logf("client %d stalls in %s while its lease runs out", c.id, what)
 	by := m.o.TTL + m.o.Slack
-	if c.cur != nil && rapid.Bool().Draw(t, "right after the backend's expiry") {
+	switch {
+	case c.cur != nil && rapid.Bool().Draw(t, "right after the backend's expiry"):
 		by = c.cur.lease.Deadline().Sub(m.be.Clock.Now()) + locks.Drift(m.o.TTL) + m.o.TTL/100
+	case c.cur == nil && rapid.Bool().Draw(t, "overtake at once"):
+		by = 0
 	}
 	if by > 0 {
+		m.logf("client %d stalls in %s while its lease runs out", c.id, what)
 		m.advance(by)
+	} else {
+		m.logf("client %d stalls in %s and is overtaken at once", c.id, what)
 	}
 	m.intrude(c, "while client %d stalls")
 	if c.op == nil { // it gave up on its own meanwhile (a timeout of wall time)
