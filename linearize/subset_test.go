@@ -3,7 +3,6 @@ package linearize
 import (
 	"context"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"testing"
 	"time"
@@ -229,15 +228,7 @@ func TestSetsDecideManyUnknownAcquires(t *testing.T) {
 // set of its own) and the split search 40 ms: Check, which alternates the
 // two, must decide it within its limit.
 func TestSetsAlternateWithSplit(t *testing.T) {
-	f, err := os.Open("testdata/token-regress-30.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	h, err := DecodeHistory[LeaseInput, LeaseOutput](f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := readLeaseHistory(t, "token-regress-30.json")
 	m, err := NewLeaseModel(6*time.Millisecond, time.Millisecond/2)
 	if err != nil {
 		t.Fatal(err)
@@ -259,15 +250,7 @@ func TestSetsAlternateWithSplit(t *testing.T) {
 // the same counterexample, and a correct one with many unknown acquires
 // the same witness.
 func TestAlternateRepeats(t *testing.T) {
-	f, err := os.Open("testdata/token-regress-30.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	bad, err := DecodeHistory[LeaseInput, LeaseOutput](f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	bad := readLeaseHistory(t, "token-regress-30.json")
 	m, err := NewLeaseModel(6*time.Millisecond, time.Millisecond/2)
 	if err != nil {
 		t.Fatal(err)
