@@ -53,6 +53,12 @@ import (
 // twice, or before an operation that returned before that unknown one's
 // call): only its Illegal is used, and Ok drops it.
 //
+// An Illegal partition it proves is shrunk with it (checkGeneric): each
+// sub-history shrinking keeps is Illegal by the same argument. Minimal
+// then means minimal for the relaxed search, which is the exact search
+// on sets where the counterexample holds no unknown operation (the usual
+// case: dropping one only shrinks the closures).
+//
 // A closure may not end (a counter bumped by an unknown operation over
 // and over), and may be long (every unknown acquire of a lock history
 // gives other holders, tokens and expiries): it stops at relaxedMembers
