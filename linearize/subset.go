@@ -314,8 +314,8 @@ func checkGeneric[S, I, O any](parent, ctx context.Context, m *filled[S, I, O], 
 // search of m's Step takes alone where it decides (past its first round,
 // plus up to twice that round), or 1 + splitShare times what the search
 // on sets takes where that decides (past twice the first round), counted in
-// steps (a round's budget is checked every 64 steps). From round
-// relaxedAfter on, the relaxed search (relax.go) runs in each round too,
+// steps (a round's budget is checked every 64 steps). After the search
+// on sets, the relaxed search (relax.go) runs in each round too,
 // afresh, with relaxedShare counted in the model's Steps:
 // where the violation lies between known operations it proves Illegal
 // without going through the unknown ones' choices. It returns the search
@@ -342,7 +342,7 @@ func alternate[S, I, O any](m *filled[S, I, O], history []Operation[I, O], p Par
 	sets.pausable = true
 	var (
 		r       *subset[S, I, O]
-		relaxed *searcher[stateSet, I, O] // nil before its round, or once dropped
+		relaxed *searcher[stateSet, I, O] // nil before the first round's, or once dropped
 	)
 	defer func() {
 		if relaxed != nil {
@@ -357,7 +357,7 @@ func alternate[S, I, O any](m *filled[S, I, O], history []Operation[I, O], p Par
 	m.over = func(tick uint32) bool { return tick > splitUntil }
 	u.set.over = func(tick uint32) bool { return tick > setsUntil }
 	// The first round on sets is twice the Step's: see splitShare.
-	for i, round := 0, 2*uint64(steps); ; i, round = i+1, round*2 {
+	for round := 2 * uint64(steps); ; round *= 2 {
 		setsUntil = capTicks(uint64(setsUntil) + round)
 		out = sets.run()
 		if out.verdict == Ok {
@@ -374,7 +374,7 @@ func alternate[S, I, O any](m *filled[S, I, O], history []Operation[I, O], p Par
 		if out.verdict != Unknown || !out.paused {
 			return outcomeOf(p, out), u
 		}
-		if i == relaxedAfter {
+		if r == nil { // made only for a partition the first round leaves
 			r = newRelaxed(m, history)
 			relaxed = getSearcher(&r.set, history, b, &abort)
 		}
@@ -412,14 +412,6 @@ func alternate[S, I, O any](m *filled[S, I, O], history []Operation[I, O], p Par
 // with 4 times that 0.27 and 0.10 s, and the etcd logs the same time
 // (the relaxed search runs on 7 of them, once each).
 const relaxedShare = 4 * splitShare
-
-// relaxedAfter is the number of alternate's rounds before the relaxed
-// search joins them. The first rounds decide most partitions, and the
-// relaxed search mostly wastes its share on a correct one: on the
-// correct lease histories of TestSetsDecideManyUnknownAcquires (100
-// operations, 35% unknown; the sets decide within 3 rounds) it took 1 ms
-// of each 1.2 to 2.6 ms check when it joined from the first round.
-const relaxedAfter = 3
 
 // capTicks bounds a step budget by what a searcher's tick can count.
 func capTicks(n uint64) uint32 { return uint32(min(n, math.MaxUint32-64)) }
