@@ -122,6 +122,16 @@ type filled[S, I, O any] struct {
 	// it: the search then settles it as never taken effect at once
 	// instead of keeping it a candidate to the end.
 	retired func(s S, op *Operation[I, O]) bool
+	// prepare, if set, is told the operations (history indices) of each
+	// search, and its budget, before it starts: the relaxed search's
+	// steps depend on them, and one of its steps may be long enough to
+	// need to look at the budget itself.
+	prepare func(ops []int, b *budget)
+	// unsure, if set, reports that the model's steps since the search
+	// started may have left states out (a closure of the relaxed search
+	// stopped at its cap, its budget or the Check's): the search then
+	// ends Unknown instead of Illegal.
+	unsure func() bool
 }
 
 // fill validates m and fills in the defaults.

@@ -180,6 +180,9 @@ type event struct {
 func (s *searcher[S, I, O]) reset(ops []int) {
 	n := len(ops)
 	s.ops = ops
+	if s.m.prepare != nil {
+		s.m.prepare(ops, s.b)
+	}
 	s.next = resize(s.next, 2*n+1)
 	s.prev = resize(s.prev, 2*n+1)
 	s.zob = resize(s.zob, n)
@@ -530,6 +533,10 @@ func (s *searcher[S, I, O]) run() (out outcome) {
 		}
 	backtrack:
 		if len(s.stack) == 0 {
+			if s.m.unsure != nil && s.m.unsure() {
+				// Some step left states out: no proof (filled.unsure).
+				return outcome{verdict: Unknown, states: s.memo.n + s.wide.n, blocker: -1}
+			}
 			return outcome{verdict: Illegal, states: s.memo.n + s.wide.n, blocker: s.blocker}
 		}
 		// The configuration at this depth is left: marks made at it go.

@@ -3,7 +3,6 @@ package linearize
 import (
 	"context"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"testing"
 	"time"
@@ -42,15 +41,25 @@ func setUp[S, I, O any](tb testing.TB, m Model[S, I, O], limit time.Duration) (f
 // Illegal partition shrunk on sets.
 func checkSets[S, I, O any](tb testing.TB, m Model[S, I, O], h []Operation[I, O], limit time.Duration) Result {
 	tb.Helper()
+	return searchSetsAlone(tb, m, h, limit, func(fm *filled[S, I, O], _ []Operation[I, O]) *subset[S, I, O] { return newSubset(fm) }, true)
+}
+
+// searchSetsAlone decides h by a search on sets alone (one of mk's, per
+// partition), within limit, until a partition is not Ok; an Illegal one
+// is shrunk with the same search. With witness, an Ok partition gets a
+// witness picked from the sets (the relaxed search's Ok has none).
+func searchSetsAlone[S, I, O any](tb testing.TB, m Model[S, I, O], h []Operation[I, O], limit time.Duration,
+	mk func(*filled[S, I, O], []Operation[I, O]) *subset[S, I, O], witness bool) Result {
+	tb.Helper()
 	fm, ctx, b, done := setUp(tb, m, limit)
 	defer done()
 	res := Result{Partitions: partition(&fm, h)}
 	var u *subset[S, I, O]
 	for i := range res.Partitions {
 		p := &res.Partitions[i]
-		u = newSubset(&fm)
+		u = mk(&fm, h)
 		*p = decideSets(u, h, Partition{Key: p.Key, Ops: p.Ops}, b)
-		if p.Verdict == Ok {
+		if p.Verdict == Ok && witness {
 			w, ok := u.witness(h, p.Linearization, p.trail)
 			if !ok {
 				tb.Fatalf("partition %d: no witness from the sets' trail", i)
@@ -219,15 +228,7 @@ func TestSetsDecideManyUnknownAcquires(t *testing.T) {
 // set of its own) and the split search 40 ms: Check, which alternates the
 // two, must decide it within its limit.
 func TestSetsAlternateWithSplit(t *testing.T) {
-	f, err := os.Open("testdata/token-regress-30.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	h, err := DecodeHistory[LeaseInput, LeaseOutput](f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := readLeaseHistory(t, "token-regress-30.json")
 	m, err := NewLeaseModel(6*time.Millisecond, time.Millisecond/2)
 	if err != nil {
 		t.Fatal(err)
@@ -249,15 +250,7 @@ func TestSetsAlternateWithSplit(t *testing.T) {
 // the same counterexample, and a correct one with many unknown acquires
 // the same witness.
 func TestAlternateRepeats(t *testing.T) {
-	f, err := os.Open("testdata/token-regress-30.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	bad, err := DecodeHistory[LeaseInput, LeaseOutput](f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	bad := readLeaseHistory(t, "token-regress-30.json")
 	m, err := NewLeaseModel(6*time.Millisecond, time.Millisecond/2)
 	if err != nil {
 		t.Fatal(err)
