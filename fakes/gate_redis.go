@@ -41,6 +41,9 @@ func (redisGate) DialHook(next redis.DialHook) redis.DialHook { return next }
 // ProcessHook gates one command.
 func (g redisGate) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
+		if !gated(ctx) {
+			return next(ctx, cmd) // no gate, or inside a gated request: as before, unnamed
+		}
 		ctx, done, err := gateSend(ctx, g.label+": "+redisCmdName(cmd))
 		defer done()
 		if err != nil {
@@ -55,6 +58,9 @@ func (g redisGate) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 // request: it is one round trip.
 func (g redisGate) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if !gated(ctx) {
+			return next(ctx, cmds)
+		}
 		names := make([]string, len(cmds))
 		for i, c := range cmds {
 			names[i] = redisCmdName(c)
