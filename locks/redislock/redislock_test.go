@@ -360,23 +360,30 @@ func TestTryLockHeld(t *testing.T) {
 	_ = again.Unlock(ctx)
 }
 
+// passDialsAndPipelines is the part of a go-redis hook that lets dials
+// and pipelines through untouched; the tests' hooks embed it and act on
+// single commands only.
+type passDialsAndPipelines struct{}
+
+func (passDialsAndPipelines) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (passDialsAndPipelines) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
 // slowReplies advances the manual clock while a script is in flight: the
 // client "pauses" between sending the acquire and reading its answer.
 type slowReplies struct {
+	passDialsAndPipelines
 	clock *fakes.Clock
 	by    time.Duration
 }
 
-func (slowReplies) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (s slowReplies) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		err := next(ctx, cmd)
 		s.clock.Advance(s.by)
 		return err
 	}
-}
-func (slowReplies) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
 }
 
 // TestGrantTooLateIsNotHeld: an acquisition whose answer arrives after the
@@ -516,12 +523,12 @@ func TestKeyIsWhereTheLockLives(t *testing.T) {
 // release is closed, after the caller read the clock for it: the waiter
 // stalls between reading the time and asking (a GC pause, a slow network).
 type heldRecheck struct {
+	passDialsAndPipelines
 	once    sync.Once
 	held    chan struct{}
 	release chan struct{}
 }
 
-func (*heldRecheck) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (h *heldRecheck) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		if args := cmd.Args(); len(args) > 1 && isRecheck(args[0], args[1]) {
@@ -545,10 +552,6 @@ func isRecheck(name, script any) bool {
 		return redis.NewScript(s).Hash() == recheckScript.Hash()
 	}
 	return false
-}
-
-func (*heldRecheck) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
 }
 
 // TestStaleHandoverIsNotAGrant: a waiter stalled before its first re-check
