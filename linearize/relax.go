@@ -63,7 +63,7 @@ import (
 // and over), and may be long (every unknown acquire of a lock history
 // gives other holders, tokens and expiries): it stops at relaxedMembers
 // states, or once the search has taken its budget of the model's Steps
-// (subset.limit), and the search that needed it can then conclude
+// (relaxation.limit), and the search that needed it can then conclude
 // nothing (filled.unsure). alternate runs it afresh at each of its
 // rounds, with a larger budget: a run cut short has memoized
 // configurations on incomplete steps, so it cannot go on where it
@@ -79,12 +79,34 @@ import (
 // that 1 << 15 left undecided).
 const relaxedMembers = 1 << 18
 
+// relaxation is what the relaxed search keeps beside the search on sets
+// it is built on: the history, the unknown operations of the current
+// search by call, whether a closure was left incomplete and the budget
+// that cuts one short, and the closures' scratch space.
+type relaxation[I, O any] struct {
+	hist   []Operation[I, O]
+	bg     []*Operation[I, O]
+	blown  bool  // a closure reached relaxedMembers states
+	cut    bool  // a closure was stopped at limit
+	limit  int64 // of calls, 0 for none
+	seen   map[uint32]struct{}
+	closed []uint32
+	// closures remembers closures (closeCached), cached counts their
+	// states, partial is one cut short, prev is the bg they were made
+	// with.
+	closures map[closure][]uint32
+	cached   int
+	partial  partialClosure
+	prev     []*Operation[I, O]
+	b        *budget // of the current search
+}
+
 // newRelaxed returns the relaxed search of base over hist: a search on
 // sets (subset) whose steps close the set under the unknown operations of
 // the operations the searcher was last reset with (see relaxedStep).
 func newRelaxed[S, I, O any](base *filled[S, I, O], hist []Operation[I, O]) *subset[S, I, O] {
 	u := newSubset(base)
-	u.hist = hist
+	u.relaxation = &relaxation[I, O]{hist: hist}
 	u.set.Step = u.relaxedStep
 	u.set.retired = func(stateSet, *Operation[I, O]) bool { return true } // a no-op here
 	u.set.prepare = u.prepare
@@ -145,14 +167,14 @@ func (u *subset[S, I, O]) relaxedStep(dst []stateSet, set stateSet, op *Operatio
 	return append(dst, u.setOf(ids))
 }
 
-// closure is the key of a closure in subset.closures: the set, and
-// how many of subset.bg it was closed under.
+// closure is the key of a closure in relaxation.closures: the set, and
+// how many of relaxation.bg it was closed under.
 type closure struct {
 	set stateSet
 	j   int
 }
 
-// relaxedCache caps the states held by subset.closures.
+// relaxedCache caps the states held by relaxation.closures.
 const relaxedCache = 1 << 20
 
 // closeCached is close, remembering what it returns for set and

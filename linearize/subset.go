@@ -59,25 +59,9 @@ type subset[S, I, O any] struct {
 	// calls counts the model's Steps the search on sets has taken.
 	calls int64
 
-	// The relaxed search's (newRelaxed): the history, the unknown
-	// operations of the current search by call, whether a closure was
-	// left incomplete and the budget that cuts one short, and the
-	// closure's scratch space.
-	hist   []Operation[I, O]
-	bg     []*Operation[I, O]
-	blown  bool  // a closure reached relaxedMembers states
-	cut    bool  // a closure was stopped at limit
-	limit  int64 // of calls, 0 for none
-	seen   map[uint32]struct{}
-	closed []uint32
-	// closures remembers closures (closeCached), cached counts their
-	// states, partial is one cut short, prev is the bg they were made
-	// with.
-	closures map[closure][]uint32
-	cached   int
-	partial  partialClosure
-	prev     []*Operation[I, O]
-	b        *budget // of the current search
+	// relaxation is the relaxed search's own state (newRelaxed); nil in
+	// a plain search on sets.
+	*relaxation[I, O]
 }
 
 // newSubset returns the search on sets of base.
