@@ -47,7 +47,10 @@
 // on: a renewal or release that reaches the backend late, a reply that
 // comes back late), StallOvertake (an Unlock, Renew or TryLock stopped at
 // its first, second, third or fourth gate and overtaken at once: the
-// check-then-act over two requests), SlowGrant (an acquisition whose
+// check-then-act over two requests; a Renew is at times sent with half its
+// lease left, as a watchdog sends it, for a renewal sent at its grant's
+// instant would extend nothing even where it lands on another client's
+// key), SlowGrant (an acquisition whose
 // reply is late by a part of the TTL, then probed at the holder's
 // deadline), Edge (time moves to just before or after a holder's own
 // deadline, by ± TTL/200 and the like, and another client's TryLock and the
