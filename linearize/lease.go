@@ -142,14 +142,47 @@ type LeaseState struct {
 //
 // It returns ErrInvalidModel unless ttl > 0 and 0 <= tolerance < ttl.
 func NewLeaseModel(ttl, tolerance time.Duration) (Model[LeaseState, LeaseInput, LeaseOutput], error) {
-	if err := leaseTimes("lease", ttl, tolerance); err != nil {
+	m, err := newLeaseModel("lease", ttl, tolerance, false)
+	if err != nil {
+		return m, err
+	}
+	m.fast = newLeaseDecider(int64(ttl-tolerance), m).decide
+	m.fastStep = reflect.ValueOf(m.Step).Pointer()
+	return m, nil
+}
+
+// NewQuorumLeaseModel returns the model of a lease lock held on a quorum of
+// independent nodes, each expiring its own copy (Redlock): NewLeaseModel's,
+// but a lease granted or renewed by an operation called at c may expire
+// from c + ttl - tolerance on, even when the operation took effect later.
+//
+// NewLeaseModel reckons a grant that relied on an earlier lease's expiry
+// from that expiry: one key, set after the old one ran out. A quorum grant
+// takes effect when its last needed node says yes, but a node that was
+// free said yes at once, and its copy runs out TTL after that: a grant
+// called at c, on three nodes of five, one set at c and two after the old
+// lease ended, is held from the third yes until c + TTL, which NewLeaseModel
+// reads as a double grant when another client takes the lock at c + TTL.
+// The client reckons its lease from c as well (Redlock's validity is the
+// TTL less the time the attempt took), so nothing was held twice.
+//
+// Checks take the generic search: the lease decider knows NewLeaseModel
+// alone. It returns ErrInvalidModel unless ttl > 0 and 0 <= tolerance < ttl.
+func NewQuorumLeaseModel(ttl, tolerance time.Duration) (Model[LeaseState, LeaseInput, LeaseOutput], error) {
+	return newLeaseModel("quorum lease", ttl, tolerance, true)
+}
+
+// newLeaseModel is the lease model named model; fromCall reckons every
+// lease from its operation's call alone (NewQuorumLeaseModel).
+func newLeaseModel(model string, ttl, tolerance time.Duration, fromCall bool) (Model[LeaseState, LeaseInput, LeaseOutput], error) {
+	if err := leaseTimes(model, ttl, tolerance); err != nil {
 		return Model[LeaseState, LeaseInput, LeaseOutput]{}, err
 	}
 	life := int64(ttl - tolerance)
 	m := Model[LeaseState, LeaseInput, LeaseOutput]{
 		Init: func() LeaseState { return LeaseState{} },
 		Step: func(dst []LeaseState, s LeaseState, op *Operation[LeaseInput, LeaseOutput]) []LeaseState {
-			return leaseStep(dst, s, op, life)
+			return leaseStep(dst, s, op, life, fromCall)
 		},
 		Partition: leaseLock,
 		// A refused acquire leaves a held lock as it is, and cannot
@@ -165,8 +198,6 @@ func NewLeaseModel(ttl, tolerance time.Duration) (Model[LeaseState, LeaseInput, 
 			return fmt.Sprintf("held by %d token %d (may expire from %d)", s.Holder, s.Token, s.Expiry)
 		},
 	}
-	m.fast = newLeaseDecider(life, m).decide
-	m.fastStep = reflect.ValueOf(m.Step).Pointer()
 	return m, nil
 }
 
@@ -188,7 +219,7 @@ func refusedAcquire(op *Operation[LeaseInput, LeaseOutput]) bool {
 	return op.Input.Op == Acquire && !op.Output.OK && !op.Unknown
 }
 
-func leaseStep(dst []LeaseState, s LeaseState, op *Operation[LeaseInput, LeaseOutput], life int64) []LeaseState {
+func leaseStep(dst []LeaseState, s LeaseState, op *Operation[LeaseInput, LeaseOutput], life int64, fromCall bool) []LeaseState {
 	end := op.End()
 	if s.Floor > end {
 		return dst // an earlier step relied on an expiry after this operation's window
@@ -201,10 +232,19 @@ func leaseStep(dst []LeaseState, s LeaseState, op *Operation[LeaseInput, LeaseOu
 	if expirable {
 		expired.Held, expired.Holder, expired.Floor = false, 0, max(s.Floor, s.Expiry)
 	}
+	// start is the earliest instant the lease this operation grants or
+	// renews can run from: its call, and, on one key, no earlier than the
+	// expiry the linearization relied on.
+	start := func(floor int64) int64 {
+		if fromCall {
+			return op.Call
+		}
+		return max(floor, op.Call)
+	}
 	grant := func(from LeaseState, token uint64) LeaseState {
 		return LeaseState{
 			Held: true, Holder: in.Owner, Token: token,
-			Expiry: satAdd(max(from.Floor, op.Call), life), Floor: from.Floor,
+			Expiry: satAdd(start(from.Floor), life), Floor: from.Floor,
 		}
 	}
 	switch in.Op {
@@ -242,7 +282,7 @@ func leaseStep(dst []LeaseState, s LeaseState, op *Operation[LeaseInput, LeaseOu
 			if in.Op == Release {
 				s.Held, s.Holder = false, 0
 			} else {
-				s.Expiry = max(s.Expiry, satAdd(max(s.Floor, op.Call), life))
+				s.Expiry = max(s.Expiry, satAdd(start(s.Floor), life))
 			}
 			return append(dst, s)
 		}

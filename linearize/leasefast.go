@@ -292,7 +292,7 @@ func (r *leaseRun) setStep(dst []leaseSet, set leaseSet, op *Operation[LeaseInpu
 	var in [4]LeaseState
 	var next []LeaseState
 	if set.more == "" {
-		next = leaseStep(arr[:0], set.one, op, r.life)
+		next = leaseStep(arr[:0], set.one, op, r.life, false)
 		if op.Unknown {
 			next = append(next, set.one)
 		}
@@ -300,7 +300,7 @@ func (r *leaseRun) setStep(dst []leaseSet, set leaseSet, op *Operation[LeaseInpu
 		members := set.members(in[:0])
 		next = arr[:0]
 		for _, s := range members {
-			next = leaseStep(next, s, op, r.life)
+			next = leaseStep(next, s, op, r.life, false)
 		}
 		if op.Unknown {
 			next = append(next, members...)
@@ -430,7 +430,7 @@ func (r *leaseRun) witness(h []Operation[LeaseInput, LeaseOutput], lin []int, tr
 		}
 		found := false
 		for _, p := range members {
-			next = leaseStep(next[:0], p, op, r.life)
+			next = leaseStep(next[:0], p, op, r.life, false)
 			r.norm(next, op)
 			if slices.Contains(next, cur) {
 				cur, found, keep[i] = p, true, true

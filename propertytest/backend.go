@@ -46,8 +46,13 @@ type Backend struct {
 	Clock locks.Clock
 	// Advance moves the backend's time and Clock forward by d.
 	Advance func(d time.Duration)
-	// Nodes is the number of backend nodes; 1 when zero. Availability is
-	// checked when it is at least 3 and StopNode is set.
+	// Nodes is the number of independent backend nodes the lock takes a
+	// quorum of (Redlock's Redis nodes); 1 when zero. Availability is
+	// checked when it is at least 3 and StopNode is set. Above 1, the lock
+	// history is checked against linearize.NewQuorumLeaseModel: each node
+	// expires its own copy, so a grant's lease runs from its call. A
+	// replicated backend that holds one copy of the lock (etcd, Consul,
+	// ZooKeeper clusters) is one node here.
 	Nodes int
 	// StopNode and StartNode stop node i and start it again with its data,
 	// for the availability check. Optional.

@@ -14,6 +14,9 @@ import (
 const (
 	// ModelLease is linearize.NewLeaseModel: the lock history.
 	ModelLease = "lease"
+	// ModelQuorumLease is linearize.NewQuorumLeaseModel: the lock history
+	// of a lock held on a quorum of independent nodes (Backend.Nodes > 1).
+	ModelQuorumLease = "quorum"
 	// ModelFenced is linearize.NewFencedRegisterModel: the shared register
 	// of a lock whose every lease carried a fencing token.
 	ModelFenced = "fenced"
@@ -36,8 +39,8 @@ const (
 // result on it, which may be Ok: the model does not see what the named
 // check saw.
 type Evidence struct {
-	// Model is ModelLease, ModelSemaphore, ModelRWLock, ModelFenced or
-	// ModelRegister:
+	// Model is ModelLease, ModelQuorumLease, ModelSemaphore, ModelRWLock,
+	// ModelFenced or ModelRegister:
 	// which of the fields below holds the history.
 	Model string
 	// TTL and Tolerance are the lease, semaphore and read-write models' (lockproof
@@ -46,7 +49,8 @@ type Evidence struct {
 	// Permits is the semaphore model's number of permits; zero for the
 	// other models.
 	Permits int
-	// Lease is the lock history (ModelLease, ModelSemaphore, ModelRWLock), times in
+	// Lease is the lock history (ModelLease, ModelQuorumLease,
+	// ModelSemaphore, ModelRWLock), times in
 	// nanoseconds on the backend's clock.
 	Lease []linearize.Operation[linearize.LeaseInput, linearize.LeaseOutput]
 	// Fenced is the shared register's history (ModelFenced). Its values
@@ -121,7 +125,7 @@ func (e *Evidence) picture() linearize.Picture {
 // HistoryArgs).
 func (e *Evidence) WriteJSON(w io.Writer) error {
 	switch e.Model {
-	case ModelLease, ModelSemaphore, ModelRWLock:
+	case ModelLease, ModelQuorumLease, ModelSemaphore, ModelRWLock:
 		return linearize.EncodeHistory(w, e.Lease)
 	case ModelFenced:
 		return linearize.EncodeHistory(w, e.Fenced)
@@ -137,6 +141,12 @@ func (e *Evidence) WriteHTML(w io.Writer) error {
 	switch e.Model {
 	case ModelLease:
 		model, err := linearize.NewLeaseModel(e.TTL, e.Tolerance)
+		if err != nil {
+			return err
+		}
+		return linearize.WriteHTML(w, model, e.Lease, &e.Result, e.picture())
+	case ModelQuorumLease:
+		model, err := linearize.NewQuorumLeaseModel(e.TTL, e.Tolerance)
 		if err != nil {
 			return err
 		}
@@ -166,7 +176,7 @@ func (e *Evidence) WriteHTML(w io.Writer) error {
 func (e *Evidence) HistoryArgs() []string {
 	args := []string{"-model", e.Model}
 	switch e.Model {
-	case ModelLease, ModelRWLock:
+	case ModelLease, ModelQuorumLease, ModelRWLock:
 		args = append(args, "-ttl", e.TTL.String(), "-tolerance", e.Tolerance.String())
 	case ModelSemaphore:
 		args = append(args, "-permits", strconv.Itoa(e.Permits), "-ttl", e.TTL.String(), "-tolerance", e.Tolerance.String())

@@ -90,7 +90,13 @@ func newMachine(o Options, be *Backend, jitterSeed uint64) (*machine, error) {
 	if c, ok := be.Clock.(*fakes.Clock); ok {
 		c.SetDispatch(m.sched.oneByOne)
 	}
-	lease, err := linearize.NewLeaseModel(o.TTL, locks.Drift(o.TTL))
+	newLease := linearize.NewLeaseModel
+	if be.Nodes > 1 {
+		// A quorum of nodes, each expiring its own copy: a grant's lease
+		// runs from its call (linearize.NewQuorumLeaseModel).
+		newLease = linearize.NewQuorumLeaseModel
+	}
+	lease, err := newLease(o.TTL, locks.Drift(o.TTL))
 	if err != nil {
 		return nil, err
 	}

@@ -73,7 +73,7 @@ var corpus = map[string]caught{
 	"no-expiry":                           {[]uint64{4403359881292900608}, propertytest.DeadlockFreedom},
 	"no-renewal-while-work-outlasts-ttl":  {[]uint64{4910596392742150886}, propertytest.Exclusivity},
 	"redis-without-fencing-under-pause":   {[]uint64{2747651238447918098}, propertytest.Exclusivity},
-	"redlock-accepts-minority":            {[]uint64{7409859520492000438}, propertytest.Exclusivity},
+	"redlock-accepts-minority":            {[]uint64{7409859520492000441}, propertytest.Exclusivity},
 	"reentry-resets-ttl":                  {[]uint64{3091242139856975993}, propertytest.Exclusivity},
 	"reentry-unlock-ignores-count":        {[]uint64{5194738557967952940}, propertytest.Exclusivity},
 	"refused-attempt-node-left":           {[]uint64{4569678360617607850}, propertytest.DeadlockFreedom},
