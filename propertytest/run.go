@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"pgregory.net/rapid"
 )
@@ -54,6 +55,16 @@ type Report struct {
 	// (Standalone.Seed in RunStandalone). 0 when nothing failed or rapid
 	// printed no seed.
 	Seed uint64
+	// ShrinkCandidates is the number of candidates rapid's shrinker ran
+	// while minimizing the failure (at most Options.ShrinkRuns), and
+	// ShrinkTime the wall time from the first failure to the end. When a
+	// wall-time bound (-rapid.shrinktime, Standalone.ShrinkTime) ended the
+	// minimization first, a replay of Seed with Options.ShrinkRuns set to
+	// ShrinkCandidates, and a looser wall-time bound, stops where this run
+	// stopped, whatever the load of either machine: the candidates come in
+	// the same order, and the ones past the bound are refused.
+	ShrinkCandidates int
+	ShrinkTime       time.Duration
 }
 
 // Broken returns the violated properties of the last violating run that
@@ -82,6 +93,9 @@ func Run(t *testing.T, factory Factory, o Options) *Report {
 		t.Fatal(err)
 	}
 	rapid.Check(t, s.prop)
+	s.mu.Lock()
+	s.report.ShrinkTime, s.report.ShrinkCandidates = s.shrink.elapsed(), s.shrink.tried()
+	s.mu.Unlock()
 	s.logExpected(t)
 	return s.report
 }
@@ -106,6 +120,7 @@ func Check(t *testing.T, factory Factory, o Options) *Report {
 	defer s.mu.Unlock()
 	s.report.Failed, s.report.Output = tb.failed, strings.Join(tb.msgs, "\n")
 	s.report.Seed = seedIn(s.report.Output)
+	s.report.ShrinkTime, s.report.ShrinkCandidates = s.shrink.elapsed(), s.shrink.tried()
 	s.logExpected(t)
 	return s.report
 }
@@ -376,8 +391,11 @@ func (r *runEnv) cleanup() {
 // the shrinker's last accepted run, is not).
 type shrinkBudget struct {
 	phase      shrinkPhase
-	candidates int  // candidates looked at while shrinking
-	again      bool // the next call is the second run of a failing candidate
+	candidates int       // candidates looked at while shrinking
+	again      bool      // the next call is the second run of a failing candidate
+	failedAt   time.Time // when the first failing run ended
+	ran        int       // candidate runs let through
+	lastRan    bool      // the latest call was a candidate let through
 }
 
 type shrinkPhase int
@@ -401,6 +419,7 @@ const (
 // start classifies the next call and reports whether the budget of limit
 // candidates is spent (never when limit < 0).
 func (b *shrinkBudget) start(limit int) (shrinkCall, bool) {
+	b.lastRan = false
 	switch {
 	case b.phase == searching:
 		return searchRun, false
@@ -411,7 +430,31 @@ func (b *shrinkBudget) start(limit int) (shrinkCall, bool) {
 		return secondRun, false
 	}
 	b.candidates++
-	return candidateRun, limit >= 0 && b.candidates > limit
+	spent := limit >= 0 && b.candidates > limit
+	if !spent {
+		b.ran++
+		b.lastRan = true
+	}
+	return candidateRun, spent
+}
+
+// tried is the number of candidates the shrinker ran: the candidate runs
+// let through, less rapid's last run of the smallest case, which start
+// counts as one (the latest call, when it was let through).
+func (b *shrinkBudget) tried() int {
+	if b.lastRan {
+		return b.ran - 1
+	}
+	return b.ran
+}
+
+// elapsed is the wall time since the first failing run ended; zero
+// before one did.
+func (b *shrinkBudget) elapsed() time.Duration {
+	if b.failedAt.IsZero() {
+		return 0
+	}
+	return time.Since(b.failedAt)
 }
 
 // end records how the call ended.
@@ -421,7 +464,7 @@ func (b *shrinkBudget) end(call shrinkCall, failed bool) {
 	}
 	switch call {
 	case searchRun:
-		b.phase = reproducing
+		b.phase, b.failedAt = reproducing, time.Now()
 	case reproduceRun:
 		b.phase = shrinking
 	case candidateRun:

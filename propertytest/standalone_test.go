@@ -191,6 +191,26 @@ func TestShrinkBudgetFollowsRapid(t *testing.T) {
 	step(secondRun, false, true)     // ...and is run again
 	step(candidateRun, true, false)  // candidate 3: over the budget of 2
 	step(candidateRun, true, false)  // and so on, until rapid gives up
+	if got := b.tried(); got != 2 {
+		t.Errorf("tried %d candidates, want 2: those past the budget, rapid's last run of the smallest case among them, were refused", got)
+	}
+	// Without a bound, rapid's last run of the smallest case is let
+	// through, and is no candidate: a replay bounded by tried() stops
+	// where a shrink cut short by the wall time stopped.
+	var timed shrinkBudget
+	for _, c := range []struct {
+		call  shrinkCall
+		fails bool
+	}{{searchRun, true}, {reproduceRun, true}, {candidateRun, false}, {candidateRun, true}, {secondRun, true}, {candidateRun, true}} {
+		call, _ := timed.start(-1)
+		if call != c.call {
+			t.Fatalf("call %v, want %v", call, c.call)
+		}
+		timed.end(call, c.fails)
+	}
+	if got := timed.tried(); got != 2 {
+		t.Errorf("tried %d candidates, want 2 (the last run prints the smallest case)", got)
+	}
 	var unbounded shrinkBudget
 	unbounded.phase = shrinking
 	for range 1000 {

@@ -327,6 +327,9 @@ func runCell(c *cell, cfg checkConfig, share time.Duration, p *progress) cellRes
 	if failed != nil {
 		cr.Violated, cr.Seed = true, failed.Seed
 		cr.Replay = fmt.Sprintf("lockproof replay %d", failed.Seed)
+		if shrinkCutShort(failed, c.opts, cfg.shrink) {
+			cr.Replay = fmt.Sprintf("lockproof replay -shrinkruns %d %d", failed.ShrinkCandidates, failed.Seed)
+		}
 		for _, v := range failed.Violations {
 			broken[v.Property] = broken[v.Property] || !v.Expected
 			cr.Violations = append(cr.Violations, violationOf(&v))
@@ -498,6 +501,30 @@ func indent(s, pre string) string {
 // check and replay shrink a seed to the same history whatever the load.
 const shrinkBackstop = 30 * time.Second
 
+// shrinkCutShort reports whether the wall-time bound ended rep's minimization
+// before its bound by runs did: the runs were slow (a history the checker
+// takes seconds on), and a replay bounded by time alone would stop at
+// another candidate on a machine of another speed or load. replay's
+// -shrinkruns then stops it where check stopped.
+func shrinkCutShort(rep *propertytest.Report, o propertytest.Options, bound time.Duration) bool {
+	runs := o.ShrinkRuns
+	if runs == 0 {
+		runs = propertytest.DefaultShrinkRuns
+	}
+	return rep.ShrinkTime >= bound && rep.ShrinkCandidates < runs
+}
+
+// replayShrinkBound is replay's wall-time bound on minimizing under
+// -shrinkruns, which binds first: a backstop, not a bound.
+const replayShrinkBound = 30 * time.Minute
+
+// flagGiven reports whether the command line set fs's flag name.
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
+}
+
 // replayCmd re-runs the one run a seed printed by check names.
 func replayCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("lockproof replay", flag.ContinueOnError)
@@ -506,12 +533,14 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	out := fs.String("histories", "", "write the violations' histories here as JSON, which lockproof history reads (default: a new temporary directory, kept)")
 	fs.StringVar(out, "out", "", "the old name of -histories")
 	steps := fs.Int("steps", 30, "average actions per run (as given to check)")
+	shrinkRuns := fs.Int("shrinkruns", 0, fmt.Sprintf("minimize the failure with this many shrink candidates and no %v bound, as check prints when that bound cut its minimization short (default: at most %d candidates within %v)", shrinkBackstop, propertytest.DefaultShrinkRuns, shrinkBackstop))
 	ep.flags(fs, "the servers check ran %[1]s on (%[2]s), if any")
 	if code, ok := parseArgs(fs, args, "lockproof replay [flags] <seed>", 1, stderr); !ok {
 		return code
 	}
 	bad := flagProblems{cmd: "lockproof replay"}
 	bad.need(*steps >= 1, "steps", *steps, "want at least 1 action per run")
+	bad.need(*shrinkRuns >= 0, "shrinkruns", *shrinkRuns, "want a number of candidates ≥ 0")
 	bad.outDir(histFlagName(fs), *out)
 	if bad.report(stderr) {
 		return exitUsage
@@ -541,9 +570,16 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	opts := c.opts
 	opts.OutDir = dir
+	bound := shrinkBackstop
+	switch {
+	case flagGiven(fs, "shrinkruns") && *shrinkRuns == 0:
+		bound = time.Nanosecond // rapid looks at the bound before each candidate
+	case *shrinkRuns > 0:
+		opts.ShrinkRuns, bound = *shrinkRuns, replayShrinkBound
+	}
 	fmt.Fprintf(stdout, "replaying %s (%s) from seed %d\n", c.name(), c.about, seed)
 	rep, err := propertytest.RunStandalone(c.factory, opts, propertytest.Standalone{
-		Name: unsafeFile.ReplaceAllString(c.name(), "-"), Checks: 1, Seed: seed, Steps: c.stepsOf(*steps), ShrinkTime: shrinkBackstop,
+		Name: unsafeFile.ReplaceAllString(c.name(), "-"), Checks: 1, Seed: seed, Steps: c.stepsOf(*steps), ShrinkTime: bound,
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "lockproof replay: %v\n", err)

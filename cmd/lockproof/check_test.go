@@ -233,6 +233,32 @@ func TestCheckCatchesAMutantAndReplaysIt(t *testing.T) {
 	if !strings.Contains(out.String(), "reproduced: VIOLATED") || !strings.Contains(out.String(), "exclusivity") {
 		t.Errorf("replay output:\n%s", out.String())
 	}
+	// Bounded by count as check prints it when its wall-time bound cut the
+	// minimization short: 0 candidates (the failing run as found), or a
+	// few; two replays so bounded write the same history.
+	for _, n := range []string{"0", "3"} {
+		var files []string
+		for range 2 {
+			out.Reset()
+			errOut.Reset()
+			dir := t.TempDir()
+			if code := run([]string{"replay", "-shrinkruns", n, "-histories", dir, strconv.FormatUint(m.Seed, 10)}, &out, &errOut); code != exitIllegal {
+				t.Fatalf("replay -shrinkruns %s %d: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", n, m.Seed, code, exitIllegal, out.String(), errOut.String())
+			}
+			names, err := filepath.Glob(filepath.Join(dir, "*.json"))
+			if err != nil || len(names) == 0 {
+				t.Fatalf("replay -shrinkruns %s wrote no history (%v)", n, err)
+			}
+			b, err := os.ReadFile(names[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			files = append(files, string(b))
+		}
+		if files[0] != files[1] {
+			t.Errorf("two replays with -shrinkruns %s wrote different histories", n)
+		}
+	}
 }
 
 // A real server that does not answer: the cause is printed, and check exits

@@ -94,6 +94,7 @@ func TestBadFlagValuesAreNamed(t *testing.T) {
 		{[]string{"check", "-budget", "0"}, "-budget 0s"},
 		{[]string{"check", "-budget", "-5s"}, "-budget -5s"},
 		{[]string{"replay", "-steps", "0", "1"}, "-steps 0"},
+		{[]string{"replay", "-shrinkruns", "-1", "1"}, "-shrinkruns -1"},
 		{[]string{"history", "-ttl", "0s", doubleGrantFile}, "-ttl 0s"},
 		{[]string{"history", "-tolerance", "-1ms", doubleGrantFile}, "-tolerance -1ms"},
 		{[]string{"history", "-timeout", "0s", doubleGrantFile}, "-timeout 0s"},
