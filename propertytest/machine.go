@@ -785,11 +785,15 @@ func (m *machine) overtakeStalled(t *rapid.T, c *client) {
 	if c.op == nil { // it gave up on its own meanwhile (a timeout of wall time)
 		return
 	}
+	late := what == "Unlock" || what == "Renew"
+	if holder := m.holder(); late && holder != nil && holder != c && !m.probeRefused(holder) {
+		late = false // the lock was not exclusive before the late call: nothing to blame on it
+	}
 	m.logf("client %d: resume its %s", c.id, what)
 	m.sched.resume(c.op, what == "Lock")
 	m.sched.settle()
 	m.collect()
-	if what != "Unlock" && what != "Renew" {
+	if !late {
 		return // a late acquisition is the grant checks' business
 	}
 	if holder := m.holder(); holder != nil && holder != c {
