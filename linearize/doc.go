@@ -17,9 +17,8 @@
 //     counterexample for Illegal, the cause for Unknown. Shrinking has a
 //     budget of its own (Options.ShrinkTimeLimit, Result.ShrinkElapsed).
 //   - Models: NewLeaseModel (a lease lock with TTL, clock tolerance and
-//     fencing tokens), NewQuorumLeaseModel (the same for a lease held on
-//     a quorum of independent nodes, as Redlock's, reckoned from each
-//     grant's call), NewSemaphoreModel (the same with up to N
+//     fencing tokens), NewLeaseFromCallModel (the same for a lock whose
+//     lease runs from its call, as Redlock's quorum of copies), NewSemaphoreModel (the same with up to N
 //     holders at once), NewRWLeaseModel (readers or one writer, with
 //     LeaseInput.Shared), NewRegisterModel, NewFencedRegisterModel (stale
 //     tokens rejected, as locks.Fence), NewKVModel (get/put/append

@@ -151,29 +151,32 @@ func NewLeaseModel(ttl, tolerance time.Duration) (Model[LeaseState, LeaseInput, 
 	return m, nil
 }
 
-// NewQuorumLeaseModel returns the model of a lease lock held on a quorum of
-// independent nodes, each expiring its own copy (Redlock): NewLeaseModel's,
-// but a lease granted or renewed by an operation called at c may expire
-// from c + ttl - tolerance on, even when the operation took effect later.
+// NewLeaseFromCallModel returns the model of a lease lock whose lease runs
+// from its operation's call: NewLeaseModel's, but a lease granted or
+// renewed by an operation called at c may expire from c + ttl - tolerance
+// on, even when the operation took effect later, after an earlier lease's
+// expiry.
 //
 // NewLeaseModel reckons a grant that relied on an earlier lease's expiry
-// from that expiry: one key, set after the old one ran out. A quorum grant
-// takes effect when its last needed node says yes, but a node that was
-// free said yes at once, and its copy runs out TTL after that: a grant
-// called at c, on three nodes of five, one set at c and two after the old
-// lease ended, is held from the third yes until c + TTL, which NewLeaseModel
-// reads as a double grant when another client takes the lock at c + TTL.
-// The client reckons its lease from c as well (Redlock's validity is the
-// TTL less the time the attempt took), so nothing was held twice.
+// from that expiry: one key, set with its TTL after the old one ran out.
+// Two kinds of lock fix a lease's end at the call instead. A quorum of
+// independent nodes (Redlock): the grant takes effect at the last yes it
+// needs, but a node that was free said yes at once, and its copy runs out
+// a TTL after that. A lock that writes an expiry the client computed
+// before asking (a SETNX lock with the expiry in its value): a takeover
+// that lands after the old lease ran out still writes the call's expiry.
+// A slow grant of either kind, followed by another grant a TTL after its
+// call, is a double grant to NewLeaseModel and none in fact: the client
+// reckons its lease from its call too.
 //
 // Checks take the generic search: the lease decider knows NewLeaseModel
 // alone. It returns ErrInvalidModel unless ttl > 0 and 0 <= tolerance < ttl.
-func NewQuorumLeaseModel(ttl, tolerance time.Duration) (Model[LeaseState, LeaseInput, LeaseOutput], error) {
-	return newLeaseModel("quorum lease", ttl, tolerance, true)
+func NewLeaseFromCallModel(ttl, tolerance time.Duration) (Model[LeaseState, LeaseInput, LeaseOutput], error) {
+	return newLeaseModel("lease from call", ttl, tolerance, true)
 }
 
 // newLeaseModel is the lease model named model; fromCall reckons every
-// lease from its operation's call alone (NewQuorumLeaseModel).
+// lease from its operation's call alone (NewLeaseFromCallModel).
 func newLeaseModel(model string, ttl, tolerance time.Duration, fromCall bool) (Model[LeaseState, LeaseInput, LeaseOutput], error) {
 	if err := leaseTimes(model, ttl, tolerance); err != nil {
 		return Model[LeaseState, LeaseInput, LeaseOutput]{}, err

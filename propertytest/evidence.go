@@ -14,9 +14,10 @@ import (
 const (
 	// ModelLease is linearize.NewLeaseModel: the lock history.
 	ModelLease = "lease"
-	// ModelQuorumLease is linearize.NewQuorumLeaseModel: the lock history
-	// of a lock held on a quorum of independent nodes (Backend.Nodes > 1).
-	ModelQuorumLease = "quorum"
+	// ModelLeaseFromCall is linearize.NewLeaseFromCallModel: the lock
+	// history of a lock whose lease runs from its call
+	// (Backend.LeaseFromCall).
+	ModelLeaseFromCall = "lease-from-call"
 	// ModelFenced is linearize.NewFencedRegisterModel: the shared register
 	// of a lock whose every lease carried a fencing token.
 	ModelFenced = "fenced"
@@ -39,7 +40,7 @@ const (
 // result on it, which may be Ok: the model does not see what the named
 // check saw.
 type Evidence struct {
-	// Model is ModelLease, ModelQuorumLease, ModelSemaphore, ModelRWLock,
+	// Model is ModelLease, ModelLeaseFromCall, ModelSemaphore, ModelRWLock,
 	// ModelFenced or ModelRegister:
 	// which of the fields below holds the history.
 	Model string
@@ -49,7 +50,7 @@ type Evidence struct {
 	// Permits is the semaphore model's number of permits; zero for the
 	// other models.
 	Permits int
-	// Lease is the lock history (ModelLease, ModelQuorumLease,
+	// Lease is the lock history (ModelLease, ModelLeaseFromCall,
 	// ModelSemaphore, ModelRWLock), times in
 	// nanoseconds on the backend's clock.
 	Lease []linearize.Operation[linearize.LeaseInput, linearize.LeaseOutput]
@@ -125,7 +126,7 @@ func (e *Evidence) picture() linearize.Picture {
 // HistoryArgs).
 func (e *Evidence) WriteJSON(w io.Writer) error {
 	switch e.Model {
-	case ModelLease, ModelQuorumLease, ModelSemaphore, ModelRWLock:
+	case ModelLease, ModelLeaseFromCall, ModelSemaphore, ModelRWLock:
 		return linearize.EncodeHistory(w, e.Lease)
 	case ModelFenced:
 		return linearize.EncodeHistory(w, e.Fenced)
@@ -145,8 +146,8 @@ func (e *Evidence) WriteHTML(w io.Writer) error {
 			return err
 		}
 		return linearize.WriteHTML(w, model, e.Lease, &e.Result, e.picture())
-	case ModelQuorumLease:
-		model, err := linearize.NewQuorumLeaseModel(e.TTL, e.Tolerance)
+	case ModelLeaseFromCall:
+		model, err := linearize.NewLeaseFromCallModel(e.TTL, e.Tolerance)
 		if err != nil {
 			return err
 		}
@@ -176,7 +177,7 @@ func (e *Evidence) WriteHTML(w io.Writer) error {
 func (e *Evidence) HistoryArgs() []string {
 	args := []string{"-model", e.Model}
 	switch e.Model {
-	case ModelLease, ModelQuorumLease, ModelRWLock:
+	case ModelLease, ModelLeaseFromCall, ModelRWLock:
 		args = append(args, "-ttl", e.TTL.String(), "-tolerance", e.Tolerance.String())
 	case ModelSemaphore:
 		args = append(args, "-permits", strconv.Itoa(e.Permits), "-ttl", e.TTL.String(), "-tolerance", e.Tolerance.String())

@@ -91,10 +91,8 @@ func newMachine(o Options, be *Backend, jitterSeed uint64) (*machine, error) {
 		c.SetDispatch(m.sched.oneByOne)
 	}
 	newLease := linearize.NewLeaseModel
-	if be.Nodes > 1 {
-		// A quorum of nodes, each expiring its own copy: a grant's lease
-		// runs from its call (linearize.NewQuorumLeaseModel).
-		newLease = linearize.NewQuorumLeaseModel
+	if be.leaseFromCall() {
+		newLease = linearize.NewLeaseFromCallModel
 	}
 	lease, err := newLease(o.TTL, locks.Drift(o.TTL))
 	if err != nil {

@@ -47,8 +47,8 @@ func checkLockWith[S any](ctx context.Context, m *machine, model linearize.Model
 		return res, nil, fmt.Errorf("propertytest: checking the lock history: %w", err)
 	}
 	ev := &Evidence{Model: ModelLease, TTL: m.o.TTL, Tolerance: locks.Drift(m.o.TTL), Lease: h, Result: res, All: true}
-	if m.be.Nodes > 1 {
-		ev.Model = ModelQuorumLease
+	if m.be.leaseFromCall() {
+		ev.Model = ModelLeaseFromCall
 	}
 	if m.o.Permits > 1 {
 		ev.Model, ev.Permits = ModelSemaphore, m.o.Permits

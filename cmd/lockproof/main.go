@@ -170,14 +170,14 @@ operations, each with exactly these members (any other is an error):
   "call", "return"
              integers, nanoseconds on one clock, return >= call
   "input"    what was asked, by model:
-               lease, quorum, semaphore, rwlock
+               lease, lease-from-call, semaphore, rwlock
                          {"lock": name, "op": "acquire"|"release"|"renew", "owner": integer}
                          and for rwlock "shared": true on a read acquire
                fenced    {"op": "read"|"write"|"peek", "token": integer, "value": string}
                register  {"op": "read"|"write", "value": string}
                kv        {"op": "get"|"put"|"append", "key": string, "value": string}
   "output"   what came back (leave it out when "unknown" is true):
-               lease, quorum, semaphore, rwlock
+               lease, lease-from-call, semaphore, rwlock
                          {"ok": granted or succeeded, "token": the fencing token of a grant}
                fenced    {"ok": accepted, "value": string}
                register  {"value": string}
@@ -203,7 +203,7 @@ func history(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("lockproof history", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var f historyFlags
-	fs.StringVar(&f.model, "model", "lease", "lease, quorum (a lease on a quorum of independent nodes, as Redlock's), semaphore, rwlock, fenced, register or kv")
+	fs.StringVar(&f.model, "model", "lease", "lease, lease-from-call (a lease that runs from its call, as Redlock's quorum of copies), semaphore, rwlock, fenced, register or kv")
 	fs.IntVar(&f.permits, "permits", 1, "semaphore model: how many leases may be held at once")
 	fs.DurationVar(&f.ttl, "ttl", 10*time.Second, "lease model: the locks' TTL")
 	fs.DurationVar(&f.tolerance, "tolerance", 0, "lease model: clock error allowed between the history and the server, less than -ttl (default: 10ms, or -ttl/10 when that is less)")
@@ -223,7 +223,7 @@ func history(args []string, stdout, stderr io.Writer) int {
 	bad.need(f.tolerance >= 0, "tolerance", f.tolerance, "want a duration ≥ 0")
 	bad.need(f.ttl <= 0 || f.tolerance < f.ttl, "tolerance", f.tolerance, fmt.Sprintf("want less than -ttl %v", f.ttl))
 	bad.need(f.timeout > 0, "timeout", f.timeout, "want a positive duration")
-	bad.need(slices.Contains([]string{"lease", "quorum", "semaphore", "rwlock", "fenced", "register", "kv"}, f.model), "model", strconv.Quote(f.model), "want lease, quorum, semaphore, rwlock, fenced, register or kv")
+	bad.need(slices.Contains([]string{"lease", "lease-from-call", "semaphore", "rwlock", "fenced", "register", "kv"}, f.model), "model", strconv.Quote(f.model), "want lease, lease-from-call, semaphore, rwlock, fenced, register or kv")
 	bad.need(f.permits >= 1, "permits", f.permits, "want at least 1")
 	bad.output("html", f.html)
 	if bad.report(stderr) {
@@ -249,8 +249,8 @@ func history(args []string, stdout, stderr io.Writer) int {
 			return exitUsage
 		}
 		return checkFile(ctx, m, in, name, f, stdout, stderr)
-	case "quorum":
-		m, err := linearize.NewQuorumLeaseModel(f.ttl, f.tolerance)
+	case "lease-from-call":
+		m, err := linearize.NewLeaseFromCallModel(f.ttl, f.tolerance)
 		if err != nil {
 			fmt.Fprintf(stderr, "lockproof history: %v\n", err)
 			return exitUsage

@@ -247,9 +247,9 @@ func TestHistoryRWLock(t *testing.T) {
 
 // A grant called while the last lease ran, granted after it ran out, then
 // another grant a TTL after the slow grant's call (times in ms, TTL 100 ms):
-// a double grant on one key, none on a quorum of nodes, whose copies run
-// from the moment each node said yes.
-const slowQuorumGrant = `{"operations": [
+// a double grant on one key, none for a lease that runs from its call (a
+// quorum of nodes, whose copies run from the moment each node said yes).
+const slowGrantFromCall = `{"operations": [
   {"id": 1, "client": 0, "call": 0, "return": 0,
    "input": {"lock": "R", "op": "acquire", "owner": 1}, "output": {"ok": true, "token": 1}},
   {"id": 2, "client": 1, "call": 60000000, "return": 110000000,
@@ -258,9 +258,9 @@ const slowQuorumGrant = `{"operations": [
    "input": {"lock": "R", "op": "acquire", "owner": 3}, "output": {"ok": true, "token": 3}}
 ]}`
 
-func TestHistoryQuorum(t *testing.T) {
-	file := write(t, "q.json", slowQuorumGrant)
-	for model, want := range map[string]int{"lease": exitIllegal, "quorum": exitOK} {
+func TestHistoryLeaseFromCall(t *testing.T) {
+	file := write(t, "q.json", slowGrantFromCall)
+	for model, want := range map[string]int{"lease": exitIllegal, "lease-from-call": exitOK} {
 		var out, errOut bytes.Buffer
 		if code := run([]string{"history", "-model", model, "-ttl", "100ms", "-tolerance", "1ms", file}, &out, &errOut); code != want {
 			t.Errorf("-model %s: exit %d, want %d\n%s%s", model, code, want, out.String(), errOut.String())

@@ -6,24 +6,24 @@ import (
 	"time"
 )
 
-func quorumModel(tb testing.TB, ttl, tolerance time.Duration) Model[LeaseState, LeaseInput, LeaseOutput] {
+func fromCallModel(tb testing.TB, ttl, tolerance time.Duration) Model[LeaseState, LeaseInput, LeaseOutput] {
 	tb.Helper()
-	m, err := NewQuorumLeaseModel(ttl, tolerance)
+	m, err := NewLeaseFromCallModel(ttl, tolerance)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	return m
 }
 
-// A quorum lease runs from its call, and only the reckoning of a lease
-// that took effect after an earlier one ran out differs from the lease
-// model's: double grants, foreign releases and tokens that do not grow are
-// as illegal as there.
-func TestQuorumLease(t *testing.T) {
+// The lease-from-call model differs from the lease model only in how it
+// reckons a lease that took effect after an earlier one ran out: double
+// grants, foreign releases and tokens that do not grow are as illegal as
+// there.
+func TestLeaseFromCall(t *testing.T) {
 	cases := []struct {
-		name          string
-		h             []lop
-		lease, quorum Verdict
+		name            string
+		h               []lop
+		lease, fromCall Verdict
 	}{
 		// The Redlock twin's history under LOCKPROOF_DEEP (seed
 		// 5442788728650622716, times scaled to a TTL of 100 ms): 11
@@ -70,21 +70,21 @@ func TestQuorumLease(t *testing.T) {
 			acquire(3, 2, 22, 20, 21, 0),
 		}, Illegal, Illegal},
 	}
-	lease, quorum := leaseModel(t), quorumModel(t, testTTL, time.Millisecond)
+	lease, fromCall := leaseModel(t), fromCallModel(t, testTTL, time.Millisecond)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			if got := check(t, lease, c.h).Verdict; got != c.lease {
 				t.Errorf("lease model: verdict %v, want %v", got, c.lease)
 			}
-			checkWant(t, quorum, c.h, c.quorum)
+			checkWant(t, fromCall, c.h, c.fromCall)
 		})
 	}
 }
 
-// The quorum model accepts every history the lease model accepts, and
+// The lease-from-call model accepts every history the lease model accepts, and
 // finds the double grants, foreign releases and stale tokens of generated
 // lock servers that do not depend on when a lease began.
-func TestQuorumLeaseGenerated(t *testing.T) {
+func TestLeaseFromCallGenerated(t *testing.T) {
 	for _, bug := range []string{"", "double-grant", "foreign-release", "stale-token"} {
 		for seed := uint64(1); seed <= 6; seed++ {
 			t.Run(fmt.Sprintf("bug=%q/seed=%d", bug, seed), func(t *testing.T) {
@@ -95,19 +95,19 @@ func TestQuorumLeaseGenerated(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				quorum, err := Check(t.Context(), quorumModel(t, g.ttl, 0), h, opts)
+				fromCall, err := Check(t.Context(), fromCallModel(t, g.ttl, 0), h, opts)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if lease.Verdict == Ok && quorum.Verdict != Ok {
-					t.Fatalf("the lease model accepts the history, the quorum model says %v (cause %v)", quorum.Verdict, quorum.Cause)
+				if lease.Verdict == Ok && fromCall.Verdict != Ok {
+					t.Fatalf("the lease model accepts the history, the lease-from-call model says %v (cause %v)", fromCall.Verdict, fromCall.Cause)
 				}
-				if bug == "" && quorum.Verdict != Ok {
-					t.Fatalf("bug-free server: quorum model says %v (cause %v)", quorum.Verdict, quorum.Cause)
+				if bug == "" && fromCall.Verdict != Ok {
+					t.Fatalf("bug-free server: lease-from-call model says %v (cause %v)", fromCall.Verdict, fromCall.Cause)
 				}
 				if bug == "foreign-release" || bug == "stale-token" {
-					if lease.Verdict == Illegal && quorum.Verdict != Illegal {
-						t.Fatalf("%s: the lease model finds it, the quorum model says %v (cause %v)", bug, quorum.Verdict, quorum.Cause)
+					if lease.Verdict == Illegal && fromCall.Verdict != Illegal {
+						t.Fatalf("%s: the lease model finds it, the lease-from-call model says %v (cause %v)", bug, fromCall.Verdict, fromCall.Cause)
 					}
 				}
 			})
