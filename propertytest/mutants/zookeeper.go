@@ -22,10 +22,17 @@ func init() {
 		Name: "zk-waiter-without-recheck",
 		Bug: "a ZooKeeper lock whose waiter takes the deletion of its predecessor's node as its turn, " +
 			"without listing the children again: the predecessor may have been a waiter that gave up, with the holder still ahead",
-		Breaks:  propertytest.Exclusivity,
-		Factory: zkRecipe(zkFlaws{noRecheck: true}),
-		Fixed:   zkRecipe(zkFlaws{}),
-		Options: claiming(),
+		Breaks: propertytest.Exclusivity,
+		// The holder may renew at the very instant the waiter is granted
+		// (manual time stands still between the two): ordered grant first,
+		// the history reads as a renewal that succeeded for an owner who
+		// no longer held, and the suite names symmetry, the same two
+		// holders seen from the other side (LOCKPROOF_DEEP, seed
+		// 1321272182841802572).
+		AlsoBreaks: []propertytest.Property{propertytest.Symmetry},
+		Factory:    zkRecipe(zkFlaws{noRecheck: true}),
+		Fixed:      zkRecipe(zkFlaws{}),
+		Options:    claiming(),
 	})
 	register(Mutant{
 		Name: "zk-cancelled-waiter-node-left",
