@@ -94,7 +94,7 @@ func Run(t *testing.T, factory Factory, o Options) *Report {
 	}
 	rapid.Check(t, s.prop)
 	s.mu.Lock()
-	s.report.ShrinkTime, s.report.ShrinkCandidates = s.shrink.elapsed(), s.shrink.tried()
+	s.noteShrink()
 	s.mu.Unlock()
 	s.logExpected(t)
 	return s.report
@@ -120,7 +120,7 @@ func Check(t *testing.T, factory Factory, o Options) *Report {
 	defer s.mu.Unlock()
 	s.report.Failed, s.report.Output = tb.failed, strings.Join(tb.msgs, "\n")
 	s.report.Seed = seedIn(s.report.Output)
-	s.report.ShrinkTime, s.report.ShrinkCandidates = s.shrink.elapsed(), s.shrink.tried()
+	s.noteShrink()
 	s.logExpected(t)
 	return s.report
 }
@@ -390,12 +390,11 @@ func (r *runEnv) cleanup() {
 // and its log is missing from rapid's output (the violation, recorded by
 // the shrinker's last accepted run, is not).
 type shrinkBudget struct {
-	phase      shrinkPhase
-	candidates int       // candidates looked at while shrinking
-	again      bool      // the next call is the second run of a failing candidate
-	failedAt   time.Time // when the first failing run ended
-	ran        int       // candidate runs let through
-	lastRan    bool      // the latest call was a candidate let through
+	phase    shrinkPhase
+	again    bool      // the next call is the second run of a failing candidate
+	failedAt time.Time // when the first failing run ended
+	ran      int       // candidate runs let through
+	lastRan  bool      // the latest call was a candidate let through
 }
 
 type shrinkPhase int
@@ -429,8 +428,7 @@ func (b *shrinkBudget) start(limit int) (shrinkCall, bool) {
 		b.again = false
 		return secondRun, false
 	}
-	b.candidates++
-	spent := limit >= 0 && b.candidates > limit
+	spent := limit >= 0 && b.ran >= limit
 	if !spent {
 		b.ran++
 		b.lastRan = true
@@ -446,6 +444,12 @@ func (b *shrinkBudget) tried() int {
 		return b.ran - 1
 	}
 	return b.ran
+}
+
+// noteShrink copies what the shrink budget saw into the report; s.mu is
+// held.
+func (s *suite) noteShrink() {
+	s.report.ShrinkTime, s.report.ShrinkCandidates = s.shrink.elapsed(), s.shrink.tried()
 }
 
 // elapsed is the wall time since the first failing run ended; zero

@@ -144,7 +144,7 @@ func RunStandalone(factory Factory, o Options, s Standalone) (*Report, error) {
 	rep := suite.report
 	rep.Failed, rep.Output = tb.Failed(), strings.Join(tb.msgs, "\n")
 	rep.Seed = seedIn(rep.Output)
-	rep.ShrinkTime, rep.ShrinkCandidates = suite.shrink.elapsed(), suite.shrink.tried()
+	suite.noteShrink()
 	switch {
 	case tb.Skipped():
 		return rep, fmt.Errorf("%w: skipped: %s", ErrNoVerdict, lastLine(tb.msgs))

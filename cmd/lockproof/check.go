@@ -375,13 +375,10 @@ func violationOf(v *propertytest.Violation) violationOut {
 // histFlagName is the name the histories' directory was given on the
 // command line: -histories, or its old name -out.
 func histFlagName(fs *flag.FlagSet) string {
-	name := "histories"
-	fs.Visit(func(f *flag.Flag) {
-		if f.Name == "out" {
-			name = "out"
-		}
-	})
-	return name
+	if flagGiven(fs, "out") {
+		return "out"
+	}
+	return "histories"
 }
 
 // printTable writes the lock × property table and what to do next.

@@ -213,9 +213,7 @@ func history(args []string, stdout, stderr io.Writer) int {
 	if code, ok := parseArgs(fs, args, fmt.Sprintf(historyUsage, shortHistory), 1, stderr); !ok {
 		return code
 	}
-	toleranceSet := false
-	fs.Visit(func(fl *flag.Flag) { toleranceSet = toleranceSet || fl.Name == "tolerance" })
-	if !toleranceSet {
+	if !flagGiven(fs, "tolerance") {
 		f.tolerance = defaultTolerance(f.ttl)
 	}
 	bad := flagProblems{cmd: "lockproof history"}
