@@ -127,3 +127,22 @@ func (b *Backend) validate() error {
 // leaseFromCall reports whether the lock's leases run from their call
 // (LeaseFromCall, or a quorum of independent nodes).
 func (b *Backend) leaseFromCall() bool { return b.LeaseFromCall || b.Nodes > 1 }
+
+// Crasher is implemented by a Locker that can be told its client crashed.
+// The suite's crash cancels the client's operation in progress; a Locker
+// that also implements Crasher is then asked to end everything its client
+// started, as the death of its process would: its connections to the
+// backend cut (so that a keep-alive, a session renewer or a heartbeat
+// fails as it would after a real crash), its goroutines told to stop.
+// The suite gives the client a new Locker afterwards, from
+// Backend.NewLocker, as a restarted process would make. A Locker that is
+// not a Crasher keeps its connections and goroutines across a crash, so a
+// lock whose keep-alive runs on its own goroutine stays held by a
+// "crashed" client until that keep-alive ends by itself.
+//
+// Crash is called once, on the suite's goroutine, with no operation of
+// the client running; it must not block on the backend.
+type Crasher interface {
+	// Crash ends everything the client started.
+	Crash()
+}

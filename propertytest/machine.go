@@ -556,9 +556,15 @@ func (m *machine) crash(c *client) {
 		m.doubt()
 	}
 	c.cur, c.work, c.stale, c.inner = nil, nil, nil, nil
-	if m.o.Reentrant && c != m.probe && m.fatal == nil {
+	cr, crasher := c.locker.(Crasher)
+	if crasher {
+		// Its connections and keep-alives die with it (see Crasher).
+		cr.Crash()
+	}
+	if (crasher || m.o.Reentrant) && c != m.probe && m.fatal == nil {
 		// The process restarts: its holds, which an owner's Locker keeps
-		// in the client, are gone with it.
+		// in the client, are gone with it, and so are the connections a
+		// Crasher cut.
 		m.fatal = m.newLocker(c, true)
 	}
 }
