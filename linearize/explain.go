@@ -43,10 +43,10 @@ func ExplainLease(h []Operation[LeaseInput, LeaseOutput], ttl, tolerance time.Du
 			if a.Input.Owner == b.Input.Owner || a.Return > b.Return || a.Return == b.Return && j > i {
 				continue // each pair once: the later grant blamed, the first in order at a tie
 			}
-			if end, ok := leaseRunning(h, a, b.Return, ttl, tolerance); ok {
+			if end, renewedAt, ok := leaseRunning(h, a, b.Return, ttl, tolerance); ok {
 				renewed := ""
-				if start := end - int64(ttl-tolerance); start > a.Call {
-					renewed = ", renewed at " + nsText(start)
+				if renewedAt > a.Call {
+					renewed = ", renewed at " + nsText(renewedAt)
 				}
 				out = append(out, fmt.Sprintf("client %d granted (token %d) at %s while client %d's lease (granted at %s%s, TTL %v) still ran (until %s at the earliest)",
 					b.ClientID, b.Output.Token, nsText(b.Return), a.ClientID, nsText(a.Return), renewed, ttl, nsText(end)))
@@ -57,11 +57,14 @@ func ExplainLease(h []Operation[LeaseInput, LeaseOutput], ttl, tolerance time.Du
 }
 
 // leaseRunning reports whether the lease a granted must still have run at
-// instant at, and until when at the earliest: a's own renewals that
-// returned by then extend it, and a release (or renewal) of its owner
-// that may have failed or freed the lock before then ends the argument.
-func leaseRunning(h []Operation[LeaseInput, LeaseOutput], a *Operation[LeaseInput, LeaseOutput], at int64, ttl, tolerance time.Duration) (int64, bool) {
-	start := a.Call
+// instant at, until when at the earliest, and the call of the last renewal
+// that extended it (a's call if none): a's own renewals that returned by
+// then extend it, the grant's reported deadline may end it sooner (see
+// LeaseOutput.Deadline), and a release (or renewal) of its owner that may
+// have failed or freed the lock before then ends the argument.
+func leaseRunning(h []Operation[LeaseInput, LeaseOutput], a *Operation[LeaseInput, LeaseOutput], at int64, ttl, tolerance time.Duration) (end, renewedAt int64, ok bool) {
+	life := int64(ttl - tolerance)
+	end, renewedAt = leaseEnd(a, a.Call, life), a.Call
 	for k := range h {
 		op := &h[k]
 		if op.Input.Owner != a.Input.Owner || op.Input.Lock != a.Input.Lock || op == a || op.Call < a.Call || op.Call >= at {
@@ -69,13 +72,14 @@ func leaseRunning(h []Operation[LeaseInput, LeaseOutput], a *Operation[LeaseInpu
 		}
 		switch {
 		case op.Input.Op == Renew && !op.Unknown && op.Output.OK && op.Return <= at:
-			start = max(start, op.Call)
+			if e := satAdd(op.Call, life); e > end {
+				end, renewedAt = e, op.Call
+			}
 		case op.Input.Op == Release || op.Input.Op == Renew:
-			return 0, false // the owner may have let it go, or lost it, before at
+			return 0, 0, false // the owner may have let it go, or lost it, before at
 		}
 	}
-	end := start + int64(ttl-tolerance)
-	return end, at < end
+	return end, renewedAt, at < end
 }
 
 // roundDuration rounds d for people: to 0.1 ms from a second on

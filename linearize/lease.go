@@ -78,6 +78,25 @@ type LeaseOutput struct {
 	// Token is the fencing token of a granted acquire (locks.Token);
 	// ignored otherwise.
 	Token uint64 `json:"token"`
+	// Deadline is the instant, on the history's clock, until which a
+	// granted acquire told its holder the lease runs (locks.Lease.Deadline
+	// after the grant); 0 when the lock reported none. The lease may
+	// expire from its deadline on even when the model's TTL reckoning
+	// ends later: the holder acts only until then. Ignored for other
+	// operations: a successful renewal extends the lease by the TTL from
+	// its call, whatever its holder was told.
+	Deadline int64 `json:"deadline,omitempty"`
+}
+
+// leaseEnd is the earliest instant at which the lease op grants, starting
+// no earlier than start, may expire: life after start, or the deadline the
+// lock reported to its holder when that comes first.
+func leaseEnd(op *Operation[LeaseInput, LeaseOutput], start, life int64) int64 {
+	end := satAdd(start, life)
+	if d := op.Output.Deadline; d != 0 && op.Input.Op == Acquire && !op.Unknown && op.Output.OK {
+		end = min(end, d)
+	}
+	return end
 }
 
 // LeaseState is the state of one lease lock in LeaseModel.
@@ -121,6 +140,14 @@ type LeaseState struct {
 //     lease holds, so a second grant before it is a double grant, Illegal.
 //     Expiry is allowed, never forced: a lock still held after its TTL is a
 //     liveness question this model does not ask.
+//   - Reported deadlines: a grant whose output carries the Deadline its
+//     holder was given may expire from that deadline on, when it comes
+//     before the TTL reckoning. The holder acts only until then,
+//     so a lock that reckons its lease from the call, from a session made
+//     at the call or from a quorum's first yes is judged by its own
+//     promise. A deadline later than the reckoning changes nothing here:
+//     whether the backend honours it is for a check that knows when the
+//     holder acted.
 //   - tolerance absorbs the clock error between the recorded times and the
 //     server's TTL clock (rate drift over one TTL plus any offset between the
 //     clocks that stamped the history). With one monotonic clock for the
@@ -247,7 +274,7 @@ func leaseStep(dst []LeaseState, s LeaseState, op *Operation[LeaseInput, LeaseOu
 	grant := func(from LeaseState, token uint64) LeaseState {
 		return LeaseState{
 			Held: true, Holder: in.Owner, Token: token,
-			Expiry: satAdd(start(from.Floor), life), Floor: from.Floor,
+			Expiry: leaseEnd(op, start(from.Floor), life), Floor: from.Floor,
 		}
 	}
 	switch in.Op {

@@ -544,7 +544,7 @@ func (d *leaseDecider) evident(h []Operation[LeaseInput, LeaseOutput], ops []int
 			continue
 		}
 		g2 := grants[sufMin[j]]
-		bound := satAdd(op1.Call, d.life)
+		bound := leaseEnd(op1, op1.Call, d.life)
 		if c, ok := relCall[op1.Input.Owner]; ok && c < bound {
 			// A release called at or before g2's return may come between.
 			if h[g2].Return >= c {

@@ -50,6 +50,9 @@ func genLeaseWild(rng *rand.Rand) []Operation[LeaseInput, LeaseOutput] {
 		}
 		op.Output = LeaseOutput{OK: rng.IntN(3) > 0, Token: uint64(rng.IntN(5))}
 		op.Unknown = rng.IntN(4) == 0
+		if rng.IntN(3) == 0 {
+			op.Output.Deadline = c + rng.Int64N(14) // reported, and maybe before the TTL reckoning
+		}
 	}
 	return h
 }

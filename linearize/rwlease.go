@@ -52,7 +52,7 @@ func rwLeaseStateHash(s RWLeaseState) uint64 {
 //     history does not record who waits.
 //   - Release and Renew act on the lease of the owner they name, in
 //     whatever mode it was granted, as NewSemaphoreModel's do on a permit.
-//   - Expiry and tolerance are NewLeaseModel's, lease by lease: a grant
+//   - Expiry, tolerance and reported deadlines are NewLeaseModel's, lease by lease: a grant
 //     that needs a lease gone relies on its expiry (every one of them, for
 //     a writer), and every operation linearized after it must be able to
 //     take effect at or after the latest of them.
@@ -151,7 +151,7 @@ func rwLeaseStep(dst []RWLeaseState, s RWLeaseState, op *Operation[LeaseInput, L
 			return dst
 		}
 		s.Token = token
-		s.SemaphoreState = s.with(SemaphoreHolder{Owner: in.Owner, Expiry: satAdd(max(s.Floor, op.Call), life)})
+		s.SemaphoreState = s.with(SemaphoreHolder{Owner: in.Owner, Expiry: leaseEnd(op, max(s.Floor, op.Call), life)})
 		s.Exclusive = !in.Shared
 		return append(dst, s)
 	case Release, Renew:

@@ -264,7 +264,7 @@ func rwRefApply(dst []RWLeaseState, s RWLeaseState, op *Operation[LeaseInput, Le
 		}
 		admitted := writers == 0 && (in.Shared || readers == 0)
 		if token > s.Token && held < 0 && admitted {
-			n := RWLeaseState{SemaphoreState: s.with(SemaphoreHolder{Owner: in.Owner, Expiry: satAdd(max(s.Floor, op.Call), life)}),
+			n := RWLeaseState{SemaphoreState: s.with(SemaphoreHolder{Owner: in.Owner, Expiry: leaseEnd(op, max(s.Floor, op.Call), life)}),
 				Exclusive: !in.Shared}
 			n.Token = token
 			dst = append(dst, n)

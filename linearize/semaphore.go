@@ -133,7 +133,7 @@ func semaphoreStateEqual(a, b SemaphoreState) bool {
 //     the renewal extends its lease); by anyone else they must fail and
 //     change nothing. A holder's own Release or Renew may fail only once
 //     its lease may have expired, and its permit is then free.
-//   - Expiry and tolerance are NewLeaseModel's, permit by permit: a grant
+//   - Expiry, tolerance and reported deadlines are NewLeaseModel's, permit by permit: a grant
 //     that needs the permit of a lease that may have expired relies on
 //     that expiry, and every operation linearized after it must be able to
 //     take effect at or after it. When several leases may have expired, the
@@ -210,7 +210,7 @@ func semaphoreStep(dst []SemaphoreState, s SemaphoreState, op *Operation[LeaseIn
 		}
 		grant := func(from SemaphoreState) SemaphoreState {
 			from.Token = token
-			return from.with(SemaphoreHolder{Owner: in.Owner, Expiry: satAdd(max(from.Floor, op.Call), life)})
+			return from.with(SemaphoreHolder{Owner: in.Owner, Expiry: leaseEnd(op, max(from.Floor, op.Call), life)})
 		}
 		if len(s.Holders) < permits {
 			return append(dst, grant(s))

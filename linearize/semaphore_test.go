@@ -277,7 +277,7 @@ func semRefApply(dst []SemaphoreState, s SemaphoreState, op *Operation[LeaseInpu
 			token = s.Token + 1
 		}
 		if token > s.Token && held < 0 && len(s.Holders) < permits {
-			n := s.with(SemaphoreHolder{Owner: in.Owner, Expiry: satAdd(max(s.Floor, op.Call), life)})
+			n := s.with(SemaphoreHolder{Owner: in.Owner, Expiry: leaseEnd(op, max(s.Floor, op.Call), life)})
 			n.Token = token
 			dst = append(dst, n)
 		}

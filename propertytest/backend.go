@@ -48,19 +48,10 @@ type Backend struct {
 	Advance func(d time.Duration)
 	// Nodes is the number of independent backend nodes the lock takes a
 	// quorum of (Redlock's Redis nodes); 1 when zero. Availability is
-	// checked when it is at least 3 and StopNode is set. Above 1, each node
-	// expires its own copy, and LeaseFromCall is implied. A replicated
+	// checked when it is at least 3 and StopNode is set. A replicated
 	// backend that holds one copy of the lock (etcd, Consul, ZooKeeper
 	// clusters) is one node here.
 	Nodes int
-	// LeaseFromCall declares that the lock fixes a lease's end at its
-	// call: an expiry the client computed before asking and wrote with the
-	// grant, or copies on a quorum of nodes each set when its node said
-	// yes. The lock history is then checked against
-	// linearize.NewLeaseFromCallModel, which reckons a grant that took
-	// effect after an earlier lease ran out from its call, not from that
-	// expiry. A semaphore or read-write lock has no such model here.
-	LeaseFromCall bool
 	// StopNode and StartNode stop node i and start it again with its data,
 	// for the availability check. Optional.
 	StopNode, StartNode func(i int)
@@ -123,10 +114,6 @@ func (b *Backend) validate() error {
 	}
 	return nil
 }
-
-// leaseFromCall reports whether the lock's leases run from their call
-// (LeaseFromCall, or a quorum of independent nodes).
-func (b *Backend) leaseFromCall() bool { return b.LeaseFromCall || b.Nodes > 1 }
 
 // Crasher is implemented by a Locker that can be told its client crashed.
 // The suite's crash cancels the client's operation in progress; a Locker

@@ -1,7 +1,7 @@
 // Package propertytest is lockproof's conformance suite: one call tells a
-// lock author whether a lock keeps exclusivity, symmetry, deadlock freedom
-// and availability under the faults it claims to survive, and if not, gives
-// the seed and the smallest history that shows it.
+// lock author whether a lock keeps exclusivity, symmetry, deadlock freedom,
+// availability and progress under the faults it claims to survive, and if
+// not, gives the seed and the smallest history that shows it.
 //
 //	func TestMyLock(t *testing.T) {
 //		propertytest.Run(t, myFactory, propertytest.Options{})
@@ -103,16 +103,19 @@
 // # Properties
 //
 //   - Exclusivity: the lock history must be linearizable for
-//     linearize.NewLeaseModel(TTL, locks.Drift(TTL)): a second grant is
-//     legal only after the previous lease could have expired, that is TTL
-//     minus the drift allowance after the call that granted or last renewed
-//     it (one manual clock stamps the whole history, so that bound is exact
-//     and never raises a false alarm on a lock that expires leases no
-//     earlier than their TTL); fencing tokens must grow. The register must
-//     lose no update: an admitted write of v+1 when the value is no longer
-//     v is a lost update. The register history is also checked with
-//     linearize (NewFencedRegisterModel, or NewRegisterModel without
-//     fencing), which guards the recording itself.
+//     linearize.NewLeaseModel(TTL, locks.Drift(TTL)) (NewSemaphoreModel
+//     with Options.Permits > 1, NewRWLeaseModel with ReadWrite), the
+//     history carrying the Deadline each grant reported: a second grant
+//     is legal once the previous lease may have ended, at the deadline
+//     its holder was given or TTL minus the drift allowance after the
+//     call that granted it, whichever comes first, and no sooner than TTL
+//     minus the drift allowance after the call of its last successful
+//     renewal (a backend that said yes to a renewal extended the lease
+//     then); fencing tokens must grow. The register must lose no update:
+//     an admitted write of v+1 when the value is no longer v is a lost
+//     update. The register history is also checked with linearize
+//     (NewFencedRegisterModel, or NewRegisterModel without fencing), which
+//     guards the recording itself.
 //   - Symmetry: after a foreign Unlock or Renew, while another client's
 //     lease is within its local deadline (which ends before the backend's
 //     TTL), a probe TryLock must be refused. A probe just before the
@@ -121,12 +124,42 @@
 //     a backend fault was injected (a failover loses the lock by itself). A
 //     foreign Unlock or Renew that reports success is also illegal in the
 //     lease model.
-//   - Deadlock freedom: once every client crashed, after TTL + Slack a new
-//     client's TryLock must be granted. After backend faults a refusal is
-//     retried twice, TTL + Slack later each time (a held request may land
-//     late); a probe that gets no answer at all is retried up to five
-//     times, since it is no evidence either way. The lease model also
-//     refuses a refusal of a lock known to be free.
+//   - Deadlock freedom: a lock whose holders are all gone is obtainable
+//     again by TTL + Slack. Once every client crashed, after TTL + Slack a
+//     new client's TryLock must be granted; a refusal is retried once,
+//     TTL + Slack later (twice after backend faults: a held request may
+//     land late); a probe that gets no answer at all is retried up to five
+//     times, since it is no evidence either way. A lock freed by an Unlock
+//     and still refused TTL + 2 × Slack later breaks it too.
+//   - Progress: a lock works when nothing is wrong. In a run with no
+//     backend fault and nothing in doubt (a crash, an unknown outcome, a
+//     foreign call) within TTL + Slack, a holder's Unlock or Renew called
+//     within its deadline and run straight through must not fail with an
+//     error of its own (a refusal, ErrNotHeld, is the lease model's to
+//     judge); a lock freed by an Unlock, or refused to a TryLock while
+//     free, must grant a probe within Slack, not only once it expired. A
+//     single refusal of a free lock is tolerated and counted
+//     (Report.SpuriousRefusals; up to two a run in the lock history), since
+//     a lock may lose a race inside its own attempt. It is a property of
+//     its own rather than part of deadlock freedom: a lock whose every
+//     Unlock fails still comes free by its TTL, and is no deadlock.
+//
+// Why no correct lock breaks exclusivity here: a correct lock's holder
+// acts only until the Deadline its lease reports, and its backend lets no
+// one else in before that deadline (or, for a lock that reports none,
+// before TTL minus the drift allowance after the holder's call, which no
+// backend that expires a key no earlier than its TTL cuts short). The
+// model lets each lease end at the earlier of the two, so any grant the
+// backend may make after the holder stopped acting is legal, whenever the
+// lock reckons its lease from (the call, a session made at the call, a
+// quorum's first yes). Unknown outcomes can only take effect or not, and
+// the model tries both. What stays illegal is a grant inside a lease that
+// was still valid by its own deadline, a token that does not grow, an
+// Unlock or Renew that succeeded for an owner that did not hold the lock,
+// or a lost update: each is two clients acting at once. A lock that
+// reports a deadline later than its backend honours is caught by the
+// named check below (two holders at once), which judges each holder by its
+// own deadline.
 //
 // Three checks belong to the properties above rather than standing as
 // properties of their own, because each is one of them seen from another
@@ -149,12 +182,13 @@
 //     its failures) would otherwise act as holder after the lock went to
 //     someone else.
 //
-//   - Freed means free (deadlock freedom): right after a successful Unlock,
-//     with nobody else holding or waiting and nothing in doubt (no
-//     operation of unknown outcome, crash or foreign call within TTL +
-//     Slack, no backend fault), a TryLock must be granted, at once or
+//   - Freed means free (progress, or deadlock freedom): right after a
+//     successful Unlock, with nobody else holding or waiting and nothing in
+//     doubt (no operation of unknown outcome, crash or foreign call within
+//     TTL + Slack, no backend fault), a TryLock must be granted, at once or
 //     within Slack. A lock that leaves a queue entry behind after a refused
-//     TryLock, or a key kept alive, is refused here: a free lock refused.
+//     TryLock, or a key kept alive, is refused here: granted only after
+//     its TTL, it broke progress; never, deadlock freedom.
 //
 //   - Availability: for a Backend with at least 3 Nodes, StopNode and
 //     StartNode, with a minority of nodes stopped, TryLock, Renew and

@@ -35,6 +35,17 @@ func newRecorder(c locks.Clock) *recorder { return &recorder{clock: c, start: c.
 // now is the clock reading as history time.
 func (r *recorder) now() int64 { return int64(r.clock.Now().Sub(r.start)) }
 
+// deadline is a lease's deadline as history time, for
+// linearize.LeaseOutput.Deadline: 0 (none reported) for the zero time, and
+// at least 1 for a deadline at or before the run's start (a lease that
+// was over when granted).
+func (r *recorder) deadline(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return max(int64(t.Sub(r.start)), 1)
+}
+
 // call records the call of a lock operation and returns its index.
 func (r *recorder) call(client int, op linearize.LeaseOp, lockName string, owner uint64) int {
 	t := r.now()

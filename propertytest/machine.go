@@ -58,23 +58,26 @@ type machine struct {
 	cl    []*client
 	probe *client // acquires on the suite's behalf for the named checks
 
-	owners     uint64
-	active     map[int]bool    // backend faults injected and not healed
-	used       map[int]bool    // backend faults injected at least once
-	unclaimed  map[string]bool // unclaimed faults injected during the run
-	faulted    bool            // some backend fault was injected
-	found      []Violation
-	lease      linearize.Model[linearize.LeaseState, linearize.LeaseInput, linearize.LeaseOutput] // the model the lock history is checked against
-	ran        map[Property]bool                                                                  // the named checks this run made
-	log        []string
-	sched      *sched
-	jitterSeed uint64             // the seed of the clients' jitter sources
-	fatal      error              // a failure of the harness outside an action's reach (a crashed client's new Locker)
-	lapsed     []lapsed           // leases past their deadline, not yet signalled lost
-	pairs      map[[2]uint64]bool // owners reported holding at once
-	fenced     int                // 1: the lock's leases are fenced, -1: they are not, 0: no lease seen yet
-	uncertain  int64              // history time of the last event that may have left the lock taken (unknown outcome, crash, foreign call)
-	doubted    bool               // such an event happened (uncertain may be 0, the history's start)
+	owners         uint64
+	active         map[int]bool    // backend faults injected and not healed
+	used           map[int]bool    // backend faults injected at least once
+	unclaimed      map[string]bool // unclaimed faults injected during the run
+	faulted        bool            // some backend fault was injected
+	found          []Violation
+	lease          linearize.Model[linearize.LeaseState, linearize.LeaseInput, linearize.LeaseOutput] // the model the lock history is checked against
+	ran            map[Property]bool                                                                  // the named checks this run made
+	log            []string
+	sched          *sched
+	jitterSeed     uint64               // the seed of the clients' jitter sources
+	fatal          error                // a failure of the harness outside an action's reach (a crashed client's new Locker)
+	lapsed         []lapsed             // leases past their deadline, not yet signalled lost
+	pairs          map[[2]uint64]bool   // owners reported holding at once
+	fenced         int                  // 1: the lock's leases are fenced, -1: they are not, 0: no lease seen yet
+	outcomes       map[string]*Outcomes // per kind of call (outcomeKinds)
+	spurious       int                  // refusals of a free lock tolerated (Report.SpuriousRefusals)
+	spuriousOwners map[uint64]bool      // the acquisitions they refused
+	uncertain      int64                // history time of the last event that may have left the lock taken (unknown outcome, crash, foreign call)
+	doubted        bool                 // such an event happened (uncertain may be 0, the history's start)
 
 	// sem is the model the lock history is checked against instead of
 	// lease when Options.Permits > 1.
@@ -90,11 +93,7 @@ func newMachine(o Options, be *Backend, jitterSeed uint64) (*machine, error) {
 	if c, ok := be.Clock.(*fakes.Clock); ok {
 		c.SetDispatch(m.sched.oneByOne)
 	}
-	newLease := linearize.NewLeaseModel
-	if be.leaseFromCall() {
-		newLease = linearize.NewLeaseFromCallModel
-	}
-	lease, err := newLease(o.TTL, locks.Drift(o.TTL))
+	lease, err := linearize.NewLeaseModel(o.TTL, locks.Drift(o.TTL))
 	if err != nil {
 		return nil, err
 	}
@@ -316,6 +315,9 @@ func (m *machine) acquire(c *client, blocking, crash bool, stallAt int, onGrant 
 		}
 		returned = true
 		out, unknown := acquireOutcome(lease, err, synth.take)
+		if out.OK && !unknown {
+			out.Deadline = m.rec.deadline(lease.Deadline())
+		}
 		m.rec.ret(i, out, unknown)
 	})
 	c.op = o
@@ -366,12 +368,14 @@ func (m *machine) acquire(c *client, blocking, crash bool, stallAt int, onGrant 
 				out = linearize.LeaseOutput{}
 			}
 			m.rec.ret(i, out, !known)
+			m.count(name, nil, true, true)
 			m.doubt()
 			m.logf("client %d: crashed inside %s at %v", c.id, name, locks.PointAcquired)
 			m.crash(c)
 			return
 		}
 		out, unknown := m.outputOf(i)
+		m.count(name, err, true, m.sched.crashed(o))
 		if unknown {
 			m.doubt()
 			if m.sched.crashed(o) {
@@ -380,6 +384,9 @@ func (m *machine) acquire(c *client, blocking, crash bool, stallAt int, onGrant 
 		}
 		if !out.OK || unknown {
 			m.logf("client %d: %s -> %v", c.id, name, err)
+			if !blocking && !unknown && c != m.probe && m.lockFree(c) {
+				m.refusedWhileFree(c, owner)
+			}
 			return
 		}
 		h := m.held(lease, owner, out)
@@ -431,6 +438,7 @@ func (m *machine) release(c *client, h *held, unlock bool, stallAt int, done fun
 		kind, name = linearize.Release, "Unlock"
 	}
 	i := m.rec.call(c.id, kind, m.o.Name, h.owner)
+	rc := releaseCall{name: name, deadline: h.lease.Deadline(), valid: m.valid(h), straight: stallAt == stallNever}
 	var err error
 	o := m.sched.start(c.id, name, m.o.OpTimeout, stallAt, func(ctx context.Context) {
 		if unlock {
@@ -443,6 +451,8 @@ func (m *machine) release(c *client, h *held, unlock bool, stallAt int, done fun
 	})
 	c.op = o
 	c.fin = func() {
+		m.count(name, err, false, m.sched.crashed(o))
+		m.checkReleaseWorks(c, h, rc, o, err)
 		if !unlock && err == nil {
 			h.proved = m.rec.now()
 		}

@@ -48,6 +48,13 @@ type Report struct {
 	Checked map[Property]int
 	// Undecided counts history checks that ran out of their time budget.
 	Undecided int
+	// Outcomes counts, per kind of call ("Lock", "TryLock", "Unlock",
+	// "Renew"), how the calls of every run ended, the suite's probes
+	// included.
+	Outcomes map[string]Outcomes
+	// SpuriousRefusals counts the refusals of a free lock that were
+	// tolerated (see Progress).
+	SpuriousRefusals int
 	// Output is what rapid reported for a failure in Check or
 	// RunStandalone (seed, steps).
 	Output string
@@ -161,7 +168,7 @@ func newSuite(h host, factory Factory, o Options) (*suite, error) {
 		out.tempDir = td.TempDir
 	}
 	return &suite{h: h, factory: factory, o: o, out: out,
-		report: &Report{Expected: map[Property]int{}, Checked: map[Property]int{}}}, nil
+		report: &Report{Expected: map[Property]int{}, Checked: map[Property]int{}, Outcomes: map[string]Outcomes{}}}, nil
 }
 
 // prop is one run: build the backend, run the actions, finish, check.
@@ -218,7 +225,7 @@ func (s *suite) prop(rt *rapid.T) {
 	if s.trace != nil {
 		s.trace(m)
 	}
-	s.record(found, undecided, m.ran)
+	s.record(m, found, undecided)
 	var failures []string
 	for _, v := range found {
 		if v.Expected {
@@ -237,13 +244,19 @@ func (s *suite) prop(rt *rapid.T) {
 	}
 }
 
-func (s *suite) record(found []Violation, undecided int, ran map[Property]bool) {
+func (s *suite) record(m *machine, found []Violation, undecided int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.report.Runs++
-	for p := range ran {
+	for p := range m.ran {
 		s.report.Checked[p]++
 	}
+	for kind, o := range m.outcomes {
+		sum := s.report.Outcomes[kind]
+		sum.OK, sum.Refused, sum.Failed, sum.Unknown = sum.OK+o.OK, sum.Refused+o.Refused, sum.Failed+o.Failed, sum.Unknown+o.Unknown
+		s.report.Outcomes[kind] = sum
+	}
+	s.report.SpuriousRefusals += m.spurious
 	s.report.Undecided += undecided
 	seen := map[Property]bool{}
 	broken := false
@@ -269,6 +282,15 @@ func (s *suite) logExpected(t interface{ Logf(string, ...any) }) {
 	}
 	if s.report.Undecided > 0 {
 		t.Logf("propertytest: %d history checks undecided (time limit)", s.report.Undecided)
+	}
+	var calls []string
+	for _, kind := range outcomeKinds {
+		if o, ok := s.report.Outcomes[kind]; ok {
+			calls = append(calls, kind+": "+o.String())
+		}
+	}
+	if len(calls) > 0 {
+		t.Logf("propertytest: calls over %d runs: %s; %d spurious refusals", s.report.Runs, strings.Join(calls, "; "), s.report.SpuriousRefusals)
 	}
 }
 

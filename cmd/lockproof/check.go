@@ -32,7 +32,7 @@ const defaultReport = "lockproof-report.html"
 
 // properties are the table's columns, in order.
 var properties = []propertytest.Property{
-	propertytest.Exclusivity, propertytest.Symmetry, propertytest.DeadlockFreedom, propertytest.Availability,
+	propertytest.Exclusivity, propertytest.Symmetry, propertytest.DeadlockFreedom, propertytest.Availability, propertytest.Progress,
 }
 
 // checkConfig is what one check run needs beyond its cells.
@@ -461,7 +461,10 @@ func cellText(c cellResult, p propResult) string {
 // legend explains the table's cells, as the HTML report's legend does.
 var legend = fmt.Sprintf(`pass: checked by %[1]d runs or more, never violated; VIOLATED: a property the lock claims was broken;
 expected (n/m runs): broken only under faults the lock does not claim; too few runs (n): checked by n runs,
-fewer than %[1]d, never violated: not a pass; -: availability on a backend of one node, which cannot lose a minority.`, minRuns)
+fewer than %[1]d, never violated: not a pass; -: availability on a backend of one node, which cannot lose a minority.
+progress is a property of its own, apart from deadlock freedom: with nothing wrong, a holder's Unlock and Renew
+must succeed and a free lock be granted; deadlock freedom asks only that a lock left by its holders comes free by
+TTL + slack, which a lock whose every Unlock fails still does.`, minRuns)
 
 // cellSummary is a cell's row in a few words, for the progress line: its
 // verdict, and every property that did not simply pass.
