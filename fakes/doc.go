@@ -57,7 +57,8 @@
 //     database on loopback, one statement at a time, or a private database
 //     on a real server (MySQLAt, LOCKPROOF_MYSQL_DSN). Controls: ExpireLock,
 //     and FollowClock (the in-process server's time read from a manual
-//     clock).
+//     clock, GET_LOCK's timeouts too). Named locks (GET_LOCK and kin) and
+//     DO work as in MySQL; a GET_LOCK that waits does not block the others.
 //   - VerifyNoLeaks (leaks.go): goleak for TestMain, with the grace that
 //     embedded etcd members' HTTP connections need.
 //   - MemLock (memlock.go): an in-memory locks.Locker with fencing tokens,
