@@ -45,7 +45,8 @@
 //     (package fakes/miniconsul, an in-memory Consul HTTP API with a manual
 //     clock), or a real agent through sdk/testutil (ConsulAgent; for Consul,
 //     the binary of LOCKPROOF_CONSUL_BIN or PATH). Controls: Advance,
-//     ExpireSession, ExpireLock.
+//     ExpireSession, ExpireLock; ConsulSessionTTLMultiplier(1) makes
+//     miniconsul end a session exactly at its TTL (default: at 2×TTL).
 //   - StartZooKeeper and ZooKeeper (zookeeper.go): minizk (package
 //     fakes/minizk, an in-process ZooKeeper on the real wire protocol, with
 //     a manual clock), or a real server (ZooKeeperAt, LOCKPROOF_ZK_ADDR).
