@@ -32,7 +32,9 @@
 //     loopback port or a real server (RedisAt, LOCKPROOF_REDIS_ADDR). It
 //     gives clients, a unique key Prefix, the Clock to pass to locks
 //     (LockOptions), Advance in manual mode (ManualTime), and Stop and
-//     Restart to fail the server.
+//     Restart to fail the server. miniredis publishes no keyspace
+//     notifications: CONFIG SET notify-keyspace-events fails there with
+//     ErrMiniredisNoKeyspaceNotifications (redis_config.go).
 //   - StartRedisCluster and RedisCluster (rediscluster.go): RedisNodes, n
 //     independent servers for Redlock with one Prefix and one Clock; real
 //     servers come from RedisNodesAt (LOCKPROOF_REDIS_ADDRS).

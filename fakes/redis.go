@@ -188,6 +188,10 @@ func (r *RedisServer) startMiniredis() error {
 	if err := m.StartAddr("127.0.0.1:0"); err != nil {
 		return fmt.Errorf("cannot start miniredis on a loopback port: %w", err)
 	}
+	if err := registerMiniredisConfig(m); err != nil {
+		m.Close()
+		return fmt.Errorf("miniredis: CONFIG: %w", err)
+	}
 	r.mini, r.addr = m, m.Addr()
 	return nil
 }
@@ -440,6 +444,9 @@ func (r *RedisServer) Restart(keepData bool) {
 	r.mini.Unlock()
 	r.dialMu.Lock()
 	err := r.mini.Restart()
+	if err == nil {
+		err = registerMiniredisConfig(r.mini)
+	}
 	r.stopped = err != nil
 	r.dialMu.Unlock()
 	if err != nil {
