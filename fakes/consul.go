@@ -268,12 +268,19 @@ func (c *ConsulServer) NewClient() *api.Client {
 }
 
 func (c *ConsulServer) newClient() (*api.Client, error) {
-	tr := &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second}
+	var dial DialFunc
 	if c.mini != nil {
 		// In memory: no request of the fake's clients sits in the kernel
 		// (see miniconsul.Server.DialInMemory).
-		tr.DialContext = c.mini.DialInMemory
+		dial = c.mini.DialInMemory
 	}
+	return c.newClientDialing(dial)
+}
+
+// newClientDialing is newClient with its connections dialed by dial (nil:
+// TCP to Addr).
+func (c *ConsulServer) newClientDialing(dial DialFunc) (*api.Client, error) {
+	tr := &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second, DialContext: dial}
 	client, err := api.NewClient(&api.Config{Address: c.addr, Scheme: "http",
 		HttpClient: &http.Client{Transport: GateConsulTransport(tr)}})
 	if err != nil {

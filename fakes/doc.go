@@ -62,6 +62,12 @@
 //     and FollowClock (the in-process server's time read from a manual
 //     clock, GET_LOCK's timeouts too). Named locks (GET_LOCK and kin) and
 //     DO work as in MySQL; a GET_LOCK that waits does not block the others.
+//   - Conns (conns.go): connections a client dialed through it, cut all
+//     at once by Sever (a crashed process's), later dials refused with
+//     ErrSevered. Every server's DialContext reaches it as its own clients
+//     do, for a client a library builds from an address; NewClientThrough
+//     (Redis, Consul, etcd), OpenDBThrough (MySQL) and ConnectThrough
+//     (ZooKeeper) make clients whose connections go through a Conns.
 //   - VerifyNoLeaks (leaks.go): goleak for TestMain, with the grace that
 //     embedded etcd members' HTTP connections need.
 //   - MemLock (memlock.go): an in-memory locks.Locker with fencing tokens,

@@ -271,13 +271,21 @@ func (s *MySQLServer) Real() bool { return s.real }
 // flight is then a runnable goroutine rather than bytes in the kernel, as
 // the property suite's scheduler needs (propertytest.Backend.InProcess).
 func (s *MySQLServer) OpenDB() (*sql.DB, error) {
+	var dial DialFunc
+	if s.mem != nil {
+		dial = s.mem.Dial
+	}
+	return s.openDB(dial)
+}
+
+// openDB is OpenDB with its connections dialed by dial (nil: the driver's
+// own dial of the DSN's address).
+func (s *MySQLServer) openDB(dial DialFunc) (*sql.DB, error) {
 	cfg, err := mysql.ParseDSN(s.dsn)
 	if err != nil {
 		return nil, err
 	}
-	if s.mem != nil {
-		cfg.DialFunc = s.mem.Dial
-	}
+	cfg.DialFunc = dial
 	connector, err := gatedMySQLConnector(cfg)
 	if err != nil {
 		return nil, err

@@ -312,8 +312,10 @@ func (r *RedisServer) Client() redis.UniversalClient { return r.client }
 // Close: a second process talking to the same server. Like the fake's own
 // client, it passes its commands through the locks.Gate of their context
 // (see RedisGateHook), as "redis node <i>: <COMMAND>".
-func (r *RedisServer) NewClient() *redis.Client {
-	c := r.newClient()
+func (r *RedisServer) NewClient() *redis.Client { return r.keep(r.newClient()) }
+
+// keep records c, to be closed by Close, and returns it.
+func (r *RedisServer) keep(c *redis.Client) *redis.Client {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.clients = append(r.clients, c)
