@@ -15,6 +15,7 @@ require (
 	github.com/hashicorp/consul/api v1.34.5
 	github.com/hashicorp/consul/sdk v0.18.2
 	github.com/redis/go-redis/v9 v9.23.0
+	github.com/sanketplus/go-mysql-lock v0.0.7
 	github.com/sirupsen/logrus v1.9.4
 	go.etcd.io/etcd/api/v3 v3.6.16
 	go.etcd.io/etcd/client/v3 v3.6.16

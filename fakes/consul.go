@@ -36,6 +36,7 @@ type consulConfig struct {
 	forceAgent bool
 	bin        string // ConsulAgent
 	ttlMin     time.Duration
+	multiplier int // ConsulSessionTTLMultiplier; 0: not given
 }
 
 // ConsulAgent makes the fake run a real agent from the consul binary at bin
@@ -52,6 +53,23 @@ func ConsulAgent(bin string) ConsulOption { return func(c *consulConfig) { c.bin
 // the wait short.
 func ConsulSessionTTLMin(d time.Duration) ConsulOption {
 	return func(c *consulConfig) { c.ttlMin = d }
+}
+
+// ConsulSessionTTLMultiplier sets after how many TTLs without a renewal
+// miniconsul invalidates a session: n = 1 ends it exactly at its TTL, the
+// earliest moment Consul's contract allows, to test a client against the
+// strictest server. Default 2 (miniconsul.DefaultSessionTTLMultiplier): at
+// twice the TTL, the latest moment a real server reaches. A real agent
+// invalidates a session somewhere in between, by a multiplier of its own
+// that no setting changes: with ConsulAgent (and not ForceMiniconsul)
+// StartConsul fails, naming this option, and n < 1 fails on miniconsul.
+func ConsulSessionTTLMultiplier(n int) ConsulOption {
+	return func(c *consulConfig) {
+		c.multiplier = n
+		if n == 0 {
+			c.multiplier = -1 // given, and out of range
+		}
+	}
 }
 
 // ConsulManualTime runs miniconsul on a manual *Clock reading start: session
@@ -112,6 +130,10 @@ func StartConsul(opts ...ConsulOption) (*ConsulServer, error) {
 	c := &ConsulServer{prefix: "lockproof-test-" + locks.NewOwner()[:8] + "/", ttlMin: cfg.ttlMin}
 	began := time.Now()
 	if cfg.bin != "" && !cfg.forceMini {
+		if cfg.multiplier != 0 {
+			return nil, errors.New("fakes: ConsulSessionTTLMultiplier needs miniconsul: a real agent invalidates a session" +
+				" between TTL and 2×TTL by a multiplier of its own (add ForceMiniconsul)")
+		}
 		agent, err := startAgent(cfg.bin, cfg.ttlMin)
 		if err != nil {
 			return nil, err
@@ -176,7 +198,11 @@ func (c *ConsulServer) startMini(cfg consulConfig) error {
 		c.clock = NewClock(cfg.start)
 		clock = c.clock
 	}
-	s, err := miniconsul.Start(miniconsul.WithClock(clock), miniconsul.WithSessionTTLMin(cfg.ttlMin))
+	opts := []miniconsul.Option{miniconsul.WithClock(clock), miniconsul.WithSessionTTLMin(cfg.ttlMin)}
+	if cfg.multiplier != 0 {
+		opts = append(opts, miniconsul.WithSessionTTLMultiplier(cfg.multiplier))
+	}
+	s, err := miniconsul.Start(opts...)
 	if err != nil {
 		return fmt.Errorf("cannot start miniconsul: %w", err)
 	}
@@ -242,12 +268,19 @@ func (c *ConsulServer) NewClient() *api.Client {
 }
 
 func (c *ConsulServer) newClient() (*api.Client, error) {
-	tr := &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second}
+	var dial DialFunc
 	if c.mini != nil {
 		// In memory: no request of the fake's clients sits in the kernel
 		// (see miniconsul.Server.DialInMemory).
-		tr.DialContext = c.mini.DialInMemory
+		dial = c.mini.DialInMemory
 	}
+	return c.newClientDialing(dial)
+}
+
+// newClientDialing is newClient with its connections dialed by dial (nil:
+// TCP to Addr).
+func (c *ConsulServer) newClientDialing(dial DialFunc) (*api.Client, error) {
+	tr := &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second, DialContext: dial}
 	client, err := api.NewClient(&api.Config{Address: c.addr, Scheme: "http",
 		HttpClient: &http.Client{Transport: GateConsulTransport(tr)}})
 	if err != nil {

@@ -2,6 +2,7 @@ package fakes_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -119,5 +120,56 @@ func TestConsulAgentStartup(t *testing.T) {
 	}
 	if ok, _, err := c.Client().KV().Acquire(&api.KVPair{Key: c.Prefix() + "k", Session: id}, nil); err != nil || !ok {
 		t.Fatalf("acquire on the agent: %v %v", ok, err)
+	}
+}
+
+// TestConsulSessionTTLMultiplier: by default miniconsul invalidates a
+// session at twice its TTL; with ConsulSessionTTLMultiplier(1), exactly at
+// its TTL. A real agent refuses the option, and a multiplier below 1 is
+// refused.
+func TestConsulSessionTTLMultiplier(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		opts   []fakes.ConsulOption
+		expiry time.Duration
+	}{
+		{"default", nil, 20 * time.Second},
+		{"one", []fakes.ConsulOption{fakes.ConsulSessionTTLMultiplier(1)}, 10 * time.Second},
+		{"three", []fakes.ConsulOption{fakes.ConsulSessionTTLMultiplier(3)}, 30 * time.Second},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			srv := fakes.Consul(t, append(c.opts, fakes.ForceMiniconsul(), fakes.ConsulManualTime(consulEpoch))...)
+			cl := srv.Client()
+			id, _, err := cl.Session().Create(&api.SessionEntry{TTL: "10s"}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			alive := func() bool {
+				t.Helper()
+				e, _, err := cl.Session().Info(id, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return e != nil
+			}
+			srv.Advance(c.expiry - time.Nanosecond)
+			if !alive() {
+				t.Fatalf("the session ended before %v", c.expiry)
+			}
+			srv.Advance(time.Nanosecond)
+			if alive() {
+				t.Fatalf("the session outlived %v", c.expiry)
+			}
+		})
+	}
+	if _, err := fakes.StartConsul(fakes.ConsulAgent("/nonexistent/consul"), fakes.ConsulSessionTTLMultiplier(1)); err == nil ||
+		!strings.Contains(err.Error(), "ConsulSessionTTLMultiplier") {
+		t.Fatalf("a real agent with ConsulSessionTTLMultiplier: %v, want an error naming the option", err)
+	}
+	for _, n := range []int{0, -1} {
+		if s, err := fakes.StartConsul(fakes.ConsulSessionTTLMultiplier(n)); err == nil {
+			_ = s.Close()
+			t.Fatalf("ConsulSessionTTLMultiplier(%d) started", n)
+		}
 	}
 }

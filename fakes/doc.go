@@ -32,7 +32,9 @@
 //     loopback port or a real server (RedisAt, LOCKPROOF_REDIS_ADDR). It
 //     gives clients, a unique key Prefix, the Clock to pass to locks
 //     (LockOptions), Advance in manual mode (ManualTime), and Stop and
-//     Restart to fail the server.
+//     Restart to fail the server. miniredis publishes no keyspace
+//     notifications: CONFIG SET notify-keyspace-events fails there with
+//     ErrMiniredisNoKeyspaceNotifications (redis_config.go).
 //   - StartRedisCluster and RedisCluster (rediscluster.go): RedisNodes, n
 //     independent servers for Redlock with one Prefix and one Clock; real
 //     servers come from RedisNodesAt (LOCKPROOF_REDIS_ADDRS).
@@ -45,7 +47,8 @@
 //     (package fakes/miniconsul, an in-memory Consul HTTP API with a manual
 //     clock), or a real agent through sdk/testutil (ConsulAgent; for Consul,
 //     the binary of LOCKPROOF_CONSUL_BIN or PATH). Controls: Advance,
-//     ExpireSession, ExpireLock.
+//     ExpireSession, ExpireLock; ConsulSessionTTLMultiplier(1) makes
+//     miniconsul end a session exactly at its TTL (default: at 2×TTL).
 //   - StartZooKeeper and ZooKeeper (zookeeper.go): minizk (package
 //     fakes/minizk, an in-process ZooKeeper on the real wire protocol, with
 //     a manual clock), or a real server (ZooKeeperAt, LOCKPROOF_ZK_ADDR).
@@ -57,7 +60,14 @@
 //     database on loopback, one statement at a time, or a private database
 //     on a real server (MySQLAt, LOCKPROOF_MYSQL_DSN). Controls: ExpireLock,
 //     and FollowClock (the in-process server's time read from a manual
-//     clock).
+//     clock, GET_LOCK's timeouts too). Named locks (GET_LOCK and kin) and
+//     DO work as in MySQL; a GET_LOCK that waits does not block the others.
+//   - Conns (conns.go): connections a client dialed through it, cut all
+//     at once by Sever (a crashed process's), later dials refused with
+//     ErrSevered. Every server's DialContext reaches it as its own clients
+//     do, for a client a library builds from an address; NewClientThrough
+//     (Redis, Consul, etcd), OpenDBThrough (MySQL) and ConnectThrough
+//     (ZooKeeper) make clients whose connections go through a Conns.
 //   - VerifyNoLeaks (leaks.go): goleak for TestMain, with the grace that
 //     embedded etcd members' HTTP connections need.
 //   - MemLock (memlock.go): an in-memory locks.Locker with fencing tokens,

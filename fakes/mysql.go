@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -43,9 +44,23 @@ const EnvMySQLDSN = "LOCKPROOF_MYSQL_DSN"
 // (its README says so: concurrent statements lose each other's updates) and
 // treats BEGIN/COMMIT/ROLLBACK as no-ops. The fake therefore runs one
 // statement at a time, server-wide: every statement is atomic and isolated,
-// but a multi-statement transaction is not, and a statement that blocks
-// (GET_LOCK waiting for a lock another session holds) blocks the whole server
-// until its own timeout. Use a real server (EnvMySQLDSN) for those.
+// but a multi-statement transaction is not. Use a real server (EnvMySQLDSN)
+// for those.
+//
+// The in-process server has MySQL's named locks (mysql_named.go):
+// GET_LOCK(name, timeout) (seconds, fractions allowed; negative waits for
+// ever, 0 tries once), RELEASE_LOCK (1, 0 when another session holds the
+// lock, NULL when nobody does), IS_FREE_LOCK, IS_USED_LOCK (the holder's
+// CONNECTION_ID()) and RELEASE_ALL_LOCKS, owned by the session
+// (connection), taken again by it as often as it likes (and released as
+// often), compared without regard to case, and released when its
+// connection closes; waiters are served first come, first served. A
+// GET_LOCK that waits lets the other connections' statements run
+// meanwhile (so a statement that reads tables and waits in GET_LOCK is not
+// isolated), and its timeout runs on FollowClock's clock when there is
+// one. It accepts DO (mysql_wire.go). Not modelled: MySQL's deadlock
+// detection between sessions that wait for each other's named locks, and
+// its 64-character limit on names.
 type MySQLServer struct {
 	owner           // no control fails a test: kept for the helpers' sake
 	dsn      string // with the database name and the options the helpers set
@@ -53,6 +68,7 @@ type MySQLServer struct {
 	real     bool
 	db       *sql.DB
 	mem      *memnet.Listener // the in-process server's in-memory connections; nil on a real server
+	named    *mysqlNamedLocks // the in-process server's GET_LOCK and kin; nil on a real server
 
 	mu      sync.Mutex
 	closers []func() error // run by Close, last first
@@ -131,7 +147,9 @@ func startEmbeddedMySQL() (*MySQLServer, error) {
 	db := memory.NewDatabase(database)
 	db.BaseDatabase.EnablePrimaryKeyIndexes()
 	provider := memory.NewDBProvider(db)
-	engine := gms.NewDefault(provider)
+	serial := &serialHandler{}
+	serial.named = newMySQLNamedLocks(serial)
+	engine := gms.NewDefault(mysqlFunctions{DbProvider: provider, fns: serial.named.functions()})
 	tcp, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("listen: %w", err)
@@ -140,7 +158,7 @@ func startEmbeddedMySQL() (*MySQLServer, error) {
 	ln := newEitherListener(tcp, mem)
 	srv, err := server.NewServerWithHandler(server.Config{Protocol: "tcp", Address: tcp.Addr().String(), Listener: ln},
 		engine, gmssql.NewContext, memory.NewSessionBuilder(provider), nil,
-		func(h vtmysql.Handler) (vtmysql.Handler, error) { return &serialHandler{Handler: h}, nil })
+		func(h vtmysql.Handler) (vtmysql.Handler, error) { serial.Handler = h; return serial, nil })
 	if err != nil {
 		_ = ln.Close()
 		return nil, err
@@ -151,6 +169,7 @@ func startEmbeddedMySQL() (*MySQLServer, error) {
 		dsn:      withParams("root@tcp(" + tcp.Addr().String() + ")/" + database),
 		database: database,
 		mem:      mem,
+		named:    serial.named,
 	}
 	s.closers = append(s.closers, func() error {
 		_ = srv.Close()
@@ -252,13 +271,21 @@ func (s *MySQLServer) Real() bool { return s.real }
 // flight is then a runnable goroutine rather than bytes in the kernel, as
 // the property suite's scheduler needs (propertytest.Backend.InProcess).
 func (s *MySQLServer) OpenDB() (*sql.DB, error) {
+	var dial DialFunc
+	if s.mem != nil {
+		dial = s.mem.Dial
+	}
+	return s.openDB(dial)
+}
+
+// openDB is OpenDB with its connections dialed by dial (nil: the driver's
+// own dial of the DSN's address).
+func (s *MySQLServer) openDB(dial DialFunc) (*sql.DB, error) {
 	cfg, err := mysql.ParseDSN(s.dsn)
 	if err != nil {
 		return nil, err
 	}
-	if s.mem != nil {
-		cfg.DialFunc = s.mem.Dial
-	}
+	cfg.DialFunc = dial
 	connector, err := gatedMySQLConnector(cfg)
 	if err != nil {
 		return nil, err
@@ -377,11 +404,13 @@ func (s *MySQLServer) FollowClock(clock locks.Clock) error {
 		})
 	}()
 	<-set
+	s.named.setClock(clock)
 	// Closers run last first: this one goes first so that it runs last,
 	// once the server has stopped.
 	s.closers = append([]func() error{func() error {
 		close(release)
 		<-restored
+		s.named.setClock(locks.SystemClock{})
 		gmsClock.Lock()
 		gmsClock.busy = false
 		gmsClock.Unlock()
@@ -390,36 +419,82 @@ func (s *MySQLServer) FollowClock(clock locks.Clock) error {
 	return nil
 }
 
-// serialHandler runs the statements of all connections one at a time; see
-// MySQLServer.
+// serialHandler runs the statements of all connections one at a time (see
+// MySQLServer), but for a GET_LOCK that waits, which lets the others run
+// (pause); and it keeps the named locks of each connection's session.
 type serialHandler struct {
 	vtmysql.Handler
-	mu sync.Mutex
+	named   *mysqlNamedLocks
+	mu      sync.Mutex
+	running atomic.Uint32 // the connection whose statement holds mu; 0 while none
+}
+
+// begin waits for the statement lock for connection conn's statement.
+func (h *serialHandler) begin(conn uint32) {
+	h.mu.Lock()
+	h.running.Store(conn)
+}
+
+// end lets the statement lock go.
+func (h *serialHandler) end() {
+	h.running.Store(0)
+	h.mu.Unlock()
+}
+
+// pause lets the statement lock go while connection conn's statement
+// waits, if that statement holds it, and returns what takes it back.
+func (h *serialHandler) pause(conn uint32) (resume func()) {
+	if h.running.Load() != conn {
+		return func() {}
+	}
+	h.end()
+	return func() { h.begin(conn) }
+}
+
+// NewConnection records the connection's end for GET_LOCK's waits.
+func (h *serialHandler) NewConnection(c *vtmysql.Conn) {
+	if m, ok := c.Conn.(*mysqlClientConn); ok {
+		h.named.connected(c.ConnectionID, m.gone)
+	}
+	h.Handler.NewConnection(c)
+}
+
+// ConnectionClosed releases the session's named locks.
+func (h *serialHandler) ConnectionClosed(c *vtmysql.Conn) {
+	h.named.disconnected(c.ConnectionID)
+	h.Handler.ConnectionClosed(c)
+}
+
+// ComResetConnection releases the session's named locks, as MySQL's
+// COM_RESET_CONNECTION does.
+func (h *serialHandler) ComResetConnection(c *vtmysql.Conn) error {
+	h.named.releaseAll(c.ConnectionID)
+	return h.Handler.ComResetConnection(c)
 }
 
 func (h *serialHandler) ComQuery(ctx context.Context, c *vtmysql.Conn, query string, callback vtmysql.ResultSpoolFn) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	h.begin(c.ConnectionID)
+	defer h.end()
 	return h.settle(ctx, c, h.Handler.ComQuery(ctx, c, query, callback))
 }
 
 func (h *serialHandler) ComMultiQuery(ctx context.Context, c *vtmysql.Conn, query string, callback vtmysql.ResultSpoolFn) (string, error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	h.begin(c.ConnectionID)
+	defer h.end()
 	rest, err := h.Handler.ComMultiQuery(ctx, c, query, callback)
 	return rest, h.settle(ctx, c, err)
 }
 
 func (h *serialHandler) ComPrepare(ctx context.Context, c *vtmysql.Conn, query string, prepare *vtmysql.PrepareData) ([]*querypb.Field, error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	h.begin(c.ConnectionID)
+	defer h.end()
 	fields, err := h.Handler.ComPrepare(ctx, c, query, prepare)
 	return fields, h.settle(ctx, c, err)
 }
 
 func (h *serialHandler) ComStmtExecute(ctx context.Context, c *vtmysql.Conn, prepare *vtmysql.PrepareData, callback func(*sqltypes.Result) error) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	h.begin(c.ConnectionID)
+	defer h.end()
 	return h.settle(ctx, c, h.Handler.ComStmtExecute(ctx, c, prepare, callback))
 }
 
@@ -456,10 +531,11 @@ func newEitherListener(tcp net.Listener, mem *memnet.Listener) *eitherListener {
 // pump hands what from accepts to Accept until what fails (it was closed).
 func (l *eitherListener) pump(from net.Listener) {
 	for {
-		c, err := from.Accept()
+		raw, err := from.Accept()
 		if err != nil {
 			return
 		}
+		c := newMySQLClientConn(raw)
 		select {
 		case l.accepted <- c:
 		case <-l.done:

@@ -188,6 +188,10 @@ func (r *RedisServer) startMiniredis() error {
 	if err := m.StartAddr("127.0.0.1:0"); err != nil {
 		return fmt.Errorf("cannot start miniredis on a loopback port: %w", err)
 	}
+	if err := registerMiniredisConfig(m); err != nil {
+		m.Close()
+		return fmt.Errorf("miniredis: CONFIG: %w", err)
+	}
 	r.mini, r.addr = m, m.Addr()
 	return nil
 }
@@ -308,8 +312,10 @@ func (r *RedisServer) Client() redis.UniversalClient { return r.client }
 // Close: a second process talking to the same server. Like the fake's own
 // client, it passes its commands through the locks.Gate of their context
 // (see RedisGateHook), as "redis node <i>: <COMMAND>".
-func (r *RedisServer) NewClient() *redis.Client {
-	c := r.newClient()
+func (r *RedisServer) NewClient() *redis.Client { return r.keep(r.newClient()) }
+
+// keep records c, to be closed by Close, and returns it.
+func (r *RedisServer) keep(c *redis.Client) *redis.Client {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.clients = append(r.clients, c)
@@ -440,6 +446,9 @@ func (r *RedisServer) Restart(keepData bool) {
 	r.mini.Unlock()
 	r.dialMu.Lock()
 	err := r.mini.Restart()
+	if err == nil {
+		err = registerMiniredisConfig(r.mini)
+	}
 	r.stopped = err != nil
 	r.dialMu.Unlock()
 	if err != nil {

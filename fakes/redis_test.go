@@ -256,3 +256,52 @@ func TestRedisCommandCount(t *testing.T) {
 		t.Fatalf("CommandCount() = %d after a restart and a PING, want at least %d", got, before+4)
 	}
 }
+
+// TestRedisKeyspaceNotifications: real Redis publishes a key's del event
+// once notify-keyspace-events asks for it; miniredis, which publishes none,
+// refuses the setting with an error that names the gap and the way out,
+// also after a restart, and accepts the empty setting.
+func TestRedisKeyspaceNotifications(t *testing.T) {
+	ctx := context.Background()
+	s := fakes.Redis(t)
+	c := s.NewClient()
+	set := c.ConfigSet(ctx, "notify-keyspace-events", "Kg")
+	if !s.Real() {
+		for _, restart := range []bool{false, true} {
+			if restart {
+				s.Restart(true)
+				set = c.ConfigSet(ctx, "notify-keyspace-events", "Kg")
+			}
+			if err := set.Err(); err == nil || err.Error() != fakes.ErrMiniredisNoKeyspaceNotifications {
+				t.Fatalf("CONFIG SET notify-keyspace-events Kg on miniredis (restarted %v): %v; want %q",
+					restart, err, fakes.ErrMiniredisNoKeyspaceNotifications)
+			}
+		}
+		if err := c.ConfigSet(ctx, "notify-keyspace-events", "").Err(); err != nil {
+			t.Fatalf("CONFIG SET notify-keyspace-events \"\": %v", err)
+		}
+		if got, err := c.ConfigGet(ctx, "notify-keyspace-events").Result(); err != nil || len(got) != 1 || got["notify-keyspace-events"] != "" {
+			t.Fatalf("CONFIG GET notify-keyspace-events = %v, %v; want it empty", got, err)
+		}
+		if err := c.ConfigSet(ctx, "maxmemory", "1").Err(); err == nil || !strings.Contains(err.Error(), "maxmemory") {
+			t.Fatalf("CONFIG SET maxmemory: %v, want an error naming the parameter", err)
+		}
+		return
+	}
+	if err := set.Err(); err != nil {
+		t.Fatal(err)
+	}
+	defer c.ConfigSet(ctx, "notify-keyspace-events", "")
+	key := s.Prefix() + "watched"
+	sub := c.Subscribe(ctx, "__keyspace@0__:"+key)
+	defer sub.Close()
+	if _, err := sub.Receive(ctx); err != nil { // the subscription's confirmation
+		t.Fatal(err)
+	}
+	c.Set(ctx, key, "v", 0)
+	c.Del(ctx, key)
+	msg, err := sub.ReceiveMessage(ctx)
+	if err != nil || msg.Payload != "del" {
+		t.Fatalf("the keyspace event of DEL: %v, %v; want del", msg, err)
+	}
+}
