@@ -45,13 +45,7 @@ import (
 // timers (a retry back-off in real time, an embedded etcd's leases) and
 // tests running in parallel in the same process can still move on their
 // own; the scheduler then gives up waiting after maxQuiesce and says so in
-// the run's log.
-//
-// No wait of the driver is unbounded (see StuckLimit): a lock that polls
-// in wall time while the run's clock stands still, a goroutine that never
-// lets the process become quiescent, or an operation that does not return
-// when its context ends, ends the run with an error that names the cause,
-// instead of hanging the test until go test's -timeout.
+// the run's log. No wait of the driver is unbounded (see StuckLimit).
 
 // maxQuiesce bounds the wall time the driver waits for quiescence.
 const maxQuiesce = 250 * time.Millisecond
@@ -104,9 +98,8 @@ type sched struct {
 	// an operation stands stalled whatever the driver does.
 	realTime bool
 
-	// clock is the run's clock (nil: one that moves only when the driver
-	// advances it); limit bounds each wait (StuckLimit, more in real
-	// time).
+	// The run's clock (nil: moved by the driver only); the bound of each
+	// wait (StuckLimit, more in real time).
 	clock locks.Clock
 	limit time.Duration
 	// fail ends the run with the error (rapid's Fatalf); nil keeps the
