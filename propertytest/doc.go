@@ -33,6 +33,8 @@
 //   - RunStandalone: the suite outside go test (lockproof check uses it).
 //   - Main, SetChecks, ChecksGiven, Deep: for a package's TestMain and
 //     tests: short rapid defaults, LOCKPROOF_DEEP=1 for long runs.
+//     IgnorePackages, OnlyPackages and OnlyLockproof narrow Main's
+//     goroutine-leak check for tests of third-party libraries.
 //   - Deliberately broken locks, each caught with its property named, are
 //     in propertytest/mutants; third-party locks run the suite in
 //     propertytest/thirdparty.
@@ -99,6 +101,16 @@
 // embedded etcd, a real server) or behind TCP proxies (the network-fault
 // cells) a replay is best effort. A run in which the driver gave up
 // waiting for quiescence (a loaded machine) says so in its log.
+//
+// No wait of the scheduler is unbounded. A run that stops moving ends,
+// within StuckLimit (5 s) of wall time, plus twice TTL + Slack on a
+// backend in real time, with an error that names the cause and the fix:
+// a lock that polls in wall time while the run's clock stands still
+// (told as soon as one operation passed its gate 100 times over a second
+// of wall time), a goroutine that never lets the process become
+// quiescent, an operation that does not return when its context ends.
+// Run fails the test with it; Check and RunStandalone put it in the
+// Report's Output, and RunStandalone returns ErrNoVerdict.
 //
 // # Properties
 //

@@ -89,7 +89,7 @@ type machine struct {
 func newMachine(o Options, be *Backend, jitterSeed uint64) (*machine, error) {
 	m := &machine{o: o, be: be, rec: newRecorder(be.Clock), sched: newSched(o.Settle, be.InProcess),
 		active: map[int]bool{}, used: map[int]bool{}, ran: map[Property]bool{}, unclaimed: map[string]bool{}}
-	_, m.sched.realTime = be.Clock.(locks.SystemClock)
+	m.sched.follow(be.Clock, o.TTL+o.Slack)
 	if c, ok := be.Clock.(*fakes.Clock); ok {
 		c.SetDispatch(m.sched.oneByOne)
 	}

@@ -204,6 +204,7 @@ func (s *suite) prop(rt *rapid.T) {
 	if err != nil {
 		rt.Fatalf("%v", err)
 	}
+	m.sched.fail = func(err error) { rt.Fatalf("%v", err) } // a run the scheduler gave up on (see StuckLimit)
 	defer func() {
 		for _, c := range append(m.cl, m.probe) {
 			if c.op != nil {

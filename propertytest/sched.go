@@ -2,6 +2,8 @@ package propertytest
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"os"
 	"runtime"
 	"runtime/metrics"
@@ -43,10 +45,34 @@ import (
 // timers (a retry back-off in real time, an embedded etcd's leases) and
 // tests running in parallel in the same process can still move on their
 // own; the scheduler then gives up waiting after maxQuiesce and says so in
-// the run's log.
+// the run's log. No wait of the driver is unbounded (see StuckLimit).
 
 // maxQuiesce bounds the wall time the driver waits for quiescence.
 const maxQuiesce = 250 * time.Millisecond
+
+// StuckLimit is the longest the suite's scheduler waits, in wall time, for
+// one thing: an operation to finish, block or reach its next request; a
+// settle of every operation after a step; a crashed operation to return;
+// the process to become quiescent, over failed tries in a row. Past it the
+// run ends with an error that names the operation and the likely cause
+// (in Run the test fails with it, in Check and RunStandalone it is the
+// Report's Output, and RunStandalone returns ErrNoVerdict). On a backend
+// in real time (Backend.Clock is locks.SystemClock) twice the options'
+// TTL + Slack is added, since a waiter there may rightly wait for a lease
+// to run out. A lock that polls in wall time while the run's clock stands
+// still is told sooner, once one operation passed its gate pollPassages
+// times within pollWall of wall time.
+const StuckLimit = 5 * time.Second
+
+// pollPassages and pollWall: an operation that passes its gate this often,
+// over at least this much wall time, in one wait of the driver, while the
+// run's clock stands still, polls in wall time. A lock that waits on the
+// run's clock blocks between its attempts; no lock sends that many
+// requests in one step otherwise.
+const (
+	pollPassages = 100
+	pollWall     = time.Second
+)
 
 // sched holds the live operations of one run.
 type sched struct {
@@ -71,13 +97,84 @@ type sched struct {
 	// realTime: the run's clock is the system's, so time passes while
 	// an operation stands stalled whatever the driver does.
 	realTime bool
+
+	// The run's clock (nil: moved by the driver only); the bound of each
+	// wait (StuckLimit, more in real time).
+	clock locks.Clock
+	limit time.Duration
+	// fail ends the run with the error (rapid's Fatalf); nil keeps the
+	// error only. It is called at most once, from run or settle.
+	fail func(error)
+	// Guarded by mu: why the run was given up on (every wait then
+	// returns at once), and whether fail was told.
+	hung   error
+	failed bool
+	// The quiescence tries that failed in a row: since when, how many.
+	restlessSince time.Time
+	restless      int
 }
 
 // debugQuiesce prints the snapshots that kept the scheduler from quiescence.
 var debugQuiesce = os.Getenv("LOCKPROOF_DEBUG_QUIESCE") == "1"
 
 func newSched(minBlock time.Duration, inProcess bool) *sched {
-	return &sched{kick: make(chan struct{}, 1), minBlock: minBlock, inProcess: inProcess}
+	return &sched{kick: make(chan struct{}, 1), minBlock: minBlock, inProcess: inProcess, limit: StuckLimit}
+}
+
+// follow makes clock the run's clock: the system's makes the run one in
+// real time, whose waits may last lease (the options' TTL + Slack) twice
+// beyond StuckLimit.
+func (s *sched) follow(clock locks.Clock, lease time.Duration) {
+	s.clock = clock
+	_, s.realTime = clock.(locks.SystemClock)
+	s.limit = StuckLimit
+	if s.realTime {
+		s.limit += 2 * lease
+	}
+}
+
+// clockNow reads the run's clock; the zero time without one.
+func (s *sched) clockNow() time.Time {
+	if s.clock == nil {
+		return time.Time{}
+	}
+	return s.clock.Now()
+}
+
+// giveUp records why the run cannot go on; the first reason stands.
+func (s *sched) giveUp(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.hung == nil {
+		s.hung = err
+	}
+}
+
+// stuck returns why the run was given up on, or nil.
+func (s *sched) stuck() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.hung
+}
+
+// check ends the run through fail, once, if it was given up on. crash
+// does not call it: it runs in the suite's deferred clean-up too, where
+// the run may already be ending; the driver's next run or settle does.
+func (s *sched) check() {
+	s.mu.Lock()
+	err, tell := s.hung, s.hung != nil && !s.failed && s.fail != nil
+	s.failed = s.failed || tell
+	s.mu.Unlock()
+	if tell {
+		s.fail(err)
+	}
+}
+
+// describe names o in the scheduler's messages, with its gate passages.
+func (o *op) describe() string {
+	o.s.mu.Lock()
+	defer o.s.mu.Unlock()
+	return fmt.Sprintf("client %d's %s (%d requests sent)", o.client, o.name, o.sent)
 }
 
 // op is one lock operation running on its own goroutine.
@@ -213,16 +310,31 @@ func (s *sched) look(o *op) (opState, bool) {
 // it waits for parked or finished only: TryLock, Unlock and Renew do not
 // wait for other clients, and their running time is bounded by their
 // budget.
+//
+// It gives up (opBlocked, with the run given up on) after the scheduler's
+// limit of wall time, plus the operation's budget of running time.
 func (s *sched) wait(o *op, blockedOK bool) opState {
 	began := time.Now()
+	limit := s.limit + o.budget
+	deadline := time.NewTimer(limit)
+	defer deadline.Stop()
 	for {
 		if st, ok := s.look(o); ok {
 			return st
+		}
+		if s.stuck() != nil {
+			return opBlocked
+		}
+		if time.Since(began) >= limit {
+			s.giveUp(fmt.Errorf("propertytest: the run is stuck: %s neither returned nor reached its next request within %v of wall time%s: %s",
+				o.describe(), limit, budgetNote(o), stuckAdvice))
+			return opBlocked
 		}
 		if !blockedOK {
 			select {
 			case <-s.kick:
 			case <-o.done:
+			case <-deadline.C:
 			}
 			continue
 		}
@@ -230,6 +342,8 @@ func (s *sched) wait(o *op, blockedOK bool) opState {
 		case <-s.kick:
 			continue
 		case <-o.done:
+			continue
+		case <-deadline.C:
 			continue
 		case <-time.After(200 * time.Microsecond):
 		}
@@ -243,6 +357,20 @@ func (s *sched) wait(o *op, blockedOK bool) opState {
 		}
 		return opBlocked
 	}
+}
+
+// stuckAdvice is the fix the scheduler's messages propose for a lock that
+// never blocks where the suite can see it.
+const stuckAdvice = "a lock must wait on the run's clock (locks.Clock: the Backend's Clock) and return when its context ends; " +
+	"a backend reached over TCP is best dialled in memory (Backend.InProcess), so that the suite sees a waiter block"
+
+// budgetNote tells, for an operation with a budget of running time, that
+// its context was cancelled when that ran out.
+func budgetNote(o *op) string {
+	if o.budget == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", though its context was cancelled after %v of running time (Options.OpTimeout)", o.budget)
 }
 
 // fanOut reports whether o has ever had two requests parked at once, or
@@ -295,7 +423,16 @@ func (s *sched) stalled(o *op) bool {
 
 // run lets o go until it finishes, stalls (reaches the passage it is to
 // stop at) or, for an operation that may wait (blockedOK), blocks.
+//
+// It is bounded: an operation that keeps coming back to its gate, a lock
+// polling in wall time (see pollPassages), or one that is not done after
+// the scheduler's limit, ends the run (check).
 func (s *sched) run(o *op, blockedOK bool) opState {
+	defer s.check()
+	began, clockAt := time.Now(), s.clockNow()
+	s.mu.Lock()
+	passedAt := o.passed
+	s.mu.Unlock()
 	for {
 		st := s.wait(o, blockedOK)
 		if st != opParked {
@@ -303,6 +440,25 @@ func (s *sched) run(o *op, blockedOK bool) opState {
 		}
 		if s.stalled(o) {
 			return opParked
+		}
+		if s.stuck() != nil {
+			return opBlocked
+		}
+		s.mu.Lock()
+		passages := o.passed - passedAt
+		s.mu.Unlock()
+		wall, still := time.Since(began), s.clockNow().Equal(clockAt)
+		switch {
+		case still && passages >= pollPassages && wall >= pollWall:
+			s.giveUp(fmt.Errorf("propertytest: the run is stuck: %s passed its gate %d times in %v of wall time while the run's clock stood still: "+
+				"the lock polls on a wall-time timer (time.Sleep, time.After, a retry back-off), so the suite never sees it wait. "+
+				"Make it poll on the run's clock (locks.Clock: the Backend's Clock), or dial the backend in memory (Backend.InProcess) with Options.Settle 0, "+
+				"so that a waiter counts as blocked between its attempts", o.describe(), passages, wall.Round(time.Millisecond)))
+			return opBlocked
+		case wall >= s.limit:
+			s.giveUp(fmt.Errorf("propertytest: the run is stuck: %s passed its gate %d times in %v of wall time without finishing or blocking: %s",
+				o.describe(), passages, wall.Round(time.Millisecond), stuckAdvice))
+			return opBlocked
 		}
 		if s.fanOut(o) {
 			// Requests sent in parallel (Redlock asks every node at once)
@@ -376,7 +532,18 @@ func (s *sched) crash(o *op) {
 	for _, r := range parked {
 		close(r.go_)
 	}
-	<-o.done
+	if s.stuck() == nil {
+		// Bounded; once the run is given up on, not waited for at all:
+		// it is ending.
+		t := time.NewTimer(s.limit)
+		select {
+		case <-o.done:
+		case <-t.C:
+			s.giveUp(fmt.Errorf("propertytest: the run is stuck: %s had not returned %v of wall time after its context was cancelled (its client crashed): %s",
+				o.describe(), s.limit, stuckAdvice))
+		}
+		t.Stop()
+	}
 	s.quiescent()
 }
 
@@ -400,9 +567,22 @@ func (s *sched) forget(o *op) {
 // same settle: a waiter that polls on wall-time timers (a retry back-off)
 // would otherwise keep coming back to its gate and the settle would never
 // end. It goes on at the next step.
+//
+// It is bounded by the scheduler's limit as a whole, and ends the run
+// (check) when it was given up on.
 func (s *sched) settle() {
+	defer s.check()
+	began := time.Now()
 	blocked := map[*op]bool{}
 	for {
+		if s.stuck() != nil {
+			return
+		}
+		if wall := time.Since(began); wall >= s.limit {
+			s.giveUp(fmt.Errorf("propertytest: the run is stuck: the operations had not all finished, blocked or stalled %v of wall time after the step: %s",
+				wall.Round(time.Millisecond), stuckAdvice))
+			return
+		}
 		s.quiescent()
 		var next *op
 		s.mu.Lock()
@@ -438,13 +618,21 @@ func (s *sched) oneByOne(fs []func()) {
 // quiescent waits until the process is quiescent (see the comment at the
 // top of this file) and reports true, or gives up after maxQuiesce and
 // reports false.
+//
+// Tries that fail in a row for the scheduler's limit give the run up: a
+// goroutine keeps waking. Once the run was given up on, it returns false
+// at once.
 func (s *sched) quiescent() bool {
+	if s.stuck() != nil {
+		return false
+	}
 	deadline := time.Now().Add(maxQuiesce)
 	pause := 50 * time.Microsecond
 	var prev []uint64
 	for {
 		snap, busy := s.snapshot()
 		if !busy && prev != nil && slices.Equal(snap, prev) {
+			s.restless = 0
 			return true
 		}
 		if time.Now().After(deadline) {
@@ -454,6 +642,7 @@ func (s *sched) quiescent() bool {
 			if debugQuiesce {
 				println("propertytest: not quiescent; the goroutines now:\n" + textSnapshot())
 			}
+			s.noteRestless()
 			return false
 		}
 		if busy {
@@ -474,6 +663,85 @@ func (s *sched) quiescent() bool {
 		time.Sleep(pause)
 		pause = min(2*pause, time.Millisecond)
 	}
+}
+
+// noteRestless counts a failed try at quiescence and gives the run up
+// once they failed in a row for the scheduler's limit.
+func (s *sched) noteRestless() {
+	if s.restless == 0 {
+		s.restlessSince = time.Now()
+	}
+	s.restless++
+	if wall := time.Since(s.restlessSince); wall >= s.limit {
+		s.giveUp(fmt.Errorf("propertytest: the run is stuck: the process was not once quiescent in %v of wall time (%d tries of %v): "+
+			"a goroutine keeps waking (%s). Run the lock's background work on the run's clock (locks.Clock: the Backend's Clock) "+
+			"and end it when its client crashes (Crasher)",
+			wall.Round(time.Millisecond), s.restless, maxQuiesce, restlessGoroutines()))
+	}
+}
+
+// restlessGoroutines names the goroutines that run, or move, between two
+// looks at every stack a moment apart: at most three, by the first
+// function of each that is not the standard library's.
+func restlessGoroutines() string {
+	first := stacksByID(textSnapshot())
+	time.Sleep(time.Millisecond)
+	second := stacksByID(textSnapshot())
+	var names []string
+	for _, id := range slices.Sorted(maps.Keys(second)) {
+		st := second[id]
+		header, _, _ := strings.Cut(st, "\n")
+		moving := strings.Contains(header, "[running]") || strings.Contains(header, "[runnable]") || first[id] != st
+		if !moving {
+			continue
+		}
+		names = append(names, fmt.Sprintf("goroutine %d in %s", id, firstOwnFunc(st)))
+		if len(names) == 3 {
+			break
+		}
+	}
+	if len(names) == 0 {
+		return "none seen moving in a look of 1ms"
+	}
+	return strings.Join(names, ", ")
+}
+
+// stacksByID splits a dump of every goroutine's stack by goroutine id,
+// leaving out the first, the caller's own.
+func stacksByID(dump string) map[int]string {
+	out := map[int]string{}
+	for i, st := range strings.Split(strings.TrimSpace(dump), "\n\n") {
+		var id int
+		if _, err := fmt.Sscanf(st, "goroutine %d ", &id); err != nil || i == 0 {
+			continue
+		}
+		out[id] = st
+	}
+	return out
+}
+
+// firstOwnFunc returns the first function of a goroutine's stack outside
+// the standard library (a package whose path's first element has a dot),
+// else its first function.
+func firstOwnFunc(stack string) string {
+	var first string
+	for _, line := range strings.Split(stack, "\n")[1:] {
+		if line == "" || strings.HasPrefix(line, "\t") {
+			continue
+		}
+		fn := strings.TrimPrefix(line, "created by ")
+		if i := strings.LastIndexByte(fn, '('); i > 0 && !strings.HasPrefix(line, "created by ") {
+			fn = fn[:i]
+		}
+		fn, _, _ = strings.Cut(fn, " in goroutine")
+		if first == "" {
+			first = fn
+		}
+		if elem, _, _ := strings.Cut(funcPackage(fn), "/"); strings.Contains(elem, ".") {
+			return fn
+		}
+	}
+	return first
 }
 
 // The scheduler's counters that snapshot reads; the indexes below follow

@@ -1,13 +1,19 @@
 package propertytest
 
 import (
+	"errors"
 	"flag"
+	"fmt"
 	"os"
+	"regexp"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/lockproof/lockproof/fakes"
+	"go.uber.org/goleak"
 )
 
 // checksGiven records whether -rapid.checks was on the command line, as
@@ -21,7 +27,18 @@ var checksGiven atomic.Bool
 // property test, shrinks for at most 2 s and writes no fail files (the
 // seed printed with every failure replays it); with LOCKPROOF_DEEP=1 in
 // the environment it runs 500 checks instead.
-func Main(m *testing.M) {
+//
+// opts narrow the leak check, for a package whose tests run a third-party
+// library that leaves goroutines behind: IgnorePackages, OnlyPackages,
+// OnlyLockproof. Without them every leaked goroutine fails the package.
+// A bad option (an empty package path) ends the test binary with exit
+// code 2 before any test runs.
+func Main(m *testing.M, opts ...MainOption) {
+	f, err := newLeakFilter(opts)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
 	flag.Parse()
 	given := map[string]bool{}
 	flag.Visit(func(f *flag.Flag) { given[f.Name] = true })
@@ -45,7 +62,175 @@ func Main(m *testing.M) {
 			panic(err)
 		}
 	}
-	fakes.VerifyNoLeaks(m, fakes.IgnoreConsulPorts()) // a test may start a real Consul agent
+	if f.empty() {
+		fakes.VerifyNoLeaks(m, fakes.IgnoreConsulPorts()) // a test may start a real Consul agent
+		return
+	}
+	code := m.Run()
+	if code == 0 {
+		// The same allowances as fakes.VerifyNoLeaks: a real Consul
+		// agent's port allocator, go-zookeeper's wedged loop, and the
+		// grace of etcd's peer connections (here a retry).
+		if err := f.find(fakes.EtcdPeerGrace, fakes.IgnoreConsulPorts(), fakes.ZKFlushWedge()); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: Errors on successful test run: %v\n", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// LockproofModule is the path of lockproof's module, the package prefix
+// OnlyLockproof keeps.
+const LockproofModule = "github.com/lockproof/lockproof"
+
+// MainOption narrows the goroutine-leak check Main runs after the tests.
+// A goroutine belongs to a package when one of its frames, or the function
+// that started it (the "created by" line of its stack), is in that package
+// or below it: IgnorePackages("github.com/kvtools/valkeyrie") covers
+// github.com/kvtools/valkeyrie/store too. The check then fails the package
+// only on goroutines left at the end that the options keep: those that
+// belong to a package of OnlyPackages (all, when none is named) and to no
+// package of IgnorePackages.
+type MainOption func(*leakFilter)
+
+// IgnorePackages makes Main's leak check pass over every goroutine that
+// belongs to one of the packages named by import path (see MainOption):
+// a library's connection pool or keep-alive that has no Close to call.
+func IgnorePackages(paths ...string) MainOption {
+	return func(f *leakFilter) { f.ignore = append(f.ignore, paths...) }
+}
+
+// OnlyPackages makes Main's leak check look only at goroutines that
+// belong to one of the packages named by import path (see MainOption),
+// such as the module under test. A leaked goroutine wholly inside a
+// library, whoever started it (a server the tests forgot to close, say),
+// is then not seen.
+func OnlyPackages(paths ...string) MainOption {
+	return func(f *leakFilter) { f.only = append(f.only, paths...) }
+}
+
+// OnlyLockproof makes Main's leak check look only at lockproof's own
+// goroutines: OnlyPackages(LockproofModule).
+func OnlyLockproof() MainOption { return OnlyPackages(LockproofModule) }
+
+// leakFilter is what Main's options make of the leak check.
+type leakFilter struct {
+	ignore, only []string
+}
+
+// newLeakFilter applies opts and validates the package paths.
+func newLeakFilter(opts []MainOption) (*leakFilter, error) {
+	f := &leakFilter{}
+	for _, o := range opts {
+		if o == nil {
+			return nil, errors.New("propertytest: Main: a nil MainOption")
+		}
+		o(f)
+	}
+	for _, list := range [][]string{f.ignore, f.only} {
+		for i, p := range list {
+			list[i] = strings.TrimSuffix(p, "/")
+			if list[i] == "" {
+				return nil, errors.New("propertytest: Main: an empty package path in IgnorePackages or OnlyPackages")
+			}
+		}
+	}
+	return f, nil
+}
+
+// empty reports whether f keeps every goroutine.
+func (f *leakFilter) empty() bool { return len(f.ignore) == 0 && len(f.only) == 0 }
+
+// keeps reports whether the leak check looks at a goroutine whose frames
+// and creator are the functions funcs.
+func (f *leakFilter) keeps(funcs []string) bool {
+	in := func(list []string) bool {
+		for _, fn := range funcs {
+			pkg := funcPackage(fn)
+			for _, p := range list {
+				if pkg == p || strings.HasPrefix(pkg, p+"/") {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	return (len(f.only) == 0 || in(f.only)) && !in(f.ignore)
+}
+
+// funcPackage returns the import path of the package of a function as a
+// stack trace names it: "example.com/a/b.(*T).m" is in "example.com/a/b".
+// The runtime writes a dot in the path's last element as %2e
+// ("gopkg.in/yaml%2ev3.f"), which it turns back.
+func funcPackage(fn string) string {
+	slash := strings.LastIndexByte(fn, '/')
+	if dot := strings.IndexByte(fn[slash+1:], '.'); dot >= 0 {
+		fn = fn[:slash+1+dot]
+	}
+	return strings.ReplaceAll(fn, "%2e", ".")
+}
+
+// find runs goleak.Find with base, and keeps of the goroutines it reports
+// those f keeps; while some are left, it looks again until grace has
+// passed (goroutines that are ending, such as etcd's peer connections),
+// then reports them.
+func (f *leakFilter) find(grace time.Duration, base ...goleak.Option) error {
+	deadline := time.Now().Add(grace)
+	for {
+		err := goleak.Find(base...)
+		if err == nil {
+			return nil
+		}
+		kept, ok := f.kept(err.Error())
+		if ok && len(kept) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			if !ok {
+				return err // not in the form f reads: report all of it
+			}
+			return fmt.Errorf("found unexpected goroutines (after the options of propertytest.Main):\n%s", strings.Join(kept, "\n"))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// leakHeader opens each goroutine in goleak v1.3.0's report.
+var leakHeader = regexp.MustCompile(`^[\[ ]?Goroutine \d+ in state `)
+
+// kept splits goleak's report into its goroutines and returns those f
+// keeps, as reported. ok is false when the report holds no goroutine in
+// the form it knows, so that the caller reports the whole of it rather
+// than pass a leak it could not read.
+func (f *leakFilter) kept(report string) ([]string, bool) {
+	var blocks [][]string
+	for _, line := range strings.Split(report, "\n") {
+		if leakHeader.MatchString(line) {
+			blocks = append(blocks, []string{strings.TrimLeft(line, "[ ")})
+			continue
+		}
+		if len(blocks) > 0 && line != "]" {
+			blocks[len(blocks)-1] = append(blocks[len(blocks)-1], line)
+		}
+	}
+	var out []string
+	for _, b := range blocks {
+		var funcs []string
+		for _, line := range b[1:] {
+			if line == "" || strings.HasPrefix(line, "\t") {
+				continue // a file and line, or the end
+			}
+			if after, ok := strings.CutPrefix(line, "created by "); ok {
+				funcs = append(funcs, strings.SplitN(after, " in goroutine", 2)[0])
+			} else if i := strings.LastIndexByte(line, '('); i > 0 {
+				funcs = append(funcs, line[:i])
+			}
+		}
+		if len(funcs) == 0 || f.keeps(funcs) {
+			out = append(out, strings.Join(b, "\n"))
+		}
+	}
+	return out, len(blocks) > 0
 }
 
 // Deep reports whether LOCKPROOF_DEEP=1 asks for the long runs.
