@@ -64,6 +64,9 @@ const maxQuiesce = 250 * time.Millisecond
 // times within pollWall of wall time.
 const StuckLimit = 5 * time.Second
 
+// stuckLimit is StuckLimit, shortened by the suite's own tests of it.
+var stuckLimit = StuckLimit
+
 // pollPassages and pollWall: an operation that passes its gate this often,
 // over at least this much wall time, in one wait of the driver, while the
 // run's clock stands still, polls in wall time. A lock that waits on the
@@ -118,7 +121,7 @@ type sched struct {
 var debugQuiesce = os.Getenv("LOCKPROOF_DEBUG_QUIESCE") == "1"
 
 func newSched(minBlock time.Duration, inProcess bool) *sched {
-	return &sched{kick: make(chan struct{}, 1), minBlock: minBlock, inProcess: inProcess, limit: StuckLimit}
+	return &sched{kick: make(chan struct{}, 1), minBlock: minBlock, inProcess: inProcess, limit: stuckLimit}
 }
 
 // follow makes clock the run's clock: the system's makes the run one in
@@ -127,7 +130,7 @@ func newSched(minBlock time.Duration, inProcess bool) *sched {
 func (s *sched) follow(clock locks.Clock, lease time.Duration) {
 	s.clock = clock
 	_, s.realTime = clock.(locks.SystemClock)
-	s.limit = StuckLimit
+	s.limit = stuckLimit
 	if s.realTime {
 		s.limit += 2 * lease
 	}

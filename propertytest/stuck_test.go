@@ -133,6 +133,7 @@ func TestWallTimePollerInMemoryPasses(t *testing.T) {
 // every wait of the scheduler its full maxQuiesce, for ever; now the run
 // ends after StuckLimit of failed tries, naming the goroutine.
 func TestRestlessGoroutineEndsTheRun(t *testing.T) {
+	shortStuckLimit(t)
 	checkStuck(t, wallPollerLock(t, true, false, true), Options{},
 		"propertytest: the run is stuck", "keeps waking", "propertytest.spinUntil")
 }
@@ -140,6 +141,7 @@ func TestRestlessGoroutineEndsTheRun(t *testing.T) {
 // A Lock that does not return when its context ends (here a client's
 // crash) used to hang the driver, which waited for it for ever.
 func TestLockIgnoringItsContextEndsTheRun(t *testing.T) {
+	shortStuckLimit(t)
 	checkStuck(t, wallPollerLock(t, true, true, false), Options{},
 		"propertytest: the run is stuck", "after its context was cancelled", "had not returned")
 }
@@ -194,4 +196,12 @@ func TestSchedWaitsAreBounded(t *testing.T) {
 	}
 	stop.Store(true)
 	<-o.done
+}
+
+// shortStuckLimit cuts the scheduler's limit to a second for one test, so
+// that a run given up costs a second, not StuckLimit.
+func shortStuckLimit(t *testing.T) {
+	old := stuckLimit
+	stuckLimit = time.Second
+	t.Cleanup(func() { stuckLimit = old })
 }
