@@ -6,29 +6,23 @@ package thirdparty_test
 // client/v3/concurrency on an embedded etcd in real time, the Lock of
 // hashicorp/consul/api on miniconsul in manual time, and the Lock of
 // go-zookeeper/zk on minizk in manual time. One file per library
-// (<lib>_test.go); this one holds what they share.
+// (<lib>_test.go); this one holds the test plumbing they share.
 //
-// What every adapter does the same way (each file documents the rest):
+// Every adapter is built on the kit of propertytest/adapter, which a user
+// testing a lock of their own imports too: the library's calls given as
+// functions (adapter.Lock, adapter.Grant), the kit's leases, deadlines and
+// error mapping (see its package doc). What each adapter adds:
 //
-//   - The Lease is a locks.ManagedLease over the library's renew and
-//     release (locks.LeaseOps), the wrapper lockproof's own locks return.
-//     So the client-side rules are lockproof's for every library: Deadline
-//     is the start of the granting (or renewing) request + TTL -
-//     locks.Drift(TTL); Renew past the deadline is refused locally
-//     (ErrLeaseExpired) without reaching the library; Unlock past it still
-//     calls the library's release, which is what the symmetry probe
-//     judges, and reports ErrLeaseExpired (an unknown outcome to the
-//     suite); a second Unlock is ErrReleased. What reaches the server, and
-//     what the server does, is the library's alone.
 //   - Errors: the library's "held by someone else" answer to a single
-//     attempt becomes locks.ErrLocked, its "you do not hold it" answer to a
-//     renew or release becomes locks.ErrNotHeld; every other error passes
-//     through unchanged, which the suite records as an unknown outcome.
-//     No retry, check or clean-up is added beyond what the library's
-//     documented use calls for (each file says which).
+//     attempt is wrapped with adapter.Locked, its "you do not hold it"
+//     answer to a renew or release with adapter.NotHeld; every other error
+//     passes through unchanged, which the suite records as an unknown
+//     outcome. No retry, check or clean-up is added beyond what the
+//     library's documented use calls for (each file says which).
 //   - Start: the grant's start is a moment no later than the request that
-//     set the lease on the server, read on the run's clock, so that the
-//     Deadline is never later than the library's own validity.
+//     set the lease on the server, read on the run's clock (by the kit at
+//     the requests Lock.Grants names, or by the adapter in Grant.Start),
+//     so that the Deadline is never later than the library's own validity.
 //   - Lock: the library's blocking call, with the run's ctx. The Redis
 //     libraries poll in wall time: their retry delay is set short enough
 //     for Settle. etcd and Consul wait on notifications (a watch, a
@@ -38,130 +32,16 @@ package thirdparty_test
 // -rapid.seed when given) and logs it with the command that replays it.
 
 import (
-	"context"
 	"flag"
-	"fmt"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/propertytest"
 )
 
 // epoch is where the manual clocks of the adapters' fakes start.
 var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-
-// grant is one acquisition made by a library, as the adapter hands it to
-// locks.NewLease.
-type grant struct {
-	ops    locks.LeaseOps
-	token  locks.Token
-	fenced bool
-	start  time.Time // no later than the request that set the lease
-	// lost, if the library has one, is closed when it reports the lock
-	// lost (Consul's lost-lock channel).
-	lost <-chan struct{}
-}
-
-// acquireFunc makes one attempt (wait false) or waits for the lock (wait
-// true) with the library's own call.
-type acquireFunc func(ctx context.Context, wait bool) (grant, error)
-
-// adapted is the locks.Locker of one client of a third-party lock.
-type adapted struct {
-	name    string
-	opt     locks.Options
-	acquire acquireFunc
-}
-
-var _ locks.Locker = (*adapted)(nil)
-
-// Lock waits with the library's blocking call.
-func (a *adapted) Lock(ctx context.Context) (locks.Lease, error) { return a.lease(ctx, true) }
-
-// TryLock makes the library's single attempt.
-func (a *adapted) TryLock(ctx context.Context) (locks.Lease, error) { return a.lease(ctx, false) }
-
-// lease wraps a grant in a ManagedLease. A grant whose deadline has
-// already passed (the run's clock moved while the call was in flight) is
-// still returned as granted, as the library returned it: its lease is
-// simply expired already.
-func (a *adapted) lease(ctx context.Context, wait bool) (locks.Lease, error) {
-	g, err := a.acquire(ctx, wait)
-	if err != nil {
-		return nil, err
-	}
-	spec := locks.LeaseSpec{Name: a.name, Token: g.token, Fenced: g.fenced, Start: g.start}
-	l := locks.NewLease(spec, g.ops, a.opt)
-	if g.lost != nil {
-		return &lostLease{ManagedLease: l, lost: g.lost}, nil
-	}
-	return l, nil
-}
-
-// lostLease is a ManagedLease that the library can also declare lost:
-// once lost is closed, Err reports locks.ErrNotHeld and Done is closed.
-type lostLease struct {
-	*locks.ManagedLease
-	lost <-chan struct{}
-
-	once sync.Once
-	done chan struct{}
-}
-
-var _ locks.Lease = (*lostLease)(nil)
-
-// Err is the ManagedLease's, or ErrNotHeld once the library reported the
-// lock lost.
-func (l *lostLease) Err() error {
-	if err := l.ManagedLease.Err(); err != nil {
-		return err
-	}
-	select {
-	case <-l.lost:
-		return fmt.Errorf("lock %q: %w: the library reported it lost", l.Name(), locks.ErrNotHeld)
-	default:
-		return nil
-	}
-}
-
-// Done is closed when the ManagedLease's Done is, or the lock is lost. Its
-// goroutine starts at the first call and ends with either.
-func (l *lostLease) Done() <-chan struct{} {
-	l.once.Do(func() {
-		l.done = make(chan struct{})
-		go func() {
-			defer close(l.done)
-			select {
-			case <-l.ManagedLease.Done():
-			case <-l.lost:
-			}
-		}()
-	})
-	return l.done
-}
-
-// leaseOps is locks.LeaseOps from two functions.
-type leaseOps struct {
-	renew, release func(ctx context.Context) error
-}
-
-var _ locks.LeaseOps = leaseOps{}
-
-func (o leaseOps) Renew(ctx context.Context) error   { return o.renew(ctx) }
-func (o leaseOps) Release(ctx context.Context) error { return o.release(ctx) }
-
-// notHeld wraps a library's "not held" answer in locks.ErrNotHeld.
-func notHeld(lib string, err error) error {
-	return fmt.Errorf("%s: %w: %w", lib, locks.ErrNotHeld, err)
-}
-
-// locked wraps a library's "held by another" answer in locks.ErrLocked.
-func locked(lib string, err error) error {
-	return fmt.Errorf("%s: %w: %w", lib, locks.ErrLocked, err)
-}
 
 // seedFlag is the -rapid.seed given on the command line, read once before
 // any test changes the flag.

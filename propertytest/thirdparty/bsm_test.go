@@ -3,6 +3,7 @@ package thirdparty_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/propertytest"
+	"github.com/lockproof/lockproof/propertytest/adapter"
 )
 
 // bsmRetry is the linear backoff of Obtain in Lock (wall time): short
@@ -28,11 +30,10 @@ const bsmRetry = 2 * time.Millisecond
 //     gives a ctx without a deadline one of TTL in wall time, so a Lock
 //     that waits longer returns context.DeadlineExceeded: that is the
 //     library's behaviour, kept (the suite records an unknown outcome).
-//   - Start: the manual clock before the call, and again each time Obtain
-//     asks its retry strategy for the next backoff (just before it waits
-//     and makes the next attempt): a lower bound of the successful
-//     attempt's start. bsm gives no local validity; Deadline is lockproof's
-//     start + TTL - locks.Drift(TTL).
+//   - Start: the manual clock as the obtain script was let go, each
+//     attempt (Lock.Grants: EVALSHA, or the EVAL go-redis falls back to):
+//     the last one granted. bsm gives no local validity; Deadline is
+//     lockproof's start + TTL - locks.Drift(TTL).
 //   - No fencing token: bsm's Token is the random owner value, not an
 //     increasing number. The lease's Token reports none (ok false).
 //   - Renew is Refresh(TTL); ErrNotObtained (not the owner) is
@@ -51,8 +52,7 @@ func bsmLock() propertytest.Factory {
 				if err != nil {
 					return nil, err
 				}
-				c := redislock.New(r.NewClient())
-				return &adapted{name: name, opt: o, acquire: bsmAcquire(c, o.Prefix+name, o)}, nil
+				return adapter.New(name, o, bsmAdapter(redislock.New(r.NewClient()), o.Prefix+name, o))
 			},
 			Clock:     r.Clock(),
 			Advance:   r.Advance,
@@ -61,49 +61,41 @@ func bsmLock() propertytest.Factory {
 	}
 }
 
-// stampedRetry is a retry strategy that notes the run's time whenever
-// Obtain asks it for the next backoff.
-type stampedRetry struct {
-	redislock.RetryStrategy
-	clock locks.Clock
-	last  *time.Time
-}
-
-func (s stampedRetry) NextBackoff() time.Duration {
-	*s.last = s.clock.Now() // on the Lock goroutine, before the next attempt
-	return s.RetryStrategy.NextBackoff()
-}
-
-func bsmAcquire(c *redislock.Client, key string, o locks.Options) acquireFunc {
-	return func(ctx context.Context, wait bool) (grant, error) {
-		start := o.Clock.Now()
-		var opt *redislock.Options
-		if wait {
-			opt = &redislock.Options{RetryStrategy: stampedRetry{redislock.LinearBackoff(bsmRetry), o.Clock, &start}}
+// bsmAdapter describes bsm/redislock's Obtain on key to the kit.
+func bsmAdapter(c *redislock.Client, key string, o locks.Options) adapter.Lock {
+	obtain := func(opt *redislock.Options) func(context.Context) (adapter.Grant, error) {
+		return func(ctx context.Context) (adapter.Grant, error) {
+			l, err := c.Obtain(ctx, key, o.TTL, opt)
+			switch {
+			case errors.Is(err, redislock.ErrNotObtained):
+				return adapter.Grant{}, adapter.Locked("redislock", err)
+			case err != nil:
+				return adapter.Grant{}, err
+			}
+			return adapter.Grant{
+				Renew: func(ctx context.Context) error {
+					err := l.Refresh(ctx, o.TTL, nil)
+					if errors.Is(err, redislock.ErrNotObtained) {
+						return adapter.NotHeld("redislock", err)
+					}
+					return err
+				},
+				Release: func(ctx context.Context) error {
+					err := l.Release(ctx)
+					if errors.Is(err, redislock.ErrLockNotHeld) {
+						return adapter.NotHeld("redislock", err)
+					}
+					return err
+				},
+			}, nil
 		}
-		l, err := c.Obtain(ctx, key, o.TTL, opt)
-		switch {
-		case errors.Is(err, redislock.ErrNotObtained):
-			return grant{}, locked("redislock", err)
-		case err != nil:
-			return grant{}, err
-		}
-		return grant{ops: leaseOps{
-			renew: func(ctx context.Context) error {
-				err := l.Refresh(ctx, o.TTL, nil)
-				if errors.Is(err, redislock.ErrNotObtained) {
-					return notHeld("redislock", err)
-				}
-				return err
-			},
-			release: func(ctx context.Context) error {
-				err := l.Release(ctx)
-				if errors.Is(err, redislock.ErrLockNotHeld) {
-					return notHeld("redislock", err)
-				}
-				return err
-			},
-		}, start: start}, nil
+	}
+	return adapter.Lock{
+		Lock:    obtain(&redislock.Options{RetryStrategy: redislock.LinearBackoff(bsmRetry)}),
+		TryLock: obtain(nil),
+		Grants: func(what string) bool {
+			return strings.HasSuffix(what, ": EVALSHA") || strings.HasSuffix(what, ": EVAL")
+		},
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/propertytest"
+	"github.com/lockproof/lockproof/propertytest/adapter"
 )
 
 // consulTTL is api.Lock's default session TTL (api.DefaultLockSessionTTL),
@@ -56,18 +58,23 @@ func consulOptions(claims ...propertytest.FaultKind) propertytest.Options {
 //     LockOpts as Session. api.Lock renews a session it made itself with
 //     RenewPeriodic on the wall clock until Unlock; the suite turns the
 //     watchdog off and runs on a manual clock, so the adapter renews the
-//     session itself, every TTL/2 of the run's clock as RenewPeriodic does,
-//     only while Lock waits, and never once the lock is held.
-//   - TryLock is Lock with LockTryOnce and a LockWaitTime of 1 ns: one
-//     read and, if the key is free, one acquire. Not acquired (nil, nil)
-//     is locks.ErrLocked. Lock is Lock with the default LockWaitTime (15 s
-//     blocking queries) and ctx.Done() as its stop channel; stopped (nil,
-//     nil) is ctx.Err(). api.Lock does not watch the stop channel during a
-//     blocking query (LockWaitTime bounds its cancellation, on the server's
-//     clock, which stands still in manual time): the requests it makes
-//     while the call runs carry the call's ctx, as the connections of a
-//     process that stops are closed. The requests of its monitor
-//     (RequireConsistent reads, which nothing else here makes) never do.
+//     session itself (adapter.KeepAlive), every TTL/2 of the run's clock
+//     as RenewPeriodic does, only while Lock runs, and never once the lock
+//     is held.
+//   - TryLock: the kit's, from Lock (Lock.WouldWait): api.Lock reads the
+//     key and, if it is free, acquires it; it gives up before the first
+//     blocking query (a request with an index), which api.Lock sends only
+//     to wait for a holder, and that is locks.ErrLocked. A TryLock that
+//     meets the lock-delay sleeps api.Lock's 5 s of wall time before it
+//     would ask again, cut short by its ctx (OpTimeout). Lock is Lock with
+//     the default LockWaitTime (15 s blocking queries) and ctx.Done() as
+//     its stop channel; stopped (nil, nil) is ctx.Err(). api.Lock does not
+//     watch the stop channel during a blocking query (LockWaitTime bounds
+//     its cancellation, on the server's clock, which stands still in
+//     manual time): the requests it makes while the call runs carry the
+//     call's ctx, as the connections of a process that stops are closed.
+//     The requests of its monitor (RequireConsistent reads, which nothing
+//     else here makes) never do.
 //   - Start: the send time of the session's creation or of its last
 //     successful renewal while Lock waited: Consul does not invalidate a
 //     session before TTL after either. An Advance longer than twice the
@@ -103,7 +110,7 @@ func consulLock() propertytest.Factory {
 				tr := &http.Transport{DialContext: s.Miniconsul().DialInMemory}
 				env.Cleanup(tr.CloseIdleConnections)
 				c := &consulClient{addr: s.Addr(), tr: tr, key: o.Prefix + name, o: o}
-				return &adapted{name: name, opt: o, acquire: c.acquire}, nil
+				return adapter.New(name, o, adapter.Lock{Lock: c.lock, WouldWait: consulBlocking})
 			},
 			Clock:     s.Clock(),
 			Advance:   s.Advance,
@@ -134,100 +141,64 @@ func (c *callTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return c.base.RoundTrip(r)
 }
 
-func (c *consulClient) acquire(ctx context.Context, wait bool) (grant, error) {
+// consulBlocking names api.Lock's blocking query, the first request of a
+// wait.
+func consulBlocking(_ []string, next string) bool { return strings.HasSuffix(next, "(blocking)") }
+
+func (c *consulClient) lock(ctx context.Context) (adapter.Grant, error) {
 	// The call's ctx, once set, reaches the fake's gate (a locks.Gate the
 	// suite put in it sees the requests of the Lock call).
 	ct := &callTransport{base: fakes.GateConsulTransport(c.tr)}
 	client, err := api.NewClient(&api.Config{Address: c.addr, Scheme: "http", HttpClient: &http.Client{Transport: ct}})
 	if err != nil {
-		return grant{}, err
+		return adapter.Grant{}, err
 	}
-	start := c.o.Clock.Now()
+	created := c.o.Clock.Now()
 	id, _, err := client.Session().Create(&api.SessionEntry{Name: api.DefaultLockSessionName, TTL: c.o.TTL.String()},
 		(&api.WriteOptions{}).WithContext(ctx))
 	if err != nil {
-		return grant{}, fmt.Errorf("consul adapter: create session: %w", err)
+		return adapter.Grant{}, fmt.Errorf("consul adapter: create session: %w", err)
 	}
-	opts := &api.LockOptions{Key: c.key, Session: id}
-	if !wait {
-		opts.LockTryOnce, opts.LockWaitTime = true, time.Nanosecond
-	}
-	l, err := client.LockOpts(opts)
+	l, err := client.LockOpts(&api.LockOptions{Key: c.key, Session: id})
 	if err != nil {
-		return grant{}, err
+		return adapter.Grant{}, err
 	}
-	var renewed *renewer
-	if wait {
-		renewed = c.renewWhileWaiting(client, id, start)
-	}
+	renewed := adapter.KeepAlive(c.o.Clock, c.o.TTL/2, created, func() error {
+		e, _, err := client.Session().Renew(id, nil)
+		if err == nil && e == nil {
+			err = fmt.Errorf("session %s not found", id)
+		}
+		return err
+	})
 	ct.call.Store(&ctx)
 	lost, err := l.Lock(ctx.Done())
 	ct.call.Store(nil)
-	if renewed != nil {
-		start = renewed.stop()
-	}
+	start := renewed()
 	switch {
 	case err != nil:
-		return grant{}, fmt.Errorf("consul adapter: %w", err)
-	case lost == nil && ctx.Err() != nil:
-		return grant{}, fmt.Errorf("consul adapter: lock: %w", ctx.Err())
+		return adapter.Grant{}, fmt.Errorf("consul adapter: %w", err)
 	case lost == nil:
-		return grant{}, locked("consul", fmt.Errorf("api.Lock did not acquire %s", c.key))
+		return adapter.Grant{}, fmt.Errorf("consul adapter: lock: %w", ctx.Err())
 	}
-	return grant{start: start, lost: lost, ops: leaseOps{
-		renew: func(ctx context.Context) error {
+	return adapter.Grant{Start: start, Lost: lost,
+		Renew: func(ctx context.Context) error {
 			e, _, err := client.Session().Renew(id, (&api.WriteOptions{}).WithContext(ctx))
 			switch {
 			case err != nil:
 				return err
 			case e == nil:
-				return notHeld("consul", fmt.Errorf("session %s not found", id))
+				return adapter.NotHeld("consul", fmt.Errorf("session %s not found", id))
 			}
 			return nil
 		},
-		release: func(context.Context) error {
+		Release: func(context.Context) error {
 			err := l.Unlock()
 			if errors.Is(err, api.ErrLockNotHeld) {
-				return notHeld("consul", err)
+				return adapter.NotHeld("consul", err)
 			}
 			return err
 		},
-	}}, nil
-}
-
-// renewer renews a waiter's session every TTL/2 of the run's clock.
-type renewer struct {
-	stopc chan struct{}
-	done  chan struct{}
-	last  time.Time // send time of the last successful creation or renewal
-}
-
-func (c *consulClient) renewWhileWaiting(client *api.Client, id string, created time.Time) *renewer {
-	r := &renewer{stopc: make(chan struct{}), done: make(chan struct{}), last: created}
-	go func() {
-		defer close(r.done)
-		for {
-			t := c.o.Clock.NewTimer(c.o.TTL / 2)
-			select {
-			case <-r.stopc:
-				t.Stop()
-				return
-			case <-t.C():
-			}
-			sent := c.o.Clock.Now()
-			if e, _, err := client.Session().Renew(id, nil); err == nil && e != nil {
-				r.last = sent
-			}
-		}
-	}()
-	return r
-}
-
-// stop ends the renewals and returns the last one's send time.
-func (r *renewer) stop() time.Time {
-	close(r.stopc)
-	<-r.done
-	return r.last
+	}, nil
 }
 
 // Consul's api.Lock claims mutual exclusion while its session lives, with

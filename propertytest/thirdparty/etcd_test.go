@@ -17,6 +17,7 @@ import (
 	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/propertytest"
+	"github.com/lockproof/lockproof/propertytest/adapter"
 )
 
 // etcdOptions are the suite's settings for etcd, which runs in real time
@@ -85,7 +86,12 @@ func etcdMutex(s *fakes.EtcdServer, fenced bool) propertytest.Factory {
 				}
 				c := s.NewClient()
 				env.Cleanup(func() { _ = c.Close() }) // closed again, harmlessly, at the run's end
-				return &adapted{name: name, opt: o, acquire: etcdAcquire(c, o.Prefix+name, o, fenced)}, nil
+				acquire := func(wait bool) func(context.Context) (adapter.Grant, error) {
+					return func(ctx context.Context) (adapter.Grant, error) {
+						return etcdAcquire(ctx, c, o.Prefix+name, o, fenced, wait)
+					}
+				}
+				return adapter.New(name, o, adapter.Lock{Lock: acquire(true), TryLock: acquire(false)})
 			},
 			Clock:   locks.SystemClock{},
 			Advance: time.Sleep,
@@ -93,56 +99,54 @@ func etcdMutex(s *fakes.EtcdServer, fenced bool) propertytest.Factory {
 	}
 }
 
-func etcdAcquire(c *clientv3.Client, key string, o locks.Options, fenced bool) acquireFunc {
-	return func(ctx context.Context, wait bool) (grant, error) {
-		start := o.Clock.Now()
-		sess, err := concurrency.NewSession(c, concurrency.WithTTL(int(o.TTL/time.Second)), concurrency.WithContext(ctx))
-		if err != nil {
-			return grant{}, fmt.Errorf("etcd adapter: new session: %w", err)
-		}
-		m := concurrency.NewMutex(sess, key)
-		if wait {
-			err = m.Lock(ctx)
-		} else {
-			err = m.TryLock(ctx)
-		}
-		sess.Orphan()
-		if err == nil && wait {
-			start = o.Clock.Now()
-			_, err = c.KeepAliveOnce(ctx, sess.Lease())
-			err = etcdNotHeld(err)
-		}
-		if err != nil {
-			rctx, cancel := context.WithTimeout(context.Background(), o.RequestTimeout)
-			_, _ = c.Revoke(rctx, sess.Lease()) // the session's Close: its lease may be gone already
-			cancel()
-			if errors.Is(err, concurrency.ErrLocked) {
-				return grant{}, locked("etcd", err)
-			}
-			return grant{}, err
-		}
-		g := grant{start: start, ops: leaseOps{
-			renew: func(ctx context.Context) error {
-				_, err := c.KeepAliveOnce(ctx, sess.Lease())
-				return etcdNotHeld(err)
-			},
-			release: func(ctx context.Context) error {
-				if err := m.Unlock(ctx); err != nil {
-					return err
-				}
-				_, err := c.Revoke(ctx, sess.Lease())
-				return etcdNotHeld(err)
-			},
-		}}
-		if fenced {
-			rev, err := createRevision(m)
-			if err != nil {
-				return grant{}, err
-			}
-			g.token, g.fenced = locks.Token(rev), true
-		}
-		return g, nil
+// etcdAcquire makes one acquisition of key with the Mutex: Lock when wait,
+// else TryLock.
+func etcdAcquire(ctx context.Context, c *clientv3.Client, key string, o locks.Options, fenced, wait bool) (adapter.Grant, error) {
+	start := o.Clock.Now()
+	sess, err := concurrency.NewSession(c, concurrency.WithTTL(int(o.TTL/time.Second)), concurrency.WithContext(ctx))
+	if err != nil {
+		return adapter.Grant{}, fmt.Errorf("etcd adapter: new session: %w", err)
 	}
+	m := concurrency.NewMutex(sess, key)
+	if wait {
+		err = m.Lock(ctx)
+	} else {
+		err = m.TryLock(ctx)
+	}
+	sess.Orphan()
+	if err == nil && wait {
+		start = o.Clock.Now()
+		_, err = c.KeepAliveOnce(ctx, sess.Lease())
+		err = etcdNotHeld(err)
+	}
+	g := adapter.Grant{Start: start,
+		Renew: func(ctx context.Context) error {
+			_, err := c.KeepAliveOnce(ctx, sess.Lease())
+			return etcdNotHeld(err)
+		},
+		Release: func(ctx context.Context) error {
+			if err := m.Unlock(ctx); err != nil {
+				return err
+			}
+			_, err := c.Revoke(ctx, sess.Lease())
+			return etcdNotHeld(err)
+		},
+	}
+	if err == nil && fenced {
+		var rev int64
+		rev, err = createRevision(m)
+		g.Token, g.Fenced = locks.Token(rev), true
+	}
+	if err != nil {
+		rctx, cancel := context.WithTimeout(context.Background(), o.RequestTimeout)
+		_, _ = c.Revoke(rctx, sess.Lease()) // the session's Close: its lease may be gone already
+		cancel()
+		if errors.Is(err, concurrency.ErrLocked) {
+			return adapter.Grant{}, adapter.Locked("etcd", err)
+		}
+		return adapter.Grant{}, err
+	}
+	return g, nil
 }
 
 // createRevision reads the create revision of the Mutex's key, which
@@ -159,7 +163,7 @@ func createRevision(m *concurrency.Mutex) (int64, error) {
 // etcdNotHeld maps a lease the server no longer has to locks.ErrNotHeld.
 func etcdNotHeld(err error) error {
 	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
-		return notHeld("etcd", err)
+		return adapter.NotHeld("etcd", err)
 	}
 	return err
 }

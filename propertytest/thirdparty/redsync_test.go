@@ -3,8 +3,8 @@ package thirdparty_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +14,7 @@ import (
 	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/propertytest"
+	"github.com/lockproof/lockproof/propertytest/adapter"
 )
 
 // redsyncRetry is the delay between redsync's attempts in Lock (wall
@@ -35,14 +36,12 @@ const redsyncRetry = 2 * time.Millisecond
 //     unlimited tries (redsync's default gives up after 32), so that it
 //     waits until ctx ends as locks.Locker.Lock does, and redsyncRetry
 //     between them. redsync reports a cancelled wait as ErrFailed: the
-//     adapter adds ctx.Err() to it, as the Locker contract asks.
+//     kit adds ctx.Err() to it, as the Locker contract asks.
 //   - Start: redsync computes Until from the start of the successful
 //     attempt on the wall clock; the run's clock is the manual one. The
-//     adapter reads the manual clock before the call and again each time
-//     redsync asks for its retry delay (just before it waits and makes the
-//     next attempt), a lower bound of the successful attempt's start.
-//     Deadline is then start + TTL - 1% - 2 ms, 2 ms more conservative
-//     than redsync's Until.
+//     kit reads the manual clock as each SET is let go (Lock.Grants), and
+//     the last one, which granted, is the start. Deadline is then start +
+//     TTL - 1% - 2 ms, 2 ms more conservative than redsync's Until.
 //   - No fencing token: redsync has none. The lease's Token reports none
 //     (ok false), as lockproof's Redlock does: the suite numbers grants
 //     itself and holders write unguarded.
@@ -64,7 +63,7 @@ func redsyncLock() propertytest.Factory {
 					return nil, err
 				}
 				rs := redsync.New(goredis.NewPool(r.NewClient()))
-				return &adapted{name: name, opt: o, acquire: redsyncAcquire(rs, o.Prefix+name, o)}, nil
+				return adapter.New(name, o, redsyncAdapter(rs, o.Prefix+name, o))
 			},
 			Clock:     r.Clock(),
 			Advance:   r.Advance,
@@ -73,48 +72,47 @@ func redsyncLock() propertytest.Factory {
 	}
 }
 
-func redsyncAcquire(rs *redsync.Redsync, key string, o locks.Options) acquireFunc {
-	return func(ctx context.Context, wait bool) (grant, error) {
-		start := o.Clock.Now()
-		m := rs.NewMutex(key, redsync.WithExpiry(o.TTL), redsync.WithTries(math.MaxInt32),
-			redsync.WithRetryDelayFunc(func(int) time.Duration {
-				start = o.Clock.Now() // on the Lock goroutine, before the next attempt
-				return redsyncRetry
-			}))
-		var err error
-		if wait {
-			err = m.LockContext(ctx)
-		} else {
-			err = m.TryLockContext(ctx)
+// redsyncAdapter describes redsync's Mutex on key to the kit.
+func redsyncAdapter(rs *redsync.Redsync, key string, o locks.Options) adapter.Lock {
+	acquire := func(wait bool) func(context.Context) (adapter.Grant, error) {
+		return func(ctx context.Context) (adapter.Grant, error) {
+			m := rs.NewMutex(key, redsync.WithExpiry(o.TTL), redsync.WithTries(math.MaxInt32),
+				redsync.WithRetryDelay(redsyncRetry))
+			var err error
+			if wait {
+				err = m.LockContext(ctx)
+			} else {
+				err = m.TryLockContext(ctx)
+			}
+			var taken *redsync.ErrTaken
+			switch {
+			case errors.As(err, &taken):
+				return adapter.Grant{}, adapter.Locked("redsync", err)
+			case err != nil:
+				return adapter.Grant{}, err
+			}
+			return adapter.Grant{
+				Renew: func(ctx context.Context) error {
+					_, err := m.ExtendContext(ctx)
+					return redsyncNotHeld(err)
+				},
+				Release: func(ctx context.Context) error {
+					_, err := m.UnlockContext(ctx)
+					return redsyncNotHeld(err)
+				},
+			}, nil
 		}
-		var taken *redsync.ErrTaken
-		switch {
-		case err == nil:
-		case errors.As(err, &taken):
-			return grant{}, locked("redsync", err)
-		case ctx.Err() != nil:
-			return grant{}, fmt.Errorf("redsync: %w (%w)", ctx.Err(), err)
-		default:
-			return grant{}, err
-		}
-		return grant{ops: leaseOps{
-			renew: func(ctx context.Context) error {
-				_, err := m.ExtendContext(ctx)
-				return redsyncNotHeld(err)
-			},
-			release: func(ctx context.Context) error {
-				_, err := m.UnlockContext(ctx)
-				return redsyncNotHeld(err)
-			},
-		}, start: start}, nil
 	}
+	return adapter.Lock{Lock: acquire(true), TryLock: acquire(false), Grants: func(what string) bool {
+		return strings.HasSuffix(what, ": SET")
+	}}
 }
 
 // redsyncNotHeld maps redsync's "not held" errors to locks.ErrNotHeld.
 func redsyncNotHeld(err error) error {
 	var taken *redsync.ErrTaken
 	if errors.As(err, &taken) || errors.Is(err, redsync.ErrLockAlreadyExpired) {
-		return notHeld("redsync", err)
+		return adapter.NotHeld("redsync", err)
 	}
 	return err
 }

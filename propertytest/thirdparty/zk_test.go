@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -12,10 +13,9 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/lockproof/lockproof/fakes"
-	"github.com/lockproof/lockproof/internal/layout"
-	"github.com/lockproof/lockproof/internal/zkrace"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/propertytest"
+	"github.com/lockproof/lockproof/propertytest/adapter"
 )
 
 // zkTTL is the session timeout of every acquisition's connection, and the
@@ -59,7 +59,7 @@ func zkOptions(claims ...propertytest.FaultKind) propertytest.Options {
 //     the adapter turns go-zookeeper's pings off (fakes' ConnectManual
 //     drops them) and keeps sessions alive on the run's clock instead: a waiter's
 //     session with one request every TTL/3 while zk.Lock waits, as the
-//     pings would, and a holder's by Renew alone. An Advance longer than
+//     pings would (adapter.KeepAlive), and a holder's by Renew alone. An Advance longer than
 //     the TTL jumps past a waiter's session expiry, as a pause of the
 //     waiting process would: zk.Lock then returns zk.ErrSessionExpired,
 //     an unknown outcome to the suite.
@@ -88,7 +88,7 @@ func zkOptions(claims ...propertytest.FaultKind) propertytest.Options {
 //     locks.ErrNotHeld.
 //   - Token (fenced only): zk.Lock keeps its node's path unexported. The
 //     adapter lists the lock's children and reads the lowest one (zk.Lock
-//     holds only when its node is the lowest); it must be owned by the
+//     holds only when its node is the lowest; zkLowest); it must be owned by the
 //     acquisition's session, and its czxid is the token, as zklock's.
 //   - Renew is the same request and session check as Start's. Unlock is
 //     zk.Lock.Unlock (a delete of its node, any version), then the
@@ -117,7 +117,10 @@ func zkBackend(z *fakes.ZooKeeperServer, fenced bool) *propertytest.Backend {
 				return nil, fmt.Errorf("zk adapter: lock name %q: one node per lock, no slash", name)
 			}
 			c := &zkClient{z: z, path: zkPath(o, name), o: o, fenced: fenced}
-			return &adapted{name: name, opt: o, acquire: c.acquire}, nil
+			acquire := func(wait bool) func(context.Context) (adapter.Grant, error) {
+				return func(ctx context.Context) (adapter.Grant, error) { return c.acquire(ctx, wait) }
+			}
+			return adapter.New(name, o, adapter.Lock{Lock: acquire(true), TryLock: acquire(false)})
 		},
 		Clock:   z.Clock(),
 		Advance: z.Advance,
@@ -137,40 +140,42 @@ type zkClient struct {
 	fenced bool
 }
 
-func (c *zkClient) acquire(ctx context.Context, wait bool) (grant, error) {
+func (c *zkClient) acquire(ctx context.Context, wait bool) (adapter.Grant, error) {
 	conn, waits, err := c.connect()
 	if err != nil {
-		return grant{}, err
+		return adapter.Grant{}, err
 	}
 	session := conn.SessionID()
 	l := zk.NewLock(conn, c.path, zk.WorldACL(zk.PermAll))
-	stop := func() {}
+	stop := func() time.Time { return time.Time{} }
 	if wait {
-		stop, waits = c.keepAlive(conn), nil
+		// An error shows in zk.Lock's own requests.
+		stop = adapter.KeepAlive(c.o.Clock, c.o.TTL/3, time.Time{}, func() error { _, _, err := conn.Exists(c.path); return err })
+		waits = nil
 	}
 	err = zkStop(ctx, conn, waits, l.Lock)
 	stop()
 	switch {
 	case errors.Is(err, errZKWouldWait):
-		return grant{}, locked("zk", err)
+		return adapter.Grant{}, adapter.Locked("zk", err)
 	case err != nil:
 		conn.Close()
-		return grant{}, err
+		return adapter.Grant{}, err
 	}
 	start := c.o.Clock.Now()
 	ops := &zkLease{l: l, conn: conn, session: session, path: c.path}
 	if err := ops.Renew(ctx); err != nil {
 		conn.Close()
-		return grant{}, err
+		return adapter.Grant{}, err
 	}
-	g := grant{start: start, ops: leaseOps{renew: ops.Renew, release: ops.Release}}
+	g := adapter.Grant{Start: start, Renew: ops.Renew, Release: ops.Release}
 	if c.fenced {
 		czxid, err := ops.czxid(ctx)
 		if err != nil {
 			conn.Close()
-			return grant{}, err
+			return adapter.Grant{}, err
 		}
-		g.token, g.fenced = locks.Token(czxid), true
+		g.Token, g.Fenced = locks.Token(czxid), true
 	}
 	return g, nil
 }
@@ -200,26 +205,6 @@ func (c *zkClient) connect() (*zk.Conn, <-chan struct{}, error) {
 
 // zkOpGetData is the opcode of getData in ZooKeeper's wire protocol.
 const zkOpGetData = 4
-
-// keepAlive sends one request on conn every TTL/3 of the run's clock, as
-// go-zookeeper's pings would, until the returned function is called. It
-// does not wait for a request in flight: closing conn ends it.
-func (c *zkClient) keepAlive(conn *zk.Conn) func() {
-	stopc := make(chan struct{})
-	go func() {
-		for {
-			t := c.o.Clock.NewTimer(c.o.TTL / 3)
-			select {
-			case <-stopc:
-				t.Stop()
-				return
-			case <-t.C():
-			}
-			_, _, _ = conn.Exists(c.path) // an error shows in zk.Lock's own requests
-		}
-	}()
-	return func() { close(stopc) }
-}
 
 // errZKWouldWait is zkCall's error when the call was given up at the
 // first sign that zk.Lock waits.
@@ -277,11 +262,11 @@ func (z *zkLease) Renew(ctx context.Context) error {
 	err := zkCall(ctx, func() error { _, _, err := z.conn.Exists(z.path); return err })
 	switch {
 	case errors.Is(err, zk.ErrSessionExpired):
-		return notHeld("zk", err)
+		return adapter.NotHeld("zk", err)
 	case err != nil:
 		return err
 	case z.conn.SessionID() != z.session:
-		return notHeld("zk", fmt.Errorf("the connection moved from session %#x to %#x", z.session, z.conn.SessionID()))
+		return adapter.NotHeld("zk", fmt.Errorf("the connection moved from session %#x to %#x", z.session, z.conn.SessionID()))
 	}
 	return nil
 }
@@ -294,7 +279,7 @@ func (z *zkLease) Release(ctx context.Context) error {
 		return z.l.Unlock()
 	})
 	if errors.Is(err, zk.ErrNoNode) || errors.Is(err, zk.ErrSessionExpired) {
-		return notHeld("zk", err)
+		return adapter.NotHeld("zk", err)
 	}
 	return err
 }
@@ -308,7 +293,7 @@ func (z *zkLease) czxid(ctx context.Context) (int64, error) {
 		if err != nil {
 			return err
 		}
-		lowest, ok := layout.ZKHolder(kids) // zk.Lock reads its queue as zklock does
+		lowest, ok := zkLowest(kids)
 		if !ok {
 			return zk.ErrNoNode
 		}
@@ -320,11 +305,29 @@ func (z *zkLease) czxid(ctx context.Context) (int64, error) {
 	})
 	switch {
 	case errors.Is(err, zk.ErrNoNode), errors.Is(err, zk.ErrSessionExpired):
-		return 0, notHeld("zk", err)
+		return 0, adapter.NotHeld("zk", err)
 	case err != nil:
 		return 0, err // st may still be written by a call given up on
 	}
 	return st.Czxid, nil
+}
+
+// zkLowest returns the child with the lowest sequence number, the digits
+// after the last "lock-" of its name, as zk.Lock reads its queue: the
+// holder's node.
+func zkLowest(kids []string) (string, bool) {
+	lowest, best := "", int64(-1)
+	for _, k := range kids {
+		i := strings.LastIndex(k, "lock-")
+		if i < 0 {
+			continue
+		}
+		seq, err := strconv.ParseInt(k[i+len("lock-"):], 10, 64)
+		if err == nil && (best < 0 || seq < best) {
+			lowest, best = k, seq
+		}
+	}
+	return lowest, best >= 0
 }
 
 // zkChecks sets the default runs of a zk.Lock test: each run of about 30
@@ -343,7 +346,7 @@ func zkChecks(t *testing.T) {
 // which a waiter's session expiring in a run makes it do. The detector
 // then reports the library, not the adapter.
 func zkSkipUnderRace(t *testing.T) {
-	if zkrace.Enabled {
+	if raceEnabled {
 		t.Skip("go-zookeeper v1.0.4 races on Conn.lastZxid when a connection with watches reconnects")
 	}
 }
