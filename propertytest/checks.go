@@ -36,7 +36,7 @@ const (
 	// backend fault, and nothing in doubt (a crash, an unknown outcome, a
 	// foreign call) within TTL + Options.Slack, a holder's Unlock and
 	// Renew called within its deadline and run straight through do not
-	// fail, and a lock freed by an Unlock, or refused to a TryLock while
+	// fail (on a backend in manual time), and a lock freed by an Unlock, or refused to a TryLock while
 	// free, is granted again within Options.Slack, not only once it
 	// expired. A single refusal of a free lock is tolerated and counted
 	// (Report.SpuriousRefusals): a lock may lose a race inside its own
