@@ -148,7 +148,8 @@
 //     foreign call) within TTL + Slack, a holder's Unlock or Renew called
 //     within its deadline and run straight through must not fail with an
 //     error of its own (a refusal, ErrNotHeld, is the lease model's to
-//     judge); a lock freed by an Unlock, or refused to a TryLock while
+//     judge; checked on backends in manual time, where no request times
+//     out of itself); a lock freed by an Unlock, or refused to a TryLock while
 //     free, must grant a probe within Slack, not only once it expired. A
 //     single refusal of a free lock is tolerated and counted
 //     (Report.SpuriousRefusals; up to two a run in the lock history), since
