@@ -65,9 +65,9 @@ func (l *Locker) wait(ctx context.Context, owner string, ch chan locks.Token, be
 			return nil, owner, err
 		}
 		if r.status != statusWait {
-			lease, err := l.result(ctx, owner, r, nil)
-			if !errors.Is(err, locks.ErrLeaseExpired) {
-				return lease, owner, err
+			lease, rerr := l.result(ctx, owner, r, nil)
+			if !errors.Is(rerr, locks.ErrLeaseExpired) {
+				return lease, owner, rerr
 			}
 			// Granted, but too late to use: it was released (and handed
 			// on). When a re-check found a hand-over, its message is in ch
@@ -83,13 +83,13 @@ func (l *Locker) wait(ctx context.Context, owner string, ch chan locks.Token, be
 		// a hand-over after it set the key's TTL later, so r.start + TTL
 		// is a safe bound for a lease handed over from now on.
 		since := r.start
-		fence, woke, err := l.sleep(ctx, ch, r.pttl, began)
+		fence, woke, serr := l.sleep(ctx, ch, r.pttl, began)
 		switch {
-		case err != nil:
-			return nil, owner, err
+		case serr != nil:
+			return nil, owner, serr
 		case woke && fence > 0:
-			if lease, err := l.handover(ctx, owner, fence, since); lease != nil || err != nil {
-				return lease, owner, err
+			if lease, herr := l.handover(ctx, owner, fence, since); lease != nil || herr != nil {
+				return lease, owner, herr
 			}
 		}
 		r, err = l.recheck(ctx, owner)
