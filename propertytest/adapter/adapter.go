@@ -25,8 +25,12 @@ type Lock struct {
 	// TryLock, with the names of the requests it sent before in that call
 	// (as the client's gate hook names them, see locks.Gate), and reports
 	// whether next is the first request of a wait: a blocking query, a
-	// poller's second attempt. TryLock then ends there with an error
-	// wrapping locks.ErrLocked. Used only when TryLock is nil.
+	// poller's second attempt. TryLock then cancels the call's context
+	// before next is sent and, once Lock returned, reports an error
+	// wrapping locks.ErrLocked; should Lock return a grant all the same,
+	// the kit releases it and reports an error that is not ErrLocked (the
+	// client did hold the lock for a while). Used only when TryLock is
+	// nil.
 	WouldWait func(sent []string, next string) bool
 	// Grants, optional, names the requests that may grant the lock (a SET
 	// NX, an acquire). The moment the last of them was let go within the
@@ -110,9 +114,10 @@ func (l *locker) acquire(ctx context.Context, call func(context.Context) (Grant,
 	var g *callGate
 	cctx := ctx
 	if l.lock.Grants != nil || wouldWait != nil {
+		// The call's context lives as long as ctx unless the attempt is
+		// given up: a library may keep it for what it started in the call.
 		var cancel context.CancelFunc
 		cctx, cancel = context.WithCancel(ctx)
-		defer cancel()
 		g = &callGate{outer: locks.GateOf(ctx), clock: l.o.Clock, grants: l.lock.Grants, wouldWait: wouldWait, cancel: cancel}
 		cctx = locks.WithGate(cctx, g)
 	}

@@ -34,7 +34,9 @@
 //     the caller's context already carries (the suite's scheduler), which
 //     ends the attempt before the first request WouldWait names goes out
 //     (a blocking query, a poller's second SET NX) and returns an error
-//     wrapping locks.ErrLocked. This needs a client whose requests pass
+//     wrapping locks.ErrLocked; a library that returns a grant although
+//     its context was cancelled held the lock: the kit releases it and
+//     returns an error that is not ErrLocked. This needs a client whose requests pass
 //     locks.GateRequest (every client the fakes make does); a client
 //     without that hook never meets the kit's Gate, and its TryLock waits
 //     as Lock does.

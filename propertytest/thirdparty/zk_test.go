@@ -367,7 +367,7 @@ func TestThirdPartyZKLockFenced(t *testing.T) {
 
 // Held to pause safety without a token, zk.Lock must be caught losing an
 // update of a paused holder: its session expired, the next waiter was
-// granted, and the holder wrote late. The default seed, 180768, fails in
+// granted, and the holder wrote late. The default seed, 181068, fails in
 // its first run; shrinking is cut short by default (each shrink step is a
 // run of about 0.4 s) and runs its full 2 s under LOCKPROOF_DEEP=1.
 func TestThirdPartyZKLockClaimingPause(t *testing.T) {
@@ -376,7 +376,7 @@ func TestThirdPartyZKLockClaimingPause(t *testing.T) {
 	if !propertytest.Deep() {
 		propertytest.SetFlag(t, "rapid.shrinktime", "1ms")
 	}
-	strongerClaim(t, 180768, zkLock(false), zkOptions(propertytest.FaultCrash, propertytest.FaultPause), propertytest.Exclusivity)
+	strongerClaim(t, 181068, zkLock(false), zkOptions(propertytest.FaultCrash, propertytest.FaultPause), propertytest.Exclusivity)
 }
 
 // The adapter's token is the czxid of the holder's node, as the server has
