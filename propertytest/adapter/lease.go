@@ -11,8 +11,9 @@ import (
 )
 
 // ErrNoRenew is the error of Renew on a lease whose library has no
-// renewal (Grant.Renew is nil).
-var ErrNoRenew = errors.New("adapter: the library has no renewal")
+// renewal (Grant.Renew is nil). It wraps errors.ErrUnsupported, which
+// propertytest does not count against progress.
+var ErrNoRenew = fmt.Errorf("adapter: the library has no renewal: %w", errors.ErrUnsupported)
 
 // lease is the locks.Lease of one Grant; see the package doc for its
 // rules.
