@@ -19,7 +19,7 @@ const replicationLag = 200 * time.Millisecond
 // failover: A takes the lock on a primary replicated to a replica with
 // replicationLag; once settled(replica) is true the proxy fails over to the
 // replica, and B tries the lock there.
-func failover(t *testing.T, settled func(ctx context.Context, replica *fakes.RedisServer, key string) bool) (a, b locks.Lease, bErr error, lost int64) {
+func failover(t *testing.T, settled func(ctx context.Context, replica *fakes.RedisServer, key string) bool) (a, b locks.Lease, lost int64, bErr error) {
 	t.Helper()
 	primary := fakes.Redis(t, fakes.ForceMiniredis())
 	replica := fakes.Redis(t, fakes.ForceMiniredis())
@@ -57,7 +57,7 @@ func failover(t *testing.T, settled func(ctx context.Context, replica *fakes.Red
 	if bErr == nil {
 		t.Cleanup(func() { _ = b.Unlock(ctx) })
 	}
-	return a, b, bErr, lost
+	return a, b, lost, bErr
 }
 
 // TestRedisFailoverWithLagDoubleGrant: the failover comes before A's
@@ -66,7 +66,7 @@ func failover(t *testing.T, settled func(ctx context.Context, replica *fakes.Red
 // above A's — a Fence cannot tell them apart. Single-node Redis does not
 // claim to survive this; the test proves the scenario is real.
 func TestRedisFailoverWithLagDoubleGrant(t *testing.T) {
-	a, b, bErr, lost := failover(t, func(context.Context, *fakes.RedisServer, string) bool { return true })
+	a, b, lost, bErr := failover(t, func(context.Context, *fakes.RedisServer, string) bool { return true })
 	if bErr != nil {
 		t.Fatalf("B on the promoted replica: %v; the failover should have lost A's key", bErr)
 	}
@@ -86,7 +86,7 @@ func TestRedisFailoverWithLagDoubleGrant(t *testing.T) {
 // TestRedisFailoverAfterReplicationIsSafe: once A's acquisition has reached
 // the replica, the failover keeps it, and B is refused.
 func TestRedisFailoverAfterReplicationIsSafe(t *testing.T) {
-	_, _, bErr, _ := failover(t, func(ctx context.Context, replica *fakes.RedisServer, key string) bool {
+	_, _, _, bErr := failover(t, func(ctx context.Context, replica *fakes.RedisServer, key string) bool {
 		return replica.Client().Exists(ctx, key).Val() == 1
 	})
 	if !errors.Is(bErr, locks.ErrLocked) {

@@ -175,7 +175,7 @@ func TestBadInput(t *testing.T) {
 		{"state with interfaces needs Equal", ErrInvalidModel, func() error {
 			type st struct{ v any }
 			_, err := Check(ctx, Model[st, int, int]{
-				Init: func() st { return st{} },
+				Init: func() st { return st{v: nil} },
 				Step: func(dst []st, s st, _ *Operation[int, int]) []st { return append(dst, s) },
 			}, nil, Options{})
 			return err

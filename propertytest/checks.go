@@ -425,12 +425,6 @@ func (m *machine) verdict(ctx context.Context, out *outputs) ([]Violation, int, 
 	return m.found, undecided, nil
 }
 
-// leasePicture is how the lock history is drawn: times as durations, each
-// lease's validity window, and expected or not.
-func (m *machine) leasePicture(all, expected bool) linearize.Picture {
-	return linearize.Picture{All: all, Unit: time.Nanosecond, LeaseTTL: m.o.TTL, LeaseTolerance: locks.Drift(m.o.TTL), Expected: expected}
-}
-
 // grantWasLegal reports whether the counterexample cex, stuck at the grant
 // h[grant], becomes linearizable without the successful Unlocks and Renews
 // of other owners that were called at or after the instant the grant

@@ -141,11 +141,6 @@ func (ep *endpoints) flags(fs *flag.FlagSet, usage string) {
 		})
 }
 
-// any reports whether any real server was given.
-func (ep *endpoints) any() bool {
-	return ep.redis != "" || len(ep.redisNodes) > 0 || len(ep.etcd) > 0 || ep.consul != "" || ep.mysql != "" || ep.zk != ""
-}
-
 // realTTL is the lease TTL on real servers, where runs take real time.
 const realTTL = 200 * time.Millisecond
 

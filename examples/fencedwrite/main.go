@@ -164,11 +164,11 @@ func play(ctx context.Context, store Storage, w io.Writer) (Outcome, error) {
 
 	leaseB, err := b.TryLock(ctx)
 	if err != nil {
-		return Outcome{}, fmt.Errorf("B after A's lease expired: %w", err)
+		return Outcome{}, fmt.Errorf("client B, after A's lease expired: %w", err)
 	}
 	tokB, _ := leaseB.Token()
 	if err := store.Write(tokB, "B"); err != nil {
-		return Outcome{}, fmt.Errorf("B's write: %w", err)
+		return Outcome{}, fmt.Errorf("client B's write: %w", err)
 	}
 	fmt.Fprintf(w, "  B takes the lock (token %d) and writes \"B\"\n", tokB)
 	_ = leaseB.Unlock(ctx)

@@ -136,9 +136,9 @@ func TestQueueSkipsAnInvalidatedWaiter(t *testing.T) {
 		t.FailNow()
 	}
 	gotB := locktest.LockAsync(t.Context(), b)
-	entries := waitEntries(t, c, a, 1)
+	waitEntries(t, c, a, 1)
 	gotC := locktest.LockAsync(t.Context(), cl)
-	entries = waitEntries(t, c, a, 2)
+	entries := waitEntries(t, c, a, 2)
 	c.WaitParked(entries[0].Key, entries[0].ModifyIndex, 1) // C, behind B
 
 	dead := entries[0].Session // B's

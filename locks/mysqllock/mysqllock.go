@@ -122,9 +122,9 @@ func (l *Locker) attempt(ctx context.Context, owner string) (attemptResult, erro
 	n, err := l.exec(ctx, l.q.takeOver, owner, ttl, l.name)
 	if err == nil && n == 0 {
 		// Held, or no row yet: a row is created by the first grant only.
-		n, err = l.exec(ctx, l.q.insert, l.name, owner, ttl)
+		_, err = l.exec(ctx, l.q.insert, l.name, owner, ttl)
 		if isDuplicate(err) {
-			n, err = 0, nil
+			err = nil
 		}
 	}
 	if err != nil && ctx.Err() == nil && errors.Is(err, ErrTransient) {

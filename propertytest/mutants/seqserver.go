@@ -186,7 +186,6 @@ var _ locks.Locker = (*seqLocker)(nil)
 // locks.ErrLocked. A node whose session ended before the listing is an
 // attempt of unknown outcome (locks.ErrLeaseExpired), which ends Lock.
 func (l *seqLocker) TryLock(ctx context.Context) (locks.Lease, error) {
-	start := l.opt.Clock.Now()
 	n, err := l.s.create(ctx, l.opt.TTL)
 	if err != nil {
 		return nil, err
@@ -207,14 +206,12 @@ func (l *seqLocker) TryLock(ctx context.Context) (locks.Lease, error) {
 		}
 		return nil, err
 	}
-	if l.flaw == deadlineFromReply {
-		start = l.opt.Clock.Now()
-	} else {
+	start := l.opt.Clock.Now()
+	if l.flaw != deadlineFromReply {
 		// The node became first when its predecessor went, maybe long after
 		// it was created: the session is kept alive from now, so that the
 		// lease counts from a moment after the grant, as etcd's and
 		// Curator's recipes do on acquiring.
-		start = l.opt.Clock.Now()
 		if err := l.s.keepAlive(ctx, n, l.opt.TTL); err != nil {
 			l.abandon(ctx, n)
 			return nil, fmt.Errorf("mutants: node %d: keep alive on grant: %w", n, err)
