@@ -374,8 +374,8 @@ func (m *machine) checkAvailability() {
 		fail(fmt.Sprintf("TryLock on the free lock (%d times, TTL + slack apart)", availabilityTries), err)
 		return
 	}
-	if err := m.renew(m.probe, h); err != nil {
-		fail("Renew", err)
+	if err := m.renew(m.probe, h); err != nil && !errors.Is(err, errors.ErrUnsupported) {
+		fail("Renew", err) // a lock that cannot renew says so with errors.ErrUnsupported
 	}
 	if err := m.unlock(m.probe, h); err != nil {
 		fail("Unlock", err)
