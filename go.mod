@@ -12,6 +12,7 @@ require (
 	github.com/go-redsync/redsync/v4 v4.18.1
 	github.com/go-sql-driver/mysql v1.10.1
 	github.com/go-zookeeper/zk v1.0.4
+	github.com/gomodule/redigo v1.9.3
 	github.com/hashicorp/consul/api v1.34.5
 	github.com/hashicorp/consul/sdk v0.18.2
 	github.com/kvtools/redis v1.1.0
