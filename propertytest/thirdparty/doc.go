@@ -12,4 +12,31 @@
 //	LOCKPROOF_DEEP=1 go test ./propertytest/thirdparty/ -timeout 30m -v
 //
 // Every test logs its seed and the command that replays it.
+//
+// # Bugs found
+//
+// kvtools/redis v1.1.0, whole-second renewals: the valkeyrie lock's
+// heartbeat renews its key through a script that sets it with EX and the
+// TTL cut to whole seconds, while the grant set it to the millisecond
+// (PX). With a TTL of 1.5 s the key dies 0.5 s before the holder's TTL
+// from its grant has run out (up to 0.999 s for other TTLs) and a second
+// client takes it while the first one's lockHeld channel is still open:
+// two holders. TestKVToolsRedisRenewsInWholeSeconds shows it in a few
+// calls; TestThirdPartyKVToolsRedisWholeSeconds holds the library to
+// exclusivity.
+//
+// kvtools/redis v1.1.0 built as valkeyrie.NewStore builds it (New, the raw
+// codec): Unlock's compare-and-delete script decodes the stored value as
+// JSON, which the raw codec did not write, so every Unlock fails with a
+// script error (and every heartbeat too): the lock is only ever freed by
+// its TTL. TestKVToolsRedisRawCodecUnlockFails shows it;
+// TestThirdPartyKVToolsRedisRawCodec is the suite catching it as
+// progress. Also, in both codecs: once the heartbeat has ended (a failed
+// renewal, or the context given to Lock ended), Unlock blocks forever on
+// an unbuffered channel nobody reads; the adapter does not call it then.
+//
+// redsync over a redigo pool on loopback TCP, with its default wall-time
+// retry delay, ends within 60 s (TestThirdPartyRedsyncRedigoTCP) and
+// passes in memory; amyangfei/redlock-go v3.0.0 on three nodes shows no
+// bug of its own (TestThirdPartyRedlockGo).
 package thirdparty
