@@ -22,8 +22,10 @@
 // from its grant has run out (up to 0.999 s for other TTLs) and a second
 // client takes it while the first one's lockHeld channel is still open:
 // two holders. TestKVToolsRedisRenewsInWholeSeconds shows it in a few
-// calls; TestThirdPartyKVToolsRedisWholeSeconds holds the library to
-// exclusivity.
+// calls; TestThirdPartyKVToolsRedisWholeSeconds is the suite catching it
+// as exclusivity, its Renew making the heartbeat's request on the run's
+// clock (with a TTL of 60.999 s, whose wall-time heartbeat never runs
+// within a run).
 //
 // kvtools/redis v1.1.0 built as valkeyrie.NewStore builds it (New, the raw
 // codec): Unlock's compare-and-delete script decodes the stored value as
