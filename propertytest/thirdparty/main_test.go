@@ -6,5 +6,11 @@ import (
 	"github.com/lockproof/lockproof/propertytest"
 )
 
-// TestMain runs with the suite's short defaults (propertytest.Main).
-func TestMain(m *testing.M) { propertytest.Main(m) }
+// TestMain runs with the suite's short defaults (propertytest.Main). The
+// leak check passes over Scalingo/go-etcd-lock's goroutines: each grant
+// arms a time.AfterFunc of wall time that releases it ttl seconds later,
+// which the library gives no way to stop, so the last runs' releases may
+// still be retrying on a closed client when the tests end.
+func TestMain(m *testing.M) {
+	propertytest.Main(m, propertytest.IgnorePackages("github.com/Scalingo/go-etcd-lock"))
+}
