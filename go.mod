@@ -4,6 +4,7 @@ go 1.26.7
 
 require (
 	github.com/DATA-DOG/go-sqlmock v1.5.2
+	github.com/Scalingo/go-etcd-lock/v5 v5.0.8
 	github.com/alicebob/miniredis/v2 v2.40.0
 	github.com/amyangfei/redlock-go/v3 v3.0.0
 	github.com/anishathalye/porcupine v1.3.1
@@ -16,6 +17,7 @@ require (
 	github.com/gomodule/redigo v1.9.3
 	github.com/hashicorp/consul/api v1.34.5
 	github.com/hashicorp/consul/sdk v0.18.2
+	github.com/kvtools/etcdv3 v1.0.2
 	github.com/kvtools/redis v1.1.0
 	github.com/kvtools/valkeyrie v1.0.0
 	github.com/redis/go-redis/v9 v9.23.0
@@ -122,6 +124,7 @@ require (
 	google.golang.org/genproto/googleapis/api v0.0.0-20260803160001-6ac0973c030d // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260803160001-6ac0973c030d // indirect
 	google.golang.org/protobuf v1.36.11 // indirect
+	gopkg.in/errgo.v1 v1.0.1 // indirect
 	gopkg.in/natefinch/lumberjack.v2 v2.2.1 // indirect
 	gopkg.in/src-d/go-errors.v1 v1.0.0 // indirect
 	sigs.k8s.io/json v0.0.0-20211020170558-c049b76a60c6 // indirect

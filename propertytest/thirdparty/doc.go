@@ -41,4 +41,15 @@
 // retry delay, ends within 60 s (TestThirdPartyRedsyncRedigoTCP) and
 // passes in memory; amyangfei/redlock-go v3.0.0 on three nodes shows no
 // bug of its own (TestThirdPartyRedlockGo).
+//
+// kvtools/etcdv3 v1.0.2: its Locker's Lock(ctx) returns (nil, nil), no
+// error and no lost channel, when Mutex.Lock fails with context.Canceled,
+// as it does when a caller gives up waiting while another client holds the
+// lock. A Go caller that checks the error goes on as a holder it is not,
+// and its key may even stay queued (a Txn cut short is not cleaned up), so
+// it becomes the holder later without knowing. Shown by
+// TestKvtoolsEtcdv3CancelledLockReturnsNoError (two clients, a cancelled
+// wait) and, through the suite with an OpTimeout that cancels a queued
+// TryLock, as exclusivity by TestThirdPartyKvtoolsEtcdv3CancelledIsGranted
+// (LOCKPROOF_DEEP=1). Scalingo/go-etcd-lock v5.0.8 passes its own claims.
 package thirdparty
