@@ -101,11 +101,14 @@ type releaseCall struct {
 // history's to judge, a lease lost early. Not on a backend in real time,
 // where a loaded machine makes requests time out of themselves.
 func (m *machine) checkReleaseWorks(c *client, h *held, rc releaseCall, o *op, err error) {
-	if err == nil || m.sched.realTime || !rc.valid || !rc.straight || !m.healthy() || m.sched.wasHeldUp(o) || m.sched.crashed(o) ||
-		!m.be.Clock.Now().Before(rc.deadline) || unknownError(err) || errors.Is(err, locks.ErrNotHeld) {
+	if m.sched.realTime || !rc.valid || !rc.straight || !m.healthy() || m.sched.wasHeldUp(o) || m.sched.crashed(o) ||
+		!m.be.Clock.Now().Before(rc.deadline) {
 		return
 	}
 	m.ran[Progress] = true
+	if err == nil || unknownError(err) || errors.Is(err, locks.ErrNotHeld) {
+		return
+	}
 	m.violate(Progress, false, fmt.Sprintf(
 		"client %d's %s of its lease (token %d, valid until t=%v) failed on a healthy backend, with nothing stalled: %v",
 		c.id, rc.name, h.token, rc.deadline.Sub(m.rec.start), err))
@@ -167,7 +170,7 @@ func (m *machine) refusedWhileFree(c *client, owner uint64) {
 // something was left behind, a key kept alive, a queue entry); never
 // granted, it broke deadlock freedom.
 func (m *machine) probeFree(what string) {
-	m.ran[DeadlockFreedom] = true
+	m.ran[DeadlockFreedom], m.ran[Progress] = true, true
 	since := m.rec.now()
 	var h *held
 	var err error
@@ -204,7 +207,6 @@ func (m *machine) probeFree(what string) {
 	case h != nil && waited <= m.o.Slack:
 		return
 	case h != nil:
-		m.ran[Progress] = true
 		m.violate(Progress, false, fmt.Sprintf(
 			"%s, with nobody else holding or waiting, and a TryLock was refused until %v later (slack %v): the lock was left taken until it expired",
 			what, time.Duration(m.rec.now()-since), m.o.Slack))

@@ -170,4 +170,7 @@ func TestOutcomesAreCounted(t *testing.T) {
 	if o := rep.Outcomes["Unlock"]; o.Failed != 0 {
 		t.Errorf("MemLock's Unlock failed %d times", o.Failed)
 	}
+	if rep.Checked[Progress] == 0 {
+		t.Errorf("progress checked in none of %d runs", rep.Runs)
+	}
 }
