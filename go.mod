@@ -14,6 +14,8 @@ require (
 	github.com/go-zookeeper/zk v1.0.4
 	github.com/hashicorp/consul/api v1.34.5
 	github.com/hashicorp/consul/sdk v0.18.2
+	github.com/kvtools/consul v1.0.2
+	github.com/kvtools/valkeyrie v1.0.0
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/sanketplus/go-mysql-lock v0.0.7
 	github.com/sirupsen/logrus v1.9.4
