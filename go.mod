@@ -17,6 +17,7 @@ require (
 	github.com/gomodule/redigo v1.9.3
 	github.com/hashicorp/consul/api v1.34.5
 	github.com/hashicorp/consul/sdk v0.18.2
+	github.com/kvtools/consul v1.0.2
 	github.com/kvtools/etcdv3 v1.0.2
 	github.com/kvtools/redis v1.1.0
 	github.com/kvtools/valkeyrie v1.0.0

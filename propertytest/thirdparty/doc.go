@@ -52,4 +52,29 @@
 // wait) and, through the suite with an OpTimeout that cancels a queued
 // TryLock, as exclusivity by TestThirdPartyKvtoolsEtcdv3CancelledIsGranted
 // (LOCKPROOF_DEEP=1). Scalingo/go-etcd-lock v5.0.8 passes its own claims.
+//
+// kvtools/consul v1.0.2 (kvconsul_test.go): its store.Locker's Lock(ctx)
+// returns (nil, nil) when ctx ends while another client holds the lock
+// (api.Lock, given ctx.Done() as its stop channel, returns nothing at all
+// once it sees the channel closed between two reads of a held key). A
+// caller that takes the nil error for the lock, as valkeyrie documents it,
+// holds nothing, and its nil lost-lock channel never tells it so: another
+// client is granted the lock while it acts. The suite reports exclusivity
+// (TestThirdPartyKVConsulNilLockCaught); TestThirdPartyKVConsulNilLock
+// shows it in a few calls. A careful caller, who takes a nil channel for no
+// lock, passes (TestThirdPartyKVConsul).
+//
+// consul/api v1.34.5's Semaphore (semaphore_test.go): its one-shot mode
+// (SemaphoreTryOnce) gives up when another contender's compare-and-set of
+// the holders' record landed first, though a permit may still be free: a
+// spurious refusal, which the suite counts (Report.SpuriousRefusals) and
+// tolerates once, rather than calling it a deadlock
+// (TestThirdPartyConsulSemaphoreSpuriousRefusal shows one).
+//
+// go-mysql-lock v0.0.7 (mysqllock_test.go) holds its lock as long as the
+// holder's connection, with no TTL; a crash severs the connection and
+// MySQL frees the lock at once, which the suite's lease model, holding a
+// crashed holder's lease to TTL after its call, reports as exclusivity.
+// Its own-claims test is skipped until the model knows leases that end
+// with their holder's connection (LOCKPROOF_MYSQLLOCK=1 runs it).
 package thirdparty
