@@ -74,7 +74,7 @@ var stuckLimit = StuckLimit
 // requests in one step otherwise.
 const (
 	pollPassages = 100
-	pollWall     = time.Second
+	pollWall     = 2 * time.Second
 )
 
 // sched holds the live operations of one run.

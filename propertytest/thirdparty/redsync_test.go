@@ -20,7 +20,7 @@ import (
 // redsyncRetry is the delay between redsync's attempts in Lock (wall
 // time; its default is 50-250 ms at random): short enough that a waiter
 // sees a freed lock within the suite's Settle.
-const redsyncRetry = 2 * time.Millisecond
+const redsyncRetry = 10 * time.Millisecond
 
 // redsyncLock is the Factory of go-redsync/redsync's Mutex with one pool
 // (go-redis v9) per client on one miniredis in manual time, reached in
