@@ -52,4 +52,14 @@
 // wait) and, through the suite with an OpTimeout that cancels a queued
 // TryLock, as exclusivity by TestThirdPartyKvtoolsEtcdv3CancelledIsGranted
 // (LOCKPROOF_DEEP=1). Scalingo/go-etcd-lock v5.0.8 passes its own claims.
+//
+// kvtools/zookeeper v1.0.2 passes its own claims
+// (TestThirdPartyKvtoolsZooKeeper), but its Lock returns the error of the
+// setData it makes on the lock's node after zk.Lock granted, without
+// releasing: a caller that reads the error as "not locked" holds the lock
+// unknowingly, and every other client waits for as long as its Store (its
+// session) lives; a retry on the same Locker gets zk.ErrDeadlock.
+// TestKvtoolsZooKeeperFailedLockHolds shows it with that setData's
+// connection dropped (the client keeps its session). The suite's faults
+// (crashes only) do not reach that moment.
 package thirdparty

@@ -19,6 +19,7 @@ import (
 	kvzk "github.com/kvtools/zookeeper"
 
 	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/minizk"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/propertytest"
 	"github.com/lockproof/lockproof/propertytest/adapter"
@@ -167,13 +168,14 @@ func (c *kvZKClient) session() (*kvZKSession, error) {
 	s := &kvZKSession{waits: make(chan struct{})}
 	var set atomic.Bool
 	var waits sync.Once
-	relay, err := startKVZKRelay(c.conns.Dial(c.z.DialContext), func(op int32) {
+	relay, err := startKVZKRelay(c.conns.Dial(c.z.DialContext), func(op int32) bool {
 		switch {
 		case op == kvZKOpSetData:
 			set.Store(true)
 		case op == kvZKOpGetData && !set.Load():
 			waits.Do(func() { close(s.waits) })
 		}
+		return true
 	})
 	if err != nil {
 		return nil, err
@@ -341,11 +343,11 @@ func (c *kvZKClient) acquire(ctx context.Context, try bool) (adapter.Grant, erro
 // kvZKRelay is a loopback TCP listener whose every connection is
 // forwarded to the server through dial, frame by frame from the client,
 // onRequest told each request's opcode (not the handshake's) before it
-// is forwarded.
+// is forwarded; when it returns false, the connection is closed instead.
 type kvZKRelay struct {
 	ln        net.Listener
 	dial      fakes.DialFunc
-	onRequest func(op int32)
+	onRequest func(op int32) bool
 
 	mu     sync.Mutex
 	conns  []net.Conn
@@ -354,7 +356,7 @@ type kvZKRelay struct {
 }
 
 // startKVZKRelay starts a relay on a loopback port chosen by the kernel.
-func startKVZKRelay(dial fakes.DialFunc, onRequest func(op int32)) (*kvZKRelay, error) {
+func startKVZKRelay(dial fakes.DialFunc, onRequest func(op int32) bool) (*kvZKRelay, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("kvtools/zookeeper adapter: relay: %w", err)
@@ -419,8 +421,8 @@ func (r *kvZKRelay) forward(c, s net.Conn) {
 		if _, err := io.ReadFull(in, frame[4:]); err != nil {
 			return
 		}
-		if !first && n >= 8 {
-			r.onRequest(int32(binary.BigEndian.Uint32(frame[8:12])))
+		if !first && n >= 8 && !r.onRequest(int32(binary.BigEndian.Uint32(frame[8:12]))) {
+			return
 		}
 		if _, err := s.Write(frame); err != nil {
 			return
@@ -459,4 +461,78 @@ func TestThirdPartyKvtoolsZooKeeper(t *testing.T) {
 	zkSkipUnderRace(t)
 	propertytest.SetChecks(t, 10)
 	ownClaims(t, 0x2c2f, kvZKLock(t), kvZKOptions())
+}
+
+// kvtools/zookeeper's Lock returns the error of its setData on the lock's
+// node while zk.Lock holds the lock: a caller that takes the error for a
+// refusal keeps everyone else out for as long as its Store lives. Shown
+// with the setData's connection dropped (the client reconnects within
+// its session): Lock fails, a second client then queues behind it, and
+// only the first one's Unlock, which succeeds, lets it in.
+func TestKvtoolsZooKeeperFailedLockHolds(t *testing.T) {
+	zkSkipUnderRace(t)
+	z := fakes.ZooKeeper(t, fakes.ZooKeeperManualTime(epoch), fakes.ForceMinizk(), fakes.ZooKeeperTickTime(kvZKTTL/20))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var drop atomic.Bool
+	drop.Store(true)
+	relay, err := startKVZKRelay(z.DialContext, func(op int32) bool {
+		return op != kvZKOpSetData || !drop.CompareAndSwap(true, false)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer relay.Close()
+	cfg := &kvzk.Config{ConnectionTimeout: kvZKTTL}
+	a, err := kvzk.New(ctx, []string{relay.Addr(), relay.Addr(), relay.Addr()}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	key := z.Prefix() + "/failed"
+	la, err := a.NewLock(ctx, key, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := la.Lock(ctx); err == nil {
+		t.Fatal("A's Lock succeeded: its setData was not dropped")
+	} else {
+		t.Logf("A's Lock failed: %v", err)
+	}
+	kids, err := z.Minizk().Children(key)
+	if err != nil || len(kids) != 1 {
+		t.Fatalf("after A's failed Lock: children %v (%v), want A's node alone", kids, err)
+	}
+	held := key + "/" + kids[0]
+
+	b, err := kvzk.New(ctx, []string{z.Addr()}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	lb, err := b.NewLock(ctx, key, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	granted := make(chan error, 1)
+	go func() {
+		_, err := lb.Lock(ctx)
+		granted <- err
+	}()
+	// B waits: a watch on A's node, which A's failed Lock left.
+	if err := z.Minizk().WaitFor(ctx, func(v minizk.View) bool { d, _ := v.Watches(held); return d > 0 }); err != nil {
+		t.Fatalf("B never queued behind A's node: %v", err)
+	}
+	select {
+	case err := <-granted:
+		t.Fatalf("B's Lock returned (%v) while A's node was first", err)
+	default:
+	}
+	if err := la.Unlock(ctx); err != nil {
+		t.Fatalf("A's Unlock after its failed Lock: %v, want success (A held the lock)", err)
+	}
+	if err := <-granted; err != nil {
+		t.Fatalf("B's Lock after A's Unlock: %v", err)
+	}
+	t.Log("A's Lock returned an error, yet A held the lock until its Unlock: B waited behind it")
 }
