@@ -21,6 +21,7 @@ require (
 	github.com/kvtools/etcdv3 v1.0.2
 	github.com/kvtools/redis v1.1.0
 	github.com/kvtools/valkeyrie v1.0.0
+	github.com/kvtools/zookeeper v1.0.2
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/sanketplus/go-mysql-lock v0.0.7
 	github.com/sirupsen/logrus v1.9.4

@@ -77,4 +77,14 @@
 // crashed holder's lease to TTL after its call, reports as exclusivity.
 // Its own-claims test is skipped until the model knows leases that end
 // with their holder's connection (LOCKPROOF_MYSQLLOCK=1 runs it).
+//
+// kvtools/zookeeper v1.0.2 passes its own claims
+// (TestThirdPartyKvtoolsZooKeeper), but its Lock returns the error of the
+// setData it makes on the lock's node after zk.Lock granted, without
+// releasing: a caller that reads the error as "not locked" holds the lock
+// unknowingly, and every other client waits for as long as its Store (its
+// session) lives; a retry on the same Locker gets zk.ErrDeadlock.
+// TestKvtoolsZooKeeperFailedLockHolds shows it with that setData's
+// connection dropped (the client keeps its session). The suite's faults
+// (crashes only) do not reach that moment.
 package thirdparty
