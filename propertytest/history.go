@@ -91,6 +91,24 @@ func (r *recorder) cleanedUp(i int) {
 	r.unknownBesideLocked(acq, linearize.Release, acq.Input.Owner, false, acq.Call)
 }
 
+// crashedHolder records, at the crash of a client holding the lease of
+// owner whose Locker is a Crasher (its connections cut), a release by
+// owner of unknown outcome: its lease may end with its connections (a lock
+// held by a connection, a session closed with the process) or live out
+// its TTL on the backend. The model may then let it end anywhere from the
+// crash on, which no check of two clients acting at once needs more of:
+// the dead one does not act. A Locker that is no Crasher keeps its
+// connections, and its lease is held to its TTL as before.
+func (r *recorder) crashedHolder(client int, lockName string, owner uint64) {
+	t := r.now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.lock = append(r.lock, lockOp{
+		ID: len(r.lock), ClientID: client, Call: t, Return: t, Unknown: true,
+		Input: linearize.LeaseInput{Lock: lockName, Op: linearize.Release, Owner: owner},
+	})
+}
+
 // unknownBesideLocked appends, beside acquire acq, an operation of unknown
 // outcome by acq's client on acq's lock: op for owner (an acquire shared
 // or not), called at call and returning when acq did (or at call, if

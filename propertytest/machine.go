@@ -368,6 +368,9 @@ func (m *machine) acquire(c *client, blocking, crash bool, stallAt int, onGrant 
 				out = linearize.LeaseOutput{}
 			}
 			m.rec.ret(i, out, !known)
+			if _, crasher := c.locker.(Crasher); crasher {
+				m.rec.cleanedUp(i) // its lease may end with its connections (crashedHolder)
+			}
 			m.count(name, nil, true, true)
 			m.doubt()
 			m.logf("client %d: crashed inside %s at %v", c.id, name, locks.PointAcquired)
@@ -562,11 +565,16 @@ func (m *machine) crash(c *client) {
 		m.doubt()
 		fin()
 	}
+	cr, crasher := c.locker.(Crasher)
 	if c.cur != nil {
 		m.doubt()
+		if crasher {
+			// Its connections are cut: a lease held by a connection or a
+			// session ends with them.
+			m.rec.crashedHolder(c.id, m.o.Name, c.cur.owner)
+		}
 	}
 	c.cur, c.work, c.stale, c.inner = nil, nil, nil, nil
-	cr, crasher := c.locker.(Crasher)
 	if crasher {
 		// Its connections and keep-alives die with it (see Crasher).
 		cr.Crash()
