@@ -72,11 +72,12 @@
 // (TestThirdPartyConsulSemaphoreSpuriousRefusal shows one).
 //
 // go-mysql-lock v0.0.7 (mysqllock_test.go) holds its lock as long as the
-// holder's connection, with no TTL; a crash severs the connection and
-// MySQL frees the lock at once, which the suite's lease model, holding a
-// crashed holder's lease to TTL after its call, reports as exclusivity.
-// Its own-claims test is skipped until the model knows leases that end
-// with their holder's connection (LOCKPROOF_MYSQLLOCK=1 runs it).
+// holder's connection, with no TTL. On the MySQL fake it keeps
+// exclusivity, symmetry and progress (TestThirdPartyMySQLLock); a crash
+// severs the connection and MySQL frees the lock at once, which the suite
+// allows for a Crasher's lease. It has no deadlock freedom, by design: a
+// holder that stops acting without releasing, its connection alive, keeps
+// the lock for ever, and the suite says so.
 //
 // kvtools/zookeeper v1.0.2 passes its own claims
 // (TestThirdPartyKvtoolsZooKeeper), but its Lock returns the error of the
