@@ -252,7 +252,7 @@ func (c *kvZKClient) closeAll() {
 
 // errKVZKWouldWait is why a TryLock gave up: the library's Lock would
 // wait for its predecessor.
-var errKVZKWouldWait = errors.New("Lock would wait for its predecessor: its Store closed")
+var errKVZKWouldWait = errors.New("the library's Lock would wait for its predecessor: its Store closed")
 
 // acquire makes one acquisition on a Store of its own: the library's
 // Lock, given up at its first wait when try.
