@@ -49,8 +49,10 @@ func kvConsulOptions() propertytest.Options {
 // http.DefaultClient and offers no way to give it another, so each
 // client's Store is given an address of its own (kvN.consul.invalid) and
 // the router sends its requests through that client's transport, dialed in
-// memory through its fakes.Conns. Requests for any other host go to
-// http.DefaultTransport, as before.
+// memory through its fakes.Conns. A request for a host of the router's
+// that is gone (a renewer outliving its run) fails without leaving the
+// process; requests for any other host go to http.DefaultTransport, as
+// before.
 type kvRouter struct {
 	mu    sync.Mutex
 	n     int
@@ -58,6 +60,12 @@ type kvRouter struct {
 }
 
 var kvRoutes = &kvRouter{hosts: map[string]http.RoundTripper{}}
+
+// kvHostSuffix ends every host the router hands out.
+const kvHostSuffix = ".consul.invalid:8500"
+
+// errKVGone is the error of a request for a host whose client is gone.
+var errKVGone = errors.New("kvtools/consul test client gone (never dialed)")
 
 // kvInstall puts kvRoutes in http.DefaultClient once, before the first
 // Store exists (no request is then in flight).
@@ -69,7 +77,7 @@ func (r *kvRouter) add(rt http.RoundTripper) (host string, remove func()) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.n++
-	host = fmt.Sprintf("kv%d.consul.invalid:8500", r.n)
+	host = fmt.Sprintf("kv%d%s", r.n, kvHostSuffix)
 	r.hosts[host] = rt
 	return host, func() {
 		r.mu.Lock()
@@ -82,7 +90,13 @@ func (r *kvRouter) RoundTrip(req *http.Request) (*http.Response, error) {
 	r.mu.Lock()
 	rt := r.hosts[req.URL.Host]
 	r.mu.Unlock()
-	if rt == nil {
+	switch {
+	case rt == nil && strings.HasSuffix(req.URL.Host, kvHostSuffix):
+		if req.Body != nil {
+			_ = req.Body.Close() // a RoundTripper closes the body, even on error
+		}
+		return nil, fmt.Errorf("%s: %w", req.URL.Host, errKVGone)
+	case rt == nil:
 		return http.DefaultTransport.RoundTrip(req)
 	}
 	return rt.RoundTrip(req)
@@ -138,6 +152,33 @@ type kvClient struct {
 	// naive takes what Lock returns as the library's documentation says:
 	// a nil error is the lock.
 	naive bool
+
+	mu       sync.Mutex
+	renewers map[chan struct{}]bool // the RenewLock channels not yet closed
+}
+
+// unlock calls lk.Unlock, which closes its renewer's channel stop.
+func (c *kvClient) unlock(ctx context.Context, lk store.Locker, stop chan struct{}) error {
+	c.mu.Lock()
+	delete(c.renewers, stop)
+	c.mu.Unlock()
+	return lk.Unlock(ctx)
+}
+
+// crash ends what the client started, as its process's death would: its
+// connections are severed, then its renewers told to stop (each tries to
+// destroy its session once more through the severed connections, fails,
+// and gives up within kvtools' MaxSessionDestroyAttempts). Without it,
+// every lock a crashed client held would leave a renewer retrying for
+// ever, thousands over a long run of the suite.
+func (c *kvClient) crash() {
+	c.conns.Sever()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for stop := range c.renewers {
+		close(stop)
+	}
+	c.renewers = nil
 }
 
 // kvConsulLock is the Factory of kvtools/consul v1.0.2's store.Locker on
@@ -175,8 +216,9 @@ type kvClient struct {
 //     is locks.ErrNotHeld.
 //   - Lost: the lost-lock channel (api.Lock's monitor closes it when the
 //     session is invalidated).
-//   - Crash: the client's connections are severed (adapter.WithCrash), so
-//     its renewer, which retries for ever on errors, renews nothing more.
+//   - Crash: the client's connections are severed and its renewers told
+//     to stop (adapter.WithCrash, kvClient.crash), so that they renew
+//     nothing more and end.
 //
 // Why sessions end at exactly their TTL: Consul promises only that a
 // session lives until its TTL after the last renewal (a real server ends
@@ -208,7 +250,7 @@ func kvConsulLock(naive bool) propertytest.Factory {
 				if err != nil {
 					return nil, err
 				}
-				return adapter.WithCrash(lk, c.conns.Sever), nil
+				return adapter.WithCrash(lk, c.crash), nil
 			},
 			Clock:     s.Clock(),
 			Advance:   s.Advance,
@@ -224,16 +266,18 @@ func newKVClient(env propertytest.Env, s *fakes.ConsulServer, key string, ttl ti
 	tr := &http.Transport{DialContext: conns.Dial(s.DialContext)}
 	calls := &kvCall{base: fakes.GateConsulTransport(tr), keepGoing: naive}
 	host, remove := kvRoutes.add(calls)
-	env.Cleanup(func() {
-		remove()
-		conns.Sever()
-		tr.CloseIdleConnections()
-	})
 	st, err := kvconsul.New(context.Background(), []string{host}, nil)
 	if err != nil {
+		remove()
 		return nil, err
 	}
-	return &kvClient{st: st, calls: calls, conns: conns, key: key, ttl: ttl, naive: naive}, nil
+	c := &kvClient{st: st, calls: calls, conns: conns, key: key, ttl: ttl, naive: naive}
+	env.Cleanup(func() {
+		c.crash()
+		remove()
+		tr.CloseIdleConnections()
+	})
+	return c, nil
 }
 
 // lock makes a Locker (and its session) and waits for it.
@@ -264,22 +308,31 @@ func (c *kvClient) tryLock(ctx context.Context) (adapter.Grant, error) {
 
 func (c *kvClient) acquire(ctx context.Context) (adapter.Grant, error) {
 	stop := make(chan struct{})
+	c.mu.Lock()
+	if c.renewers == nil {
+		c.renewers = map[chan struct{}]bool{}
+	}
+	c.renewers[stop] = true
+	c.mu.Unlock()
 	lk, err := c.st.NewLock(context.WithoutCancel(ctx), c.key, &store.LockOptions{TTL: 2 * c.ttl, RenewLock: stop})
 	if err != nil {
+		c.mu.Lock()
+		delete(c.renewers, stop) // no renewer was started
+		c.mu.Unlock()
 		return adapter.Grant{}, fmt.Errorf("kvtools/consul: new lock: %w", err)
 	}
 	lost, err := lk.Lock(ctx)
 	switch {
 	case err != nil:
-		_ = lk.Unlock(context.WithoutCancel(ctx)) // stops the renewer
+		_ = c.unlock(context.WithoutCancel(ctx), lk, stop) // stops the renewer
 		return adapter.Grant{}, fmt.Errorf("kvtools/consul: lock: %w", err)
 	case lost == nil && !c.naive:
-		_ = lk.Unlock(context.WithoutCancel(ctx))
+		_ = c.unlock(context.WithoutCancel(ctx), lk, stop)
 		return adapter.Grant{}, fmt.Errorf("kvtools/consul: Lock returned no lock and no error (%w)", errNoLock(ctx))
 	}
 	return adapter.Grant{Lost: lost, Renew: noRenew("kvtools/consul's store.Locker"), Release: func(rctx context.Context) error {
 		var err error
-		c.calls.during(rctx, func() { err = lk.Unlock(rctx) })
+		c.calls.during(rctx, func() { err = c.unlock(rctx, lk, stop) })
 		if errors.Is(err, api.ErrLockNotHeld) {
 			return adapter.NotHeld("kvtools/consul", err)
 		}
