@@ -101,15 +101,17 @@ func TestUnlockThatFreesNothingBreaksProgress(t *testing.T) {
 	}
 }
 
-// onceRefusingLocker refuses the third TryLock of the backend without
-// asking it: a lock that lost a race inside its own attempt, once.
-type onceRefusingLocker struct {
+// refusingLocker refuses, without asking the backend, the TryLocks whose
+// number among the backend's (counted in n, from 1) refuse picks: a lock
+// that loses races inside its own attempt.
+type refusingLocker struct {
 	locks.Locker
-	n *atomic.Int64
+	n      *atomic.Int64
+	refuse func(call int64) bool
 }
 
-func (l onceRefusingLocker) TryLock(ctx context.Context) (locks.Lease, error) {
-	if l.n.Add(1) == 3 {
+func (l refusingLocker) TryLock(ctx context.Context) (locks.Lease, error) {
+	if l.refuse(l.n.Add(1)) {
 		return nil, locks.ErrLocked
 	}
 	return l.Locker.TryLock(ctx)
@@ -120,7 +122,9 @@ func (l onceRefusingLocker) TryLock(ctx context.Context) (locks.Lease, error) {
 func TestSpuriousRefusalIsCountedNotADeadlock(t *testing.T) {
 	SetChecks(t, 30)
 	SetFlag(t, "rapid.seed", "34")
-	rep := Check(t, wrapMemLock(func(l locks.Locker, n *atomic.Int64) locks.Locker { return onceRefusingLocker{l, n} }), Options{})
+	rep := Check(t, wrapMemLock(func(l locks.Locker, n *atomic.Int64) locks.Locker {
+		return refusingLocker{l, n, func(call int64) bool { return call == 3 }}
+	}), Options{})
 	if rep.Failed {
 		t.Fatalf("a lock that refused a free lock once per run failed:\n%s", rep.Output)
 	}
@@ -130,24 +134,13 @@ func TestSpuriousRefusalIsCountedNotADeadlock(t *testing.T) {
 	t.Logf("%d spurious refusals in %d runs", rep.SpuriousRefusals, rep.Runs)
 }
 
-// alwaysRefusingLocker refuses every TryLock from the third on.
-type alwaysRefusingLocker struct {
-	locks.Locker
-	n *atomic.Int64
-}
-
-func (l alwaysRefusingLocker) TryLock(ctx context.Context) (locks.Lease, error) {
-	if l.n.Add(1) >= 3 {
-		return nil, locks.ErrLocked
-	}
-	return l.Locker.TryLock(ctx)
-}
-
 // A lock that refuses a free lock for ever is a deadlock.
 func TestRefusingForEverIsADeadlock(t *testing.T) {
 	SetChecks(t, 30)
 	SetFlag(t, "rapid.seed", "35")
-	rep := Check(t, wrapMemLock(func(l locks.Locker, n *atomic.Int64) locks.Locker { return alwaysRefusingLocker{l, n} }), Options{})
+	rep := Check(t, wrapMemLock(func(l locks.Locker, n *atomic.Int64) locks.Locker {
+		return refusingLocker{l, n, func(call int64) bool { return call >= 3 }}
+	}), Options{})
 	if !rep.Failed {
 		t.Fatalf("a lock that refuses every TryLock passed %d runs", rep.Runs)
 	}
