@@ -3,6 +3,7 @@ package linearize
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 // withDeadline returns op with the deadline its holder was told, in
@@ -108,5 +109,31 @@ func TestExplainLeaseReadsDeadlines(t *testing.T) {
 	h[1] = acquire(1, 2, 2, 60, 70, 2)
 	if got := ExplainLease(h, testTTL, 0); len(got) != 0 {
 		t.Errorf("ExplainLease = %q for a grant after the deadline, want nothing", got)
+	}
+}
+
+// TestDescribeShowsTheDeadlineRounded checks that a grant's description
+// names the deadline its holder was told, rounded as RoundDuration does,
+// and that a grant without one reads as before.
+func TestDescribeShowsTheDeadlineRounded(t *testing.T) {
+	m := leaseModel(t)
+	op := acquire(0, 1, 1, 0, 10, 1)
+	if got, want := m.DescribeOperation(&op), "acquire(L, owner 1) -> granted, token 1"; got != want {
+		t.Errorf("without a deadline: %q, want %q", got, want)
+	}
+	op.Output.Deadline = 2833333333 // ns
+	if got, want := m.DescribeOperation(&op), "acquire(L, owner 1) -> granted, token 1, until 2.8333s"; got != want {
+		t.Errorf("with a deadline: %q, want %q", got, want)
+	}
+	for _, c := range []struct {
+		in, want string
+	}{{"2.833333333s", "2.8333s"}, {"1.2345678ms", "1.235ms"}, {"-1.00006s", "-1.0001s"}, {"750ns", "750ns"}} {
+		d, err := time.ParseDuration(c.in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := RoundDuration(d).String(); got != c.want {
+			t.Errorf("RoundDuration(%s) = %s, want %s", c.in, got, c.want)
+		}
 	}
 }

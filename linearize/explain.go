@@ -82,9 +82,10 @@ func leaseRunning(h []Operation[LeaseInput, LeaseOutput], a *Operation[LeaseInpu
 	return end, renewedAt, at < end
 }
 
-// roundDuration rounds d for people: to 0.1 ms from a second on
-// (9.6333s), to the microsecond from a millisecond on (1.235ms).
-func roundDuration(d time.Duration) time.Duration {
+// RoundDuration rounds d for people reading a history as text: to 0.1 ms
+// from a second on (9.6333s, not 9.633333332s), to the microsecond from a
+// millisecond on (1.235ms). Histories written as JSON keep exact times.
+func RoundDuration(d time.Duration) time.Duration {
 	switch a := max(d, -d); {
 	case a >= time.Second:
 		return d.Round(100 * time.Microsecond)
@@ -96,4 +97,4 @@ func roundDuration(d time.Duration) time.Duration {
 
 // nsText shows a time of a lease history (nanoseconds) as a rounded
 // duration.
-func nsText(ns int64) string { return roundDuration(time.Duration(ns)).String() }
+func nsText(ns int64) string { return RoundDuration(time.Duration(ns)).String() }

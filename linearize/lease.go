@@ -357,6 +357,8 @@ func describeLease(op *Operation[LeaseInput, LeaseOutput]) string {
 	switch {
 	case op.Unknown:
 		return call + " -> ?"
+	case in.Op == Acquire && out.OK && out.Deadline != 0:
+		return fmt.Sprintf("%s -> granted, token %d, until %s", call, out.Token, nsText(out.Deadline))
 	case in.Op == Acquire && out.OK:
 		return fmt.Sprintf("%s -> granted, token %d", call, out.Token)
 	case in.Op == Acquire:

@@ -95,7 +95,7 @@ func (p Picture) timeText(v int64) string {
 	if p.Unit <= 0 {
 		return strconv.FormatInt(v, 10)
 	}
-	return roundDuration(time.Duration(v) * p.Unit).String()
+	return RoundDuration(time.Duration(v) * p.Unit).String()
 }
 
 type picLane struct {
@@ -290,10 +290,10 @@ func leasePicture[I, O any](pic *picture, history []Operation[I, O], res *Result
 			what = "renewed lease"
 		}
 		title := fmt.Sprintf("%s of owner %d, token %d: from %s (called) to %s at the latest (TTL %v)",
-			what, g.Input.Owner, g.Output.Token, p.timeText(g.Call), p.timeText(end), roundDuration(p.LeaseTTL))
+			what, g.Input.Owner, g.Output.Token, p.timeText(g.Call), p.timeText(end), RoundDuration(p.LeaseTTL))
 		if g.Input.Op == Renew {
 			title = fmt.Sprintf("%s of owner %d: from %s (called) to %s at the latest (TTL %v)",
-				what, g.Input.Owner, p.timeText(g.Call), p.timeText(end), roundDuration(p.LeaseTTL))
+				what, g.Input.Owner, p.timeText(g.Call), p.timeText(end), RoundDuration(p.LeaseTTL))
 		}
 		l := &pic.Lanes[lane[g.ClientID]]
 		l.Leases = append(l.Leases, picSpan{Left: at(w.from), Width: max(at(w.end)-at(w.from), minBarWidth/2), Title: title,

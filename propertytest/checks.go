@@ -164,11 +164,29 @@ func (m *machine) fullHolders() []*client {
 	return hs
 }
 
+// untouchedByFaults reports whether no backend fault can have touched the
+// leases of hs: none is active, and none was injected or healed since the
+// earliest of their acquisitions was called. A fault over before a lease
+// was asked for cannot take it (a failover, a restarted node, an expired
+// session all come before the grant), so the probes need not wait for a
+// run without faults, which a cell of frequent faults seldom has.
+func (m *machine) untouchedByFaults(hs []*client) bool {
+	if len(m.active) > 0 {
+		return false
+	}
+	for _, c := range hs {
+		if c.cur.faultEvents != m.faultEvents {
+			return false
+		}
+	}
+	return true
+}
+
 // heldBy describes the leases of hs for a violation's detail.
 func (m *machine) heldBy(hs []*client) string {
 	parts := make([]string, len(hs))
 	for i, c := range hs {
-		parts[i] = fmt.Sprintf("client %d's lease (token %d) was valid until t=%v", c.id, c.cur.token, c.cur.lease.Deadline().Sub(m.rec.start))
+		parts[i] = fmt.Sprintf("client %d's lease (token %d) was valid until t=%v", c.id, c.cur.token, m.since(c.cur.lease.Deadline()))
 	}
 	return strings.Join(parts, " and ")
 }
@@ -206,10 +224,11 @@ func (m *machine) ranOutDuring(what string, h *held, leases []*held) bool {
 // lock. A lock that grants the probe then is not exclusive, whatever the
 // foreign call would do: that is reported as an exclusivity violation, and
 // probeRefused returns false so that the grant is not blamed on the foreign
-// call as well. Like checkSymmetry it reports nothing after backend faults.
+// call as well. Like checkSymmetry it reports nothing when a backend fault
+// may have taken a holder's lease (untouchedByFaults).
 func (m *machine) probeRefused(holder *client) bool {
 	hs := m.fullHolders()
-	if m.faulted || !slices.Contains(hs, holder) {
+	if !m.untouchedByFaults(hs) || !slices.Contains(hs, holder) {
 		return true
 	}
 	listed, leases := m.heldBy(hs), leasesOf(hs)
@@ -231,10 +250,11 @@ func (m *machine) probeRefused(holder *client) bool {
 // checkSymmetry probes, after a foreign call, that the holder still holds
 // the lock: a probe TryLock must be refused while the holder's lease is
 // within its local deadline (which ends before the backend's TTL). It is
-// skipped after backend faults, which may lose the lock by themselves.
+// skipped when a backend fault, which may lose a lease by itself, could
+// have touched a holder's lease (untouchedByFaults).
 func (m *machine) checkSymmetry(what string, holder *client) {
 	hs := m.fullHolders()
-	if m.faulted || !slices.Contains(hs, holder) {
+	if !m.untouchedByFaults(hs) || !slices.Contains(hs, holder) {
 		return
 	}
 	m.ran[Symmetry] = true
@@ -318,7 +338,7 @@ func (m *machine) checkDeadlockFreedom() {
 	if h == nil {
 		m.violate(DeadlockFreedom, false, fmt.Sprintf(
 			"every holder crashed at t=%v; at t=%v (%d × (TTL %v + slack %v) later; %d refused, %d without an answer) TryLock still failed: %v",
-			time.Duration(crashed), time.Duration(m.rec.now()), refused+unknown, m.o.TTL, m.o.Slack, refused, unknown, err))
+			round(time.Duration(crashed)), m.at(), refused+unknown, m.o.TTL, m.o.Slack, refused, unknown, err))
 		return
 	}
 	if refused > 0 && !m.faulted {
@@ -493,9 +513,7 @@ func lockIllegal[S any](ctx context.Context, m *machine, model linearize.Model[S
 	}
 	var b strings.Builder
 	for _, i := range res.Counterexample {
-		op := h[i]
-		fmt.Fprintf(&b, "  client %d [%v, %v] %s\n", op.ClientID, time.Duration(op.Call),
-			time.Duration(op.Return), model.DescribeOperation(&op))
+		writeLockOp(&b, model, &h[i])
 	}
 	minimal := "minimal"
 	if !res.Minimal {
@@ -587,7 +605,7 @@ func (m *machine) checkGrant(c *client, h *held) {
 		}
 		m.twoHolders(d.cur, h, fmt.Sprintf(
 			"client %d was granted the lock (token %d) at t=%v while client %d's lease (token %d) was still valid by its own deadline, t=%v, and its Done was open",
-			c.id, h.token, time.Duration(m.rec.now()), d.id, d.cur.token, d.cur.lease.Deadline().Sub(m.rec.start)))
+			c.id, h.token, m.at(), d.id, d.cur.token, m.since(d.cur.lease.Deadline())))
 	}
 }
 
@@ -615,8 +633,8 @@ func (m *machine) checkBelievers() {
 			}
 			m.twoHolders(c.cur, d.cur, fmt.Sprintf(
 				"at t=%v clients %d (token %d, valid until t=%v) and %d (token %d, valid until t=%v) both held leases valid by their own deadlines, with Done open",
-				time.Duration(m.rec.now()), c.id, c.cur.token, c.cur.lease.Deadline().Sub(m.rec.start),
-				d.id, d.cur.token, d.cur.lease.Deadline().Sub(m.rec.start)))
+				m.at(), c.id, c.cur.token, m.since(c.cur.lease.Deadline()),
+				d.id, d.cur.token, m.since(d.cur.lease.Deadline())))
 		}
 	}
 }
@@ -652,7 +670,7 @@ func (m *machine) checkFreed(c *client, err error) {
 	if err != nil || !m.lockFree(c) {
 		return
 	}
-	m.probeFree(fmt.Sprintf("client %d unlocked at t=%v", c.id, time.Duration(m.rec.now())))
+	m.probeFree(fmt.Sprintf("client %d unlocked at t=%v", c.id, m.at()))
 }
 
 // checkRenewLoss: a Renew the backend refused (the lease is not held any
@@ -698,7 +716,7 @@ func (m *machine) checkLossSignalled(c *client) {
 			m.ran[Exclusivity] = true
 			m.violate(Exclusivity, false, fmt.Sprintf(
 				"client %d's lease (token %d) ended at t=%v, yet at t=%v (slack %v later) its Done was still open (Err=%v): the holder was never told it lost the lock",
-				c.id, l.h.token, l.h.lease.Deadline().Sub(m.rec.start), time.Duration(m.rec.now()), m.o.Slack, l.h.lease.Err()))
+				c.id, l.h.token, m.since(l.h.lease.Deadline()), m.at(), m.o.Slack, l.h.lease.Err()))
 		}
 	}
 	m.lapsed = kept

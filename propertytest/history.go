@@ -348,9 +348,15 @@ func describeLockOps(model linearize.Model[linearize.LeaseState, linearize.Lease
 	if from > 0 {
 		fmt.Fprintf(&b, "  ... %d earlier operations\n", from)
 	}
-	for _, op := range h[from:] {
-		fmt.Fprintf(&b, "  client %d [%v, %v] %s\n", op.ClientID, time.Duration(op.Call),
-			time.Duration(op.Return), model.DescribeOperation(&op))
+	for i := range h[from:] {
+		writeLockOp(&b, model, &h[from+i])
 	}
 	return b.String()
+}
+
+// writeLockOp writes one operation of a lock history as a line of text:
+// its client, call and return times (rounded) and the model's description.
+func writeLockOp[S any](b *strings.Builder, model linearize.Model[S, linearize.LeaseInput, linearize.LeaseOutput], op *lockOp) {
+	fmt.Fprintf(b, "  client %d [%v, %v] %s\n", op.ClientID, round(time.Duration(op.Call)),
+		round(time.Duration(op.Return)), model.DescribeOperation(op))
 }

@@ -25,6 +25,8 @@ type held struct {
 	// lease returned: the backend may keep the lease until TTL after it,
 	// whatever the holder believes.
 	proved int64
+	// faultEvents is the machine's faultEvents at the acquisition's call.
+	faultEvents int
 }
 
 // work is a read-modify-write begun (read done) and not yet written.
@@ -63,6 +65,7 @@ type machine struct {
 	used           map[int]bool    // backend faults injected at least once
 	unclaimed      map[string]bool // unclaimed faults injected during the run
 	faulted        bool            // some backend fault was injected
+	faultEvents    int             // backend faults injected or healed so far
 	found          []Violation
 	lease          linearize.Model[linearize.LeaseState, linearize.LeaseInput, linearize.LeaseOutput] // the model the lock history is checked against
 	ran            map[Property]bool                                                                  // the named checks this run made
@@ -158,8 +161,17 @@ func (m *machine) newLocker(c *client, owner bool) error {
 }
 
 func (m *machine) logf(format string, args ...any) {
-	m.log = append(m.log, fmt.Sprintf("t=%v ", time.Duration(m.rec.now()))+fmt.Sprintf(format, args...))
+	m.log = append(m.log, fmt.Sprintf("t=%v ", m.at())+fmt.Sprintf(format, args...))
 }
+
+// round rounds a duration for the run's texts (linearize.RoundDuration).
+func round(d time.Duration) time.Duration { return linearize.RoundDuration(d) }
+
+// at is the run's time now, as its texts show it.
+func (m *machine) at() time.Duration { return round(time.Duration(m.rec.now())) }
+
+// since is t on the run's time, as its texts show it.
+func (m *machine) since(t time.Time) time.Duration { return round(t.Sub(m.rec.start)) }
 
 // doubt notes that the lock may have been left taken now (see uncertain).
 func (m *machine) doubt() { m.uncertain, m.doubted = m.rec.now(), true }
@@ -290,6 +302,7 @@ func drawStall(t *rapid.T) int {
 func (m *machine) acquire(c *client, blocking, crash bool, stallAt int, onGrant func(h *held)) *op {
 	owner := m.newOwner()
 	i := m.rec.call(c.id, linearize.Acquire, m.o.Name, owner)
+	events := m.faultEvents
 	locker, shared := c.locker, c.read
 	if shared {
 		locker, c.read = c.reader, false
@@ -393,7 +406,7 @@ func (m *machine) acquire(c *client, blocking, crash bool, stallAt int, onGrant 
 			return
 		}
 		h := m.held(lease, owner, out)
-		h.shared = shared
+		h.shared, h.faultEvents = shared, events
 		m.fenced = -1
 		if h.fenced {
 			m.fenced = 1
@@ -633,6 +646,7 @@ func (m *machine) toggleFault(i int) error {
 	if m.active[i] {
 		m.logf("heal %s", f.Name)
 		delete(m.active, i)
+		m.faultEvents++
 		err := f.Heal()
 		m.sched.settle()
 		m.collect()
@@ -640,6 +654,7 @@ func (m *machine) toggleFault(i int) error {
 	}
 	m.logf("inject %s", f.Name)
 	m.faulted, m.used[i] = true, true
+	m.faultEvents++
 	if !m.o.claims(f.Kind) {
 		m.unclaimed[f.Name+" ("+string(f.Kind)+")"] = true
 	}
@@ -974,13 +989,13 @@ func (m *machine) reenter(c *client, blocking bool) {
 			m.ran[DeadlockFreedom] = true
 			m.violate(DeadlockFreedom, false, fmt.Sprintf(
 				"client %d holds the lock (token %d, valid until t=%v) and its owner's nested %s was refused: %v; an owner must re-enter its own acquisition",
-				c.id, h.token, h.lease.Deadline().Sub(m.rec.start), name, err))
+				c.id, h.token, m.since(h.lease.Deadline()), name, err))
 		case !sameAcquisition(h, lease):
 			m.ran[Exclusivity] = true
 			tok, _ := lease.Token()
 			m.violate(Exclusivity, false, fmt.Sprintf(
 				"client %d holds the lock (token %d) and its owner's nested %s came back with another acquisition (token %d, deadline t=%v against t=%v): two acquisitions held at once",
-				c.id, h.token, name, tok, lease.Deadline().Sub(m.rec.start), h.lease.Deadline().Sub(m.rec.start)))
+				c.id, h.token, name, tok, m.since(lease.Deadline()), m.since(h.lease.Deadline())))
 			c.inner = append(c.inner, lease)
 		default:
 			m.logf("client %d: nested %s -> hold %d on token %d", c.id, name, len(c.inner)+1, h.token)

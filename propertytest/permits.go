@@ -53,7 +53,7 @@ func checkLockWith[S any](ctx context.Context, m *machine, model linearize.Model
 	for spurious := 0; res.Verdict == linearize.Illegal && refusal(h, res.Blocker) && spurious < maxSpurious; spurious++ {
 		op := h[res.Blocker]
 		m.logf("the lock history refused client %d's acquire at t=%v while the lock was free (a spurious refusal): judged without it",
-			op.ClientID, time.Duration(op.Call))
+			op.ClientID, round(time.Duration(op.Call)))
 		m.countSpurious(op.Input.Owner)
 		h = without(h, res.Blocker)
 		if res, err = linearize.Check(ctx, model, h, linearize.Options{TimeLimit: m.o.CheckTimeLimit, Workers: 1}); err != nil {
@@ -106,7 +106,7 @@ func (m *machine) checkGrantOfPermit(c *client, h *held) {
 		leases = append(leases, d.cur)
 	}
 	m.overfull(leases, fmt.Sprintf("client %d was granted a permit (token %d) at t=%v while %d of %d permits were held: %s, each with Done open",
-		c.id, h.token, time.Duration(m.rec.now()), len(others), m.o.Permits, m.heldBy(others)))
+		c.id, h.token, m.at(), len(others), m.o.Permits, m.heldBy(others)))
 }
 
 // checkPermitBelievers is checkBelievers with Options.Permits > 1: at no
@@ -123,7 +123,7 @@ func (m *machine) checkPermitBelievers() {
 		leases[i], ids[i] = c.cur, fmt.Sprint(c.id)
 	}
 	m.overfull(leases, fmt.Sprintf("at t=%v clients %s held %d leases valid by their own deadlines, with Done open, for %d permits: %s",
-		time.Duration(m.rec.now()), strings.Join(ids, ", "), len(bs), m.o.Permits, m.heldBy(bs)))
+		m.at(), strings.Join(ids, ", "), len(bs), m.o.Permits, m.heldBy(bs)))
 }
 
 // overfull reports more leases held at once than there are permits, once

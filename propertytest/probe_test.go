@@ -2,6 +2,7 @@ package propertytest
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -77,5 +78,86 @@ func TestProbeGrantedOnceTheHolderRanOutIsNoViolation(t *testing.T) {
 	}
 	if excused != 2 {
 		t.Fatalf("%d probes granted once the holder had run out, want 2 (one per check); log:\n%s", excused, strings.Join(m.log, "\n"))
+	}
+}
+
+// The exclusivity and symmetry probes run when no backend fault can have
+// touched a holder's lease, though the run had faults before its
+// acquisition: they still catch a lock that grants the probe while the
+// holder holds, and stay quiet when a fault came (or is active) after the
+// acquisition was called, which may lose the lease by itself.
+func TestProbesAfterAFaultOverBeforeTheAcquisition(t *testing.T) {
+	cases := []struct {
+		name   string
+		before bool // the fault is injected and healed before the holder's TryLock
+		active bool // and is left active
+		want   bool // the probes run and report the grant
+	}{
+		{"fault over before the acquisition", true, false, true},
+		{"fault over after the acquisition", false, false, false},
+		{"fault active", true, true, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			be, err := MemLock()(t)
+			if err != nil {
+				t.Fatal(err)
+			}
+			be.Faults = []Fault{{Name: "node restart", Kind: FaultNodeDown,
+				Inject: func() error { return nil }, Heal: func() error { return nil }}}
+			o, err := (Options{Clients: 2, TTL: time.Second, Name: "x", Claims: []FaultKind{FaultCrash, FaultNodeDown}}).withDefaults()
+			if err != nil {
+				t.Fatal(err)
+			}
+			newLocker, made := be.NewLocker, 0
+			be.NewLocker = func(name string, opts ...locks.Option) (locks.Locker, error) {
+				if made++; made == o.Clients+1 { // the probe's: a lock of its own, always free
+					return fakes.NewMemLock(name, append([]locks.Option{locks.WithClock(be.Clock)}, opts...)...)
+				}
+				return newLocker(name, opts...)
+			}
+			m, err := newMachine(o, be, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fault := func() {
+				for range 2 {
+					if err := m.toggleFault(0); err != nil {
+						t.Fatal(err)
+					}
+					if c.active {
+						return
+					}
+				}
+			}
+			if c.before {
+				fault()
+			}
+			holder := m.cl[0]
+			h, err := m.tryLock(holder)
+			if h == nil {
+				t.Fatalf("the holder's TryLock: %v", err)
+			}
+			m.take(holder, h)
+			if !c.before {
+				fault()
+			}
+			m.probeRefused(holder)
+			m.checkSymmetry("a foreign call", holder)
+			var props []Property
+			for _, v := range m.found {
+				props = append(props, v.Property)
+			}
+			want := []Property(nil)
+			if c.want {
+				want = []Property{Exclusivity, Symmetry}
+			}
+			if !slices.Equal(props, want) {
+				t.Fatalf("violations %v, want %v: %v", props, want, m.found)
+			}
+			if m.ran[Symmetry] != c.want {
+				t.Errorf("symmetry checked: %v, want %v", m.ran[Symmetry], c.want)
+			}
+		})
 	}
 }

@@ -111,7 +111,7 @@ func (m *machine) checkReleaseWorks(c *client, h *held, rc releaseCall, o *op, e
 	}
 	m.violate(Progress, false, fmt.Sprintf(
 		"client %d's %s of its lease (token %d, valid until t=%v) failed on a healthy backend, with nothing stalled: %v",
-		c.id, rc.name, h.token, rc.deadline.Sub(m.rec.start), err))
+		c.id, rc.name, h.token, m.since(rc.deadline), err))
 }
 
 // lockFree reports whether the lock is free as far as the suite can know,
@@ -159,7 +159,7 @@ func (m *machine) countSpurious(owner uint64) {
 func (m *machine) refusedWhileFree(c *client, owner uint64) {
 	m.countSpurious(owner)
 	m.logf("client %d: TryLock refused while the lock was free (a spurious refusal)", c.id)
-	m.probeFree(fmt.Sprintf("client %d's TryLock was refused at t=%v while the lock was free", c.id, time.Duration(m.rec.now())))
+	m.probeFree(fmt.Sprintf("client %d's TryLock was refused at t=%v while the lock was free", c.id, m.at()))
 }
 
 // probeFree probes a lock that should be free (what says why, and since
@@ -209,10 +209,10 @@ func (m *machine) probeFree(what string) {
 	case h != nil:
 		m.violate(Progress, false, fmt.Sprintf(
 			"%s, with nobody else holding or waiting, and a TryLock was refused until %v later (slack %v): the lock was left taken until it expired",
-			what, time.Duration(m.rec.now()-since), m.o.Slack))
+			what, round(time.Duration(m.rec.now()-since)), m.o.Slack))
 	default:
 		m.violate(DeadlockFreedom, false, fmt.Sprintf(
 			"%s, with nobody else holding or waiting, and a TryLock was still refused %v later (TTL %v + 2 × slack %v): the lock was left taken",
-			what, time.Duration(m.rec.now()-since), m.o.TTL, m.o.Slack))
+			what, round(time.Duration(m.rec.now()-since)), m.o.TTL, m.o.Slack))
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -48,6 +49,12 @@ type Report struct {
 	Checked map[Property]int
 	// Undecided counts history checks that ran out of their time budget.
 	Undecided int
+	// Unclaimed lists, sorted, the kinds of fault the runs could inject
+	// that the lock does not claim (Options.Claims): the kinds of the
+	// Backend's Faults outside the claims, and FaultPause when pauses are
+	// not claimed (every run may draw them). A violation under them is
+	// expected, not a failure.
+	Unclaimed []FaultKind
 	// Outcomes counts, per kind of call ("Lock", "TryLock", "Unlock",
 	// "Renew"), how the calls of every run ended, the suite's probes
 	// included.
@@ -258,6 +265,21 @@ func (s *suite) record(m *machine, found []Violation, undecided int) {
 		s.report.Outcomes[kind] = sum
 	}
 	s.report.SpuriousRefusals += m.spurious
+	kinds := []FaultKind{}
+	if !m.o.claims(FaultPause) {
+		kinds = append(kinds, FaultPause)
+	}
+	for _, f := range m.be.Faults {
+		if !m.o.claims(f.Kind) {
+			kinds = append(kinds, f.Kind)
+		}
+	}
+	for _, k := range kinds {
+		if !slices.Contains(s.report.Unclaimed, k) {
+			s.report.Unclaimed = append(s.report.Unclaimed, k)
+		}
+	}
+	slices.Sort(s.report.Unclaimed)
 	s.report.Undecided += undecided
 	seen := map[Property]bool{}
 	broken := false
