@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -95,8 +96,11 @@ type violationOut struct {
 type cellResult struct {
 	Lock   string `json:"lock"`
 	Faults string `json:"faults"`
-	About  string `json:"about"`
-	Claims string `json:"claims"`
+	// Unclaimed are the kinds of fault the cell's runs could inject that
+	// the lock does not claim (propertytest.Report.Unclaimed).
+	Unclaimed []string `json:"unclaimed_fault_kinds,omitempty"`
+	About     string   `json:"about"`
+	Claims    string   `json:"claims"`
 	// Runs counts the runs made, up to the first that violated a claimed
 	// property; Shrinking, the runs rapid then made to minimize it.
 	Runs      int          `json:"runs"`
@@ -111,6 +115,11 @@ type cellResult struct {
 	// Undecided counts history checks that ran out of time.
 	Undecided  int            `json:"undecided_checks,omitempty"`
 	Violations []violationOut `json:"violations,omitempty"`
+	// WantedRuns estimates how many more runs the cell's properties checked
+	// by too few runs need (runsWanted), and WantedSeconds how long they
+	// would take at the cell's speed.
+	WantedRuns    int     `json:"wanted_runs,omitempty"`
+	WantedSeconds float64 `json:"wanted_seconds,omitempty"`
 	// Error says why the cell could not be checked.
 	Error string `json:"error,omitempty"`
 	// Mutant names the property a deliberately broken lock must break.
@@ -288,6 +297,11 @@ func runCell(c *cell, cfg checkConfig, share time.Duration, p *progress) cellRes
 				cr.Runs += rep.Runs
 			}
 			cr.Undecided += rep.Undecided
+			for _, k := range rep.Unclaimed {
+				if !slices.Contains(cr.Unclaimed, string(k)) {
+					cr.Unclaimed = append(cr.Unclaimed, string(k))
+				}
+			}
 			for prop, n := range rep.Checked {
 				checked[prop] += n
 			}
@@ -315,14 +329,25 @@ func runCell(c *cell, cfg checkConfig, share time.Duration, p *progress) cellRes
 			continue
 		}
 		spent := time.Since(start)
-		perRun := spent / time.Duration(cr.Runs)
-		fit := int((share - spent) / max(perRun, time.Microsecond))
+		perRun := max(spent/time.Duration(cr.Runs), time.Microsecond)
+		fit := int((share - spent) / perRun)
 		if fit < 1 {
-			break
+			// The share is spent. The properties checked too rarely to pass
+			// get the runs their rates so far say they need, while the cell
+			// stays within twice its share.
+			more := runsWanted(checked, expected, cr.Runs)
+			if more == 0 || spent+time.Duration(more)*perRun > 2*share {
+				break
+			}
+			fit = more
 		}
 		checks = min(fit, cfg.chunk) // chunks stay short, so that a slow cell stops near its share
 	}
 	cr.Seconds = time.Since(start).Seconds()
+	if cr.Runs > 0 {
+		cr.WantedRuns = runsWanted(checked, expected, cr.Runs)
+		cr.WantedSeconds = float64(cr.WantedRuns) * cr.Seconds / float64(cr.Runs)
+	}
 	broken := map[propertytest.Property]bool{}
 	if failed != nil {
 		cr.Violated, cr.Seed = true, failed.Seed
@@ -359,6 +384,28 @@ func runCell(c *cell, cfg checkConfig, share time.Duration, p *progress) cellRes
 	return cr
 }
 
+// runsWanted estimates how many more runs the properties of a cell checked
+// by fewer than minRuns of its runs need to reach minRuns, at the rate each
+// was checked so far; a property never checked is given as many runs
+// again. Availability, which a backend of one node never checks, and
+// properties with an expected violation, which are not passes to make,
+// want none.
+func runsWanted(checked, expected map[propertytest.Property]int, runs int) int {
+	want := 0
+	for _, p := range properties {
+		n := checked[p]
+		if n >= minRuns || expected[p] > 0 || (p == propertytest.Availability && n == 0) {
+			continue
+		}
+		if n == 0 {
+			want = max(want, runs)
+			continue
+		}
+		want = max(want, ((minRuns-n)*runs+n-1)/n)
+	}
+	return want
+}
+
 func violationOf(v *propertytest.Violation) violationOut {
 	out := violationOut{Property: string(v.Property), Status: v.Status(), Detail: v.Detail,
 		Unclaimed: v.Unclaimed, History: v.History, evidence: v.Evidence}
@@ -381,6 +428,24 @@ func histFlagName(fs *flag.FlagSet) string {
 	return "histories"
 }
 
+// faultsText is a cell's FAULTS column: its scenario, and the kinds of
+// fault in it the lock does not claim, whose violations are expected.
+func faultsText(c cellResult) string {
+	var extra []string
+	for _, k := range c.Unclaimed {
+		if k != c.Faults {
+			extra = append(extra, k)
+		}
+	}
+	switch {
+	case len(c.Unclaimed) == 0:
+		return c.Faults
+	case len(extra) == 0:
+		return c.Faults + " (not claimed)"
+	}
+	return fmt.Sprintf("%s + %s (not claimed)", c.Faults, strings.Join(extra, ", "))
+}
+
 // printTable writes the lock × property table and what to do next.
 func printTable(w io.Writer, res checkResult) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -390,7 +455,7 @@ func printTable(w io.Writer, res checkResult) {
 	}
 	fmt.Fprintln(tw)
 	for _, c := range res.Cells {
-		fmt.Fprintf(tw, "%s\t%s\t%d", c.Lock, c.Faults, c.Runs)
+		fmt.Fprintf(tw, "%s\t%s\t%d", c.Lock, faultsText(c), c.Runs)
 		for _, p := range c.Props {
 			fmt.Fprintf(tw, "\t%s", cellText(c, p))
 		}
@@ -431,6 +496,9 @@ func printTable(w io.Writer, res checkResult) {
 			fmt.Fprintf(w, " (%s of the table checked by too few runs to pass)", plural(tooFew, "property", "properties"))
 		}
 		fmt.Fprintln(w)
+		if hint := moreRunsHint(res); hint != "" {
+			fmt.Fprintln(w, hint)
+		}
 	case exitIllegal:
 		fmt.Fprintln(w, "\nverdict: VIOLATED: a lock broke a property it claims")
 	default:
@@ -442,6 +510,35 @@ func printTable(w io.Writer, res checkResult) {
 		}
 		fmt.Fprintf(w, "\nverdict: ERROR: %s could not be checked (the cause is in its row)\n", plural(failed, "cell", "cells"))
 	}
+}
+
+// moreRunsHint says, for each cell that left properties at too few runs,
+// how many more runs its rates so far say they want, and a command that
+// checks that cell alone with them (-budget, or -runs with -runs); empty
+// when no cell did.
+func moreRunsHint(res checkResult) string {
+	var b strings.Builder
+	for _, c := range res.Cells {
+		var few []string
+		for _, p := range c.Props {
+			if p.Status == statusTooFew {
+				few = append(few, p.Property)
+			}
+		}
+		if len(few) == 0 || c.Mutant != "" {
+			continue
+		}
+		more := fmt.Sprintf("-runs %d", c.Runs+c.WantedRuns)
+		if res.Budget != "" {
+			// A cell alone gets the whole budget, and up to as much again
+			// for its rare properties.
+			need := time.Duration((c.Seconds + c.WantedSeconds) / 2 * float64(time.Second))
+			more = fmt.Sprintf("-budget %v", max((need+time.Minute-1).Truncate(time.Minute), time.Minute))
+		}
+		fmt.Fprintf(&b, "too few runs: %s/%s (%s) wants about %d more runs: lockproof check -locks %s -faults %s %s\n",
+			c.Lock, c.Faults, strings.Join(few, ", "), c.WantedRuns, c.Lock, c.Faults, more)
+	}
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 func cellText(c cellResult, p propResult) string {
@@ -461,7 +558,10 @@ func cellText(c cellResult, p propResult) string {
 // legend explains the table's cells, as the HTML report's legend does.
 var legend = fmt.Sprintf(`pass: checked by %[1]d runs or more, never violated; VIOLATED: a property the lock claims was broken;
 expected (n/m runs): broken only under faults the lock does not claim; too few runs (n): checked by n runs,
-fewer than %[1]d, never violated: not a pass; -: availability on a backend of one node, which cannot lose a minority.
+fewer than %[1]d, never violated: not a pass, and not a finding either: the lock may break it in runs not made
+(the line under the verdict says what -budget would check it); -: availability on a backend of one node, which
+cannot lose a minority. FAULTS names the cell's scenario and, "(not claimed)", the faults in it the lock does not
+claim to survive: what breaks under those alone is expected.
 progress is a property of its own, apart from deadlock freedom: with nothing wrong, a holder's Unlock and Renew
 must succeed and a free lock be granted; deadlock freedom asks only that a lock left by its holders comes free by
 TTL + slack, which a lock whose every Unlock fails still does.`, minRuns)

@@ -12,8 +12,9 @@ import (
 var reportHTML string
 
 var reportTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
-	"cellText": cellText,
-	"lower":    strings.ToLower,
+	"cellText":   cellText,
+	"faultsText": faultsText,
+	"lower":      strings.ToLower,
 	"class": func(status string) string {
 		return strings.ReplaceAll(strings.ToLower(status), " ", "-")
 	},
@@ -63,7 +64,8 @@ func writeReport(path string, res checkResult) error {
 		Props      []string
 		Violations []reportViolation
 		MinRuns    int
-	}{res, propNames(), vs, minRuns})
+		MoreRuns   string
+	}{res, propNames(), vs, minRuns, moreRunsHint(res)})
 	if cerr := fh.Close(); err == nil {
 		err = cerr
 	}
