@@ -24,6 +24,8 @@ type scripted struct {
 	id string // the line's identity in the queue and its channel
 	// suffix ends the line's queue members, after "<owner> <id> <ttl µs>".
 	suffix string
+	// queue is the key of the waiters' queue.
+	queue string
 	// busy follows locks.ErrLocked in a refused TryLock's error.
 	busy string
 	// script is the acquire script for owner, its keys and arguments: it
@@ -31,7 +33,7 @@ type scripted struct {
 	// the way ends} when not. waiting is set in Lock, not in TryLock: it
 	// queues a refused owner, and keeps a queued one in its place.
 	script func(owner string, waiting bool) (*redis.Script, []string, []any)
-	client redis.Scripter
+	client redis.UniversalClient
 	// loaded: an EVAL of script went through, so the server has it.
 	loaded atomic.Bool
 	// ops are the owner-checked operations on owner's lease.
@@ -44,11 +46,30 @@ func newScripted(client redis.UniversalClient, name, chPfx string, o locks.Optio
 	id := locks.NewOwner()[:16]
 	n := &scripted{id: id, client: client, line: newLine(client, name, chPfx+id, o, errorf)}
 	n.line.try = func(ctx context.Context, owner string) (attemptResult, error) { return n.attempt(ctx, owner, false) }
-	n.line.enqueue = func(ctx context.Context, owner string) (attemptResult, error) { return n.attempt(ctx, owner, true) }
-	n.line.recheck = n.line.enqueue
+	n.line.enqueue = n.enqueue
+	n.line.recheck = func(ctx context.Context, owner string) (attemptResult, error) { return n.attempt(ctx, owner, true) }
 	n.line.take = n.grant
 	n.line.renew = func(ctx context.Context, owner string) error { return n.ops(owner).Renew(ctx) }
 	return n
+}
+
+// enqueue puts owner at the back of the queue with one RPUSH, as a
+// Locker's waiter does. A waiter behind others needs nothing more: the
+// waiters ahead were refused because the leases in the way are held, and
+// the script that frees room serves the queue in order; when room is
+// freed by an expiry instead, the re-checks after the waiters' timers
+// serve it. The first waiter instead attempts at once, since the room may
+// be free; that also sets the queue's TTL.
+func (n *scripted) enqueue(ctx context.Context, owner string) (attemptResult, error) {
+	r := attemptResult{start: n.opt.Clock.Now(), pttl: -1, status: statusWait}
+	k, err := n.client.RPush(ctx, n.queue, n.member(owner)).Result()
+	if err != nil {
+		return r, n.errorf("enqueue: %w", err)
+	}
+	if k == 1 {
+		return n.attempt(ctx, owner, true)
+	}
+	return r, nil
 }
 
 // member is owner's entry in the queue.

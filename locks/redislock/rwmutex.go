@@ -87,6 +87,7 @@ func (m *RWMutex) side(mode string, set int, busy string) *rwSide {
 	s := &rwSide{m: m, mode: mode, reentry: locks.NewReentry(m.opt)}
 	s.acq = newScripted(m.client, m.name, m.chPfx, m.opt, s.errorf)
 	s.acq.suffix = " " + mode
+	s.acq.queue = m.keys[2]
 	s.acq.busy = busy
 	s.acq.script = func(owner string, waiting bool) (*redis.Script, []string, []any) {
 		return acquireRWScript, m.keys, []any{owner, m.opt.TTL.Microseconds(), m.chPfx, s.acq.member(owner), mode, waitArg(waiting)}

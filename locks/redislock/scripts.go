@@ -94,17 +94,20 @@ return 0
 // Every script takes ARGV owner, ttl µs, channel prefix, the owner's queue
 // member ("" when it has none), then its own, and begins with leasePrelude:
 // it reads the server's clock and defines
-//   - keep(k), which sets k's TTL to its longest member's;
+//   - tidy(q, ks), which sets the TTL of each lease set in ks to its
+//     longest lease's, and makes queue q live at least three times the
+//     longest of the TTL and those leases, so that a waiter's place
+//     outlasts the leases it waits behind (each re-check, at the earliest
+//     end, renews it). Every script ends with it;
 //   - left(ks), the µs until the earliest end of a lease in the sets ks
 //     (the TTL when they are empty);
-//   - linger(q, ks), which makes queue q live three times the longest of
-//     the TTL and the leases in ks, so that a waiter's place outlasts the
-//     leases it waits behind: each re-check, at the earliest end, renews it;
 //   - offer(m, k, fk), which grants queue member m a lease in set k with
 //     a token from the fencing counter fk and publishes the token on the
 //     member's channel. A member nobody listens for (its process crashed)
 //     is skipped: offer returns false, leaving a gap in the tokens. The
-//     caller's own member is granted without a message: mine is its token.
+//     caller's own member is granted without a message: mine is its token;
+//   - grant(k), which grants the caller a lease in set k with a token from
+//     the fencing counter, KEYS' last, and returns {1, token}.
 //
 // A release pops waiters only while they can enter, so it wakes exactly
 // the waiters it serves: one per freed permit, the writer at the head of
@@ -114,9 +117,18 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local ttl = tonumber(ARGV[2])
 local mine = false
-local function keep(k)
-  local l = redis.call('ZRANGE', k, -1, -1, 'WITHSCORES')
-  if l[2] then redis.call('PEXPIRE', k, math.ceil((tonumber(l[2]) - now) / 1000)) end
+local function tidy(q, ks)
+  local d = ttl
+  for _, k in ipairs(ks) do
+    local l = redis.call('ZRANGE', k, -1, -1, 'WITHSCORES')
+    if l[2] then
+      local e = tonumber(l[2]) - now
+      redis.call('PEXPIRE', k, math.ceil(e / 1000))
+      d = math.max(d, e)
+    end
+  end
+  d = math.ceil(3 * d / 1000)
+  if redis.call('PTTL', q) < d then redis.call('PEXPIRE', q, d) end
 end
 local function left(ks)
   local e = false
@@ -126,14 +138,6 @@ local function left(ks)
   end
   if e then return e - now end
   return ttl
-end
-local function linger(q, ks)
-  local d = ttl
-  for _, k in ipairs(ks) do
-    local l = redis.call('ZRANGE', k, -1, -1, 'WITHSCORES')
-    if l[2] then d = math.max(d, tonumber(l[2]) - now) end
-  end
-  redis.call('PEXPIRE', q, math.ceil(3 * d / 1000))
 end
 local function offer(m, k, fk)
   local o, id, d = string.match(m, '^(%S+) (%S+) (%d+)')
@@ -145,13 +149,11 @@ local function offer(m, k, fk)
     return false
   end
   redis.call('ZADD', k, now + tonumber(d), o)
-  keep(k)
   return true
 end
 local function grant(k)
   local f = redis.call('INCR', KEYS[#KEYS])
   redis.call('ZADD', k, now + ttl, ARGV[1])
-  keep(k)
   return {1, f}
 end
 `
@@ -165,17 +167,22 @@ end
 // semPrelude follows leasePrelude: it drops the permits whose lease has
 // ended (so no expired permit is ever counted, renewed or released) and
 // defines serve(), which hands the free permits (ARGV[5] in all) to the
-// waiters at the head of the queue.
+// waiters at the head of the queue, and done(r), which tidies and
+// returns r.
 const semPrelude = leasePrelude + `
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
 local permits = tonumber(ARGV[5])
 local function serve()
-  while redis.call('ZCARD', KEYS[1]) < permits do
+  local n = redis.call('ZCARD', KEYS[1])
+  while n < permits do
     local m = redis.call('LPOP', KEYS[2])
     if not m then return end
-    offer(m, KEYS[1], KEYS[3])
+    if offer(m, KEYS[1], KEYS[3]) then n = n + 1 end
   end
-  linger(KEYS[2], {KEYS[1]})
+end
+local function done(r)
+  tidy(KEYS[2], {KEYS[1]})
+  return r
 end
 `
 
@@ -189,15 +196,14 @@ end
 // granted, {0, µs until the earliest permit ends} when not.
 var acquireSemScript = redis.NewScript(semPrelude + `
 serve()
-if mine then return {1, mine} end
+if mine then return done({1, mine}) end
 if redis.call('ZSCORE', KEYS[1], ARGV[1]) or redis.call('ZCARD', KEYS[1]) < permits then
-  return grant(KEYS[1])
+  return done(grant(KEYS[1]))
 end
-if ARGV[6] == '1' then
-  if not redis.call('LPOS', KEYS[2], ARGV[4]) then redis.call('RPUSH', KEYS[2], ARGV[4]) end
-  linger(KEYS[2], {KEYS[1]})
+if ARGV[6] == '1' and not redis.call('LPOS', KEYS[2], ARGV[4]) then
+  redis.call('RPUSH', KEYS[2], ARGV[4])
 end
-return {0, left({KEYS[1]})}
+return done({0, left({KEYS[1]})})
 `)
 
 // renewSemScript extends ARGV[1]'s permit to a full TTL from now, if it
@@ -205,10 +211,9 @@ return {0, left({KEYS[1]})}
 // Returns 1, or 0 when it holds none.
 var renewSemScript = redis.NewScript(semPrelude + `
 serve()
-if not redis.call('ZSCORE', KEYS[1], ARGV[1]) then return 0 end
+if not redis.call('ZSCORE', KEYS[1], ARGV[1]) then return done(0) end
 redis.call('ZADD', KEYS[1], 'XX', now + ttl, ARGV[1])
-keep(KEYS[1])
-return 1
+return done(1)
 `)
 
 // releaseSemScript takes ARGV[4] out of the queue (when not ""), gives
@@ -219,7 +224,7 @@ var releaseSemScript = redis.NewScript(semPrelude + `
 if ARGV[4] ~= '' then redis.call('LREM', KEYS[2], 0, ARGV[4]) end
 local n = redis.call('ZREM', KEYS[1], ARGV[1])
 serve()
-return n
+return done(n)
 `)
 
 // The read-write mutex's keys (see RWMutex and RWKeys), under the lock's
@@ -232,24 +237,30 @@ return n
 //
 // rwPrelude follows leasePrelude: it drops the leases that have ended and
 // defines serve(), which hands the lock to the waiters at the head of the
-// queue while they can enter: a writer when nobody holds it, readers
-// while no writer does.
+// queue while they can enter (a writer when nobody holds it, readers
+// while no writer does), and done(r), which tidies and returns r.
 const rwPrelude = leasePrelude + `
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
 local function serve()
-  while redis.call('EXISTS', KEYS[2]) == 0 do
+  local readers = redis.call('EXISTS', KEYS[1]) == 1
+  if redis.call('EXISTS', KEYS[2]) == 1 then return end
+  while true do
     local m = redis.call('LINDEX', KEYS[3], 0)
     if not m then return end
-    local k = KEYS[1]
-    if string.sub(m, -1) == 'w' then
-      if redis.call('EXISTS', KEYS[1]) == 1 then break end
-      k = KEYS[2]
-    end
+    local w = string.sub(m, -1) == 'w'
+    if w and readers then return end
     redis.call('LPOP', KEYS[3])
-    offer(m, k, KEYS[4])
+    if w then
+      if offer(m, KEYS[2], KEYS[4]) then return end
+    elseif offer(m, KEYS[1], KEYS[4]) then
+      readers = true
+    end
   end
-  linger(KEYS[3], {KEYS[1], KEYS[2]})
+end
+local function done(r)
+  tidy(KEYS[3], {KEYS[1], KEYS[2]})
+  return r
 end
 `
 
@@ -265,21 +276,20 @@ end
 // lease ends} when not.
 var acquireRWScript = redis.NewScript(rwPrelude + `
 serve()
-if mine then return {1, mine} end
+if mine then return done({1, mine}) end
 local k = KEYS[1]
-if ARGV[5] == 'w' then k = KEYS[2] end
 local free
 if ARGV[5] == 'w' then
+  k = KEYS[2]
   free = redis.call('EXISTS', KEYS[1], KEYS[2]) == 0
 else
   free = redis.call('EXISTS', KEYS[2], KEYS[3]) == 0
 end
-if free or redis.call('ZSCORE', k, ARGV[1]) then return grant(k) end
-if ARGV[6] == '1' then
-  if not redis.call('LPOS', KEYS[3], ARGV[4]) then redis.call('RPUSH', KEYS[3], ARGV[4]) end
-  linger(KEYS[3], {KEYS[1], KEYS[2]})
+if free or redis.call('ZSCORE', k, ARGV[1]) then return done(grant(k)) end
+if ARGV[6] == '1' and not redis.call('LPOS', KEYS[3], ARGV[4]) then
+  redis.call('RPUSH', KEYS[3], ARGV[4])
 end
-return {0, left({KEYS[1], KEYS[2]})}
+return done({0, left({KEYS[1], KEYS[2]})})
 `)
 
 // renewRWScript extends ARGV[1]'s lease in KEYS[ARGV[5]] (1 reader, 2
@@ -288,10 +298,9 @@ return {0, left({KEYS[1], KEYS[2]})}
 var renewRWScript = redis.NewScript(rwPrelude + `
 serve()
 local k = KEYS[tonumber(ARGV[5])]
-if not redis.call('ZSCORE', k, ARGV[1]) then return 0 end
+if not redis.call('ZSCORE', k, ARGV[1]) then return done(0) end
 redis.call('ZADD', k, 'XX', now + ttl, ARGV[1])
-keep(k)
-return 1
+return done(1)
 `)
 
 // releaseRWScript takes ARGV[4] out of the queue (when not ""), removes
@@ -302,5 +311,5 @@ var releaseRWScript = redis.NewScript(rwPrelude + `
 if ARGV[4] ~= '' then redis.call('LREM', KEYS[3], 0, ARGV[4]) end
 local n = redis.call('ZREM', KEYS[tonumber(ARGV[5])], ARGV[1])
 serve()
-return n
+return done(n)
 `)

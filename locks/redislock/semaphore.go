@@ -73,6 +73,7 @@ func NewSemaphore(client redis.UniversalClient, name string, permits int, opts .
 		chPfx:   key + ":w:",
 	}
 	s.acq = newScripted(client, name, s.chPfx, o, s.errorf)
+	s.acq.queue = s.keys[1]
 	s.acq.busy = fmt.Sprintf(" (all %d permits held)", permits)
 	s.acq.script = func(owner string, waiting bool) (*redis.Script, []string, []any) {
 		return acquireSemScript, s.keys, append(s.args(owner, s.acq.member(owner)), waitArg(waiting))
