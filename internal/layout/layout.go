@@ -27,10 +27,11 @@ import (
 func RedisKey(prefix, name string) string { return prefix + "{" + name + "}" }
 
 // RedisRWKeys are the keys of redislock's read-write mutex name under
-// prefix, all under RedisKey's hash tag: the readers' leases, the writer's
-// lease, the writers waiting (sorted sets of owners scored by the end of
-// their lease or wait, in µs of the server's TIME), the fencing counter,
-// and the pub/sub channel a release publishes on.
+// prefix, all under RedisKey's hash tag: the readers' leases and the
+// writer's lease (sorted sets of owners scored by the end of their lease,
+// in µs of the server's TIME), the FIFO list of the waiters, the fencing
+// counter, and the prefix of the waiters' pub/sub channels (":" and a
+// waiting RWMutex mode's id follow it).
 func RedisRWKeys(prefix, name string) (readers, writer, waiting, fence, channel string) {
 	k := RedisKey(prefix, name) + ":rw"
 	return k + ":r", k + ":w", k + ":q", k + ":fence", k + ":free"

@@ -32,17 +32,18 @@
 // Semaphore (NewSemaphore) is a counting semaphore of N permits on the same
 // server: a sorted set of the permit holders scored by the end of their
 // leases on the server's clock, pruned by every script before it counts,
-// and a fencing counter shared by all permits. Each permit is a lease as the
-// lock's is; waiters are woken by a publish on release and fall back on the
-// earliest permit's TTL.
+// a FIFO of waiters and a fencing counter shared by all permits. Each
+// permit is a lease as the lock's is; waiters queue and are handed a
+// permit, as the lock's are, one per permit freed.
 //
 // RWMutex (NewRWMutex) is a read-write lock on the same server: its
 // RLocker and Locker views are Lockers of shared and exclusive leases,
 // kept in sorted sets by the end of their leases on the server's clock
-// (RWKeys), with one fencing counter for readers and writers. A writer
-// waiting turns new readers away and is handed the lock when it frees, so
-// overlapping readers do not starve it; waiting is notified as the
-// semaphore's is.
+// (RWKeys), with one FIFO of waiters of either mode and one fencing
+// counter for readers and writers. A reader that finds anyone waiting
+// queues behind them, so overlapping readers do not starve a writer; a
+// release hands the lock to the writer at the head of the queue, or to
+// the readers there up to the first writer, and wakes nobody else.
 //
 // What it does not survive: the loss of acknowledged writes. A Redis primary
 // that fails over to a replica which had not yet received the lock key (Redis

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -13,44 +13,71 @@ import (
 	"github.com/lockproof/lockproof/locks"
 )
 
-// notified is the acquisition the Semaphore and the RWMutex share: one
-// script per attempt, which either grants (with a fencing token) or says
-// how long until the earliest lease in the way ends; waiters sleep until
-// any message on one pub/sub channel, or that long (plus jitter), and try
-// again. Waiters are not served in arrival order.
-type notified struct {
-	name   string
-	opt    locks.Options
-	errorf func(string, ...any) error
+// scripted is the acquisition the Semaphore and each mode of the RWMutex
+// share: one script per attempt, which hands the free room to the waiters
+// at the head of the queue, then grants the caller (with a fencing token),
+// or refuses it with the time until the earliest lease in the way ends,
+// queueing it when it waits. Waiting is the line's: a release hands the
+// room it freed to the waiters it serves, and wakes them alone.
+type scripted struct {
+	*line
+	id string // the line's identity in the queue and its channel
+	// suffix ends the line's queue members, after "<owner> <id> <ttl µs>".
+	suffix string
+	// queue is the key of the waiters' queue.
+	queue string
 	// busy follows locks.ErrLocked in a refused TryLock's error.
 	busy string
 	// script is the acquire script for owner, its keys and arguments: it
 	// answers {1, fence} when granted, {0, µs until the earliest lease in
-	// the way ends} when not. waiting is set in Lock, not in TryLock.
+	// the way ends} when not. waiting is set in Lock, not in TryLock: it
+	// queues a refused owner, and keeps a queued one in its place.
 	script func(owner string, waiting bool) (*redis.Script, []string, []any)
-	client redis.Scripter
+	client redis.UniversalClient
 	// loaded: an EVAL of script went through, so the server has it.
 	loaded atomic.Bool
 	// ops are the owner-checked operations on owner's lease.
 	ops func(owner string) locks.LeaseOps
-	// abandon, if set, undoes what a waiting attempt of owner left on the
-	// server, when Lock gives up.
-	abandon func(ctx context.Context, owner string) error
-
-	mu      sync.Mutex
-	waiters map[chan struct{}]bool
-	listen  *listener
 }
 
-// newNotified returns a notified whose waiters listen on channel; the
-// caller sets script, ops and abandon.
-func newNotified(client redis.UniversalClient, name, channel string, o locks.Options, errorf func(string, ...any) error) *notified {
-	n := &notified{name: name, opt: o, errorf: errorf, client: client, waiters: map[chan struct{}]bool{}}
-	n.listen = &listener{client: client, channel: channel, timeout: o.TTL, route: func(string) { n.wakeAll() }, missed: n.wakeAll}
+// newScripted returns a scripted whose waiters listen on chPfx and its
+// id; the caller sets script, ops and the line's withdraw.
+func newScripted(client redis.UniversalClient, name, chPfx string, o locks.Options, errorf func(string, ...any) error) *scripted {
+	id := locks.NewOwner()[:16]
+	n := &scripted{id: id, client: client, line: newLine(client, name, chPfx+id, o, errorf)}
+	n.line.try = func(ctx context.Context, owner string) (attemptResult, error) { return n.attempt(ctx, owner, false) }
+	n.line.enqueue = n.enqueue
+	n.line.recheck = func(ctx context.Context, owner string) (attemptResult, error) { return n.attempt(ctx, owner, true) }
+	n.line.take = n.grant
+	n.line.renew = func(ctx context.Context, owner string) error { return n.ops(owner).Renew(ctx) }
 	return n
 }
 
-func (n *notified) tryLock(ctx context.Context) (locks.Lease, error) {
+// enqueue puts owner at the back of the queue with one RPUSH, as a
+// Locker's waiter does. A waiter behind others needs nothing more: the
+// waiters ahead were refused because the leases in the way are held, and
+// the script that frees room serves the queue in order; when room is
+// freed by an expiry instead, the re-checks after the waiters' timers
+// serve it. The first waiter instead attempts at once, since the room may
+// be free; that also sets the queue's TTL.
+func (n *scripted) enqueue(ctx context.Context, owner string) (attemptResult, error) {
+	r := attemptResult{start: n.opt.Clock.Now(), pttl: -1, status: statusWait}
+	k, err := n.client.RPush(ctx, n.queue, n.member(owner)).Result()
+	if err != nil {
+		return r, n.errorf("enqueue: %w", err)
+	}
+	if k == 1 {
+		return n.attempt(ctx, owner, true)
+	}
+	return r, nil
+}
+
+// member is owner's entry in the queue.
+func (n *scripted) member(owner string) string {
+	return owner + " " + n.id + " " + strconv.FormatInt(n.opt.TTL.Microseconds(), 10) + n.suffix
+}
+
+func (n *scripted) tryLock(ctx context.Context) (locks.Lease, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, n.errorf("try lock: %w", err)
 	}
@@ -62,65 +89,13 @@ func (n *notified) tryLock(ctx context.Context) (locks.Lease, error) {
 	if r.status == statusWait {
 		return nil, n.errorf("%w%s", locks.ErrLocked, n.busy)
 	}
-	return n.grant(ctx, owner, r)
-}
-
-func (n *notified) lock(ctx context.Context) (lease locks.Lease, err error) {
-	if err := ctx.Err(); err != nil {
-		return nil, n.errorf("lock: %w", err)
-	}
-	owner := locks.NewOwner()
-	began := n.opt.Clock.Now()
-	var ch chan struct{}
-	defer func() {
-		if ch != nil {
-			n.leave(ch)
-		}
-		if err != nil && n.abandon != nil {
-			n.giveUp(owner)
-		}
-	}()
-	for {
-		r, err := n.attempt(ctx, owner, true)
-		if err != nil {
-			return nil, err
-		}
-		if r.status != statusWait {
-			lease, err := n.grant(ctx, owner, r)
-			if !errors.Is(err, locks.ErrLeaseExpired) {
-				return lease, err
-			}
-			owner = locks.NewOwner() // granted too late to use, and released: try again
-			continue
-		}
-		if ch == nil {
-			// Subscribe, then try again before sleeping: a release
-			// between the first attempt and the subscription was not
-			// heard.
-			if ch, err = n.join(ctx); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		if _, _, err := sleepOn(ctx, n.opt, n.errorf, ch, r.pttl, began); err != nil {
-			return nil, err
-		}
-	}
-}
-
-// giveUp runs abandon for owner on a context of its own.
-func (n *notified) giveUp(owner string) {
-	ctx, cancel := locks.RequestContext(context.Background(), n.opt.RequestTimeout)
-	defer cancel()
-	if err := n.abandon(ctx, owner); err != nil {
-		n.opt.Logger.Warn("lockproof: could not withdraw a waiter; it expires by TTL", "lock", n.name, "err", err)
-	}
+	return n.grant(ctx, owner, r.fence, r.start)
 }
 
 // attempt runs the script for owner. A request that fails (a cancelled
 // ctx, a lost reply) may still have granted a lease: it is released,
 // owner-checked, on a context of its own.
-func (n *notified) attempt(ctx context.Context, owner string, waiting bool) (attemptResult, error) {
+func (n *scripted) attempt(ctx context.Context, owner string, waiting bool) (attemptResult, error) {
 	r := attemptResult{start: n.opt.Clock.Now(), pttl: -1}
 	script, keys, args := n.script(owner, waiting)
 	v, err := n.eval(ctx, script, keys, args, &r.start).Int64Slice()
@@ -152,7 +127,7 @@ func (n *notified) attempt(ctx context.Context, owner string, waiting bool) (att
 // began after. (Script.Run's EVALSHA first would put a NOSCRIPT round
 // trip before the grant, and the lease's local deadline, reckoned from
 // before it, would fall short of the server's by as long as that took.)
-func (n *notified) eval(ctx context.Context, script *redis.Script, keys []string, args []any, start *time.Time) *redis.Cmd {
+func (n *scripted) eval(ctx context.Context, script *redis.Script, keys []string, args []any, start *time.Time) *redis.Cmd {
 	if !n.loaded.Load() {
 		cmd := script.Eval(ctx, n.client, keys, args...)
 		if cmd.Err() == nil {
@@ -171,50 +146,12 @@ func (n *notified) eval(ctx context.Context, script *redis.Script, keys []string
 // grant wraps a granted lease in a managed one; one whose validity had
 // already run out when the answer came is released and reported as
 // locks.ErrLeaseExpired.
-func (n *notified) grant(ctx context.Context, owner string, r attemptResult) (locks.Lease, error) {
-	lease := locks.NewLease(locks.LeaseSpec{Name: n.name, Token: r.fence, Fenced: true, Start: r.start},
+func (n *scripted) grant(ctx context.Context, owner string, fence locks.Token, start time.Time) (locks.Lease, error) {
+	lease := locks.NewLease(locks.LeaseSpec{Name: n.name, Token: fence, Fenced: true, Start: start},
 		n.ops(owner), n.opt)
 	if err := lease.GiveBackIfLate(ctx); err != nil {
 		return nil, n.errorf("acquired too late: %w", err)
 	}
-	locks.Observe(ctx, n.opt.Observer, locks.Event{Point: locks.PointAcquired, Name: n.name, Token: r.fence, Fenced: true})
+	locks.Observe(ctx, n.opt.Observer, locks.Event{Point: locks.PointAcquired, Name: n.name, Token: fence, Fenced: true})
 	return lease, nil
-}
-
-// join registers a waiter and returns the channel it is woken on, once
-// the subscription is confirmed.
-func (n *notified) join(ctx context.Context) (chan struct{}, error) {
-	ch := make(chan struct{}, 1)
-	n.mu.Lock()
-	n.waiters[ch] = true
-	n.mu.Unlock()
-	if err := n.listen.join(ctx); err != nil {
-		n.mu.Lock()
-		delete(n.waiters, ch)
-		n.mu.Unlock()
-		if ctx.Err() != nil {
-			return nil, n.errorf("lock: %w", err)
-		}
-		return nil, n.errorf("subscribe: %w", err)
-	}
-	return ch, nil
-}
-
-func (n *notified) leave(ch chan struct{}) {
-	n.mu.Lock()
-	delete(n.waiters, ch)
-	n.mu.Unlock()
-	n.listen.leave()
-}
-
-// wakeAll wakes every waiting goroutine to try again.
-func (n *notified) wakeAll() {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	for ch := range n.waiters {
-		select {
-		case ch <- struct{}{}:
-		default:
-		}
-	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -34,10 +33,7 @@ type Locker struct {
 	id      string         // this Locker's identity in the queue and its channel
 	keys    []string
 	chPfx   string // channel prefix; + id is this Locker's channel
-
-	mu      sync.Mutex
-	waiters map[string]chan locks.Token // owner -> fence of a hand-over
-	listen  *listener                   // this Locker's channel, open while any goroutine waits
+	*line          // the waiters, on this Locker's channel
 }
 
 var _ locks.Locker = (*Locker)(nil)
@@ -79,10 +75,22 @@ func New(client redis.UniversalClient, name string, opts ...locks.Option) (*Lock
 		id:      locks.NewOwner()[:16],
 		keys:    []string{key, key + ":fence", key + ":queue"},
 		chPfx:   key + ":w:",
-		waiters: map[string]chan locks.Token{},
 	}
-	l.listen = &listener{client: client, channel: l.chPfx + l.id, timeout: o.TTL, route: l.route, missed: l.recheckAll}
+	l.line = newLine(client, name, l.chPfx+l.id, o, l.errorf)
+	l.line.try, l.line.enqueue, l.line.recheck, l.line.take = l.try, l.enqueue, l.recheck, l.grant
+	l.line.renew = func(ctx context.Context, owner string) error { return leaseOps{l: l, owner: owner}.Renew(ctx) }
+	l.line.withdraw = func(ctx context.Context, owner string) error {
+		_, err := l.release(ctx, owner, l.member(owner))
+		return err
+	}
 	return l, nil
+}
+
+// newLine returns a line of no steps whose waiters listen on channel.
+func newLine(client redis.UniversalClient, name, channel string, o locks.Options, errorf func(string, ...any) error) *line {
+	q := &line{name: name, opt: o, errorf: errorf, waiters: map[string]chan locks.Token{}}
+	q.listen = &listener{client: client, channel: channel, timeout: o.TTL, route: q.route, missed: q.recheckAll}
+	return q
 }
 
 // Name returns the lock's name.
@@ -91,6 +99,18 @@ func (l *Locker) Name() string { return l.name }
 // Key returns the Redis key that holds the lock; the fencing counter and the
 // waiters' queue are the same key with ":fence" and ":queue" appended.
 func (l *Locker) Key() string { return l.keys[0] }
+
+// Lock waits until the lock is held, ctx ends (an error wrapping ctx.Err())
+// or the wait budget runs out (locks.ErrWaitBudget).
+//
+// Waiting is notified, not polled: a waiter queues itself in Redis and the
+// holder's unlock hands the lock straight to the first waiter still
+// listening, publishing the new fencing token on that waiter's channel. A
+// waiter also re-checks once the holder's remaining TTL (plus jitter) has
+// passed, which covers holders that crash without unlocking.
+func (l *Locker) Lock(ctx context.Context) (locks.Lease, error) {
+	return l.reentry.Acquire(ctx, false, l.line.lock)
+}
 
 // TryLock makes one attempt; it returns locks.ErrLocked when the lock is held.
 func (l *Locker) TryLock(ctx context.Context) (locks.Lease, error) {

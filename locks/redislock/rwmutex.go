@@ -12,10 +12,10 @@ import (
 )
 
 // RWKeys returns the Redis keys of read-write mutex name under prefix, all
-// under Key's hash tag: the sorted sets of the readers' leases, of the
-// writer's lease and of the writers waiting, each member an owner scored by
-// the end of its lease (or wait) in µs of the server's TIME, and the
-// fencing counter.
+// under Key's hash tag: the sorted sets of the readers' leases and of the
+// writer's lease, each member an owner scored by the end of its lease in µs
+// of the server's TIME, the FIFO list of the waiters (readers and writers),
+// and the fencing counter.
 func RWKeys(prefix, name string) (readers, writer, waiting, fence string) {
 	readers, writer, waiting, fence, _ = layout.RedisRWKeys(prefix, name)
 	return readers, writer, waiting, fence
@@ -28,36 +28,32 @@ func RWKeys(prefix, name string) (readers, writer, waiting, fence string) {
 // fencing token from one counter shared by readers and writers, so every
 // grant's token is above every earlier grant's, in either mode.
 //
-// Writers are not starved: a writer waiting in Lock turns new readers
-// away, so the readers holding drain, and the lock, once free, is handed
-// to a waiting writer (the one whose place in the wait would lapse first)
-// before anyone else can take it. Waiting readers and writers otherwise
-// race (not in arrival order). A waiting writer that crashed may be
-// handed the lock: it then holds it, unused, for one TTL.
+// Waiters, readers and writers alike, are served in arrival order from one
+// queue, so writers are not starved: a reader that finds anyone waiting
+// queues behind them. Storage: see RWKeys. Every operation is one Lua
+// script that first drops the leases whose end on the server's clock has
+// passed, so an expired lease never keeps anyone out and is never renewed.
 //
-// Storage: see RWKeys. Every operation is one Lua script that first drops
-// the leases and waits whose end on the server's clock has passed, so an
-// expired lease never keeps anyone out and is never renewed. A waiting
-// writer's place lasts one TTL and is renewed by its attempts, which it
-// makes at least every half TTL; a writer that gives up withdraws it (and
-// gives back the lock if it was handed it meanwhile). A writer handed the
-// lock takes it at its next attempt, which starts its lease anew.
-//
-// Waiting is notified: a release publishes on the lock's channel and every
-// goroutine waiting through any RWMutex of that name tries again. A waiter
-// also tries again once the earliest lease in its way may have ended (plus
-// jitter), which covers holders that crash without unlocking.
+// Waiting is queued, as a Locker's is: a release (or any script that finds
+// the lock freed by expiry) hands the lock straight to the waiters at the
+// head of the queue that can now enter and are still listening (the
+// writer there, or the readers up to the first writer), publishing each
+// one's fencing token on its RWMutex's channel for its mode, and wakes
+// nobody else. A waiter also looks again once the earliest lease in its
+// way may have ended (plus jitter), which covers holders that crash
+// without unlocking. A waiter whose process crashed is skipped, as nobody
+// listens on its channel.
 //
 // A reader cannot upgrade to a writer: a writer's Lock by an owner who
 // reads waits for its own read lease to end.
 type RWMutex struct {
-	client  redis.UniversalClient
-	name    string
-	opt     locks.Options
-	keys    []string // readers, writer, waiting writers, fence
-	channel string
-	read    *rwSide
-	write   *rwSide
+	client redis.UniversalClient
+	name   string
+	opt    locks.Options
+	keys   []string // readers, writer, waiters, fence
+	chPfx  string   // + a mode's id is its waiters' channel
+	read   *rwSide
+	write  *rwSide
 }
 
 // rwSide is one mode of an RWMutex, a locks.Locker.
@@ -65,7 +61,7 @@ type rwSide struct {
 	m       *RWMutex
 	mode    string // "r" or "w", as acquireRWScript reads it
 	reentry *locks.Reentry
-	acq     *notified
+	acq     *scripted
 }
 
 var _ locks.Locker = (*rwSide)(nil)
@@ -81,30 +77,29 @@ func NewRWMutex(client redis.UniversalClient, name string, opts ...locks.Option)
 		return nil, err
 	}
 	r, w, q, f, channel := layout.RedisRWKeys(o.Prefix, name)
-	m := &RWMutex{client: client, name: name, opt: o, keys: []string{r, w, q, f}, channel: channel}
-	m.read = m.side("r", 1, " (a writer holds it, or waits)")
+	m := &RWMutex{client: client, name: name, opt: o, keys: []string{r, w, q, f}, chPfx: channel + ":"}
+	m.read = m.side("r", 1, " (a writer holds it, or someone waits)")
 	m.write = m.side("w", 2, " (held)")
-	m.write.acq.abandon = func(ctx context.Context, owner string) error {
-		if err := (rwOps{m: m, owner: owner, set: 3}).Release(ctx); !errors.Is(err, locks.ErrNotHeld) {
-			return err
-		}
-		return nil
-	}
 	return m, nil
 }
 
 func (m *RWMutex) side(mode string, set int, busy string) *rwSide {
 	s := &rwSide{m: m, mode: mode, reentry: locks.NewReentry(m.opt)}
-	s.acq = newNotified(m.client, m.name, m.channel, m.opt, s.errorf)
+	s.acq = newScripted(m.client, m.name, m.chPfx, m.opt, s.errorf)
+	s.acq.suffix = " " + mode
+	s.acq.queue = m.keys[2]
 	s.acq.busy = busy
 	s.acq.script = func(owner string, waiting bool) (*redis.Script, []string, []any) {
-		wait := "0"
-		if waiting {
-			wait = "1"
-		}
-		return acquireRWScript, m.keys, []any{owner, m.opt.TTL.Microseconds(), m.channel, mode, wait}
+		return acquireRWScript, m.keys, []any{owner, m.opt.TTL.Microseconds(), m.chPfx, s.acq.member(owner), mode, waitArg(waiting)}
 	}
 	s.acq.ops = func(owner string) locks.LeaseOps { return rwOps{m: m, owner: owner, set: set} }
+	s.acq.withdraw = func(ctx context.Context, owner string) error {
+		err := rwOps{m: m, owner: owner, set: set, member: s.acq.member(owner)}.Release(ctx)
+		if errors.Is(err, locks.ErrNotHeld) {
+			return nil
+		}
+		return err
+	}
 	return s
 }
 
@@ -140,12 +135,13 @@ func (s *rwSide) errorf(format string, args ...any) error {
 	return fmt.Errorf("redislock rwmutex %q (%s): "+format, append([]any{s.m.name, kind}, args...)...)
 }
 
-// rwOps are the owner-checked operations on one lease of an RWMutex, or
-// (set 3) on a waiting writer's place.
+// rwOps are the owner-checked operations on one lease of an RWMutex; a
+// Release with a member takes it out of the queue first.
 type rwOps struct {
-	m     *RWMutex
-	owner string
-	set   int // 1 a reader's lease, 2 the writer's, 3 a waiting writer's place
+	m      *RWMutex
+	owner  string
+	set    int    // 1 a reader's lease, 2 the writer's
+	member string // the owner's place in the queue, or ""
 }
 
 func (o rwOps) Renew(ctx context.Context) error { return o.run(ctx, renewRWScript) }
@@ -154,7 +150,7 @@ func (o rwOps) Release(ctx context.Context) error { return o.run(ctx, releaseRWS
 
 // run runs script, which returns 0 when owner holds nothing in the set.
 func (o rwOps) run(ctx context.Context, script *redis.Script) error {
-	n, err := script.Run(ctx, o.m.client, o.m.keys, o.owner, o.m.opt.TTL.Microseconds(), o.m.channel, o.set).Int64()
+	n, err := script.Run(ctx, o.m.client, o.m.keys, o.owner, o.m.opt.TTL.Microseconds(), o.m.chPfx, o.member, o.set).Int64()
 	if err != nil {
 		return fmt.Errorf("redislock: %w", err)
 	}

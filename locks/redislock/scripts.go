@@ -84,173 +84,232 @@ end
 return 0
 `)
 
-// The semaphore's keys (see Semaphore), under the same hash tag:
+// The semaphore and the read-write mutex keep their leases in sorted sets,
+// each member an owner scored by the end of its lease in µs of the server's
+// clock (TIME), and their waiters in a FIFO list, each member
+// "<owner> <line id> <ttl µs>" (and, for the read-write mutex, " r" or
+// " w"). A waiter is told of a hand-over on its line's channel, the
+// recipe's channel prefix and the line's id, as a Locker's waiter is.
 //
-//	KEYS[1] <prefix>{<name>}:sem        sorted set: member = owner, score = end of its lease (µs, server TIME)
-//	KEYS[2] <prefix>{<name>}:sem:fence  fencing counter, never deleted: INCR on every grant
+// Every script takes ARGV owner, ttl µs, channel prefix, the owner's queue
+// member ("" when it has none), then its own, and begins with leasePrelude:
+// it reads the server's clock and defines
+//   - tidy(q, ks), which sets the TTL of each lease set in ks to its
+//     longest lease's, and makes queue q live at least three times the
+//     longest of the TTL and those leases, so that a waiter's place
+//     outlasts the leases it waits behind (each re-check, at the earliest
+//     end, renews it). Every script ends with it;
+//   - left(ks), the µs until the earliest end of a lease in the sets ks
+//     (the TTL when they are empty);
+//   - offer(m, k, fk), which grants queue member m a lease in set k with
+//     a token from the fencing counter fk and publishes the token on the
+//     member's channel. A member nobody listens for (its process crashed)
+//     is skipped: offer returns false, leaving a gap in the tokens. The
+//     caller's own member is granted without a message: mine is its token;
+//   - grant(k), which grants the caller a lease in set k with a token from
+//     the fencing counter, KEYS' last, and returns {1, token}.
 //
-// Each script reads the server's clock and first drops the permits whose
-// lease has ended (score <= now): no expired permit is ever counted,
-// renewed or released. After a write the set's TTL is that of its longest
-// permit, so that an abandoned semaphore leaves nothing behind.
-
-// acquireSemScript takes a permit for ARGV[1] if fewer than ARGV[3] are
-// held. ARGV: owner, ttl µs, permits. Returns {1, fence} when taken, {0,
-// µs until the earliest permit ends} when all are held.
-var acquireSemScript = redis.NewScript(`
+// A release pops waiters only while they can enter, so it wakes exactly
+// the waiters it serves: one per freed permit, the writer at the head of
+// the queue, or the readers at its head up to the first writer.
+const leasePrelude = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[3]) then
-  local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-  return {0, tonumber(first[2]) - now}
+local ttl = tonumber(ARGV[2])
+local mine = false
+local function tidy(q, ks)
+  local d = ttl
+  for _, k in ipairs(ks) do
+    local l = redis.call('ZRANGE', k, -1, -1, 'WITHSCORES')
+    if l[2] then
+      local e = tonumber(l[2]) - now
+      redis.call('PEXPIRE', k, math.ceil(e / 1000))
+      d = math.max(d, e)
+    end
+  end
+  d = math.ceil(3 * d / 1000)
+  if redis.call('PTTL', q) < d then redis.call('PEXPIRE', q, d) end
 end
-local f = redis.call('INCR', KEYS[2])
-redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
-local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
-redis.call('PEXPIRE', KEYS[1], math.ceil((tonumber(last[2]) - now) / 1000))
-return {1, f}
-`)
-
-// renewSemScript extends ARGV[1]'s permit to ARGV[2] µs from now, if it
-// still holds one. Returns 1, or 0 when it holds none.
-var renewSemScript = redis.NewScript(`
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-if not redis.call('ZSCORE', KEYS[1], ARGV[1]) then return 0 end
-redis.call('ZADD', KEYS[1], 'XX', now + tonumber(ARGV[2]), ARGV[1])
-local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
-redis.call('PEXPIRE', KEYS[1], math.ceil((tonumber(last[2]) - now) / 1000))
-return 1
-`)
-
-// releaseSemScript gives back ARGV[1]'s permit and, when that or the
-// pruning freed any, publishes on ARGV[2] so that waiters try again.
-// Returns 1 when ARGV[1] held a permit, else 0.
-var releaseSemScript = redis.NewScript(`
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local freed = redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-local n = redis.call('ZREM', KEYS[1], ARGV[1])
-if n + freed > 0 then redis.call('PUBLISH', ARGV[2], n + freed) end
-return n
-`)
-
-// The read-write mutex's keys (see RWMutex and RWKeys), under the same
-// hash tag:
-//
-//	KEYS[1] <prefix>{<name>}:rw:r      sorted set of the readers: member = owner, score = end of its lease (µs, server TIME)
-//	KEYS[2] <prefix>{<name>}:rw:w      the same for the writer: one member at most
-//	KEYS[3] <prefix>{<name>}:rw:q      the writers waiting in Lock, "<owner> <ttl µs>", scored by the end of their wait
-//	                                   (one TTL, renewed by each attempt)
-//	KEYS[4] <prefix>{<name>}:rw:fence  fencing counter of readers and writers alike, never deleted
-//
-// Every script takes ARGV owner, ttl µs, channel, then its own, and begins
-// with rwPrelude: it reads the server's clock, drops the leases and waits
-// that have ended (freed counts the leases), and hands a lock nobody
-// holds to the waiting writer whose wait ends first (handover), so that
-// no reader takes a free lock from under a waiting writer. The writer
-// finds the lock its own at its next attempt (woken by the publish, or
-// by its timer). It defines left(k), the µs until the earliest end in k
-// (false when k is empty), and keep(k), which sets k's TTL to its longest
-// member's.
-const rwPrelude = `
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local freed = redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now) + redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
-redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
-local function left(k)
-  local f = redis.call('ZRANGE', k, 0, 0, 'WITHSCORES')
-  if f[2] then return tonumber(f[2]) - now end
-  return false
+local function left(ks)
+  local e = false
+  for _, k in ipairs(ks) do
+    local f = redis.call('ZRANGE', k, 0, 0, 'WITHSCORES')
+    if f[2] and (not e or tonumber(f[2]) < e) then e = tonumber(f[2]) end
+  end
+  if e then return e - now end
+  return ttl
 end
-local function keep(k)
-  local l = redis.call('ZRANGE', k, -1, -1, 'WITHSCORES')
-  if l[2] then redis.call('PEXPIRE', k, math.ceil((tonumber(l[2]) - now) / 1000)) end
+local function offer(m, k, fk)
+  local o, id, d = string.match(m, '^(%S+) (%S+) (%d+)')
+  if not o then return false end
+  local f = redis.call('INCR', fk)
+  if o == ARGV[1] then
+    mine = f
+  elseif redis.call('PUBLISH', ARGV[3] .. id, o .. ' ' .. f) == 0 then
+    return false
+  end
+  redis.call('ZADD', k, now + tonumber(d), o)
+  return true
 end
-local function handover()
-  if redis.call('EXISTS', KEYS[1]) == 1 or redis.call('EXISTS', KEYS[2]) == 1 then return end
-  local m = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
-  if not m then return end
-  redis.call('ZREM', KEYS[3], m)
-  local o, ttl = string.match(m, '^(%S+) (%d+)$')
-  redis.call('INCR', KEYS[4])
-  redis.call('ZADD', KEYS[2], now + tonumber(ttl), o)
-  keep(KEYS[2])
-  redis.call('PUBLISH', ARGV[3], 'w')
+local function grant(k)
+  local f = redis.call('INCR', KEYS[#KEYS])
+  redis.call('ZADD', k, now + ttl, ARGV[1])
+  return {1, f}
 end
-handover()
 `
 
-// acquireRWScript takes a lease for ARGV[1] in mode ARGV[4] ("r" or "w").
-// A reader is admitted unless a writer holds the lock or waits for it (so
-// that readers who keep overlapping do not starve the writer); a writer
-// only when nobody holds it, or when it was handed the lock while it
-// waited: it then takes it from now, a full TTL. A writer refused with
-// ARGV[5] = "1" (Lock, not TryLock) is put in, or kept in, the waiting set
-// for one TTL, and told to look again within half a TTL so that its place
-// does not lapse while it waits. ARGV: owner, ttl µs, channel, mode,
-// waiting. Returns {1, fence} when granted, {0, µs until it should look
-// again}.
-var acquireRWScript = redis.NewScript(rwPrelude + `
-local ttl = tonumber(ARGV[2])
-if ARGV[4] == 'w' and redis.call('ZSCORE', KEYS[2], ARGV[1]) then
-  redis.call('ZADD', KEYS[2], 'XX', now + ttl, ARGV[1])
-  keep(KEYS[2])
-  return {1, tonumber(redis.call('GET', KEYS[4]))}
-end
-local w = left(KEYS[2])
-local r = left(KEYS[1])
-if ARGV[4] == 'r' then
-  if w then return {0, w} end
-  local q = left(KEYS[3])
-  if q then return {0, math.min(r, q)} end
-else
-  local busy = w or r
-  if busy then
-    if ARGV[5] == '1' then
-      redis.call('ZADD', KEYS[3], now + ttl, ARGV[1] .. ' ' .. ARGV[2])
-      keep(KEYS[3])
-      busy = math.min(busy, math.floor(ttl / 2))
-    end
-    return {0, busy}
+// The semaphore's keys (see Semaphore), under the lock's hash tag:
+//
+//	KEYS[1] <prefix>{<name>}:sem        sorted set of the permits' leases
+//	KEYS[2] <prefix>{<name>}:sem:queue  FIFO of the waiters
+//	KEYS[3] <prefix>{<name>}:sem:fence  fencing counter, never deleted: INCR on every grant
+//
+// semPrelude follows leasePrelude: it drops the permits whose lease has
+// ended (so no expired permit is ever counted, renewed or released) and
+// defines serve(), which hands the free permits (ARGV[5] in all) to the
+// waiters at the head of the queue, and done(r), which tidies and
+// returns r.
+const semPrelude = leasePrelude + `
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+local permits = tonumber(ARGV[5])
+local function serve()
+  local n = redis.call('ZCARD', KEYS[1])
+  while n < permits do
+    local m = redis.call('LPOP', KEYS[2])
+    if not m then return end
+    if offer(m, KEYS[1], KEYS[3]) then n = n + 1 end
   end
 end
+local function done(r)
+  tidy(KEYS[2], {KEYS[1]})
+  return r
+end
+`
+
+// acquireSemScript takes a permit for ARGV[1]: after serving the queue,
+// the caller is granted when it was served (or had been handed a permit
+// before this look, which is granted again with a new token and a full
+// TTL: the message that carried the old token is never used), or when a
+// permit is still free, which leaves nobody queued. ARGV[6] = "1" (Lock)
+// queues a refused caller, or keeps it queued. ARGV: owner, ttl µs,
+// channel prefix, member, permits, waiting. Returns {1, fence} when
+// granted, {0, µs until the earliest permit ends} when not.
+var acquireSemScript = redis.NewScript(semPrelude + `
+serve()
+if mine then return done({1, mine}) end
+if redis.call('ZSCORE', KEYS[1], ARGV[1]) or redis.call('ZCARD', KEYS[1]) < permits then
+  return done(grant(KEYS[1]))
+end
+if ARGV[6] == '1' and not redis.call('LPOS', KEYS[2], ARGV[4]) then
+  redis.call('RPUSH', KEYS[2], ARGV[4])
+end
+return done({0, left({KEYS[1]})})
+`)
+
+// renewSemScript extends ARGV[1]'s permit to a full TTL from now, if it
+// still holds one. ARGV: owner, ttl µs, channel prefix, "", permits.
+// Returns 1, or 0 when it holds none.
+var renewSemScript = redis.NewScript(semPrelude + `
+serve()
+if not redis.call('ZSCORE', KEYS[1], ARGV[1]) then return done(0) end
+redis.call('ZADD', KEYS[1], 'XX', now + ttl, ARGV[1])
+return done(1)
+`)
+
+// releaseSemScript takes ARGV[4] out of the queue (when not ""), gives
+// back ARGV[1]'s permit, and serves the queue with the permits that this
+// or the pruning freed. ARGV: owner, ttl µs, channel prefix, member,
+// permits. Returns 1 when ARGV[1] held a permit, else 0.
+var releaseSemScript = redis.NewScript(semPrelude + `
+if ARGV[4] ~= '' then redis.call('LREM', KEYS[2], 0, ARGV[4]) end
+local n = redis.call('ZREM', KEYS[1], ARGV[1])
+serve()
+return done(n)
+`)
+
+// The read-write mutex's keys (see RWMutex and RWKeys), under the lock's
+// hash tag:
+//
+//	KEYS[1] <prefix>{<name>}:rw:r      sorted set of the readers' leases
+//	KEYS[2] <prefix>{<name>}:rw:w      the same for the writer: one member at most
+//	KEYS[3] <prefix>{<name>}:rw:q      FIFO of the waiters, readers and writers
+//	KEYS[4] <prefix>{<name>}:rw:fence  fencing counter of readers and writers alike, never deleted
+//
+// rwPrelude follows leasePrelude: it drops the leases that have ended and
+// defines serve(), which hands the lock to the waiters at the head of the
+// queue while they can enter (a writer when nobody holds it, readers
+// while no writer does), and done(r), which tidies and returns r.
+const rwPrelude = leasePrelude + `
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+local function serve()
+  local readers = redis.call('EXISTS', KEYS[1]) == 1
+  if redis.call('EXISTS', KEYS[2]) == 1 then return end
+  while true do
+    local m = redis.call('LINDEX', KEYS[3], 0)
+    if not m then return end
+    local w = string.sub(m, -1) == 'w'
+    if w and readers then return end
+    redis.call('LPOP', KEYS[3])
+    if w then
+      if offer(m, KEYS[2], KEYS[4]) then return end
+    elseif offer(m, KEYS[1], KEYS[4]) then
+      readers = true
+    end
+  end
+end
+local function done(r)
+  tidy(KEYS[3], {KEYS[1], KEYS[2]})
+  return r
+end
+`
+
+// acquireRWScript takes a lease for ARGV[1] in mode ARGV[5] ("r" or "w").
+// After serving the queue, the caller is granted when it was served (or
+// had been handed the lease before this look: granted again, as the
+// semaphore's), or when it can enter past everyone: a writer when nobody
+// holds the lock (the queue is then empty), a reader when no writer holds
+// it and nobody waits (so that a waiting writer is not starved by readers
+// who keep overlapping). ARGV[6] = "1" (Lock) queues a refused caller, or
+// keeps it queued. ARGV: owner, ttl µs, channel prefix, member, mode,
+// waiting. Returns {1, fence} when granted, {0, µs until the earliest
+// lease ends} when not.
+var acquireRWScript = redis.NewScript(rwPrelude + `
+serve()
+if mine then return done({1, mine}) end
 local k = KEYS[1]
-if ARGV[4] == 'w' then k = KEYS[2] end
-local f = redis.call('INCR', KEYS[4])
-redis.call('ZADD', k, now + ttl, ARGV[1])
-keep(k)
-return {1, f}
-`)
-
-// renewRWScript extends ARGV[1]'s lease in KEYS[ARGV[4]] (1 reader, 2
-// writer) to ARGV[2] µs from now, if it still holds it. Returns 1, or 0
-// when it holds none.
-var renewRWScript = redis.NewScript(rwPrelude + `
-local k = KEYS[tonumber(ARGV[4])]
-if not redis.call('ZSCORE', k, ARGV[1]) then return 0 end
-redis.call('ZADD', k, 'XX', now + tonumber(ARGV[2]), ARGV[1])
-keep(k)
-return 1
-`)
-
-// releaseRWScript removes ARGV[1]'s lease from KEYS[ARGV[4]] (1 reader, 2
-// writer); with ARGV[4] = 3, a writer that stops waiting, its place in the
-// wait and a lease handed to it meanwhile. When that or the pruning freed
-// anything, it hands the lock over if it is free and publishes on ARGV[3]
-// so that waiters look again. Returns 1 when ARGV[1] was there, else 0.
-var releaseRWScript = redis.NewScript(rwPrelude + `
-local n
-if ARGV[4] == '3' then
-  n = redis.call('ZREM', KEYS[3], ARGV[1] .. ' ' .. ARGV[2]) + redis.call('ZREM', KEYS[2], ARGV[1])
+local free
+if ARGV[5] == 'w' then
+  k = KEYS[2]
+  free = redis.call('EXISTS', KEYS[1], KEYS[2]) == 0
 else
-  n = redis.call('ZREM', KEYS[tonumber(ARGV[4])], ARGV[1])
+  free = redis.call('EXISTS', KEYS[2], KEYS[3]) == 0
 end
-if n + freed > 0 then
-  handover()
-  redis.call('PUBLISH', ARGV[3], n + freed)
+if free or redis.call('ZSCORE', k, ARGV[1]) then return done(grant(k)) end
+if ARGV[6] == '1' and not redis.call('LPOS', KEYS[3], ARGV[4]) then
+  redis.call('RPUSH', KEYS[3], ARGV[4])
 end
-return n
+return done({0, left({KEYS[1], KEYS[2]})})
+`)
+
+// renewRWScript extends ARGV[1]'s lease in KEYS[ARGV[5]] (1 reader, 2
+// writer) to a full TTL from now, if it still holds it. ARGV: owner, ttl
+// µs, channel prefix, "", set. Returns 1, or 0 when it holds none.
+var renewRWScript = redis.NewScript(rwPrelude + `
+serve()
+local k = KEYS[tonumber(ARGV[5])]
+if not redis.call('ZSCORE', k, ARGV[1]) then return done(0) end
+redis.call('ZADD', k, 'XX', now + ttl, ARGV[1])
+return done(1)
+`)
+
+// releaseRWScript takes ARGV[4] out of the queue (when not ""), removes
+// ARGV[1]'s lease from KEYS[ARGV[5]] (1 reader, 2 writer), and serves the
+// queue. ARGV: owner, ttl µs, channel prefix, member, set. Returns 1 when
+// ARGV[1] held the lease, else 0.
+var releaseRWScript = redis.NewScript(rwPrelude + `
+if ARGV[4] ~= '' then redis.call('LREM', KEYS[3], 0, ARGV[4]) end
+local n = redis.call('ZREM', KEYS[tonumber(ARGV[5])], ARGV[1])
+serve()
+return done(n)
 `)

@@ -18,17 +18,21 @@ import (
 //
 // Storage, under one hash tag: <prefix>{<name>}:sem is a sorted set of the
 // permits' owners, each scored by the instant its lease ends on the
-// server's clock (TIME, in microseconds); <prefix>{<name>}:sem:fence is the
-// fencing counter. Every operation is one Lua script that first drops the
-// permits whose score has passed, so an expired permit is never counted
-// and never renewed. The sorted set's own TTL follows its longest permit.
+// server's clock (TIME, in microseconds); <prefix>{<name>}:sem:queue is
+// the FIFO of the waiters; <prefix>{<name>}:sem:fence is the fencing
+// counter. Every operation is one Lua script that first drops the permits
+// whose score has passed, so an expired permit is never counted and never
+// renewed. The sorted set's own TTL follows its longest permit.
 //
-// Waiting is notified: a release publishes on <prefix>{<name>}:sem:free,
-// and every goroutine waiting through any Semaphore of that name tries
-// again (one wins each freed permit; the others wait on). A waiter also
-// tries again once the earliest permit's TTL (plus jitter) has passed,
-// which covers holders that crash without unlocking. Waiters are not
-// served in arrival order.
+// Waiting is queued, as a Locker's is: a waiter joins the queue, and a
+// release (or any script that finds permits freed by expiry) hands each
+// free permit straight to the waiter at the head of the queue that is
+// still listening, publishing its fencing token on the channel of that
+// waiter's Semaphore (<prefix>{<name>}:sem:w:<id>), so that one release
+// wakes one waiter. A waiter also looks again once the earliest permit's
+// TTL (plus jitter) has passed, which covers holders that crash without
+// unlocking. Waiters are served in arrival order; a TryLock takes a free
+// permit only when nobody waits for it.
 //
 // Every Semaphore of one name must be made with the same number of
 // permits: each counts against its own.
@@ -38,9 +42,9 @@ type Semaphore struct {
 	permits int
 	opt     locks.Options
 	reentry *locks.Reentry
-	keys    []string // the permits' sorted set, the fence
-	channel string
-	acq     *notified
+	keys    []string // the permits' sorted set, the queue, the fence
+	chPfx   string   // + a Semaphore's id is its waiters' channel
+	acq     *scripted
 }
 
 var _ locks.Locker = (*Semaphore)(nil)
@@ -65,15 +69,20 @@ func NewSemaphore(client redis.UniversalClient, name string, permits int, opts .
 		permits: permits,
 		opt:     o,
 		reentry: locks.NewReentry(o),
-		keys:    []string{key, key + ":fence"},
-		channel: key + ":free",
+		keys:    []string{key, key + ":queue", key + ":fence"},
+		chPfx:   key + ":w:",
 	}
-	s.acq = newNotified(client, name, s.channel, o, s.errorf)
+	s.acq = newScripted(client, name, s.chPfx, o, s.errorf)
+	s.acq.queue = s.keys[1]
 	s.acq.busy = fmt.Sprintf(" (all %d permits held)", permits)
-	s.acq.script = func(owner string, _ bool) (*redis.Script, []string, []any) {
-		return acquireSemScript, s.keys, []any{owner, s.opt.TTL.Microseconds(), s.permits}
+	s.acq.script = func(owner string, waiting bool) (*redis.Script, []string, []any) {
+		return acquireSemScript, s.keys, append(s.args(owner, s.acq.member(owner)), waitArg(waiting))
 	}
 	s.acq.ops = func(owner string) locks.LeaseOps { return semOps{s: s, owner: owner} }
+	s.acq.withdraw = func(ctx context.Context, owner string) error {
+		_, err := s.release(ctx, owner, s.acq.member(owner))
+		return err
+	}
 	return s, nil
 }
 
@@ -83,8 +92,9 @@ func (s *Semaphore) Name() string { return s.name }
 // Permits returns the number of permits.
 func (s *Semaphore) Permits() int { return s.permits }
 
-// Key returns the Redis key of the permits' sorted set; the fencing counter
-// is the same key with ":fence" appended.
+// Key returns the Redis key of the permits' sorted set; the waiters' queue
+// and the fencing counter are the same key with ":queue" and ":fence"
+// appended.
 func (s *Semaphore) Key() string { return s.keys[0] }
 
 // TryLock takes a permit if one is free; it returns locks.ErrLocked
@@ -100,14 +110,28 @@ func (s *Semaphore) Lock(ctx context.Context) (locks.Lease, error) {
 	return s.reentry.Acquire(ctx, false, s.acq.lock)
 }
 
-// attempt runs acquireSemScript for owner (see notified.attempt).
+// attempt runs acquireSemScript for owner (see scripted.attempt).
 func (s *Semaphore) attempt(ctx context.Context, owner string) (attemptResult, error) {
 	return s.acq.attempt(ctx, owner, false)
 }
 
-// release runs releaseSemScript: 1 if owner held a permit, 0 if not.
-func (s *Semaphore) release(ctx context.Context, owner string) (int64, error) {
-	n, err := releaseSemScript.Run(ctx, s.client, s.keys[:1], owner, s.channel).Int64()
+// args are the arguments every semaphore script begins with.
+func (s *Semaphore) args(owner, member string) []any {
+	return []any{owner, s.opt.TTL.Microseconds(), s.chPfx, member, s.permits}
+}
+
+// waitArg is a script's "waiting" argument.
+func waitArg(waiting bool) string {
+	if waiting {
+		return "1"
+	}
+	return "0"
+}
+
+// release runs releaseSemScript, first taking member (when not "") out of
+// the queue: 1 if owner held a permit, 0 if not.
+func (s *Semaphore) release(ctx context.Context, owner, member string) (int64, error) {
+	n, err := releaseSemScript.Run(ctx, s.client, s.keys, s.args(owner, member)...).Int64()
 	if err != nil {
 		return 0, s.errorf("release: %w", err)
 	}
@@ -125,7 +149,7 @@ type semOps struct {
 }
 
 func (o semOps) Renew(ctx context.Context) error {
-	n, err := renewSemScript.Run(ctx, o.s.client, o.s.keys[:1], o.owner, o.s.opt.TTL.Microseconds()).Int64()
+	n, err := renewSemScript.Run(ctx, o.s.client, o.s.keys, o.s.args(o.owner, "")...).Int64()
 	if err != nil {
 		return fmt.Errorf("redislock: %w", err)
 	}
@@ -136,7 +160,7 @@ func (o semOps) Renew(ctx context.Context) error {
 }
 
 func (o semOps) Release(ctx context.Context) error {
-	n, err := o.s.release(ctx, o.owner)
+	n, err := o.s.release(ctx, o.owner, "")
 	if err != nil {
 		return err
 	}

@@ -25,7 +25,7 @@ type subscription struct {
 }
 
 // listener holds one pub/sub channel open while any waiter needs it, for
-// all the waiters of one Locker (or Semaphore): each message goes to route,
+// all the waiters of one line (a Locker, a Semaphore, a mode of an RWMutex): each message goes to route,
 // and missed is called when messages may have been lost (the connection
 // broke, or the subscription was made again).
 type listener struct {
@@ -135,19 +135,19 @@ func pause() {
 // join registers owner as a waiter and returns the channel its hand-over
 // arrives on, once the subscription is confirmed (so no hand-over published
 // after this returns can be missed).
-func (l *Locker) join(ctx context.Context, owner string) (chan locks.Token, error) {
+func (q *line) join(ctx context.Context, owner string) (chan locks.Token, error) {
 	ch := make(chan locks.Token, 1)
-	l.mu.Lock()
-	l.waiters[owner] = ch
-	l.mu.Unlock()
-	if err := l.listen.join(ctx); err != nil {
-		l.mu.Lock()
-		delete(l.waiters, owner)
-		l.mu.Unlock()
+	q.mu.Lock()
+	q.waiters[owner] = ch
+	q.mu.Unlock()
+	if err := q.listen.join(ctx); err != nil {
+		q.mu.Lock()
+		delete(q.waiters, owner)
+		q.mu.Unlock()
 		if ctx.Err() != nil {
-			return nil, l.errorf("lock: %w", err)
+			return nil, q.errorf("lock: %w", err)
 		}
-		return nil, l.errorf("subscribe: %w", err)
+		return nil, q.errorf("subscribe: %w", err)
 	}
 	return ch, nil
 }
@@ -155,26 +155,26 @@ func (l *Locker) join(ctx context.Context, owner string) (chan locks.Token, erro
 // rename registers a new owner, with a channel of its own, in place of
 // old, keeping the subscription: a hand-over to old that is still on its
 // way is dropped by route.
-func (l *Locker) rename(old string) (string, chan locks.Token) {
+func (q *line) rename(old string) (string, chan locks.Token) {
 	owner, ch := locks.NewOwner(), make(chan locks.Token, 1)
-	l.mu.Lock()
-	delete(l.waiters, old)
-	l.waiters[owner] = ch
-	l.mu.Unlock()
+	q.mu.Lock()
+	delete(q.waiters, old)
+	q.waiters[owner] = ch
+	q.mu.Unlock()
 	return owner, ch
 }
 
 // leave unregisters owner and closes the subscription after the last waiter.
-func (l *Locker) leave(owner string) {
-	l.mu.Lock()
-	delete(l.waiters, owner)
-	l.mu.Unlock()
-	l.listen.leave()
+func (q *line) leave(owner string) {
+	q.mu.Lock()
+	delete(q.waiters, owner)
+	q.mu.Unlock()
+	q.listen.leave()
 }
 
 // route delivers a hand-over to the waiter it names. A hand-over to a waiter
 // that already left is dropped here: the waiter's own leave releases it.
-func (l *Locker) route(payload string) {
+func (q *line) route(payload string) {
 	owner, f, ok := strings.Cut(payload, " ")
 	if !ok {
 		return
@@ -183,9 +183,9 @@ func (l *Locker) route(payload string) {
 	if err != nil {
 		return
 	}
-	l.mu.Lock()
-	ch := l.waiters[owner]
-	l.mu.Unlock()
+	q.mu.Lock()
+	ch := q.waiters[owner]
+	q.mu.Unlock()
 	if ch != nil {
 		select {
 		case ch <- locks.Token(fence):
@@ -196,10 +196,10 @@ func (l *Locker) route(payload string) {
 
 // recheckAll wakes every waiter to re-check the lock; a zero fence means
 // "look again", not a hand-over.
-func (l *Locker) recheckAll() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for _, ch := range l.waiters {
+func (q *line) recheckAll() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, ch := range q.waiters {
 		select {
 		case ch <- 0:
 		default:

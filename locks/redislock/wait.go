@@ -3,103 +3,119 @@ package redislock
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/lockproof/lockproof/locks"
 )
 
-// Lock waits until the lock is held, ctx ends (an error wrapping ctx.Err())
-// or the wait budget runs out (locks.ErrWaitBudget).
+// line is how a waiter of any of the package's locks waits: it queues
+// itself on the server as "<owner> <line id> <ttl> ..." and the release
+// that frees room for it hands it its lease directly, publishing the
+// fencing token on its line's channel, so that a release wakes the waiters
+// it served and nobody else. A Locker, a Semaphore and each mode of an
+// RWMutex have a line each; its waiting goroutines share one pub/sub
+// subscription, and route hands each message to the owner it names.
 //
-// Waiting is notified, not polled: a waiter queues itself in Redis and the
-// holder's unlock hands the lock straight to the first waiter still
-// listening, publishing the new fencing token on that waiter's channel. A
-// waiter also re-checks once the holder's remaining TTL (plus jitter) has
-// passed, which covers holders that crash without unlocking.
-func (l *Locker) Lock(ctx context.Context) (locks.Lease, error) {
-	return l.reentry.Acquire(ctx, false, l.lock)
+// The recipe supplies the steps, each one round trip:
+type line struct {
+	name   string
+	opt    locks.Options
+	errorf func(string, ...any) error
+
+	// try is a first attempt that does not queue; enqueue an attempt that
+	// queues the owner when refused; recheck a queued owner's look after a
+	// wake-up without a hand-over (its timer ran out, or the subscription
+	// was made again): it takes the lease if it is the owner's turn (or
+	// reports one handed over already) and otherwise makes sure the owner
+	// is queued. Each reports statusWait with the time until the leases in
+	// the way may end (the fallback timer), or the grant.
+	try, enqueue, recheck func(ctx context.Context, owner string) (attemptResult, error)
+	// take turns a grant of fence, which the server began after start,
+	// into a managed lease (locks.ErrLeaseExpired when it came too late).
+	take func(ctx context.Context, owner string, fence locks.Token, start time.Time) (locks.Lease, error)
+	// renew extends the lease handed to owner to a full TTL from now.
+	renew func(ctx context.Context, owner string) error
+	// withdraw takes owner out of the queue and gives back a lease handed
+	// to it meanwhile, passing it on.
+	withdraw func(ctx context.Context, owner string) error
+
+	mu      sync.Mutex
+	waiters map[string]chan locks.Token // owner -> fence of a hand-over
+	listen  *listener                   // the line's channel, open while any goroutine waits
 }
 
-// lock is Lock without re-entry (see locks.WithOwner).
-func (l *Locker) lock(ctx context.Context) (locks.Lease, error) {
+// lock waits until the lease is held, ctx ends (an error wrapping
+// ctx.Err()) or the wait budget runs out (locks.ErrWaitBudget). While
+// another goroutine of the line waits, the first attempt is skipped: it
+// would find the lease taken and cost a round trip more.
+func (q *line) lock(ctx context.Context) (locks.Lease, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, l.errorf("lock: %w", err)
+		return nil, q.errorf("lock: %w", err)
 	}
 	owner := locks.NewOwner()
-	began := l.opt.Clock.Now()
-	if !l.subscribed() {
-		r, err := l.try(ctx, owner)
-		if err != nil || r.status != statusWait {
-			return l.result(ctx, owner, r, err)
+	began := q.opt.Clock.Now()
+	if !q.listen.active() {
+		r, err := q.try(ctx, owner)
+		if err != nil {
+			return nil, err
+		}
+		if r.status != statusWait {
+			return q.take(ctx, owner, r.fence, r.start)
 		}
 	}
-	ch, err := l.join(ctx, owner)
+	ch, err := q.join(ctx, owner)
 	if err != nil {
 		return nil, err
 	}
-	lease, owner, err := l.wait(ctx, owner, ch, began)
+	lease, owner, err := q.wait(ctx, owner, ch, began)
 	if err != nil || lease == nil {
-		l.abandon(owner)
+		q.abandon(owner)
 		return nil, err
 	}
-	l.leave(owner)
+	q.leave(owner)
 	return lease, nil
-}
-
-func (l *Locker) subscribed() bool { return l.listen.active() }
-
-func (l *Locker) result(ctx context.Context, owner string, r attemptResult, err error) (locks.Lease, error) {
-	if err != nil {
-		return nil, err
-	}
-	return l.grant(ctx, owner, r.fence, r.start)
 }
 
 // wait queues owner and waits for a hand-over, a re-check or the end. It
 // returns the owner it waited as last, which the caller leaves the queue
 // and the waiters as.
-func (l *Locker) wait(ctx context.Context, owner string, ch chan locks.Token, began time.Time) (locks.Lease, string, error) {
-	r, err := l.enqueue(ctx, owner)
+func (q *line) wait(ctx context.Context, owner string, ch chan locks.Token, began time.Time) (locks.Lease, string, error) {
+	r, err := q.enqueue(ctx, owner)
 	for {
 		if err != nil {
 			return nil, owner, err
 		}
 		if r.status != statusWait {
-			lease, rerr := l.result(ctx, owner, r, nil)
-			if !errors.Is(rerr, locks.ErrLeaseExpired) {
-				return lease, owner, rerr
+			lease, terr := q.take(ctx, owner, r.fence, r.start)
+			if !errors.Is(terr, locks.ErrLeaseExpired) {
+				return lease, owner, terr
 			}
 			// Granted, but too late to use: it was released (and handed
 			// on). When a re-check found a hand-over, its message is in ch
 			// or on its way; read later, it would pass for a new hand-over
-			// and grant a lock the next waiter holds, with a lower token.
+			// and grant a lease another waiter holds, with a lower token.
 			// So the waiter queues again as a new owner, on a new channel:
 			// the old owner's messages find nobody.
-			owner, ch = l.rename(owner)
-			r, err = l.enqueue(ctx, owner)
+			owner, ch = q.rename(owner)
+			r, err = q.enqueue(ctx, owner)
 			continue
 		}
-		// r.start is the last moment the lock was known not to be ours:
-		// a hand-over after it set the key's TTL later, so r.start + TTL
-		// is a safe bound for a lease handed over from now on.
+		// r.start is the last moment the lease was known not to be ours:
+		// a hand-over after it began later, so r.start + TTL is a safe
+		// bound for a lease handed over from now on.
 		since := r.start
-		fence, woke, serr := l.sleep(ctx, ch, r.pttl, began)
+		fence, woke, serr := sleepOn(ctx, q.opt, q.errorf, ch, r.pttl, began)
 		switch {
 		case serr != nil:
 			return nil, owner, serr
 		case woke && fence > 0:
-			if lease, herr := l.handover(ctx, owner, fence, since); lease != nil || herr != nil {
+			if lease, herr := q.handover(ctx, owner, fence, since); lease != nil || herr != nil {
 				return lease, owner, herr
 			}
 		}
-		r, err = l.recheck(ctx, owner)
+		r, err = q.recheck(ctx, owner)
 	}
-}
-
-// sleep waits for a message on ch (woke), the holder's remaining TTL plus
-// jitter, the wait budget or ctx.
-func (l *Locker) sleep(ctx context.Context, ch chan locks.Token, pttl time.Duration, began time.Time) (locks.Token, bool, error) {
-	return sleepOn(ctx, l.opt, l.errorf, ch, pttl, began)
 }
 
 // sleepOn waits for a message on ch (woke), pttl plus jitter (the TTL when
@@ -145,19 +161,19 @@ func jitter(o locks.Options, d time.Duration) time.Duration {
 }
 
 // handover turns a hand-over into a lease. since is when the waiter last saw
-// the lock was not its own, so the key's TTL started after it. A waiter that
-// waited long enough for that bound to be near claims the lock with a renewal
-// first; a nil lease and nil error mean the lock is no longer ours and the
-// waiter goes on waiting.
-func (l *Locker) handover(ctx context.Context, owner string, fence locks.Token, since time.Time) (locks.Lease, error) {
-	if l.opt.Clock.Now().Sub(since) > l.opt.TTL/2 {
-		start := l.opt.Clock.Now()
-		if err := (leaseOps{l: l, owner: owner}).Renew(ctx); err != nil {
+// the lease was not its own, so the server began it after since. A waiter
+// that waited long enough for that bound to be near claims the lease with a
+// renewal first; a nil lease and nil error mean the lease is no longer ours
+// and the waiter goes on waiting.
+func (q *line) handover(ctx context.Context, owner string, fence locks.Token, since time.Time) (locks.Lease, error) {
+	if q.opt.Clock.Now().Sub(since) > q.opt.TTL/2 {
+		start := q.opt.Clock.Now()
+		if err := q.renew(ctx, owner); err != nil {
 			return nil, nil
 		}
 		since = start
 	}
-	lease, err := l.grant(ctx, owner, fence, since)
+	lease, err := q.take(ctx, owner, fence, since)
 	if errors.Is(err, locks.ErrLeaseExpired) {
 		return nil, nil // released again; keep waiting
 	}
@@ -166,13 +182,13 @@ func (l *Locker) handover(ctx context.Context, owner string, fence locks.Token, 
 
 // abandon leaves the queue after a failed or cancelled wait. A hand-over
 // that raced with the cancellation is released at once (and passed on), so
-// a waiter that gave up never keeps the lock until its TTL.
-func (l *Locker) abandon(owner string) {
-	l.leave(owner)
-	ctx, cancel := locks.RequestContext(context.Background(), l.opt.RequestTimeout)
+// a waiter that gave up never keeps the lease until its TTL.
+func (q *line) abandon(owner string) {
+	q.leave(owner)
+	ctx, cancel := locks.RequestContext(context.Background(), q.opt.RequestTimeout)
 	defer cancel()
-	if _, err := l.release(ctx, owner, l.member(owner)); err != nil {
-		l.opt.Logger.Warn("lockproof: could not leave the queue; a hand-over to this waiter will expire by TTL",
-			"lock", l.name, "err", err)
+	if err := q.withdraw(ctx, owner); err != nil {
+		q.opt.Logger.Warn("lockproof: could not leave the queue; a hand-over to this waiter will expire by TTL",
+			"lock", q.name, "err", err)
 	}
 }
