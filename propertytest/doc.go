@@ -27,7 +27,7 @@
 //     ZKLockWithNetworkFaults, MemLock: factories of the built-in locks on
 //     their fakes. RedisLockOn, RedlockOn, EtcdLockOn, ConsulLockOn,
 //     MySQLLockOn, ZKLockOn: the same locks on real servers, in real time.
-//     EtcdLockOptions, ConsulLockOptions, ConsulLockOnOptions,
+//     EtcdLockOptions, EtcdLockOnOptions, ConsulLockOptions, ConsulLockOnOptions,
 //     ZKLockNetworkOptions and ZKLockOnOptions: the Options those
 //     factories need.
 //   - RunStandalone: the suite outside go test (lockproof check uses it).

@@ -15,9 +15,17 @@ import (
 // etcdTimeout bounds the housekeeping requests of the etcd factories.
 const etcdTimeout = 10 * time.Second
 
-// EtcdLockOptions are the Options to run EtcdLock and EtcdLockOn with
-// (TTL 1.5s, Slack 1.25s, Settle 50ms), for the reasons given on EtcdLock.
+// EtcdLockOptions are the Options to run EtcdLock with (TTL 1s, Slack
+// 750ms, Settle 50ms), for the reasons given on EtcdLock; EtcdLockOn takes
+// EtcdLockOnOptions.
 func EtcdLockOptions() Options {
+	return Options{TTL: time.Second, Slack: 750 * time.Millisecond, Settle: 50 * time.Millisecond}
+}
+
+// EtcdLockOnOptions are the Options to run EtcdLockOn with on a cluster of
+// etcd's default timing (TTL 1.5s, Slack 1.25s, Settle 50ms): see
+// EtcdLockOn.
+func EtcdLockOnOptions() Options {
 	return Options{TTL: 1500 * time.Millisecond, Slack: 1250 * time.Millisecond, Settle: 50 * time.Millisecond}
 }
 
@@ -27,19 +35,20 @@ func EtcdLockOptions() Options {
 // whole seconds at a time, and no manual clock can stop them: Clock is the
 // system clock and Advance sleeps, so every run lasts seconds.
 //
-// Run it with EtcdLockOptions(): TTL 1.5s, Slack 1.25s, Settle 50ms, for these
+// Run it with EtcdLockOptions(): TTL 1s, Slack 750ms, Settle 50ms, for these
 // reasons:
 //
-//   - etcdlock asks etcd for the TTL rounded up to whole seconds: 2s for a
-//     TTL of 1.5s. A Locker reuses a session renewed up to TTL/3 before
-//     the call that acquires with it; the server's lease then ends no
-//     earlier than 2s − TTL/3 = 1.5s after that call, which is what the
-//     lease model assumes (a TTL of 1s would give the server's lease only
-//     2/3 s after the call, and the suite would report exclusivity
-//     violations that are the model's, not the lock's).
+//   - etcdlock asks etcd for the TTL rounded up to whole seconds, and etcd
+//     raises it to its minimum, 1.5 election timeouts rounded up: the
+//     embedded member's election timeout is 500ms, so the lease is 1s. A
+//     Locker reuses a session renewed up to TTL/3 before the call that
+//     acquires with it, and reports the deadline its session's last
+//     renewal gives; the suite ends a grant's lease at that deadline
+//     (LeaseOutput.Deadline), so a lease shorter after the call than the
+//     TTL is no false alarm.
 //   - The server revokes an expired lease at its next check, every 500ms:
-//     a crashed holder's key is gone at most 2.5s after its last renewal,
-//     hence TTL + Slack = 2.75s.
+//     a crashed holder's key is gone at most 1.5s after its last renewal,
+//     hence TTL + Slack = 1.75s.
 //   - A Lock woken by a deletion re-checks and renews in a few requests,
 //     which under the race detector take longer than the default Settle.
 //
@@ -105,10 +114,10 @@ func onEmbeddedEtcd(newLocker func(c *clientv3.Client, name string, opts ...lock
 // endpoints (client URLs, "http://127.0.0.1:2379"), under a key prefix of
 // its own that is deleted after every run; the sessions of crashed clients
 // expire by their TTL. Clock is the system clock and Advance sleeps, as
-// for EtcdLock, and the same Options apply, with one more condition: the
-// server's lease is at least 1.5 election timeouts, rounded up to whole
-// seconds (2s with etcd's default 1s election timeout), so Slack must be
-// at least that lease + 0.5s − TTL. Claims: the defaults. No backend fault.
+// for EtcdLock. Run it with EtcdLockOnOptions(): the server's lease is at
+// least 1.5 election timeouts, rounded up to whole seconds (2s with etcd's
+// default 1s election timeout), so Slack must be at least that lease +
+// 0.5s − TTL. Claims: the defaults. No backend fault.
 // It chooses the cluster with fakes.EtcdAt, not through the environment.
 func EtcdLockOn(endpoints []string) Factory {
 	return func(env Env) (*Backend, error) {

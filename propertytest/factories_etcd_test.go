@@ -75,7 +75,7 @@ func TestEtcdLockOnRealServer(t *testing.T) {
 		t.Skipf("set %s to run the suite on a real etcd", fakes.EnvEtcdEndpoints)
 	}
 	etcdRuns(t, 2)
-	Run(t, EtcdLockOn(strings.Split(env, ",")), EtcdLockOptions())
+	Run(t, EtcdLockOn(strings.Split(env, ",")), EtcdLockOnOptions())
 }
 
 // TestEtcdLockOnAnEmbeddedMember smoke-tests EtcdLockOn's real-cluster

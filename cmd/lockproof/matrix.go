@@ -179,7 +179,7 @@ func builtinCells(ep endpoints) []cell {
 	// The options are the ones each factory's documentation gives, and why.
 	if len(ep.etcd) > 0 {
 		cells = append(cells, cell{lock: lockEtcd, faults: "crash", about: "client crashes and pauses, real etcd at " + strings.Join(ep.etcd, ","),
-			real: true, factory: propertytest.EtcdLockOn(ep.etcd), opts: propertytest.EtcdLockOptions(), fewerSteps: 3})
+			real: true, factory: propertytest.EtcdLockOn(ep.etcd), opts: propertytest.EtcdLockOnOptions(), fewerSteps: 3})
 	} else {
 		cells = append(cells, cell{lock: lockEtcd, faults: "crash",
 			about:   "client crashes and pauses; the holder's lease revoked (not claimed); embedded etcd, real time",
