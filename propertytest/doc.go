@@ -132,8 +132,10 @@
 //     lease is within its local deadline (which ends before the backend's
 //     TTL), a probe TryLock must be refused. A probe just before the
 //     foreign call must be refused too; if it is granted, the violation is
-//     reported as exclusivity, not blamed on the foreign call. Skipped once
-//     a backend fault was injected (a failover loses the lock by itself). A
+//     reported as exclusivity, not blamed on the foreign call. Skipped
+//     while a backend fault is active or when one was injected or healed
+//     since a holder's acquisition was called (a failover loses the lock
+//     by itself); a fault over before the acquisition cannot take it. A
 //     foreign Unlock or Renew that reports success is also illegal in the
 //     lease model.
 //   - Deadlock freedom: a lock whose holders are all gone is obtainable
