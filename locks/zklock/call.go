@@ -71,15 +71,25 @@ func (l *Locker) do(ctx context.Context, op string, bounded bool, f func() error
 
 // children lists the lock node's children.
 func (l *Locker) children(ctx context.Context) ([]string, error) {
-	var kids []string
+	kids, _, err := l.childrenStat(ctx)
+	return kids, err
+}
+
+// childrenStat lists the lock node's children and returns the lock node's
+// Stat read with them (one getChildren2 request).
+func (l *Locker) childrenStat(ctx context.Context) ([]string, *zk.Stat, error) {
+	var (
+		kids []string
+		st   *zk.Stat
+	)
 	err := l.do(ctx, "getChildren", true, func() (err error) {
-		kids, _, err = l.conn.Children(l.path)
+		kids, st, err = l.conn.Children(l.path)
 		return err
 	}, nil)
 	if err != nil {
-		return nil, err // kids may still be written by a call given up on
+		return nil, nil, err // kids and st may still be written by a call given up on
 	}
-	return kids, nil
+	return kids, st, nil
 }
 
 // stat reads a node's Stat; nil when the node does not exist.

@@ -89,8 +89,9 @@ func queue(t testing.TB, z *fakes.ZooKeeperServer, m *RWMutex, n int) []string {
 
 // watches waits until the contenders kids of m (in queue order) have
 // want data watches each, from minizk's counts; it fails the test with the
-// counts it last saw after testTimeout. A holder's lease watches its own
-// node, and a waiter what it waits for.
+// counts it last saw after testTimeout. Every contender watches its own
+// node (a holder's lease, a waiter from its first wait on), and a waiter
+// what it waits for.
 func watches(t testing.TB, z *fakes.ZooKeeperServer, m *RWMutex, kids []string, want ...int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
@@ -233,9 +234,11 @@ func TestRWMutexQueueWatchesOnlyWhatItMust(t *testing.T) {
 	r4 := locktest.LockAsync(ctx, c[5].m.RLocker())
 	kids := queue(t, z, m, 6)
 
-	// Data watches per node, each from a connection of its own: r1's
-	// lease's own and w1's; r2's and r3's on w1; w2's on r3; r4's on w2.
-	watches(t, z, m, kids, 2, 2, 0, 1, 1, 0)
+	// Data watches per node, each from a connection of its own: every
+	// contender's on its own node (the holder's lease's, a waiter's read
+	// while it waits), and w1's on r1; r2's and r3's on w1; w2's on r3;
+	// r4's on w2.
+	watches(t, z, m, kids, 2, 3, 1, 2, 2, 1)
 
 	locktest.UnlockOnce(t, r1)
 	w1Lease := granted(t, w1, r1)
@@ -317,7 +320,7 @@ func TestRWMutexSessionExpiryFrees(t *testing.T) {
 	// node, and learns of the expiry that way): a watch request in flight
 	// as the connection drops would be tried again after a pause on the
 	// manual clock, which nothing here moves.
-	watches(t, z, m, queue(t, z, m, 4), 3, 0, 1, 0)
+	watches(t, z, m, queue(t, z, m, 4), 3, 1, 2, 1)
 
 	if err := z.ExpireSession(c[0].conn.SessionID()); err != nil {
 		t.Fatal(err)
