@@ -66,7 +66,10 @@
 // or less, and Done closes at the first of:
 //
 //   - the node is deleted by someone else, or the session expires or the
-//     connection is closed: a watch on the node says so at once, and Err
+//     connection is closed: a watch on the node says so at once (for a
+//     holder that found its node alone, the watch on the lock node's
+//     children that listing set, then, from their first change, one on
+//     the node), and Err
 //     wraps locks.ErrNotHeld (and ErrSessionLost for the session);
 //   - the lease cannot be trusted any more: no round trip has proved the
 //     session alive and the node ours (the listing that granted the lock,

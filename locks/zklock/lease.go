@@ -162,6 +162,12 @@ func (o *leaseOps) Release(ctx context.Context) error {
 // otherwise outlive the lease for as long as the session does. That delete
 // is sent again until it settles (see discard): one lost with the
 // connection would leave the node for as long as the session lives.
+//
+// Its first watch is the one set before the grant (o.watch): on the node,
+// or, when the granting listing found the node alone, on the lock node's
+// children, which fires at their next change (the node's own deletion
+// among them); after any event but the node's deletion or the session's
+// end, it reads the node with a watch again.
 func (o *leaseOps) monitor(lease *locks.ManagedLease) {
 	go func() {
 		if err := o.watchNode(lease); err != nil {
@@ -184,15 +190,7 @@ func (o *leaseOps) monitor(lease *locks.ManagedLease) {
 
 // watchNode returns why the lease is lost, or nil once Done has closed.
 func (o *leaseOps) watchNode(lease *locks.ManagedLease) error {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		select {
-		case <-lease.Done():
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
+	var ctx context.Context // the requests': made at the first, cancelled once Done closes
 	for tries := 0; ; {
 		if err := o.sessionErr(); err != nil {
 			return err
@@ -206,10 +204,22 @@ func (o *leaseOps) watchNode(lease *locks.ManagedLease) error {
 		if ch = o.watch; ch != nil {
 			o.watch, ok = nil, true // set before the grant, which checked the node it read
 		} else {
+			if ctx == nil {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithCancel(context.Background())
+				defer cancel()
+				go func() {
+					select {
+					case <-lease.Done():
+						cancel()
+					case <-ctx.Done():
+					}
+				}()
+			}
 			ch, st, ok, err = o.l.watch(ctx, o.path)
 		}
 		switch {
-		case ctx.Err() != nil:
+		case lease.Err() != nil:
 			return nil
 		case err == nil && st != nil && !o.owns(st), err == nil && !ok:
 			return o.nodeGone()
@@ -236,7 +246,7 @@ func (o *leaseOps) watchNode(lease *locks.ManagedLease) error {
 				return o.sessionLost()
 			}
 			// The data changed, or the watch was lost another way: watch again.
-		case <-ctx.Done():
+		case <-lease.Done():
 			return nil
 		}
 	}

@@ -2,6 +2,7 @@ package zklock
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"testing"
@@ -44,8 +45,8 @@ func (r *recorder) take() []string {
 
 // TestRequestPaths: the requests an acquisition sends on its caller's
 // behalf. A free lock: the create and one listing, which finds the child
-// alone and grants with no read (the lease's watch on its node goes out
-// from the lease, after Lock returned). A waiter: the create, a listing,
+// alone and grants with no read (the lease keeps the watch on the lock
+// node's children that listing set). A waiter: the create, a listing,
 // the watch on its predecessor and the read of its own node with a watch,
 // then, once woken, one listing, which grants.
 func TestRequestPaths(t *testing.T) {
@@ -157,5 +158,35 @@ func TestOwnsChecksTheNode(t *testing.T) {
 	known := &leaseOps{token: 100, czxid: 100, session: session}
 	if known.owns(&zk.Stat{Czxid: 99, EphemeralOwner: session}) || !known.owns(&zk.Stat{Czxid: 100, EphemeralOwner: session}) {
 		t.Error("a lease whose czxid is known must own the node of that czxid alone")
+	}
+}
+
+// TestLoneHolderWatchesThroughTheChildren: a holder that found its node
+// alone watches the lock node's children, set by the listing that granted
+// it; a change to them (here a child that is no contender, made and
+// deleted) moves its watch to its own node, and the lease lives on; the
+// deletion of its node then ends it.
+func TestLoneHolderWatchesThroughTheChildren(t *testing.T) {
+	s := server(t)
+	conn, other := s.connect(t), s.connect(t)
+	l := s.newLocker(t, conn, "lone", locks.WithWatchdog(false))
+	lease := locktest.MustLock(t, l)
+	kids := children(t, other, l)
+	stranger := l.NodePath() + "/stranger"
+	if _, err := other.Create(stranger, nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Delete(stranger, -1); err != nil {
+		t.Fatal(err)
+	}
+	if err := lease.Renew(context.Background()); err != nil {
+		t.Fatalf("Renew after a stranger came and went: %v", err)
+	}
+	if err := other.Delete(l.NodePath()+"/"+kids[0], -1); err != nil {
+		t.Fatal(err)
+	}
+	locktest.Closed(t, "Done after the child was deleted", lease.Done())
+	if err := lease.Err(); !errors.Is(err, locks.ErrNotHeld) {
+		t.Fatalf("Err = %v, want ErrNotHeld", err)
 	}
 }

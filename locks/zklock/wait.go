@@ -63,7 +63,8 @@ type contender struct {
 	session int64 // the session the node was created in
 	// fresh: the node is the one its create's reply named, sent while the
 	// connection had session; not one adopted by its GUID (see recoverNode).
-	fresh bool
+	fresh  bool
+	listed bool // the lock's children were listed since the node was made
 	// stat and watch: the node as read with a watch (readOwn) and that
 	// watch, nil until then and after the watch fired while it waited.
 	stat  *zk.Stat
@@ -91,10 +92,11 @@ func (c *contender) set(l *Locker, name string, session int64, fresh bool) {
 // listing is what one listing of the lock's children says of a
 // contender's node.
 type listing struct {
-	ahead []entry   // the contenders ahead of it that keep it waiting (see blockers)
-	alone bool      // it was the lock node's only child
-	pzxid int64     // the lock node's pzxid: the zxid of the last change to its children
-	sent  time.Time // when the listing was sent, on the Locker's clock
+	ahead []entry         // the contenders ahead of it that keep it waiting (see blockers)
+	alone bool            // it was the lock node's only child
+	pzxid int64           // the lock node's pzxid: the zxid of the last change to its children
+	sent  time.Time       // when the listing was sent, on the Locker's clock
+	watch <-chan zk.Event // a watch on the lock node's children, or nil (see position)
 }
 
 // entry is one contender as listed: its node's name and sequence number,
@@ -309,9 +311,16 @@ func (l *Locker) first(ctx context.Context, c *contender) (listing, bool, error)
 // expired, and its nodes with it). A node missing from the listing is
 // always found out, never taken for the head of the queue (Curator's
 // read-write lock once missed it: CURATOR-211, apache/curator#732).
+//
+// The first listing after c's node was made sets a watch on the lock
+// node's children as well, unless this Locker's last such listing found
+// contenders beside its own (l.crowded): should c's node be found alone, the
+// lease watches its node through that watch, with no request of its own
+// (see grant); otherwise the watch fires once, at the next change, and goes.
 func (l *Locker) position(ctx context.Context, c *contender) (listing, error) {
 	sent := l.opt.Clock.Now()
-	kids, st, err := l.childrenStat(ctx)
+	first := !c.listed
+	kids, st, ch, err := l.childrenStat(ctx, first && !l.crowded.Load())
 	switch {
 	case errors.Is(err, zk.ErrSessionExpired):
 		return listing{}, errRequeue
@@ -325,7 +334,11 @@ func (l *Locker) position(ctx context.Context, c *contender) (listing, error) {
 	if i < 0 {
 		return listing{}, errRequeue
 	}
-	return listing{ahead: l.blockers(order[:i]), alone: len(kids) == 1, pzxid: st.Pzxid, sent: sent}, nil
+	c.listed = true
+	if first {
+		l.crowded.Store(len(kids) > 1)
+	}
+	return listing{ahead: l.blockers(order[:i]), alone: len(kids) == 1, pzxid: st.Pzxid, sent: sent, watch: ch}, nil
 }
 
 // readOwn reads c's node with a watch: its czxid (the token), its owner and
@@ -422,35 +435,53 @@ func (l *Locker) watchAhead(ctx context.Context, ahead []entry) ([]<-chan zk.Eve
 // fire meanwhile (its node deleted or changed), it looks again too, and
 // reads its node again should it still wait.
 func (l *Locker) await(ctx context.Context, c *contender, chs []<-chan zk.Event, budget <-chan time.Time) error {
-	cases := []reflect.SelectCase{
-		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(budget)},
-		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())},
-		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(c.watch)},
+	const budgetCase, ctxCase, ownCase = 0, 1, 2
+	chosen, ev := 0, zk.Event{}
+	if len(chs) == 1 { // a mutex's or a read-write mutex's waiter: no reflection
+		select {
+		case <-budget:
+			chosen = budgetCase
+		case <-ctx.Done():
+			chosen = ctxCase
+		case <-c.watch:
+			chosen = ownCase
+		case ev = <-chs[0]:
+			chosen = ownCase + 1
+		}
+	} else {
+		cases := []reflect.SelectCase{
+			{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(budget)},
+			{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())},
+			{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(c.watch)},
+		}
+		for _, ch := range chs {
+			cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ch)})
+		}
+		var v reflect.Value
+		chosen, v, _ = reflect.Select(cases)
+		if chosen > ownCase {
+			ev, _ = v.Interface().(zk.Event)
+		}
 	}
-	for _, ch := range chs {
-		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ch)})
-	}
-	switch chosen, v, _ := reflect.Select(cases); chosen {
-	case 0:
+	switch chosen {
+	case budgetCase:
 		return l.errorf("lock: %w after %v", locks.ErrWaitBudget, l.opt.WaitBudget)
-	case 1:
+	case ctxCase:
 		return l.errorf("lock: %w", ctx.Err())
-	case 2:
+	case ownCase:
 		c.stat, c.watch = nil, nil
 		return nil
-	default:
-		ev, _ := v.Interface().(zk.Event)
-		if ev.Type != zk.EventNotWatching {
-			return nil
-		}
-		if errors.Is(ev.Err, zk.ErrSessionExpired) {
-			return errRequeue
-		}
-		if ev.Err != nil && !transient(ev.Err) {
-			return ev.Err // the connection was closed
-		}
+	}
+	if ev.Type != zk.EventNotWatching {
 		return nil
 	}
+	if errors.Is(ev.Err, zk.ErrSessionExpired) {
+		return errRequeue
+	}
+	if ev.Err != nil && !transient(ev.Err) {
+		return ev.Err // the connection was closed
+	}
+	return nil
 }
 
 // abandon deletes a contender's node after a failed, refused or cancelled

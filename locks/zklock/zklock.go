@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/go-zookeeper/zk"
@@ -38,6 +39,9 @@ type Locker struct {
 	acl     []zk.ACL
 	permits int  // the first permits contenders hold: 1 for a mutex
 	role    role // a mutex's or semaphore's, or a read-write mutex's reader or writer
+	// crowded: the last first listing of a contender's found other
+	// children beside its own (see position).
+	crowded atomic.Bool
 }
 
 var _ locks.Locker = (*Locker)(nil)
@@ -218,11 +222,12 @@ func (l *Locker) tryLock(ctx context.Context) (locks.Lease, error) {
 func (l *Locker) grant(ctx context.Context, c *contender, lst listing) (locks.Lease, error) {
 	start := lst.sent
 	var tok, czxid int64 // czxid 0: not read yet (the monitor reads it)
+	watch := c.watch
 	switch {
 	case c.stat != nil:
 		tok, czxid = c.stat.Czxid, c.stat.Czxid
 	case lst.alone && c.fresh:
-		tok = lst.pzxid
+		tok, watch = lst.pzxid, lst.watch
 	default:
 		start = l.opt.Clock.Now()
 		err := l.readOwn(ctx, c)
@@ -236,14 +241,14 @@ func (l *Locker) grant(ctx context.Context, c *contender, lst listing) (locks.Le
 			l.abandon(c)
 			return nil, l.errorf("read the node: %w", err)
 		}
-		tok, czxid = c.stat.Czxid, c.stat.Czxid
+		tok, czxid, watch = c.stat.Czxid, c.stat.Czxid, c.watch
 	}
 	var version int32 // a node's data version is 0 when created
 	if c.stat != nil {
 		version = c.stat.Version
 	}
 	ops := &leaseOps{l: l, path: c.path, czxid: czxid, token: tok, version: version, session: c.session,
-		watch: c.watch, released: make(chan struct{})}
+		watch: watch, released: make(chan struct{})}
 	lease := locks.NewLease(locks.LeaseSpec{Name: l.name, Token: locks.Token(tok), Fenced: true, Start: start}, ops, l.opt)
 	if err := lease.GiveBackIfLate(ctx); err != nil { // deletes the node: the lock passes on
 		return nil, l.errorf("acquired too late: %w", err)
