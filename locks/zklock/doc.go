@@ -114,6 +114,13 @@
 // of a failed look-up as is, leaving any child it made to stand ahead of
 // every later contender until the session ends.
 //
+// What an acquisition sends, release included: on a free lock, the create,
+// one listing (which grants, its watch on the children serving the lease)
+// and the delete, as zk.Lock; a waiter adds the watch on its predecessor,
+// the read of its own node (its token, and its lease's watch) while it
+// waits, and one listing per wake-up, which grants with no further
+// request. The watchdog adds an exists every TTL/3 of holding.
+//
 // Requests: every request made on behalf of an operation passes the
 // locks.Gate of the operation's context as "zk <op>" (create, getChildren,
 // getData, exists, delete): go-zookeeper has no hook, so the lock gates its
