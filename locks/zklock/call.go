@@ -71,15 +71,32 @@ func (l *Locker) do(ctx context.Context, op string, bounded bool, f func() error
 
 // children lists the lock node's children.
 func (l *Locker) children(ctx context.Context) ([]string, error) {
-	var kids []string
+	kids, _, _, err := l.childrenStat(ctx, false)
+	return kids, err
+}
+
+// childrenStat lists the lock node's children and returns the lock node's
+// Stat read with them (one getChildren2 request) and, with watch, a watch
+// on its children, which fires at the next change to them (a child
+// created or deleted) or when the watch is lost.
+func (l *Locker) childrenStat(ctx context.Context, watch bool) ([]string, *zk.Stat, <-chan zk.Event, error) {
+	var (
+		kids []string
+		st   *zk.Stat
+		ch   <-chan zk.Event
+	)
 	err := l.do(ctx, "getChildren", true, func() (err error) {
-		kids, _, err = l.conn.Children(l.path)
+		if watch {
+			kids, st, ch, err = l.conn.ChildrenW(l.path)
+		} else {
+			kids, st, err = l.conn.Children(l.path)
+		}
 		return err
 	}, nil)
 	if err != nil {
-		return nil, err // kids may still be written by a call given up on
+		return nil, nil, nil, err // kids, st and ch may still be written by a call given up on
 	}
-	return kids, nil
+	return kids, st, ch, nil
 }
 
 // stat reads a node's Stat; nil when the node does not exist.

@@ -12,9 +12,11 @@
 //   - Lock creates its child and lists the children. With none ahead of its
 //     own, it holds the lock. Otherwise it watches its immediate predecessor
 //     alone (getData with a watch), so a release wakes the next waiter in
-//     line and nobody else (no thundering herd), and after every wake-up it
-//     lists the children again: the predecessor that went may have been a
-//     waiter that gave up. It never polls. A waiter that gives up (ctx, wait
+//     line and nobody else (no thundering herd), reads its own child with a
+//     watch while it waits (the token, and the watch its lease keeps), and
+//     after every wake-up it lists the children again: the predecessor that
+//     went may have been a waiter that gave up. It never polls. A hand-off
+//     thus costs the waiter one listing. A waiter that gives up (ctx, wait
 //     budget) deletes its child before Lock returns; should that delete be
 //     lost with the connection, or its reply come late, it is sent again in
 //     the background until the child is gone or its session is, as is every
@@ -39,7 +41,21 @@
 // Fencing token: the child's czxid, the zxid of the transaction that created
 // it. Zxids are the ensemble's single, strictly increasing transaction
 // counter, and a contender holds only once every child created before its
-// own is gone, so each holder's czxid is above every earlier holder's.
+// own is gone, so each holder's czxid is above every earlier holder's. A
+// contender whose listing finds its child the lock node's only child (the
+// lock is free, nobody waits) takes instead, without reading its child, the
+// pzxid that listing returned with the lock node: the zxid of the last
+// creation or deletion of one of its children, its own child's czxid unless
+// a child older than its own went since. That is as safe: every earlier
+// holder's token is below the zxid that deleted its child (its czxid, or a
+// pzxid it listed while its child was there), and that deletion came
+// before this listing, which no longer shows the child; every later
+// holder's token is above the pzxid (a czxid of a child created after this
+// listing, which did not show it, or a pzxid listed after this child's
+// deletion); and while this contender holds, no other child was there to
+// hold beside it when it listed, so no semaphore permit or reader shares
+// its token. The lease's first read of its child (the watch below) learns
+// the czxid, which must not be above the token.
 //
 // The lease (a locks.ManagedLease) is the ZooKeeper session: ephemeral
 // children live exactly as long as the session that made them. The server
@@ -50,12 +66,17 @@
 // or less, and Done closes at the first of:
 //
 //   - the node is deleted by someone else, or the session expires or the
-//     connection is closed: a watch on the node says so at once, and Err
+//     connection is closed: a watch on the node says so at once (for a
+//     holder that found its node alone, the watch on the lock node's
+//     children that listing set, then, from their first change, one on
+//     the node), and Err
 //     wraps locks.ErrNotHeld (and ErrSessionLost for the session);
 //   - the lease cannot be trusted any more: no round trip has proved the
-//     session alive and the node ours (the acquiring read, then each
-//     renewal: one exists request) for TTL − locks.Drift(TTL), measured on
-//     the Locker's clock from the moment the request was sent. The watchdog
+//     session alive and the node ours (the listing that granted the lock,
+//     with the node in it and the connection on the node's session when
+//     its reply came; then each renewal: one exists request) for
+//     TTL − locks.Drift(TTL), measured on the Locker's clock from the
+//     moment the request was sent. The watchdog
 //     proves it every TTL/3 and gives up, closing Done with
 //     locks.ErrLeaseExpired, once less than the request timeout is left. So
 //     a connection that goes down ends the lease between 2/3 of the TTL
@@ -92,6 +113,13 @@
 // only after zk.ErrConnectionClosed, up to three tries, and returns the error
 // of a failed look-up as is, leaving any child it made to stand ahead of
 // every later contender until the session ends.
+//
+// What an acquisition sends, release included: on a free lock, the create,
+// one listing (which grants, its watch on the children serving the lease)
+// and the delete, as zk.Lock; a waiter adds the watch on its predecessor,
+// the read of its own node (its token, and its lease's watch) while it
+// waits, and one listing per wake-up, which grants with no further
+// request. The watchdog adds an exists every TTL/3 of holding.
 //
 // Requests: every request made on behalf of an operation passes the
 // locks.Gate of the operation's context as "zk <op>" (create, getChildren,

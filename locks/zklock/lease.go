@@ -16,14 +16,33 @@ import (
 type leaseOps struct {
 	l       *Locker
 	path    string
-	czxid   int64
+	token   int64 // the lease's token: the node's czxid, or a pzxid at least that (see grant)
 	version int32
 	session int64
+	watch   <-chan zk.Event // a watch on the node set before the grant, for the monitor; nil: none
 
 	mu       sync.Mutex
+	czxid    int64         // the node's czxid; 0 until a read of the node told it
 	lost     error         // why the monitor found the acquisition lost; nil until then
 	released chan struct{} // closed once Release saw the node deleted (or gone)
 	once     sync.Once
+}
+
+// owns reports whether st, read at the acquisition's path, is the
+// acquisition's node: owned by its session, with its czxid. A czxid not
+// known yet (the token was the lock node's pzxid) is learnt from st, which
+// must not be above the token: the node's create changed the lock node's
+// children, so the pzxid the token was read from is at least its czxid.
+func (o *leaseOps) owns(st *zk.Stat) bool {
+	if st == nil || st.EphemeralOwner != o.session {
+		return false
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.czxid == 0 && st.Czxid <= o.token {
+		o.czxid = st.Czxid
+	}
+	return st.Czxid == o.czxid
 }
 
 // markReleased records that the node is gone by Release.
@@ -88,7 +107,7 @@ func (o *leaseOps) Renew(ctx context.Context) error {
 	if err := o.sessionErr(); err != nil {
 		return err
 	}
-	if st == nil || st.Czxid != o.czxid || st.EphemeralOwner != o.session {
+	if !o.owns(st) {
 		return o.nodeGone()
 	}
 	return nil
@@ -113,7 +132,7 @@ func (o *leaseOps) Release(ctx context.Context) error {
 		case errors.Is(err, zk.ErrBadVersion):
 			var st *zk.Stat
 			if st, err = o.l.stat(ctx, o.path); err == nil {
-				if st == nil || st.Czxid != o.czxid {
+				if !o.owns(st) {
 					o.markReleased()
 					return o.nodeGone()
 				}
@@ -143,6 +162,12 @@ func (o *leaseOps) Release(ctx context.Context) error {
 // otherwise outlive the lease for as long as the session does. That delete
 // is sent again until it settles (see discard): one lost with the
 // connection would leave the node for as long as the session lives.
+//
+// Its first watch is the one set before the grant (o.watch): on the node,
+// or, when the granting listing found the node alone, on the lock node's
+// children, which fires at their next change (the node's own deletion
+// among them); after any event but the node's deletion or the session's
+// end, it reads the node with a watch again.
 func (o *leaseOps) monitor(lease *locks.ManagedLease) {
 	go func() {
 		if err := o.watchNode(lease); err != nil {
@@ -165,24 +190,38 @@ func (o *leaseOps) monitor(lease *locks.ManagedLease) {
 
 // watchNode returns why the lease is lost, or nil once Done has closed.
 func (o *leaseOps) watchNode(lease *locks.ManagedLease) error {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		select {
-		case <-lease.Done():
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
+	var ctx context.Context // the requests': made at the first, cancelled once Done closes
 	for tries := 0; ; {
 		if err := o.sessionErr(); err != nil {
 			return err
 		}
-		ch, st, ok, err := o.l.watch(ctx, o.path)
+		var (
+			ch  <-chan zk.Event
+			st  *zk.Stat
+			ok  bool
+			err error
+		)
+		if ch = o.watch; ch != nil {
+			o.watch, ok = nil, true // set before the grant, which checked the node it read
+		} else {
+			if ctx == nil {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithCancel(context.Background())
+				defer cancel()
+				go func() {
+					select {
+					case <-lease.Done():
+						cancel()
+					case <-ctx.Done():
+					}
+				}()
+			}
+			ch, st, ok, err = o.l.watch(ctx, o.path)
+		}
 		switch {
-		case ctx.Err() != nil:
+		case lease.Err() != nil:
 			return nil
-		case err == nil && (!ok || st.Czxid != o.czxid || st.EphemeralOwner != o.session):
+		case err == nil && st != nil && !o.owns(st), err == nil && !ok:
 			return o.nodeGone()
 		case errors.Is(err, zk.ErrSessionExpired), errors.Is(err, zk.ErrClosing):
 			return o.sessionLost()
@@ -207,7 +246,7 @@ func (o *leaseOps) watchNode(lease *locks.ManagedLease) error {
 				return o.sessionLost()
 			}
 			// The data changed, or the watch was lost another way: watch again.
-		case <-ctx.Done():
+		case <-lease.Done():
 			return nil
 		}
 	}

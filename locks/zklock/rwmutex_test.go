@@ -89,8 +89,9 @@ func queue(t testing.TB, z *fakes.ZooKeeperServer, m *RWMutex, n int) []string {
 
 // watches waits until the contenders kids of m (in queue order) have
 // want data watches each, from minizk's counts; it fails the test with the
-// counts it last saw after testTimeout. A holder's lease watches its own
-// node, and a waiter what it waits for.
+// counts it last saw after testTimeout. Every waiter watches its own node
+// and what it waits for; a holder watches its own node, or, if it found
+// its node alone, the lock node's children until the next change to them.
 func watches(t testing.TB, z *fakes.ZooKeeperServer, m *RWMutex, kids []string, want ...int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
@@ -109,6 +110,22 @@ func watches(t testing.TB, z *fakes.ZooKeeperServer, m *RWMutex, kids []string, 
 			got[i], _ = z.Minizk().Watches(m.NodePath() + "/" + k)
 		}
 		t.Fatalf("data watches on %v = %v, want %v", kids, got, want)
+	}
+}
+
+// childWatches waits until m's node has want watches on its children,
+// from minizk's counts; it fails the test after testTimeout.
+func childWatches(t testing.TB, z *fakes.ZooKeeperServer, m *RWMutex, want int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	err := z.Minizk().WaitFor(ctx, func(v minizk.View) bool {
+		_, child := v.Watches(m.NodePath())
+		return child == want
+	})
+	if err != nil {
+		_, got := z.Minizk().Watches(m.NodePath())
+		t.Fatalf("child watches on %s = %d, want %d", m.NodePath(), got, want)
 	}
 }
 
@@ -233,9 +250,12 @@ func TestRWMutexQueueWatchesOnlyWhatItMust(t *testing.T) {
 	r4 := locktest.LockAsync(ctx, c[5].m.RLocker())
 	kids := queue(t, z, m, 6)
 
-	// Data watches per node, each from a connection of its own: r1's
-	// lease's own and w1's; r2's and r3's on w1; w2's on r3; r4's on w2.
-	watches(t, z, m, kids, 2, 2, 0, 1, 1, 0)
+	// Data watches per node, each from a connection of its own: every
+	// contender's on its own node (a waiter's read while it waits; r1,
+	// which found its node alone, watched the children, and watches its
+	// node since w1's came), and w1's on r1; r2's and r3's on w1; w2's on
+	// r3; r4's on w2.
+	watches(t, z, m, kids, 2, 3, 1, 2, 2, 1)
 
 	locktest.UnlockOnce(t, r1)
 	w1Lease := granted(t, w1, r1)
@@ -317,7 +337,7 @@ func TestRWMutexSessionExpiryFrees(t *testing.T) {
 	// node, and learns of the expiry that way): a watch request in flight
 	// as the connection drops would be tried again after a pause on the
 	// manual clock, which nothing here moves.
-	watches(t, z, m, queue(t, z, m, 4), 3, 0, 1, 0)
+	watches(t, z, m, queue(t, z, m, 4), 3, 1, 2, 1)
 
 	if err := z.ExpireSession(c[0].conn.SessionID()); err != nil {
 		t.Fatal(err)
@@ -361,7 +381,7 @@ func TestRWNodePathIsWhereTheLockLives(t *testing.T) {
 		if !regexp.MustCompile(v.name).MatchString(kids[0]) {
 			t.Fatalf("the contender is %q, want it to match %s", kids[0], v.name)
 		}
-		watches(t, z, c.m, kids, 1) // the lease's own: see TestRWMutexSessionExpiryFrees
+		childWatches(t, z, c.m, 1) // the lease's, the contender having found its node alone
 		locktest.ExpiredFromOutside(t, lease, func(ctx context.Context) error { return z.ExpireLock(ctx, "cfg") }, fakes.ErrNoHolder)
 	}
 }

@@ -61,6 +61,14 @@ type contender struct {
 	name    string // the node's name once it exists, "" before
 	path    string
 	session int64 // the session the node was created in
+	// fresh: the node is the one its create's reply named, sent while the
+	// connection had session; not one adopted by its GUID (see recoverNode).
+	fresh  bool
+	listed bool // the lock's children were listed since the node was made
+	// stat and watch: the node as read with a watch (readOwn) and that
+	// watch, nil until then and after the watch fired while it waited.
+	stat  *zk.Stat
+	watch <-chan zk.Event
 }
 
 func newContender(l *Locker) *contender {
@@ -77,8 +85,18 @@ func (c *contender) mine(child string) bool {
 	return ok && err == nil
 }
 
-func (c *contender) set(l *Locker, name string, session int64) {
-	c.name, c.path, c.session = name, l.path+"/"+name, session
+func (c *contender) set(l *Locker, name string, session int64, fresh bool) {
+	c.name, c.path, c.session, c.fresh = name, l.path+"/"+name, session, fresh
+}
+
+// listing is what one listing of the lock's children says of a
+// contender's node.
+type listing struct {
+	ahead []entry         // the contenders ahead of it that keep it waiting (see blockers)
+	alone bool            // it was the lock node's only child
+	pzxid int64           // the lock node's pzxid: the zxid of the last change to its children
+	sent  time.Time       // when the listing was sent, on the Locker's clock
+	watch <-chan zk.Event // a watch on the lock node's children, or nil (see position)
 }
 
 // entry is one contender as listed: its node's name and sequence number,
@@ -242,7 +260,7 @@ func (l *Locker) create(ctx context.Context, c *contender) error {
 	})
 	switch {
 	case err == nil:
-		c.set(l, path[len(l.path)+1:], session)
+		c.set(l, path[len(l.path)+1:], session, true)
 	case errors.Is(err, errGaveUp):
 		// The request timeout is wall time, as every request's bound
 		// (locks.RequestContext), not the Locker's clock: a manual clock
@@ -270,7 +288,7 @@ func (l *Locker) recoverNode(ctx context.Context, c *contender) (bool, error) {
 	}
 	for _, k := range kids {
 		if c.mine(k) {
-			c.set(l, k, session)
+			c.set(l, k, session, false)
 			return true, nil
 		}
 	}
@@ -281,9 +299,9 @@ func (l *Locker) recoverNode(ctx context.Context, c *contender) (bool, error) {
 // l.permits of the contenders ahead of c's node keep it waiting (none, for
 // a mutex; no writer, for a reader): it holds; errRequeue when the node is
 // gone or its session was replaced.
-func (l *Locker) first(ctx context.Context, c *contender) (bool, error) {
-	ahead, err := l.position(ctx, c)
-	return err == nil && len(ahead) < l.permits, err
+func (l *Locker) first(ctx context.Context, c *contender) (listing, bool, error) {
+	lst, err := l.position(ctx, c)
+	return lst, err == nil && len(lst.ahead) < l.permits, err
 }
 
 // position lists the lock's children in queue order, finds c's node among
@@ -293,22 +311,51 @@ func (l *Locker) first(ctx context.Context, c *contender) (bool, error) {
 // expired, and its nodes with it). A node missing from the listing is
 // always found out, never taken for the head of the queue (Curator's
 // read-write lock once missed it: CURATOR-211, apache/curator#732).
-func (l *Locker) position(ctx context.Context, c *contender) ([]entry, error) {
-	kids, err := l.children(ctx)
+//
+// The first listing after c's node was made sets a watch on the lock
+// node's children as well, unless this Locker's last such listing found
+// contenders beside its own (l.crowded): should c's node be found alone, the
+// lease watches its node through that watch, with no request of its own
+// (see grant); otherwise the watch fires once, at the next change, and goes.
+func (l *Locker) position(ctx context.Context, c *contender) (listing, error) {
+	sent := l.opt.Clock.Now()
+	first := !c.listed
+	kids, st, ch, err := l.childrenStat(ctx, first && !l.crowded.Load())
 	switch {
 	case errors.Is(err, zk.ErrSessionExpired):
-		return nil, errRequeue
+		return listing{}, errRequeue
 	case err != nil:
-		return nil, err
+		return listing{}, err
 	case l.conn.SessionID() != c.session:
-		return nil, errRequeue
+		return listing{}, errRequeue
 	}
 	order := l.contenders(kids)
 	i := slices.IndexFunc(order, func(e entry) bool { return e.name == c.name })
 	if i < 0 {
-		return nil, errRequeue
+		return listing{}, errRequeue
 	}
-	return l.blockers(order[:i]), nil
+	c.listed = true
+	if first {
+		l.crowded.Store(len(kids) > 1)
+	}
+	return listing{ahead: l.blockers(order[:i]), alone: len(kids) == 1, pzxid: st.Pzxid, sent: sent, watch: ch}, nil
+}
+
+// readOwn reads c's node with a watch: its czxid (the token), its owner and
+// version, and a watch that fires when the node is deleted or its data
+// changes, which the lease's monitor takes over (one getData for both).
+// errRequeue: the node is gone, or is not of c's session, or the
+// connection's session is no longer c's.
+func (l *Locker) readOwn(ctx context.Context, c *contender) error {
+	ch, st, ok, err := l.watch(ctx, c.path)
+	switch {
+	case err != nil:
+		return err
+	case !ok || st.EphemeralOwner != c.session || l.conn.SessionID() != c.session:
+		return errRequeue
+	}
+	c.stat, c.watch = st, ch
+	return nil
 }
 
 // waitTurn waits until fewer than l.permits contenders ahead of c's node
@@ -317,9 +364,9 @@ func (l *Locker) waitTurn(ctx context.Context, c *contender, began time.Time) (l
 	budget, stop := l.budgetTimer(began)
 	defer stop()
 	for tries := 0; ; {
-		ahead, err := l.position(ctx, c)
-		if err == nil && len(ahead) < l.permits {
-			lease, err := l.grant(ctx, c)
+		lst, err := l.position(ctx, c)
+		if err == nil && len(lst.ahead) < l.permits {
+			lease, err := l.grant(ctx, c, lst)
 			if errors.Is(err, locks.ErrLeaseExpired) && ctx.Err() == nil {
 				return nil, errRequeue // won too late to use it; grant passed the lock on
 			}
@@ -328,13 +375,19 @@ func (l *Locker) waitTurn(ctx context.Context, c *contender, began time.Time) (l
 		var chs []<-chan zk.Event
 		if err == nil {
 			var ok bool
-			chs, ok, err = l.watchAhead(ctx, ahead[len(ahead)-l.permits:])
+			chs, ok, err = l.watchAhead(ctx, lst.ahead[len(lst.ahead)-l.permits:])
 			if err == nil && !ok {
 				continue // one of them went meanwhile: look again
 			}
 		}
+		if err == nil && c.stat == nil {
+			// The read grant needs (the token, the owner, the watch of
+			// the lease), done while it waits: the wake-up that lets it
+			// hold then costs one listing.
+			err = l.readOwn(ctx, c)
+		}
 		if err == nil {
-			err = l.await(ctx, chs, budget)
+			err = l.await(ctx, c, chs, budget)
 		}
 		switch {
 		case err == nil:
@@ -378,33 +431,57 @@ func (l *Locker) watchAhead(ctx context.Context, ahead []entry) ([]<-chan zk.Eve
 }
 
 // await waits for one of the watches ahead to fire (nil: look again), ctx
-// to end or the wait budget to run out.
-func (l *Locker) await(ctx context.Context, chs []<-chan zk.Event, budget <-chan time.Time) error {
-	cases := []reflect.SelectCase{
-		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(budget)},
-		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())},
+// to end or the wait budget to run out. Should the watch on c's own node
+// fire meanwhile (its node deleted or changed), it looks again too, and
+// reads its node again should it still wait.
+func (l *Locker) await(ctx context.Context, c *contender, chs []<-chan zk.Event, budget <-chan time.Time) error {
+	const budgetCase, ctxCase, ownCase = 0, 1, 2
+	chosen, ev := 0, zk.Event{}
+	if len(chs) == 1 { // a mutex's or a read-write mutex's waiter: no reflection
+		select {
+		case <-budget:
+			chosen = budgetCase
+		case <-ctx.Done():
+			chosen = ctxCase
+		case <-c.watch:
+			chosen = ownCase
+		case ev = <-chs[0]:
+			chosen = ownCase + 1
+		}
+	} else {
+		cases := []reflect.SelectCase{
+			{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(budget)},
+			{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())},
+			{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(c.watch)},
+		}
+		for _, ch := range chs {
+			cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ch)})
+		}
+		var v reflect.Value
+		chosen, v, _ = reflect.Select(cases)
+		if chosen > ownCase {
+			ev, _ = v.Interface().(zk.Event)
+		}
 	}
-	for _, ch := range chs {
-		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ch)})
-	}
-	switch chosen, v, _ := reflect.Select(cases); chosen {
-	case 0:
+	switch chosen {
+	case budgetCase:
 		return l.errorf("lock: %w after %v", locks.ErrWaitBudget, l.opt.WaitBudget)
-	case 1:
+	case ctxCase:
 		return l.errorf("lock: %w", ctx.Err())
-	default:
-		ev, _ := v.Interface().(zk.Event)
-		if ev.Type != zk.EventNotWatching {
-			return nil
-		}
-		if errors.Is(ev.Err, zk.ErrSessionExpired) {
-			return errRequeue
-		}
-		if ev.Err != nil && !transient(ev.Err) {
-			return ev.Err // the connection was closed
-		}
+	case ownCase:
+		c.stat, c.watch = nil, nil
 		return nil
 	}
+	if ev.Type != zk.EventNotWatching {
+		return nil
+	}
+	if errors.Is(ev.Err, zk.ErrSessionExpired) {
+		return errRequeue
+	}
+	if ev.Err != nil && !transient(ev.Err) {
+		return ev.Err // the connection was closed
+	}
+	return nil
 }
 
 // abandon deletes a contender's node after a failed, refused or cancelled

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/go-zookeeper/zk"
@@ -38,6 +39,9 @@ type Locker struct {
 	acl     []zk.ACL
 	permits int  // the first permits contenders hold: 1 for a mutex
 	role    role // a mutex's or semaphore's, or a read-write mutex's reader or writer
+	// crowded: the last first listing of a contender's found other
+	// children beside its own (see position).
+	crowded atomic.Bool
 }
 
 var _ locks.Locker = (*Locker)(nil)
@@ -184,7 +188,7 @@ func (l *Locker) tryLock(ctx context.Context) (locks.Lease, error) {
 	if err != nil {
 		return nil, err
 	}
-	first, err := l.first(ctx, c)
+	lst, first, err := l.first(ctx, c)
 	if err == nil && !first {
 		err = l.errorf("%w", locks.ErrLocked)
 	}
@@ -195,40 +199,62 @@ func (l *Locker) tryLock(ctx context.Context) (locks.Lease, error) {
 		}
 		return nil, err
 	}
-	lease, err := l.grant(ctx, c)
+	lease, err := l.grant(ctx, c, lst)
 	if errors.Is(err, errRequeue) {
 		err = l.errorf("try lock: %w: %w", ErrSessionLost, locks.ErrNotHeld)
 	}
 	return lease, err
 }
 
-// grant turns a contender at the head of the queue into a lease. One read
-// of its node gives the fencing token (the node's czxid) and proves the
-// session alive: the server had not expired it when it answered, and, as
-// it heard from the session then, will not before the TTL has passed from
-// the moment the read was sent, which is where the lease's validity
-// starts. errRequeue: the node or the session is gone.
-func (l *Locker) grant(ctx context.Context, c *contender) (locks.Lease, error) {
-	start := l.opt.Clock.Now()
-	st, err := l.stat(ctx, c.path)
+// grant turns a contender at the head of the queue, as lst (the listing
+// that found it there) says, into a lease. The lease's validity starts when
+// lst was sent: the listing proved the session alive (the connection still
+// had c's session when its reply came), and the server, which heard from the
+// session then, will not expire it before the TTL has passed from that
+// moment. The token is the node's czxid, read with the watch that the
+// lease's monitor takes over (readOwn: a waiter reads it while it waits, a
+// contender that holds at once reads it now), except when the listing found
+// c's node the lock node's only child and the node is the one its own
+// create made (c.fresh): the token is then the lock node's pzxid in that
+// listing, with no request (the package documentation, "Fencing token",
+// says why that is safe). errRequeue: the node or the
+// session is gone.
+func (l *Locker) grant(ctx context.Context, c *contender, lst listing) (locks.Lease, error) {
+	start := lst.sent
+	var tok, czxid int64 // czxid 0: not read yet (the monitor reads it)
+	watch := c.watch
 	switch {
-	case errors.Is(err, zk.ErrSessionExpired):
-		return nil, errRequeue
-	case err != nil:
-		l.abandon(c)
-		return nil, l.errorf("read the node: %w", err)
-	case st == nil || st.EphemeralOwner != c.session || l.conn.SessionID() != c.session:
-		l.abandon(c)
-		return nil, errRequeue
+	case c.stat != nil:
+		tok, czxid = c.stat.Czxid, c.stat.Czxid
+	case lst.alone && c.fresh:
+		tok, watch = lst.pzxid, lst.watch
+	default:
+		start = l.opt.Clock.Now()
+		err := l.readOwn(ctx, c)
+		switch {
+		case errors.Is(err, zk.ErrSessionExpired):
+			return nil, errRequeue
+		case errors.Is(err, errRequeue):
+			l.abandon(c)
+			return nil, errRequeue
+		case err != nil:
+			l.abandon(c)
+			return nil, l.errorf("read the node: %w", err)
+		}
+		tok, czxid, watch = c.stat.Czxid, c.stat.Czxid, c.watch
 	}
-	tok := locks.Token(st.Czxid)
-	ops := &leaseOps{l: l, path: c.path, czxid: st.Czxid, version: st.Version, session: c.session, released: make(chan struct{})}
-	lease := locks.NewLease(locks.LeaseSpec{Name: l.name, Token: tok, Fenced: true, Start: start}, ops, l.opt)
+	var version int32 // a node's data version is 0 when created
+	if c.stat != nil {
+		version = c.stat.Version
+	}
+	ops := &leaseOps{l: l, path: c.path, czxid: czxid, token: tok, version: version, session: c.session,
+		watch: watch, released: make(chan struct{})}
+	lease := locks.NewLease(locks.LeaseSpec{Name: l.name, Token: locks.Token(tok), Fenced: true, Start: start}, ops, l.opt)
 	if err := lease.GiveBackIfLate(ctx); err != nil { // deletes the node: the lock passes on
 		return nil, l.errorf("acquired too late: %w", err)
 	}
 	ops.monitor(lease)
-	locks.Observe(ctx, l.opt.Observer, locks.Event{Point: locks.PointAcquired, Name: l.name, Token: tok, Fenced: true})
+	locks.Observe(ctx, l.opt.Observer, locks.Event{Point: locks.PointAcquired, Name: l.name, Token: locks.Token(tok), Fenced: true})
 	return lease, nil
 }
 
