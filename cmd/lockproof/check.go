@@ -101,6 +101,9 @@ type cellResult struct {
 	Unclaimed []string `json:"unclaimed_fault_kinds,omitempty"`
 	About     string   `json:"about"`
 	Claims    string   `json:"claims"`
+	// Share is the cell's part of -budget in seconds, by its weight (0
+	// with -runs).
+	Share float64 `json:"share_seconds,omitempty"`
 	// Runs counts the runs made, up to the first that violated a claimed
 	// property; Shrinking, the runs rapid then made to minimize it.
 	Runs      int          `json:"runs"`
@@ -160,9 +163,10 @@ func checkCmd(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.locks, "locks", "", "comma-separated locks to check (default: every built-in lock; mutant/<name> or mutants adds deliberately broken ones; redis-semaphore, etcd-semaphore, consul-semaphore, zk-semaphore or semaphores adds the semaphores of 2 permits, redis-rwmutex, etcd-rwmutex, consul-rwmutex, zk-rwmutex or rwlocks the read-write locks, and redislock-reentrant, … or reentrant the built-in locks with an owner per client re-entering, on the embedded backends, which the default leaves out to keep its budget)")
 	fs.StringVar(&f.faults, "faults", "", "comma-separated fault scenarios (default: all)")
 	fs.Uint64Var(&f.seed, "seed", 0, "matrix seed (default: random, printed)")
-	fs.DurationVar(&f.budget, "budget", 60*time.Second, fmt.Sprintf("wall time for the whole matrix, split evenly between cells, each with its own deadline; "+
-		"every cell makes at least %d runs, even past its share, so the run may take longer: the default matrix on embedded backends "+
-		"takes about 90s on 2 cores, etcdlock's %d runs in real time alone about 30s, and buys 10 to 100 runs per other cell", minRuns, minRuns))
+	fs.DurationVar(&f.budget, "budget", 90*time.Second, fmt.Sprintf("wall time for the whole matrix, split between cells, each with its own deadline, "+
+		"a cell in real time (embedded etcd) taking %d shares and every other cell one; a cell makes at least %d runs, even past its share, "+
+		"and up to twice its share for a property checked by fewer runs, so the run may take longer: the default buys etcdlock 6 or 7 runs "+
+		"and the other cells 15 to 100 each on 2 cores", realTimeWeight, minRuns))
 	fs.IntVar(&f.runs, "runs", 0, fmt.Sprintf("exact runs per cell instead of the budget (with -seed: an exact replay of the matrix); below %d, no property passes: too few runs", minRuns))
 	fs.IntVar(&f.steps, "steps", 30, "average actions per run")
 	fs.BoolVar(&f.json, "json", false, "print the results as JSON on stdout instead of the table")
@@ -235,18 +239,29 @@ func runMatrix(cells []cell, cfg checkConfig, p *progress) checkResult {
 		res.Budget = cfg.budget.String()
 	}
 	p.begin()
+	total := 0
 	for i := range cells {
-		// Every cell gets its even share of the budget as its own deadline,
-		// whatever the cells before it spent: a slow cell that overran its
-		// share (its minimum runs, or minimizing a failure) does not starve
-		// the rest. What earlier cells left unspent goes to the rest.
-		share := cfg.budget / time.Duration(len(cells))
+		total += cells[i].weightOf()
+	}
+	weightLeft := total
+	for i := range cells {
+		// Every cell gets its share of the budget, by its weight, as its
+		// own deadline, whatever the cells before it spent: a slow cell
+		// that overran its share (its minimum runs, or minimizing a
+		// failure) does not starve the rest. What earlier cells left
+		// unspent goes to the rest.
+		w := cells[i].weightOf()
+		share := cfg.budget * time.Duration(w) / time.Duration(total)
 		if cfg.runs == 0 {
 			left := cfg.budget - time.Since(res.Started)
-			share = max(share, left/time.Duration(len(cells)-i))
+			share = max(share, left*time.Duration(w)/time.Duration(weightLeft))
 		}
+		weightLeft -= w
 		p.startCell(i, share)
 		cr := runCell(&cells[i], cfg, share, p)
+		if cfg.runs == 0 {
+			cr.Share = share.Seconds()
+		}
 		res.Cells = append(res.Cells, cr)
 		p.endCell(&cr)
 		switch {

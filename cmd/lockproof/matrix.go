@@ -32,7 +32,19 @@ type cell struct {
 	real bool
 	// fewerSteps divides -steps for this cell: its runs take real time.
 	fewerSteps int
+	// weight is the cell's part of the budget against the other cells'
+	// (0 counts as 1): an embedded backend in real time takes seconds a
+	// run where the others take tens of milliseconds.
+	weight int
 }
+
+// realTimeWeight is the budget weight of a cell on an embedded backend in
+// real time (etcd): at the default budget, about 35 s of 90, 6 or 7 runs,
+// where the other cells make dozens in their 7 s.
+const realTimeWeight = 5
+
+// weightOf is c's budget weight.
+func (c *cell) weightOf() int { return max(c.weight, 1) }
 
 // stepsOf is the average number of actions per run in this cell when
 // -steps is steps.
@@ -183,7 +195,7 @@ func builtinCells(ep endpoints) []cell {
 	} else {
 		cells = append(cells, cell{lock: lockEtcd, faults: "crash",
 			about:   "client crashes and pauses; the holder's lease revoked (not claimed); embedded etcd, real time",
-			factory: propertytest.EtcdLock(), opts: propertytest.EtcdLockOptions(), fewerSteps: 3})
+			factory: propertytest.EtcdLock(), opts: propertytest.EtcdLockOptions(), fewerSteps: 3, weight: realTimeWeight})
 	}
 	if ep.consul != "" {
 		cells = append(cells, cell{lock: lockConsul, faults: "crash", about: "client crashes and pauses, real Consul at " + ep.consul + ", real time",
@@ -242,7 +254,7 @@ func semaphoreCells() []cell {
 		{lock: "redis-semaphore", faults: "crash", about: about, group: groupSemaphores,
 			factory: propertytest.RedisSemaphore(semaphorePermits), opts: permits(propertytest.Options{})},
 		{lock: "etcd-semaphore", faults: "crash", about: about + "; embedded etcd, real time", group: groupSemaphores,
-			factory: propertytest.EtcdSemaphore(semaphorePermits), opts: permits(propertytest.EtcdLockOptions()), fewerSteps: 3},
+			factory: propertytest.EtcdSemaphore(semaphorePermits), opts: permits(propertytest.EtcdLockOptions()), fewerSteps: 3, weight: realTimeWeight},
 		{lock: "consul-semaphore", faults: "crash", about: about, group: groupSemaphores,
 			factory: propertytest.ConsulSemaphore(semaphorePermits), opts: permits(propertytest.ConsulLockOptions())},
 		{lock: "zk-semaphore", faults: "crash", about: about, group: groupSemaphores,
@@ -264,7 +276,7 @@ func rwLockCells() []cell {
 		{lock: "redis-rwmutex", faults: "crash", about: about, group: groupRWLocks,
 			factory: propertytest.RedisRWMutex(), opts: rw(propertytest.Options{})},
 		{lock: "etcd-rwmutex", faults: "crash", about: about + "; embedded etcd, real time", group: groupRWLocks,
-			factory: propertytest.EtcdRWMutex(), opts: rw(propertytest.EtcdLockOptions()), fewerSteps: 3},
+			factory: propertytest.EtcdRWMutex(), opts: rw(propertytest.EtcdLockOptions()), fewerSteps: 3, weight: realTimeWeight},
 		{lock: "consul-rwmutex", faults: "crash", about: about, group: groupRWLocks,
 			factory: propertytest.ConsulRWMutex(), opts: rw(propertytest.ConsulLockOptions())},
 		{lock: "zk-rwmutex", faults: "crash", about: about, group: groupRWLocks,
@@ -289,7 +301,7 @@ func reentrantCells() []cell {
 			group: groupReentrant, factory: propertytest.Redlock(5),
 			opts: owner(propertytest.Options{Claims: []propertytest.FaultKind{propertytest.FaultCrash, propertytest.FaultNodeDown}})},
 		{lock: "etcdlock-reentrant", faults: "crash", about: about + "; the holder's lease revoked (not claimed); embedded etcd, real time", group: groupReentrant,
-			factory: propertytest.EtcdLock(), opts: owner(propertytest.EtcdLockOptions()), fewerSteps: 3},
+			factory: propertytest.EtcdLock(), opts: owner(propertytest.EtcdLockOptions()), fewerSteps: 3, weight: realTimeWeight},
 		{lock: "consullock-reentrant", faults: "crash", about: about + "; the holder's session invalidated (not claimed)", group: groupReentrant,
 			factory: propertytest.ConsulLock(), opts: owner(propertytest.ConsulLockOptions())},
 		{lock: "mysqllock-reentrant", faults: "crash", about: about + "; the server's clock jumps past the holder's expiry (not claimed)", group: groupReentrant,

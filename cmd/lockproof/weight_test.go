@@ -1,0 +1,74 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockproof/lockproof/propertytest"
+)
+
+// A cell of weight w gets w shares of the budget: a slow cell of weight 3
+// beside a fast one of weight 1 gets three quarters and makes the runs
+// they buy, and the fast one the quarter left.
+func TestBudgetFollowsTheWeights(t *testing.T) {
+	slow := slowMemLock(100 * time.Millisecond)
+	slow.weight = 3
+	cells := []cell{slow, fastMemLock()}
+	cfg := checkConfig{seed: 3, budget: 2 * time.Second, chunk: 10, steps: 10, outDir: t.TempDir(), shrink: time.Second}
+	res := runMatrix(cells, cfg, newProgress(&bytes.Buffer{}, cells, cfg))
+	s, f := res.Cells[0], res.Cells[1]
+	if s.Share != 1.5 {
+		t.Errorf("the slow cell of weight 3 had a share of %vs of a 2s budget, want 1.5s", s.Share)
+	}
+	if f.Share < 0.5 {
+		t.Errorf("the fast cell had a share of %vs, want at least the 0.5s of its weight", f.Share)
+	}
+	// 1.5 s at a little over 100 ms a run, where an even 1 s buys 9.
+	if s.Runs < 11 {
+		t.Errorf("the slow cell of weight 3 made %d runs in %.1fs, want 11 or more", s.Runs, s.Seconds)
+	}
+}
+
+// A property still short when its cell ends is named under the verdict
+// with a command that checks that cell alone long enough; a cell with
+// every property passed is not named.
+func TestMoreRunsHint(t *testing.T) {
+	few := cellResult{Lock: "etcdlock", Faults: "crash", Runs: 5, Seconds: 25, WantedRuns: 20, WantedSeconds: 100,
+		Props: []propResult{{Property: "symmetry", Status: statusTooFew, Checked: 1}, {Property: "exclusivity", Status: statusPass, Checked: 5}}}
+	done := cellResult{Lock: "redislock", Faults: "crash", Runs: 90, Seconds: 7,
+		Props: []propResult{{Property: "symmetry", Status: statusPass, Checked: 40}}}
+	hint := moreRunsHint(checkResult{Budget: "90s", Cells: []cellResult{done, few}})
+	want := "too few runs: etcdlock/crash (symmetry) wants about 20 more runs: lockproof check -locks etcdlock -faults crash -budget 2m0s"
+	if hint != want {
+		t.Errorf("budget mode:\n got %q\nwant %q", hint, want)
+	}
+	if hint := moreRunsHint(checkResult{Runs: 5, Cells: []cellResult{few}}); !strings.HasSuffix(hint, "-runs 25") {
+		t.Errorf("runs mode: %q, want it to end in -runs 25", hint)
+	}
+	if hint := moreRunsHint(checkResult{Budget: "90s", Cells: []cellResult{done}}); hint != "" {
+		t.Errorf("nothing short, yet: %q", hint)
+	}
+}
+
+// runsWanted asks, for a property checked in n of r runs, for the runs
+// that reach minRuns at that rate; as many runs again for one never
+// checked; none for availability unchecked (one node) or a property with
+// an expected violation.
+func TestRunsWanted(t *testing.T) {
+	if got := runsWanted(map[propertytest.Property]int{"symmetry": 1, "exclusivity": 10}, nil, 10); got != 40 {
+		t.Errorf("symmetry 1 in 10 runs: %d more wanted, want 40", got)
+	}
+	if got := runsWanted(map[propertytest.Property]int{"exclusivity": 10, "deadlock freedom": 10, "progress": 10}, nil, 10); got != 10 {
+		t.Errorf("symmetry never checked in 10 runs: %d more wanted, want 10", got)
+	}
+	all := map[propertytest.Property]int{"symmetry": 6, "exclusivity": 6, "deadlock freedom": 6, "progress": 6}
+	if got := runsWanted(all, nil, 6); got != 0 {
+		t.Errorf("everything checked 6 times: %d more wanted, want 0", got)
+	}
+	all["symmetry"] = 0
+	if got := runsWanted(all, map[propertytest.Property]int{"symmetry": 1}, 6); got != 0 {
+		t.Errorf("symmetry expected: %d more wanted, want 0", got)
+	}
+}
