@@ -22,11 +22,32 @@ import (
 // instead), is cancelled with ctx, and its Err is
 // context.DeadlineExceeded once d of time outside the Gate has passed.
 // Locks use it for every request they bound by Options.RequestTimeout.
+//
+// The time outside the Gate is wall time, unless the Gate is a
+// RequestClocker that names a clock of its own.
 func RequestContext(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
-	if GateOf(ctx) == nil {
+	g := GateOf(ctx)
+	if g == nil {
 		return context.WithTimeout(ctx, d)
 	}
-	return heldContext(ctx, d, SystemClock{})
+	var clock Clock = SystemClock{}
+	if rc, ok := g.(RequestClocker); ok {
+		if c := rc.RequestClock(); c != nil {
+			clock = c
+		}
+	}
+	return heldContext(ctx, d, clock)
+}
+
+// RequestClocker is a Gate that also keeps the time of the requests it
+// lets go: a RequestContext under it counts its bound on RequestClock
+// (outside the Gate, as always) instead of wall time. A deterministic
+// scheduler whose backends are all in memory uses it to time a request
+// out only when nothing in the process can answer it any more, and not
+// when a loaded machine is slow to. A nil clock means wall time.
+type RequestClocker interface {
+	Gate
+	RequestClock() Clock
 }
 
 // heldContext is RequestContext under a Gate, on clock.

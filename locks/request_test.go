@@ -156,3 +156,34 @@ func TestRequestContextNestedHoldsBoth(t *testing.T) {
 		t.Fatalf("a hold counted: outer %v, inner %v", outer.Err(), inner.Err())
 	}
 }
+
+// clockedGate lets every request go at once and times them on clock.
+type clockedGate struct{ clock locks.Clock }
+
+func (clockedGate) Request(context.Context, string) func() { return nil }
+func (g clockedGate) RequestClock() locks.Clock            { return g.clock }
+
+func TestRequestContextCountsOnTheGatesClock(t *testing.T) {
+	clock := fakes.NewClock(epoch)
+	parent := locks.WithGate(context.Background(), clockedGate{clock})
+	ctx, cancel := locks.RequestContext(parent, time.Millisecond)
+	defer cancel()
+	locks.GateRequest(ctx, "a")()
+	// Far more wall time than its bound: the gate's clock has not moved.
+	select {
+	case <-ctx.Done():
+		t.Fatalf("ended on wall time under a gate with a clock: %v", ctx.Err())
+	case <-time.After(50 * time.Millisecond):
+	}
+	clock.Advance(time.Millisecond)
+	if err := ended(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err after its bound on the gate's clock: %v, want DeadlineExceeded", err)
+	}
+
+	// A gate that names no clock leaves the bound on wall time.
+	wall, cancelWall := locks.RequestContext(locks.WithGate(context.Background(), clockedGate{}), time.Millisecond)
+	defer cancelWall()
+	if err := ended(wall); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err under a gate without a clock: %v, want DeadlineExceeded on wall time", err)
+	}
+}

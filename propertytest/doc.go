@@ -95,9 +95,12 @@
 // none runnable. A seed then replays the same interleaving and the same
 // history, byte for byte, on every backend whose clients reach it in
 // memory (Backend.InProcess): MemLock, miniredis (Redlock's nodes too),
-// miniconsul, go-mysql-server and minizk (TestSeedReplaysExactly, whose
+// miniconsul and go-mysql-server (TestSeedReplaysExactly, whose
 // documentation tells what it took and where the limits are: minizk is
-// exact only without the race detector). On a backend in real time (the
+// not exact, its clients' reconnection after a session expiry racing the
+// expired holder's clean-up). There a request's timeout runs out only when
+// the process is quiescent with the request unanswered, not after wall
+// time (locks.RequestClocker). On a backend in real time (the
 // embedded etcd, a real server) or behind TCP proxies (the network-fault
 // cells) a replay is best effort. A run in which the driver gave up
 // waiting for quiescence (a loaded machine) says so in its log.
