@@ -56,7 +56,7 @@ func TestBenchEtcdConsul(t *testing.T) {
 	t.Parallel()
 	jsonPath := filepath.Join(t.TempDir(), "b.json")
 	var out, errOut bytes.Buffer
-	code := run([]string{"bench", "-backends", "etcd,consul", "-runs", "1", "-n", "6", "-uncontended", "10",
+	code := run([]string{"bench", "-backends", "etcd,consul", "-runs", "1", "-n", "3", "-uncontended", "3",
 		"-waiters", "2", "-json", jsonPath}, &out, &errOut)
 	if code != exitOK {
 		t.Fatalf("exit %d\n%s\n%s", code, out.String(), errOut.String())
@@ -94,7 +94,7 @@ func TestBenchRWLocks(t *testing.T) {
 	t.Parallel()
 	jsonPath := filepath.Join(t.TempDir(), "b.json")
 	var out, errOut bytes.Buffer
-	code := run([]string{"bench", "-backends", "redis,etcd,consul,zk", "-rwlocks", "-runs", "1", "-n", "6", "-uncontended", "10",
+	code := run([]string{"bench", "-backends", "redis,etcd,consul,zk", "-rwlocks", "-runs", "1", "-n", "3", "-uncontended", "3",
 		"-waiters", "2", "-json", jsonPath}, &out, &errOut)
 	if code != exitOK {
 		t.Fatalf("exit %d\n%s\n%s", code, out.String(), errOut.String())
@@ -129,7 +129,7 @@ func TestBenchSemaphores(t *testing.T) {
 	t.Parallel()
 	jsonPath := filepath.Join(t.TempDir(), "b.json")
 	var out, errOut bytes.Buffer
-	code := run([]string{"bench", "-backends", "redis,consul,zk", "-semaphores", "-runs", "1", "-n", "6", "-uncontended", "10",
+	code := run([]string{"bench", "-backends", "redis,consul,zk", "-semaphores", "-runs", "1", "-n", "3", "-uncontended", "3",
 		"-waiters", "2", "-json", jsonPath}, &out, &errOut)
 	if code != exitOK {
 		t.Fatalf("exit %d\n%s\n%s", code, out.String(), errOut.String())
@@ -167,7 +167,7 @@ func TestBenchZK(t *testing.T) {
 	for _, extra := range [][]string{nil, {"-zk", z.Addr()}} {
 		jsonPath := filepath.Join(t.TempDir(), "b.json")
 		var out, errOut bytes.Buffer
-		args := append([]string{"bench", "-backends", "zk", "-runs", "1", "-n", "6", "-uncontended", "10",
+		args := append([]string{"bench", "-backends", "zk", "-runs", "1", "-n", "3", "-uncontended", "3",
 			"-waiters", "2", "-json", jsonPath}, extra...)
 		if code := run(args, &out, &errOut); code != exitOK {
 			t.Fatalf("%v: exit %d\n%s\n%s", args, code, out.String(), errOut.String())

@@ -72,6 +72,7 @@ func TestCheckPassesRedisLock(t *testing.T) {
 func TestCheckCatchesABrokenLock(t *testing.T) {
 	cfg := quickConfig(t)
 	cfg.shrink = time.Minute // a backstop the minimization never reaches, even under -race on a loaded machine
+	cfg.steps = 10           // the split brain shows in a short run, and every shrink candidate is one
 	cells := []cell{splitBrain()}
 	var progressOut bytes.Buffer
 	res := runMatrix(cells, cfg, newProgress(&progressOut, cells, cfg))
@@ -204,7 +205,7 @@ func TestCellSeedNamesTheCell(t *testing.T) {
 func TestCheckCatchesAMutantAndReplaysIt(t *testing.T) {
 	var out, errOut bytes.Buffer
 	args := []string{"check", "-locks", "redislock,mutant/grant-without-check", "-faults", "crash,mutant",
-		"-runs", "10", "-seed", "11", "-json", "-html", "", "-histories", t.TempDir()}
+		"-runs", "5", "-seed", "11", "-json", "-html", "", "-histories", t.TempDir()}
 	if code := run(args, &out, &errOut); code != exitIllegal {
 		t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exitIllegal, out.String(), errOut.String())
 	}

@@ -40,6 +40,11 @@ import (
 	"github.com/lockproof/lockproof/propertytest"
 )
 
+// caughtShrinkRuns bounds by default the shrinking of a failure that
+// strongerClaim expects: each candidate is a whole run, seconds of wall
+// time for the libraries on loopback TCP or in real time.
+const caughtShrinkRuns = 1
+
 // epoch is where the manual clocks of the adapters' fakes start.
 var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
@@ -74,6 +79,17 @@ func useSeed(t *testing.T, def uint64) uint64 {
 	return seed
 }
 
+// quickSeed is the seed a test that expects a violation starts from: by
+// default quick, a seed whose first run finds it; under LOCKPROOF_DEEP=1
+// search, from which the suite searches through passing runs first, as a
+// user's run would.
+func quickSeed(quick, search uint64) uint64 {
+	if propertytest.Deep() {
+		return search
+	}
+	return quick
+}
+
 // ownClaims runs the suite on a library with the claims it makes itself:
 // it must pass. It logs the expected violations (faults the library does
 // not claim) and the time taken.
@@ -95,10 +111,17 @@ func ownClaims(t *testing.T, seed uint64, f propertytest.Factory, o propertytest
 
 // strongerClaim runs the suite on a library held to a claim it does not
 // make, and asserts that the suite reports the violation it must: want,
-// as a failure (VIOLATED), with a seed that replays it.
+// as a failure (VIOLATED), with a seed that replays it. By default it
+// shrinks the failure by at most caughtShrinkRuns candidates: what it
+// asserts is that the violation is found and named, which the failing run
+// shows; under LOCKPROOF_DEEP=1 the test's own ShrinkRuns (the suite's
+// default unless set) minimize it as a user would see it.
 func strongerClaim(t *testing.T, seed uint64, f propertytest.Factory, o propertytest.Options, want propertytest.Property) {
 	t.Helper()
 	useSeed(t, seed)
+	if !propertytest.Deep() && (o.ShrinkRuns <= 0 || o.ShrinkRuns > caughtShrinkRuns) {
+		o.ShrinkRuns = caughtShrinkRuns
+	}
 	began := time.Now()
 	rep := propertytest.Check(t, f, o)
 	took := time.Since(began).Round(time.Millisecond)
