@@ -93,10 +93,15 @@ type sched struct {
 	// must give the operations a chance to react waits for it to move.
 	settles int
 
+	// quiesceMu makes the waits for quiescence one at a time: the driver
+	// and a clock's dispatch (oneByOne, run by whoever advanced the clock)
+	// may both wait at once, and share snapshot's buffers and the restless
+	// count. The one that waits for the lock is parked meanwhile, which the
+	// other's snapshots see as blocked.
+	quiesceMu sync.Mutex
 	// snapshot's buffers, reused.
 	samples []metrics.Sample
 	stacks  []runtime.StackRecord
-	print   []uint64
 
 	minBlock time.Duration // Options.Settle
 	// inProcess: every connection is in memory (Backend.InProcess), so
@@ -655,15 +660,18 @@ func (s *sched) oneByOne(fs []func()) {
 // goroutine keeps waking. Once the run was given up on, it returns false
 // at once.
 func (s *sched) quiescent() bool {
+	s.quiesceMu.Lock()
+	defer s.quiesceMu.Unlock()
 	if s.stuck() != nil {
 		return false
 	}
 	began, cpu := time.Now(), processCPU()
 	deadline := began.Add(maxQuiesce)
 	pause := 50 * time.Microsecond
-	var prev []uint64
+	var prev, snap []uint64
 	for {
-		snap, busy := s.snapshot()
+		var busy bool
+		snap, busy = s.snapshot(snap)
 		if !busy && prev != nil && slices.Equal(snap, prev) {
 			if s.requests != nil && s.requests.fireNext() {
 				// A request that nothing will answer any more: its
@@ -808,8 +816,9 @@ var schedMetrics = []string{
 // a microsecond, and takes the goroutine profile (program counters only,
 // no symbols) only when they show nothing running: a few hundred
 // microseconds where rendering every stack as text (runtime.Stack) took
-// over a millisecond and was most of the suite's CPU time.
-func (s *sched) snapshot() ([]uint64, bool) {
+// over a millisecond and was most of the suite's CPU time. The
+// fingerprint is written over dst, the caller's own buffer.
+func (s *sched) snapshot(dst []uint64) ([]uint64, bool) {
 	if s.samples == nil {
 		s.samples = make([]metrics.Sample, len(schedMetrics))
 		for i, name := range schedMetrics {
@@ -819,22 +828,21 @@ func (s *sched) snapshot() ([]uint64, bool) {
 	metrics.Read(s.samples)
 	if s.samples[0].Value.Uint64() > 0 || s.samples[1].Value.Uint64() > 1 ||
 		s.inProcess && s.samples[4].Value.Uint64() > 0 { // in a system call: about to move
-		return nil, true
+		return dst[:0], true
 	}
 	for {
 		n, ok := runtime.GoroutineProfile(s.stacks)
 		if ok {
-			s.print = s.print[:0]
-			s.print = append(s.print, s.samples[2].Value.Uint64(), s.samples[3].Value.Uint64())
+			dst = append(dst[:0], s.samples[2].Value.Uint64(), s.samples[3].Value.Uint64())
 			for _, r := range s.stacks[:n] {
 				h := uint64(14695981039346656037) // FNV-1a over the program counters
 				for _, pc := range r.Stack() {
 					h = (h ^ uint64(pc)) * 1099511628211
 				}
-				s.print = append(s.print, h)
+				dst = append(dst, h)
 			}
-			slices.Sort(s.print[2:])
-			return s.print, false
+			slices.Sort(dst[2:])
+			return dst, false
 		}
 		s.stacks = make([]runtime.StackRecord, n+n/2+8)
 	}
