@@ -10,6 +10,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/internal/zkrace"
 	"github.com/lockproof/lockproof/locks"
 )
 
@@ -78,7 +79,15 @@ func TestZKLockOnMinizk(t *testing.T) {
 // zklock claims safety under partitions and lost replies on minizk: a
 // cut-off holder's lease runs out before the server expires its session.
 // The holder's session expired now (the FaultClockJump) is not claimed.
+//
+// Its partitions make connections with watches reconnect, on which
+// go-zookeeper v1.0.4 races with itself (Conn.lastZxid, see
+// internal/zkrace): it skips under the race detector, and CI's step 2 runs
+// it without.
 func TestZKLockUnderNetworkFaults(t *testing.T) {
+	if zkrace.Enabled {
+		t.Skip("go-zookeeper v1.0.4 races on Conn.lastZxid when a connection with watches reconnects, as partitions make it")
+	}
 	SetChecks(t, 3) // each run waits out cut-off operations in wall time
 	rep := Run(t, ZKLockWithNetworkFaults(), ZKLockNetworkOptions())
 	if rep.Runs == 0 || rep.Checked[Exclusivity] != rep.Runs || rep.Checked[DeadlockFreedom] != rep.Runs {
