@@ -94,6 +94,26 @@ func (l *Locker) settled(err error) bool {
 // closed by its owner.
 const sweepClosed = 3
 
+// Pauses between sweep's tries, in wall time (see sweep).
+const (
+	sweepPauseMin    = 20 * time.Millisecond  // before the second try
+	sweepPauseMax    = 100 * time.Millisecond // the longest, however many tries failed
+	sweepPauseClosed = 5 * time.Millisecond   // after a try that looked closed
+)
+
+// sweepPause is how long sweep waits before its next try, after tries
+// tries of which the last looked like a connection closed by its owner
+// (closedLike). The pause grows from sweepPauseMin to sweepPauseMax; after
+// a try that looked closed it is sweepPauseClosed, so that a connection
+// its owner closed ends the sweep within sweepPauseMax plus sweepClosed
+// short pauses, well before a test's goroutine-leak check gives up on it.
+func sweepPause(tries int, closedLike bool) time.Duration {
+	if closedLike {
+		return sweepPauseClosed
+	}
+	return min(sweepPauseMin<<min(tries-1, 3), sweepPauseMax)
+}
+
 // sweep tries again until the clean-up settles. It needs no timer to wait
 // for the connection: go-zookeeper holds a request sent while it
 // reconnects until it has a connection again (failing it with
@@ -105,27 +125,37 @@ const sweepClosed = 3
 // them through together (a pause here made the property suite's replays
 // of a seed on minizk differ: the try landed before one operation of the
 // next step in one replay and after it in another). Between later tries it
-// pauses a little of wall time, as go-zookeeper's reconnection runs on the
-// wall clock, which the Locker's (a manual clock in tests) does not
-// follow: a pause on the Locker's clock could outlast the connection for
-// good. A pause without jitter: sweep draws nothing from the Locker's random
-// source, which the operations' retries use. A connection closed by its
-// owner fails every request at once with zk.ErrConnectionClosed and stays
-// disconnected; sweepClosed such tries in a row end the sweep (the session
-// closes with the connection, or the server expires it).
+// pauses a little of wall time (sweepPause), as go-zookeeper's reconnection
+// runs on the wall clock, which the Locker's (a manual clock in tests)
+// does not follow: a pause on the Locker's clock could outlast the
+// connection for good. The pause only keeps a try that fails at once from
+// spinning, so it stays short. A pause without jitter: sweep draws nothing
+// from the Locker's random source, which the operations' retries use.
+//
+// A connection closed by its owner fails every request at once with
+// zk.ErrConnectionClosed and stays disconnected; one that was lost fails
+// the requests it had sent with the same error, but is disconnected only
+// for the moment before it dials again, and holds later requests until it
+// has reconnected. sweepClosed such tries in a row, a short pause apart,
+// end the sweep (the session closes with the connection, or the server
+// expires it). The Locker has no Close; the sweep ends with the
+// connection its owner closes, and soon after it.
 func (l *Locker) sweep(try func() error) {
+	var pause time.Duration
 	for tries, closed := 1, 0; closed < sweepClosed; tries++ {
-		if tries > 1 {
-			time.Sleep(min(5*time.Millisecond<<min(tries, 7), 500*time.Millisecond))
+		if pause > 0 {
+			time.Sleep(pause)
 		}
 		err := try()
 		if l.settled(err) {
 			return
 		}
-		if errors.Is(err, zk.ErrConnectionClosed) && l.conn.State() == zk.StateDisconnected {
+		closedLike := errors.Is(err, zk.ErrConnectionClosed) && l.conn.State() == zk.StateDisconnected
+		if closedLike {
 			closed++
 		} else {
 			closed = 0
 		}
+		pause = sweepPause(tries, closedLike)
 	}
 }
