@@ -33,7 +33,7 @@ const (
 )
 
 // Evidence is the history a Violation rests on and what the checker found
-// in it, as data: a program renders it (WriteHTML, WriteText), writes it in
+// in it, as data: a program renders it (WriteHTML), writes it in
 // linearize's JSON format for `lockproof history` (WriteJSON), or checks it
 // again. A named check's finding (a lost update, a lease lost without Done
 // closing, ...) carries the whole lock history with the lease checker's

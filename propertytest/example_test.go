@@ -38,44 +38,47 @@ func ExampleViolation_Status() {
 	// under unclaimed faults: promote the replica (failover)
 }
 
-// A Factory for your own lock: it builds a fresh backend for each run
-// (here one fakes.MemLock per lock name, which every client shares, on a
-// manual clock the suite advances), and says how to make a Locker on it.
-// Pass it to Run in a test; RunStandalone runs it outside one, as here.
-// The second factory gives each client a lock of its own, as a
-// process-local mutex does across processes: the suite finds two holders.
-func ExampleFactory() {
-	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	mine := func(propertytest.Env) (*propertytest.Backend, error) {
-		clock := fakes.NewClock(start)
-		shared := map[string]*fakes.MemLock{} // the "server": one lock per name
-		return &propertytest.Backend{
-			NewLocker: func(name string, opts ...locks.Option) (locks.Locker, error) {
-				if l, ok := shared[name]; ok {
-					return l, nil
-				}
-				l, err := fakes.NewMemLock(name, append([]locks.Option{locks.WithClock(clock)}, opts...)...)
-				if err != nil {
-					return nil, err
-				}
-				shared[name] = l
+// myLockFactory builds a fresh backend for each run of the suite. Here the
+// "server" is a map holding one fakes.MemLock per lock name, shared by every
+// client; put your own lock's server and clients in its place.
+func myLockFactory(propertytest.Env) (*propertytest.Backend, error) {
+	clock := fakes.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	server := map[string]*fakes.MemLock{}
+	return &propertytest.Backend{
+		NewLocker: func(name string, opts ...locks.Option) (locks.Locker, error) {
+			if l, ok := server[name]; ok {
 				return l, nil
-			},
-			Clock:   clock,
-			Advance: clock.Advance,
-			// Every client reaches the lock in memory, none over a
-			// socket: the suite's scheduler need not wait for the
-			// network to see that nothing moves.
-			InProcess: true,
-		}, nil
-	}
-	rep, err := propertytest.RunStandalone(mine, propertytest.Options{}, propertytest.Standalone{Name: "mine", Checks: 5, Seed: 1})
+			}
+			l, err := fakes.NewMemLock(name, append([]locks.Option{locks.WithClock(clock)}, opts...)...)
+			if err != nil {
+				return nil, err
+			}
+			server[name] = l
+			return l, nil
+		},
+		Clock:     clock, // a manual clock: the suite moves time, nothing sleeps
+		Advance:   clock.Advance,
+		InProcess: true, // clients reach the server in memory, not over a socket
+	}, nil
+}
+
+// A Factory for your own lock, run outside a test; in a test it is
+// propertytest.Run(t, myLockFactory, propertytest.Options{}).
+func ExampleFactory() {
+	rep, err := propertytest.RunStandalone(myLockFactory, propertytest.Options{},
+		propertytest.Standalone{Name: "mine", Checks: 5, Seed: 1})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	fmt.Printf("shared lock: %d runs, failed: %v\n", rep.Runs, rep.Failed)
+	fmt.Printf("%d runs, failed: %v\n", rep.Runs, rep.Failed)
+	// Output: 5 runs, failed: false
+}
 
+// A Factory that gives each client a lock of its own, as a process-local
+// mutex does across processes: the suite finds two holders.
+func ExampleFactory_lockPerClient() {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	perClient := func(propertytest.Env) (*propertytest.Backend, error) {
 		clock := fakes.NewClock(start)
 		return &propertytest.Backend{
@@ -87,13 +90,12 @@ func ExampleFactory() {
 			InProcess: true,
 		}, nil
 	}
-	rep, err = propertytest.RunStandalone(perClient, propertytest.Options{}, propertytest.Standalone{Name: "per-client", Checks: 5, Seed: 1, ShrinkTime: time.Second})
+	rep, err := propertytest.RunStandalone(perClient, propertytest.Options{},
+		propertytest.Standalone{Name: "per-client", Checks: 5, Seed: 1, ShrinkTime: time.Second})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	fmt.Printf("a lock per client: failed: %v, exclusivity broken: %v\n", rep.Failed, slices.Contains(rep.Broken(), propertytest.Exclusivity))
-	// Output:
-	// shared lock: 5 runs, failed: false
-	// a lock per client: failed: true, exclusivity broken: true
+	fmt.Printf("failed: %v, exclusivity broken: %v\n", rep.Failed, slices.Contains(rep.Broken(), propertytest.Exclusivity))
+	// Output: failed: true, exclusivity broken: true
 }

@@ -36,8 +36,11 @@
 // history reads a history in linearize's JSON format (see
 // linearize.DecodeHistory), checks it against a model and prints the
 // verdict with a text timeline; -html writes the self-contained HTML
-// timeline too. Models: lease (a lease lock; -ttl and -tolerance), fenced
-// (a register whose writes carry fencing tokens), register, kv.
+// timeline too. Models (-model): lease (a lease lock, each grant ending at
+// its reported deadline; -ttl and -tolerance), lease-from-call (every lease
+// reckoned from its call), semaphore (-permits leases at once), rwlock
+// (readers or one writer), fenced (a register whose writes carry fencing
+// tokens), register, kv.
 //
 // bench measures lockproof's locks against their peers, in one run, on the
 // backends -backends names (default all): on embedded miniredis or a real
@@ -63,10 +66,10 @@
 // the blocking queries that returned), and allocations per acquisition. It
 // prints a table per backend, medians over -runs with each peer's ratio to
 // lockproof, warns when the runs spread, and writes -json and -html (an
-// SVG chart per backend). `lockproof bench -runs 1 -n 40` took 71 s on two
-// shared cores, most of it api.Lock's 5 s retry sleeps; -cell-time (default
-// 30s) stops handing out acquisitions in a contended run after that long,
-// so that the peers that wait seconds per hand-off cannot stretch a run.
+// SVG chart per backend). -cell-time (default 30s) stops handing out
+// acquisitions in a contended run after that long, so that the peers that
+// wait seconds per hand-off (api.Lock's 5 s retry sleep) cannot stretch a
+// run.
 //
 // Exit status of check: 0 when no lock violated a property it claims, 1
 // when one did, 2 on bad usage (flags, output paths: refused before any

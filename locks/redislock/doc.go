@@ -34,7 +34,8 @@
 // leases on the server's clock, pruned by every script before it counts,
 // a FIFO of waiters and a fencing counter shared by all permits. Each
 // permit is a lease as the lock's is; waiters queue and are handed a
-// permit, as the lock's are, one per permit freed.
+// permit, as the lock's are, one per permit freed. Every Semaphore of one
+// name must be made with the same number of permits.
 //
 // RWMutex (NewRWMutex) is a read-write lock on the same server: its
 // RLocker and Locker views are Lockers of shared and exclusive leases,
