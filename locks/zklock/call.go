@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -17,56 +18,113 @@ import (
 var errGaveUp = errors.New("gave up waiting for the reply")
 
 // do sends one ZooKeeper request, f, on behalf of the operation whose
-// context is ctx. The request first passes ctx's Gate as "zk <op>" (see
-// locks.GateRequest; go-zookeeper has no hook, so the lock gates its own
-// requests); with bounded it is bounded by the request timeout
-// (locks.RequestContext).
+// context is ctx; with bounded it is bounded by the request timeout as
+// well. Under a Gate (see locks.GateRequest; go-zookeeper has no hook, so
+// the lock gates its own requests) the request first passes it as
+// "zk <op>", and the bound is locks.RequestContext's, which does not count
+// the time held at the Gate. Without one, the bound is a wall-clock timer
+// (from a pool), and none at all when ctx's own deadline comes first.
 //
 // go-zookeeper's calls take no context. f runs in a goroutine of its own;
 // when ctx or the bound ends first, do returns at once with an error
-// wrapping the context's error and errGaveUp, and f finishes in the background: the
-// connection answers or fails every request in bounded time (a request
-// sent on a connection that dies fails with zk.ErrConnectionClosed once
-// the connection is found dead, one queued while no server can be reached
-// with zk.ErrNoServer at each round of dialling, and all of them with
-// zk.ErrClosing when the connection is closed), so the goroutine ends too.
-// late, when not nil, is then called with f's result from that goroutine:
-// the create of a node nobody waits for any more deletes the node that way.
-// Gate's done is called when do returns. Callers read what f wrote only
-// when do returns nil: after an error f may still be writing it.
+// wrapping the context's error (context.DeadlineExceeded for the bound)
+// and errGaveUp, and f finishes in the background: the connection answers
+// or fails every request in bounded time (a request sent on a connection
+// that dies fails with zk.ErrConnectionClosed once the connection is found
+// dead, one queued while no server can be reached with zk.ErrNoServer at
+// each round of dialling, and all of them with zk.ErrClosing when the
+// connection is closed), so the goroutine ends too. late, when not nil, is
+// then called with f's result from that goroutine: the create of a node
+// nobody waits for any more deletes the node that way. Gate's done is
+// called when do returns. Callers read what f wrote only when do returns
+// nil: after an error f may still be writing it.
 func (l *Locker) do(ctx context.Context, op string, bounded bool, f func() error, late func(error)) error {
-	if bounded {
-		var cancel context.CancelFunc
-		ctx, cancel = locks.RequestContext(ctx, l.opt.RequestTimeout)
-		defer cancel()
+	var bound <-chan time.Time
+	if locks.GateOf(ctx) != nil {
+		if bounded {
+			var cancel context.CancelFunc
+			ctx, cancel = locks.RequestContext(ctx, l.opt.RequestTimeout)
+			defer cancel()
+		}
+		done := locks.GateRequest(ctx, "zk "+op)
+		defer done()
+	} else if bounded {
+		if t := requestTimer(ctx, l.opt.RequestTimeout); t != nil {
+			defer putTimer(t)
+			bound = t.C
+		}
 	}
-	done := locks.GateRequest(ctx, "zk "+op)
-	defer done()
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("zk %s: %w", op, err)
 	}
-	const running, taken, abandoned = 0, 1, 2
-	var state atomic.Int32
-	res := make(chan error, 1)
-	go func() {
-		err := f()
-		if state.CompareAndSwap(running, taken) {
-			res <- err
-			return
-		}
-		if late != nil {
-			late(err)
-		}
-	}()
+	c := &call{f: f, late: late, res: make(chan error, 1)}
+	go c.run()
 	select {
-	case err := <-res:
+	case err := <-c.res:
 		return err
 	case <-ctx.Done():
-		if state.CompareAndSwap(running, abandoned) {
-			return fmt.Errorf("zk %s: %w (%w)", op, ctx.Err(), errGaveUp)
-		}
-		return <-res // it finished just now
+		return c.giveUp(op, ctx.Err())
+	case <-bound:
+		return c.giveUp(op, context.DeadlineExceeded)
 	}
+}
+
+// call is one request do runs: f, in a goroutine of its own, whose result
+// goes to res unless do gave up on it first, and then to late.
+type call struct {
+	f     func() error
+	late  func(error)
+	res   chan error
+	state atomic.Int32 // callRunning, then callTaken or callAbandoned
+}
+
+const (
+	callRunning = iota
+	callTaken
+	callAbandoned
+)
+
+func (c *call) run() {
+	err := c.f()
+	if c.state.CompareAndSwap(callRunning, callTaken) {
+		c.res <- err
+		return
+	}
+	if c.late != nil {
+		c.late(err)
+	}
+}
+
+// giveUp abandons the call for why, unless it finished just now: then its
+// result.
+func (c *call) giveUp(op string, why error) error {
+	if c.state.CompareAndSwap(callRunning, callAbandoned) {
+		return fmt.Errorf("zk %s: %w (%w)", op, why, errGaveUp)
+	}
+	return <-c.res
+}
+
+// timers holds stopped wall-clock timers for requestTimer.
+var timers sync.Pool
+
+// requestTimer returns a running timer of d, or nil when ctx's deadline
+// comes no later: ctx bounds the request then. Give it back with putTimer.
+func requestTimer(ctx context.Context, d time.Duration) *time.Timer {
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= d {
+		return nil
+	}
+	if t, ok := timers.Get().(*time.Timer); ok {
+		t.Reset(d)
+		return t
+	}
+	return time.NewTimer(d)
+}
+
+// putTimer stops t and keeps it for reuse: a stopped timer sends nothing
+// afterwards, even if it had fired, so the next Reset starts clean.
+func putTimer(t *time.Timer) {
+	t.Stop()
+	timers.Put(t)
 }
 
 // children lists the lock node's children.

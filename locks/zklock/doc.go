@@ -114,12 +114,20 @@
 // of a failed look-up as is, leaving any child it made to stand ahead of
 // every later contender until the session ends.
 //
-// What an acquisition sends, release included: on a free lock, the create,
-// one listing (which grants, its watch on the children serving the lease)
-// and the delete, as zk.Lock; a waiter adds the watch on its predecessor,
-// the read of its own node (its token, and its lease's watch) while it
-// waits, and one listing per wake-up, which grants with no further
-// request. The watchdog adds an exists every TTL/3 of holding.
+// What an acquisition sends, release included, and what each costs: on a
+// free lock, the create, one listing (which grants; its watch on the
+// children serves the lease) and the delete, as zk.Lock, plus one watch
+// event, that watch firing at the delete. A waiter sends the create, a
+// listing, the watch on its predecessor (whose event wakes it, as
+// zk.Lock's), the read of its own node with a watch while it waits (the
+// token, and the lease's watch: zk.Lock has neither), one listing per
+// wake-up, which grants with no further request (the re-check zk.Lock
+// makes too), and the delete, whose own-node watch event is the second
+// event of a hand-off. So a hand-off costs one request and one event more
+// than zk.Lock's, the price of a lease told at once that its node went.
+// The watchdog adds an exists every TTL/3 of holding. Each request is one
+// round trip and one short-lived goroutine (see below); nothing else
+// goes to the server.
 //
 // Requests: every request made on behalf of an operation passes the
 // locks.Gate of the operation's context as "zk <op>" (create, getChildren,
@@ -127,7 +135,8 @@
 // own requests. go-zookeeper's calls take no context; each runs in a
 // goroutine of its own, and the operation returns as soon as its ctx (or the
 // request timeout, locks.WithRequestTimeout, for every request but the
-// create of a child) ends, while the call finishes in the background
+// create of a child: a pooled wall-clock timer, none when ctx ends sooner)
+// ends, while the call finishes in the background
 // (go-zookeeper fails every request in bounded time once its connection is
 // lost, and all of them when the connection is closed). Transient failures
 // (connection lost, no server, request timeout) are retried after a short,

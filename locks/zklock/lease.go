@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 
@@ -22,10 +23,10 @@ type leaseOps struct {
 	watch   <-chan zk.Event // a watch on the node set before the grant, for the monitor; nil: none
 
 	mu       sync.Mutex
-	czxid    int64         // the node's czxid; 0 until a read of the node told it
-	lost     error         // why the monitor found the acquisition lost; nil until then
-	released chan struct{} // closed once Release saw the node deleted (or gone)
-	once     sync.Once
+	czxid    int64       // the node's czxid; 0 until a read of the node told it
+	lost     error       // why the monitor found the acquisition lost; nil until then
+	released bool        // Release saw the node deleted (or gone)
+	backstop locks.Timer // after Unlock, deletes the node at the deadline unless released
 }
 
 // owns reports whether st, read at the acquisition's path, is the
@@ -45,8 +46,34 @@ func (o *leaseOps) owns(st *zk.Stat) bool {
 	return st.Czxid == o.czxid
 }
 
-// markReleased records that the node is gone by Release.
-func (o *leaseOps) markReleased() { o.once.Do(func() { close(o.released) }) }
+// markReleased records that the node is gone by Release, and stops the
+// backstop.
+func (o *leaseOps) markReleased() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.released = true
+	if o.backstop != nil {
+		o.backstop.Stop()
+	}
+}
+
+// armBackstop makes sure, after Unlock, that the node goes by the lease's
+// deadline: unless Release has deleted it by then, a timer deletes it.
+func (o *leaseOps) armBackstop(deadline time.Time) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.released {
+		return
+	}
+	o.backstop = o.l.opt.Clock.AfterFunc(max(deadline.Sub(o.l.opt.Clock.Now()), 0), func() {
+		o.mu.Lock()
+		released := o.released
+		o.mu.Unlock()
+		if !released {
+			o.l.deleteNode(o.path)
+		}
+	})
+}
 
 var _ locks.LeaseOps = (*leaseOps)(nil)
 
@@ -156,9 +183,9 @@ func (o *leaseOps) Release(ctx context.Context) error {
 // Unlock (the lease expired locally, or was lost), it deletes the node if
 // it is still there: a lease the client no longer trusts must not keep the
 // lock from the others for as long as the connection lives. After Unlock
-// it waits for Unlock's Release until the lease's deadline, and deletes
-// the node itself if Release did not (an Unlock whose ctx had ended sends
-// none, one that failed left the node): the node is ephemeral, and would
+// it ends, leaving a timer (armBackstop) that deletes the node at the
+// lease's deadline unless Unlock's Release did by then (an Unlock whose
+// ctx had ended sends none, one that failed left the node): the node is ephemeral, and would
 // otherwise outlive the lease for as long as the session does. That delete
 // is sent again until it settles (see discard): one lost with the
 // connection would leave the node for as long as the session lives.
@@ -176,13 +203,8 @@ func (o *leaseOps) monitor(lease *locks.ManagedLease) {
 		}
 		<-lease.Done()
 		if errors.Is(lease.Err(), locks.ErrReleased) {
-			t := o.l.opt.Clock.NewTimer(max(lease.Deadline().Sub(o.l.opt.Clock.Now()), 0))
-			select {
-			case <-o.released:
-				t.Stop()
-				return
-			case <-t.C():
-			}
+			o.armBackstop(lease.Deadline())
+			return
 		}
 		o.l.deleteNode(o.path)
 	}()

@@ -248,7 +248,7 @@ func (l *Locker) grant(ctx context.Context, c *contender, lst listing) (locks.Le
 		version = c.stat.Version
 	}
 	ops := &leaseOps{l: l, path: c.path, czxid: czxid, token: tok, version: version, session: c.session,
-		watch: watch, released: make(chan struct{})}
+		watch: watch}
 	lease := locks.NewLease(locks.LeaseSpec{Name: l.name, Token: locks.Token(tok), Fenced: true, Start: start}, ops, l.opt)
 	if err := lease.GiveBackIfLate(ctx); err != nil { // deletes the node: the lock passes on
 		return nil, l.errorf("acquired too late: %w", err)
