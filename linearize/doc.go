@@ -29,6 +29,9 @@
 //     (for terminals).
 //   - DecodeHistory and EncodeHistory: the JSON history format (see
 //     json.go), strict about what it accepts.
+//   - Spec: a model as a value (its kind and parameters). Bind builds its
+//     Checker for a history's types; a File is a history with its Spec,
+//     written by EncodeFile and read back by ReadFile (file.go).
 //   - The sentinel errors: ErrInvalidModel, ErrInvalidHistory,
 //     ErrInvalidOptions, ErrDecode, and ErrTimeLimit and ErrMemoryLimit as
 //     causes of Unknown.

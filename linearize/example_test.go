@@ -43,7 +43,7 @@ func Example() {
 	// Illegal counterexample: [0 1] minimal: true
 	// Illegal — not linearizable: partition "orders", counterexample of 2 operations (minimal)
 	// time 0 .. 42000000; * counterexample, ! where the search got stuck
-	// * c1   |[]                  | id 1: acquire(orders, owner 161) -> granted, token 1
-	// ! c2   |                  []| id 2: acquire(orders, owner 178) -> granted, token 2
+	// * c1   |[]                  | id 1 [0, 2000000]: acquire(orders, owner 161) -> granted, token 1
+	// ! c2   |                  []| id 2 [40000000, 42000000]: acquire(orders, owner 178) -> granted, token 2
 	// Ok linearization: [[0 1]]
 }

@@ -23,8 +23,9 @@ import (
 //	  ]
 //	}
 //
-// The document is one object with the single member "operations", an array
-// (possibly empty) of operation objects, which have exactly these members:
+// The document is one object with the member "operations", an array
+// (possibly empty) of operation objects (and, in a history file, "version"
+// and "model": see file.go), which have exactly these members:
 //
 //   - "id": integer, unique in the history (Operation.ID);
 //   - "client": integer >= 0 (Operation.ClientID);
@@ -46,6 +47,8 @@ import (
 // jsonHistory and jsonOperation are the wire form; pointers and raw
 // messages tell a missing member from a zero one.
 type jsonHistory struct {
+	Version    *int               `json:"version"`
+	Model      json.RawMessage    `json:"model"`
 	Operations *[]json.RawMessage `json:"operations"`
 }
 
@@ -67,17 +70,33 @@ type validator interface{ Validate() error }
 // an error wrapping ErrDecode for any deviation from the format, and never
 // a partial history: a syntax error says its line and column, a bad
 // operation its index, line and column and the member at fault.
+//
+// It also reads a history file (see File), whose model it checks and
+// leaves out; ReadFile returns it.
 func DecodeHistory[I, O any](r io.Reader) ([]Operation[I, O], error) {
 	data, err := io.ReadAll(r)
 	if err != nil {
 		return nil, decodeError(err)
 	}
+	return decodeHistory[I, O](data)
+}
+
+// atOffset prefixes err with its line and column in data when it is an
+// *offsetError.
+func atOffset(data []byte, err error) error {
+	var oe *offsetError
+	if errors.As(err, &oe) {
+		return fmt.Errorf("%s: %w", position(data, oe.off), err)
+	}
+	return err
+}
+
+func decodeHistory[I, O any](data []byte) ([]Operation[I, O], error) {
 	var doc jsonHistory
 	if err := strictUnmarshal(data, &doc); err != nil {
-		var oe *offsetError
-		if errors.As(err, &oe) {
-			err = fmt.Errorf("%s: %w", position(data, oe.off), err)
-		}
+		return nil, decodeError(atOffset(data, err))
+	}
+	if _, err := fileHeader(data, &doc); err != nil {
 		return nil, decodeError(err)
 	}
 	if doc.Operations == nil {
@@ -233,7 +252,13 @@ func strictUnmarshal(data []byte, v any) error {
 // EncodeHistory writes h in the JSON history format, one operation per
 // line. Unknown operations are written without "output".
 func EncodeHistory[I, O any](w io.Writer, h []Operation[I, O]) error {
-	if _, err := io.WriteString(w, "{\"operations\": ["); err != nil {
+	return encodeOperations(w, "{\"operations\": [", h)
+}
+
+// encodeOperations writes head, then h's operations, one a line, and the
+// end of the array and the document.
+func encodeOperations[I, O any](w io.Writer, head string, h []Operation[I, O]) error {
+	if _, err := io.WriteString(w, head); err != nil {
 		return err
 	}
 	for i := range h {

@@ -145,13 +145,20 @@ type picSpan struct {
 	Cex         bool // began by an operation of the counterexample
 }
 
-// layout collects the operations to draw, by call time.
-func layout[S, I, O any](model Model[S, I, O], history []Operation[I, O], res *Result, p Picture) (picture, error) {
+// layout collects the operations to draw, by call time. A nil res draws
+// the whole history without a verdict.
+func layout[S, I, O any](model Model[S, I, O], history []Operation[I, O], res *Result, p Picture) (pic picture, err error) {
 	m, err := fill(model)
 	if err != nil {
 		return picture{}, err
 	}
-	pic := picture{Verdict: res.Verdict.String(), Heading: res.Verdict.String(), Class: res.Verdict.String(), Summary: summary(res)}
+	if res == nil {
+		res = &Result{} // not checked: drawn as it is
+		pic = picture{Verdict: "unchecked", Heading: "History", Class: "Unknown",
+			Summary: plural(len(history), "operation", "operations") + ", not checked"}
+	} else {
+		pic = picture{Verdict: res.Verdict.String(), Heading: res.Verdict.String(), Class: res.Verdict.String(), Summary: summary(res)}
+	}
 	if res.Verdict == Illegal && p.Expected {
 		pic.Heading, pic.Class = "Illegal, as expected (under faults the lock does not claim)", "Expected"
 	}
@@ -347,19 +354,21 @@ func plural(n int, one, many string) string {
 // call time, with its client, a bar on a common time axis ('[===]'; an
 // unknown outcome is '[~~~' to the end of the axis), marks ('*' in the
 // counterexample, '!' the operation the search got stuck at, '#n' the
-// position in the linearization) and the model's description.
+// position in the linearization), its call and return times and the
+// model's description. A nil res draws the history without a verdict.
 func WriteText[S, I, O any](w io.Writer, model Model[S, I, O], history []Operation[I, O], res *Result, p Picture) error {
 	pic, err := layout(model, history, res, p)
 	if err != nil {
 		return err
 	}
+	illegal := res != nil && res.Verdict == Illegal
 	width := p.Width
 	if width <= 0 {
 		width = 60
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s — %s\ntime %s .. %s", pic.Heading, pic.Summary, pic.FromText, pic.ToText)
-	if res.Verdict == Illegal {
+	if illegal {
 		b.WriteString("; * counterexample, ! where the search got stuck")
 	}
 	b.WriteString("\n")
@@ -395,7 +404,7 @@ func WriteText[S, I, O any](w io.Writer, model Model[S, I, O], history []Operati
 		if o.Rank > 0 {
 			rank = fmt.Sprintf("#%d ", o.Rank)
 		}
-		fmt.Fprintf(&b, "%s c%-3d |%s| %sid %d: %s\n", mark, o.Client, bar, rank, o.ID, o.Description)
+		fmt.Fprintf(&b, "%s c%-3d |%s| %sid %d [%s, %s]: %s\n", mark, o.Client, bar, rank, o.ID, o.CallText, o.RetText, o.Description)
 	}
 	_, err = io.WriteString(w, b.String())
 	return err
@@ -433,7 +442,8 @@ var timeline = template.Must(template.New("timeline").Funcs(template.FuncMap{
 // take effect any time after their call); the counterexample of an Illegal
 // result is red, the operation the search got stuck at outlined, and, when
 // Picture.All is set, the other operations are faded. Ok results number
-// each bar with its position in the linearization of its partition.
+// each bar with its position in the linearization of its partition. A
+// nil res draws the history without a verdict.
 func WriteHTML[S, I, O any](w io.Writer, model Model[S, I, O], history []Operation[I, O], res *Result, p Picture) error {
 	pic, err := layout(model, history, res, p)
 	if err != nil {
@@ -446,5 +456,5 @@ func WriteHTML[S, I, O any](w io.Writer, model Model[S, I, O], history []Operati
 	return timeline.Execute(w, struct {
 		picture
 		Fade, Leased bool
-	}{pic, res.Verdict == Illegal, leased})
+	}{pic, res != nil && res.Verdict == Illegal, leased})
 }

@@ -88,8 +88,7 @@ func (v Violation) String() string {
 		fmt.Fprintf(&b, "\nhistory:\n%s", v.History)
 	}
 	if v.File != "" && v.Evidence != nil {
-		fmt.Fprintf(&b, "\nhistory file: %s (its verdict and timeline: lockproof history %s -html timeline.html %s)",
-			v.File, strings.Join(v.Evidence.HistoryArgs(), " "), v.File)
+		fmt.Fprintf(&b, "\nhistory file: %s (checked against the %s, which it names)", v.File, v.Evidence.Model)
 	}
 	return b.String()
 }
@@ -99,7 +98,7 @@ func (m *machine) violate(p Property, expected bool, detail string) {
 	lockH, _, _ := m.rec.histories()
 	m.found = append(m.found, Violation{
 		Property: p, Expected: expected || len(m.unclaimed) > 0, Unclaimed: m.unclaimedList(),
-		Detail: detail, History: describeLockOps(m.lease, lockH, 24),
+		Detail: detail, History: m.describeLockOps(lockH, 24),
 	})
 }
 
@@ -457,7 +456,7 @@ func (m *machine) verdict(ctx context.Context, out *outputs) ([]Violation, int, 
 // still waiting, and the Lock then returned granted, the double grant is
 // exclusivity's, not a renewal's fault. A grant that stays illegal without
 // the dropped calls is exclusivity's.
-func grantWasLegal[S any](ctx context.Context, model linearize.Model[S, linearize.LeaseInput, linearize.LeaseOutput],
+func grantWasLegal(ctx context.Context, model linearize.Checker[linearize.LeaseInput, linearize.LeaseOutput],
 	h []lockOp, cex []int, grant int, limit time.Duration) bool {
 	g := h[grant]
 	return legalWithout(ctx, model, h, cex, limit, func(op *lockOp) bool {
@@ -468,7 +467,7 @@ func grantWasLegal[S any](ctx context.Context, model linearize.Model[S, lineariz
 
 // legalWithout reports whether the counterexample cex becomes
 // linearizable once the operations drop picks are left out.
-func legalWithout[S any](ctx context.Context, model linearize.Model[S, linearize.LeaseInput, linearize.LeaseOutput],
+func legalWithout(ctx context.Context, model linearize.Checker[linearize.LeaseInput, linearize.LeaseOutput],
 	h []lockOp, cex []int, limit time.Duration, drop func(op *lockOp) bool) bool {
 	var rest []lockOp
 	for _, i := range cex {
@@ -479,14 +478,14 @@ func legalWithout[S any](ctx context.Context, model linearize.Model[S, linearize
 	if len(rest) == len(cex) {
 		return false
 	}
-	res, err := linearize.Check(ctx, model, rest, linearize.Options{TimeLimit: limit, Workers: 1})
+	res, err := model.Check(ctx, rest, linearize.Options{TimeLimit: limit, Workers: 1})
 	return err == nil && res.Verdict == linearize.Ok
 }
 
 // lockIllegal names the property a non-linearizable lock history breaks,
 // from the operation the search got stuck at.
-func lockIllegal[S any](ctx context.Context, m *machine, model linearize.Model[S, linearize.LeaseInput, linearize.LeaseOutput],
-	h []lockOp, res *linearize.Result) Violation {
+func lockIllegal(ctx context.Context, m *machine, h []lockOp, res *linearize.Result) Violation {
+	model := m.lock
 	p, what := Exclusivity, "a grant while the lease of another owner could not yet have expired, or a fencing token that did not grow"
 	if b := res.Blocker; b >= 0 && b < len(h) {
 		op := h[b]
@@ -506,14 +505,10 @@ func lockIllegal[S any](ctx context.Context, m *machine, model linearize.Model[S
 	for _, i := range res.Counterexample {
 		cex = append(cex, h[i])
 	}
-	if m.o.Permits <= 1 && !m.o.ReadWrite {
-		if reasons := linearize.ExplainLease(cex, m.o.TTL, locks.Drift(m.o.TTL)); len(reasons) > 0 {
+	if m.model.Kind == linearize.KindLease {
+		if reasons := linearize.ExplainLease(cex, m.model.TTL, m.model.Tolerance); len(reasons) > 0 {
 			what += ": " + strings.Join(reasons, "; ")
 		}
-	}
-	var b strings.Builder
-	for _, i := range res.Counterexample {
-		writeLockOp(&b, model, &h[i])
 	}
 	minimal := "minimal"
 	if !res.Minimal {
@@ -522,8 +517,17 @@ func lockIllegal[S any](ctx context.Context, m *machine, model linearize.Model[S
 	return Violation{
 		Property: p, Expected: len(m.unclaimed) > 0, Unclaimed: m.unclaimedList(),
 		Detail:  fmt.Sprintf("lock history is not linearizable (%s): %s; counterexample of %d operations (%s)", m.modelName(), what, len(res.Counterexample), minimal),
-		History: b.String(),
+		History: m.lockText(h, res),
 	}
+}
+
+// checkAgainst checks h against the model s names.
+func checkAgainst[I, O any](ctx context.Context, s linearize.Spec, h []linearize.Operation[I, O], opts linearize.Options) (linearize.Result, error) {
+	c, err := linearize.Bind[I, O](s)
+	if err != nil {
+		return linearize.Result{}, err
+	}
+	return c.Check(ctx, h, opts)
 }
 
 // checkRegister checks the register history: fenced (every lease had a
@@ -536,11 +540,11 @@ func (m *machine) checkRegister(ctx context.Context, h []regOp, unfenced int) (V
 	ev := &Evidence{Expected: len(m.unclaimed) > 0}
 	switch unfenced {
 	case 0:
-		ev.Model, ev.Fenced = ModelFenced, fencedEvidence(h)
-		res, err = linearize.Check(ctx, linearize.NewFencedRegisterModel(""), ev.Fenced, opts)
+		ev.Model, ev.Fenced = linearize.Spec{Kind: linearize.KindFenced}, fencedEvidence(h)
+		res, err = checkAgainst(ctx, ev.Model, ev.Fenced, opts)
 	case len(h):
-		ev.Model, ev.Register = ModelRegister, plainEvidence(h)
-		res, err = linearize.Check(ctx, linearize.NewRegisterModel(""), ev.Register, opts)
+		ev.Model, ev.Register = linearize.Spec{Kind: linearize.KindRegister}, plainEvidence(h)
+		res, err = checkAgainst(ctx, ev.Model, ev.Register, opts)
 	default:
 		return Violation{}, false, fmt.Errorf("propertytest: the lock gave %d of %d leases no fencing token: a lock must be fenced always or never", unfenced, len(h))
 	}

@@ -224,8 +224,8 @@
 // other violation is "VIOLATED": Run fails the test with the property, the
 // detail, the minimal history (the counterexample linearize shrank, or the
 // end of the run's history for the named checks) and the path of the
-// history as the JSON `lockproof history` reads, checks again and draws
-// (-propertytest.out, LOCKPROOF_PROPERTYTEST_OUT, else the test's
+// history file, which names its model (linearize.ReadFile and `lockproof
+// history` read it, check it again and draw it) (-propertytest.out, LOCKPROOF_PROPERTYTEST_OUT, else the test's
 // temporary directory); rapid shrinks the run and prints -rapid.seed to
 // replay it. Violation.Evidence holds the same history and the checker's
 // result as data.

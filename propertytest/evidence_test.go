@@ -6,49 +6,36 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lockproof/lockproof/linearize"
 )
 
-// recheck decodes the JSON e writes (from path, or from WriteJSON when
-// path is empty) and checks it against e's model, as lockproof history
-// does.
+// recheck reads the history file e writes (from path, or from WriteJSON
+// when path is empty), as lockproof history does, and checks it against
+// the model the file names, which must be e's.
 func recheck(t *testing.T, e *Evidence, path string) linearize.Verdict {
 	t.Helper()
-	var data []byte
+	var b bytes.Buffer
 	if path == "" {
-		var b bytes.Buffer
 		if err := e.WriteJSON(&b); err != nil {
 			t.Fatal(err)
 		}
-		data = b.Bytes()
 	} else {
-		var err error
-		if data, err = os.ReadFile(path); err != nil {
+		data, err := os.ReadFile(path)
+		if err != nil {
 			t.Fatal(err)
 		}
+		b.Write(data)
 	}
-	ctx := context.Background()
-	var res linearize.Result
-	var err error
-	switch e.Model {
-	case ModelLease:
-		var h []linearize.Operation[linearize.LeaseInput, linearize.LeaseOutput]
-		if h, err = linearize.DecodeHistory[linearize.LeaseInput, linearize.LeaseOutput](bytes.NewReader(data)); err == nil {
-			model, merr := linearize.NewLeaseModel(e.TTL, e.Tolerance)
-			if merr != nil {
-				t.Fatal(merr)
-			}
-			res, err = linearize.Check(ctx, model, h, linearize.Options{})
-		}
-	case ModelFenced:
-		var h []linearize.Operation[linearize.FencedInput[string], linearize.FencedOutput[string]]
-		if h, err = linearize.DecodeHistory[linearize.FencedInput[string], linearize.FencedOutput[string]](bytes.NewReader(data)); err == nil {
-			res, err = linearize.Check(ctx, linearize.NewFencedRegisterModel(""), h, linearize.Options{})
-		}
-	default:
-		t.Fatalf("model %q", e.Model)
+	f, err := linearize.ReadFile(&b, linearize.Spec{Kind: linearize.KindKV})
+	if err != nil {
+		t.Fatal(err)
 	}
+	if f.Spec() != e.Model {
+		t.Fatalf("the file names the %v, the evidence the %v", f.Spec(), e.Model)
+	}
+	res, err := f.Check(context.Background(), linearize.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,8 +67,8 @@ func TestEvidenceChecksAgainFromItsFile(t *testing.T) {
 		if got := recheck(t, v.Evidence, v.File); got != want {
 			t.Errorf("%s: %s checks to %v again, the suite found %v", v.Property, v.File, got, want)
 		}
-		if !strings.Contains(v.String(), "lockproof history "+strings.Join(v.Evidence.HistoryArgs(), " ")) {
-			t.Errorf("the violation does not say how to check its file again:\n%s", v)
+		if !strings.Contains(v.String(), v.File) || !strings.Contains(v.String(), v.Evidence.Model.String()) || strings.Contains(v.String(), "lockproof history") {
+			t.Errorf("the violation does not name its file and model, or names a command line:\n%s", v)
 		}
 	}
 	if !illegal {
@@ -109,7 +96,7 @@ func TestRegisterEvidenceKeepsTheVerdict(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		e := &Evidence{Model: ModelFenced, Fenced: fencedEvidence(h), Result: res}
+		e := &Evidence{Model: linearize.Spec{Kind: linearize.KindFenced}, Fenced: fencedEvidence(h), Result: res}
 		if got := recheck(t, e, ""); got != res.Verdict {
 			t.Errorf("%s: %v on ints, %v on the JSON strings", name, res.Verdict, got)
 		}
@@ -117,7 +104,69 @@ func TestRegisterEvidenceKeepsTheVerdict(t *testing.T) {
 			t.Errorf("%s: verdict %v, want %v", name, res.Verdict, want)
 		}
 	}
-	if err := (&Evidence{Model: "kv"}).WriteJSON(&bytes.Buffer{}); err == nil {
+	if err := (&Evidence{Model: linearize.Spec{Kind: linearize.KindKV}}).WriteJSON(&bytes.Buffer{}); err == nil {
+		t.Error("a lease history was written as a key-value store's")
+	}
+	if err := (&Evidence{Model: linearize.Spec{Kind: "mutex"}}).WriteJSON(&bytes.Buffer{}); err == nil {
 		t.Error("evidence of an unknown model was written")
+	}
+}
+
+// Every model a run records (lockModel: lease, semaphore, read-write;
+// checkRegister: fenced, register) travels in the evidence's file and is
+// read back as the same model, with the same verdict.
+func TestEvidenceModelRoundTrip(t *testing.T) {
+	grant := func(id int, at time.Duration, owner uint64, shared bool) lockOp {
+		return lockOp{ID: id, ClientID: id, Call: int64(at), Return: int64(at + time.Millisecond),
+			Input:  linearize.LeaseInput{Lock: "L", Op: linearize.Acquire, Owner: owner, Shared: shared},
+			Output: linearize.LeaseOutput{OK: true, Token: uint64(id + 1)}}
+	}
+	twoReaders := []lockOp{grant(0, 0, 1, true), grant(1, 10*time.Millisecond, 2, true)}
+	twoWriters := []lockOp{grant(0, 0, 1, false), grant(1, 10*time.Millisecond, 2, false)}
+	ttl := time.Second
+	for _, c := range []struct {
+		o    Options
+		kind linearize.ModelKind
+		h    []lockOp
+		want linearize.Verdict
+	}{
+		{Options{TTL: ttl}, linearize.KindLease, twoWriters, linearize.Illegal},
+		{Options{TTL: ttl}, linearize.KindLease, twoWriters[:1], linearize.Ok},
+		{Options{TTL: ttl, Permits: 2}, linearize.KindSemaphore, twoWriters, linearize.Ok},
+		{Options{TTL: ttl, Permits: 2}, linearize.KindSemaphore, append(twoWriters, grant(2, 20*time.Millisecond, 3, false)), linearize.Illegal},
+		{Options{TTL: ttl, ReadWrite: true}, linearize.KindRWLock, twoReaders, linearize.Ok},
+		{Options{TTL: ttl, ReadWrite: true}, linearize.KindRWLock, twoWriters, linearize.Illegal},
+	} {
+		spec := lockModel(c.o)
+		if spec.Kind != c.kind || spec.TTL != ttl || spec.Tolerance <= 0 {
+			t.Fatalf("options %+v: model %v, want a %s model of TTL %v and the locks' drift", c.o, spec, c.kind, ttl)
+		}
+		lock, err := linearize.Bind[linearize.LeaseInput, linearize.LeaseOutput](spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := lock.Check(context.Background(), c.h, linearize.Options{})
+		if err != nil || res.Verdict != c.want {
+			t.Fatalf("%v: verdict %v (%v), want %v", spec, res.Verdict, err, c.want)
+		}
+		if got := recheck(t, &Evidence{Model: spec, Lease: c.h, Result: res}, ""); got != c.want {
+			t.Errorf("%v: read back, verdict %v, want %v", spec, got, c.want)
+		}
+	}
+	write := func(v int) regOp {
+		return regOp{ID: 0, Call: 0, Return: 1, Input: linearize.FencedInput[int]{Op: linearize.Write, Value: v}}
+	}
+	read := func(v int) regOp {
+		return regOp{ID: 1, ClientID: 1, Call: 2, Return: 3, Input: linearize.FencedInput[int]{Op: linearize.Read}, Output: linearize.FencedOutput[int]{Value: v}}
+	}
+	for name, h := range map[string][]regOp{"Ok": {write(1), read(1)}, "Illegal": {write(1), read(0)}} {
+		spec := linearize.Spec{Kind: linearize.KindRegister}
+		res, err := checkAgainst(context.Background(), spec, plainEvidence(h), linearize.Options{})
+		if err != nil || res.Verdict.String() != name {
+			t.Fatalf("register: verdict %v (%v), want %s", res.Verdict, err, name)
+		}
+		if got := recheck(t, &Evidence{Model: spec, Register: plainEvidence(h), Result: res}, ""); got != res.Verdict {
+			t.Errorf("register: read back, verdict %v, want %v", got, res.Verdict)
+		}
 	}
 }

@@ -339,24 +339,24 @@ func (g *register) lostUpdates() []lostUpdate {
 	return append([]lostUpdate(nil), g.lost...)
 }
 
-// describeLockOps renders the last n operations of a lock history, one a
-// line, as the lease model describes them, for failures that linearize
-// does not explain.
-func describeLockOps(model linearize.Model[linearize.LeaseState, linearize.LeaseInput, linearize.LeaseOutput], h []lockOp, n int) string {
-	var b strings.Builder
+// describeLockOps renders the last n operations of the lock history, for
+// the named checks' findings, which come before any verdict.
+func (m *machine) describeLockOps(h []lockOp, n int) string {
 	from := max(0, len(h)-n)
+	text := m.lockText(h[from:], nil)
 	if from > 0 {
-		fmt.Fprintf(&b, "  ... %d earlier operations\n", from)
+		text = fmt.Sprintf("... %d earlier operations\n", from) + text
 	}
-	for i := range h[from:] {
-		writeLockOp(&b, model, &h[from+i])
-	}
-	return b.String()
+	return text
 }
 
-// writeLockOp writes one operation of a lock history as a line of text:
-// its client, call and return times (rounded) and the model's description.
-func writeLockOp[S any](b *strings.Builder, model linearize.Model[S, linearize.LeaseInput, linearize.LeaseOutput], op *lockOp) {
-	fmt.Fprintf(b, "  client %d [%v, %v] %s\n", op.ClientID, round(time.Duration(op.Call)),
-		round(time.Duration(op.Return)), model.DescribeOperation(op))
+// lockText is the lock history h and the result res on it (nil: none
+// yet) as linearize.WriteText draws it: of an Illegal result, the
+// counterexample.
+func (m *machine) lockText(h []lockOp, res *linearize.Result) string {
+	var b strings.Builder
+	if err := m.lock.WriteText(&b, h, res, linearize.Picture{Unit: time.Nanosecond}); err != nil {
+		return fmt.Sprintf("(the history could not be drawn: %v)", err)
+	}
+	return b.String()
 }

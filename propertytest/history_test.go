@@ -222,7 +222,11 @@ func TestLockIllegalBlame(t *testing.T) {
 				t.Fatalf("stuck at %+v, want the second grant: the history no longer tests the grant's blame", c.h[res.Blocker])
 			}
 			m := &machine{o: Options{TTL: ttl, CheckTimeLimit: 10 * time.Second}, unclaimed: map[string]bool{}}
-			if v := lockIllegal(context.Background(), m, model, c.h, &res); v.Property != c.want {
+			m.model = lockModel(m.o)
+			if m.lock, err = linearize.Bind[linearize.LeaseInput, linearize.LeaseOutput](m.model); err != nil {
+				t.Fatal(err)
+			}
+			if v := lockIllegal(context.Background(), m, c.h, &res); v.Property != c.want {
 				t.Errorf("blamed on %s, want %s: %s", v.Property, c.want, v.Detail)
 			}
 		})

@@ -67,8 +67,7 @@ type machine struct {
 	faulted        bool            // some backend fault was injected
 	faultEvents    int             // backend faults injected or healed so far
 	found          []Violation
-	lease          linearize.Model[linearize.LeaseState, linearize.LeaseInput, linearize.LeaseOutput] // the model the lock history is checked against
-	ran            map[Property]bool                                                                  // the named checks this run made
+	ran            map[Property]bool // the named checks this run made
 	log            []string
 	sched          *sched
 	jitterSeed     uint64               // the seed of the clients' jitter sources
@@ -82,11 +81,10 @@ type machine struct {
 	uncertain      int64                // history time of the last event that may have left the lock taken (unknown outcome, crash, foreign call)
 	doubted        bool                 // such an event happened (uncertain may be 0, the history's start)
 
-	// sem is the model the lock history is checked against instead of
-	// lease when Options.Permits > 1.
-	sem linearize.Model[linearize.SemaphoreState, linearize.LeaseInput, linearize.LeaseOutput]
-	// rw is the one with Options.ReadWrite.
-	rw linearize.Model[linearize.RWLeaseState, linearize.LeaseInput, linearize.LeaseOutput]
+	// model is the model the lock history is checked against, recorded
+	// once for the run (lockModel); lock is its checker.
+	model linearize.Spec
+	lock  linearize.Checker[linearize.LeaseInput, linearize.LeaseOutput]
 }
 
 func newMachine(o Options, be *Backend, jitterSeed uint64) (*machine, error) {
@@ -96,20 +94,10 @@ func newMachine(o Options, be *Backend, jitterSeed uint64) (*machine, error) {
 	if c, ok := be.Clock.(*fakes.Clock); ok {
 		c.SetDispatch(m.sched.oneByOne)
 	}
-	lease, err := linearize.NewLeaseModel(o.TTL, locks.Drift(o.TTL))
-	if err != nil {
-		return nil, err
-	}
-	m.lease = lease
-	if o.Permits > 1 {
-		if m.sem, err = linearize.NewSemaphoreModel(o.Permits, o.TTL, locks.Drift(o.TTL)); err != nil {
-			return nil, err
-		}
-	}
-	if o.ReadWrite {
-		if m.rw, err = linearize.NewRWLeaseModel(o.TTL, locks.Drift(o.TTL)); err != nil {
-			return nil, err
-		}
+	var err error
+	m.model = lockModel(o)
+	if m.lock, err = linearize.Bind[linearize.LeaseInput, linearize.LeaseOutput](m.model); err != nil {
+		return nil, fmt.Errorf("propertytest: %w", err)
 	}
 	m.jitterSeed = jitterSeed
 	for i := 0; i <= o.Clients; i++ {

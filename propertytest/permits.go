@@ -14,37 +14,34 @@ import (
 // semaphore), where they differ from a mutex's: the lock history's model,
 // and exclusivity as "at most Permits holders".
 
+// lockModel is the model a run's lock history is checked against: the
+// semaphore model with Options.Permits > 1, the read-write lease model
+// with Options.ReadWrite, else the lease model; each with the TTL and the
+// drift the locks allow for as its tolerance.
+func lockModel(o Options) linearize.Spec {
+	s := linearize.Spec{Kind: linearize.KindLease, TTL: o.TTL, Tolerance: locks.Drift(o.TTL)}
+	switch {
+	case o.Permits > 1:
+		s.Kind, s.Permits = linearize.KindSemaphore, o.Permits
+	case o.ReadWrite:
+		s.Kind = linearize.KindRWLock
+	}
+	return s
+}
+
 // modelName names the model the lock history is checked against, and how
 // it reckons a lease, for a violation's detail.
 func (m *machine) modelName() string {
-	name := "lease model"
-	switch {
-	case m.o.Permits > 1:
-		name = fmt.Sprintf("semaphore model of %d permits", m.o.Permits)
-	case m.o.ReadWrite:
-		name = "read-write lease model"
-	}
-	return fmt.Sprintf("%s; a grant holds until the deadline its holder was given, at most TTL %v less drift %v after its call, and a renewal for that long after its call",
-		name, m.o.TTL, locks.Drift(m.o.TTL))
+	return m.model.String() + "; a grant holds until the deadline its holder was given, at most TTL less tolerance after its call, and a renewal for that long after its call"
 }
 
-// checkLockHistory checks the lock history against the lease model, the
-// semaphore model with Options.Permits > 1, or the read-write lease model
-// with Options.ReadWrite; a history that is not
-// linearizable adds its violation to m.found. It returns the result and
-// the evidence the named checks' findings carry (the whole history).
+// checkLockHistory checks the lock history against the run's model; a
+// history that is not linearizable adds its violation to m.found. It
+// returns the result and the evidence the named checks' findings carry
+// (the whole history).
 func (m *machine) checkLockHistory(ctx context.Context, h []lockOp) (linearize.Result, *Evidence, error) {
-	if m.o.Permits > 1 {
-		return checkLockWith(ctx, m, m.sem, h)
-	}
-	if m.o.ReadWrite {
-		return checkLockWith(ctx, m, m.rw, h)
-	}
-	return checkLockWith(ctx, m, m.lease, h)
-}
-
-func checkLockWith[S any](ctx context.Context, m *machine, model linearize.Model[S, linearize.LeaseInput, linearize.LeaseOutput], h []lockOp) (linearize.Result, *Evidence, error) {
-	res, err := linearize.Check(ctx, model, h, linearize.Options{TimeLimit: m.o.CheckTimeLimit, Workers: 1})
+	opts := linearize.Options{TimeLimit: m.o.CheckTimeLimit, Workers: 1}
+	res, err := m.lock.Check(ctx, h, opts)
 	if err != nil {
 		return res, nil, fmt.Errorf("propertytest: checking the lock history: %w", err)
 	}
@@ -56,19 +53,13 @@ func checkLockWith[S any](ctx context.Context, m *machine, model linearize.Model
 			op.ClientID, round(time.Duration(op.Call)))
 		m.countSpurious(op.Input.Owner)
 		h = without(h, res.Blocker)
-		if res, err = linearize.Check(ctx, model, h, linearize.Options{TimeLimit: m.o.CheckTimeLimit, Workers: 1}); err != nil {
+		if res, err = m.lock.Check(ctx, h, opts); err != nil {
 			return res, nil, fmt.Errorf("propertytest: checking the lock history: %w", err)
 		}
 	}
-	ev := &Evidence{Model: ModelLease, TTL: m.o.TTL, Tolerance: locks.Drift(m.o.TTL), Lease: h, Result: res, All: true}
-	if m.o.Permits > 1 {
-		ev.Model, ev.Permits = ModelSemaphore, m.o.Permits
-	}
-	if m.o.ReadWrite {
-		ev.Model = ModelRWLock
-	}
+	ev := &Evidence{Model: m.model, Lease: h, Result: res, All: true}
 	if res.Verdict == linearize.Illegal {
-		v := lockIllegal(ctx, m, model, h, &res)
+		v := lockIllegal(ctx, m, h, &res)
 		e := *ev
 		e.All, e.Expected = false, v.Expected
 		v.Evidence = &e

@@ -30,7 +30,7 @@ func traceRuns(t *testing.T, factory Factory, o Options) []string {
 		var b strings.Builder
 		b.WriteString(volatile.ReplaceAllString(strings.Join(m.log, "\n"), "<id>"))
 		b.WriteString("\n--- lock history\n")
-		b.WriteString(describeLockOps(m.lease, lockH, len(lockH)))
+		b.WriteString(m.describeLockOps(lockH, len(lockH)))
 		b.WriteString("--- register history\n")
 		for _, op := range regH {
 			fmt.Fprintf(&b, "client %d at %d: %+v -> %+v\n", op.ClientID, op.Call, op.Input, op.Output)

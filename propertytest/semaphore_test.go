@@ -3,7 +3,6 @@ package propertytest
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -66,7 +65,7 @@ func TestPermitsValidated(t *testing.T) {
 }
 
 // A semaphore's evidence is drawn and written with the semaphore model,
-// and its history arguments name the permits.
+// which its file names and is checked against when read back.
 func TestSemaphoreEvidence(t *testing.T) {
 	op := func(id int, owner, token uint64) lockOp {
 		return lockOp{ID: id, ClientID: id, Call: int64(id), Return: int64(id) + 1,
@@ -83,7 +82,8 @@ func TestSemaphoreEvidence(t *testing.T) {
 		if err != nil || res.Verdict != want {
 			t.Fatalf("%d permits: verdict %v (%v), want %v", permits, res.Verdict, err, want)
 		}
-		e := &Evidence{Model: ModelSemaphore, Permits: permits, TTL: time.Second, Tolerance: time.Millisecond, Lease: h, Result: res}
+		spec := linearize.Spec{Kind: linearize.KindSemaphore, Permits: permits, TTL: time.Second, Tolerance: time.Millisecond}
+		e := &Evidence{Model: spec, Lease: h, Result: res}
 		var html, js bytes.Buffer
 		if err := e.WriteHTML(&html); err != nil || !strings.Contains(html.String(), "acquire(L, owner 3)") {
 			t.Fatalf("WriteHTML: %v (%d bytes)", err, html.Len())
@@ -91,12 +91,12 @@ func TestSemaphoreEvidence(t *testing.T) {
 		if err := e.WriteJSON(&js); err != nil {
 			t.Fatal(err)
 		}
-		back, err := linearize.DecodeHistory[linearize.LeaseInput, linearize.LeaseOutput](&js)
-		if err != nil || len(back) != len(h) {
-			t.Fatalf("JSON read back: %d operations, %v", len(back), err)
+		back, err := linearize.ReadFile(&js, linearize.Spec{Kind: linearize.KindKV})
+		if err != nil || back.Len() != len(h) || back.Spec() != spec {
+			t.Fatalf("JSON read back: %v, %v", back, err)
 		}
-		if args := strings.Join(e.HistoryArgs(), " "); args != fmt.Sprintf("-model semaphore -permits %d -ttl 1s -tolerance 1ms", permits) {
-			t.Errorf("HistoryArgs %q", args)
+		if again, err := back.Check(context.Background(), linearize.Options{}); err != nil || again.Verdict != want {
+			t.Errorf("read back: verdict %v (%v), want %v", again.Verdict, err, want)
 		}
 	}
 }

@@ -79,11 +79,13 @@ type violationOut struct {
 	Detail    string   `json:"detail"`
 	Unclaimed []string `json:"unclaimed_faults,omitempty"`
 	History   string   `json:"history,omitempty"`
-	// File is the violation's history in linearize's JSON format (written
-	// with -histories), and Recheck the lockproof history command that
-	// checks it again.
+	// File is the violation's history file (written with -histories),
+	// Recheck the lockproof history command that checks it again, and
+	// Model the model the history was checked against, which the file
+	// names.
 	File    string `json:"history_file,omitempty"`
 	Recheck string `json:"recheck,omitempty"`
+	Model   string `json:"history_model,omitempty"`
 	// Verdict is the history checker's on that history (Ok, Illegal,
 	// Unknown): a named check's finding may rest on a history the model
 	// finds Ok.
@@ -425,14 +427,17 @@ func violationOf(v *propertytest.Violation) violationOut {
 	out := violationOut{Property: string(v.Property), Status: v.Status(), Detail: v.Detail,
 		Unclaimed: v.Unclaimed, History: v.History, evidence: v.Evidence}
 	if v.Evidence != nil {
-		out.Verdict = v.Evidence.Result.Verdict.String()
+		out.Verdict, out.Model = v.Evidence.Result.Verdict.String(), v.Evidence.Model.String()
 	}
 	if _, err := os.Stat(v.File); err == nil && v.Evidence != nil {
-		out.File = v.File
-		out.Recheck = strings.Join(append(append([]string{"lockproof", "history"}, v.Evidence.HistoryArgs()...), v.File), " ")
+		out.File, out.Recheck = v.File, recheckCommand(v.File)
 	}
 	return out
 }
+
+// recheckCommand is the command line that checks the history file path
+// again, against the model the file names.
+func recheckCommand(path string) string { return "lockproof history " + path }
 
 // histFlagName is the name the histories' directory was given on the
 // command line: -histories, or its old name -out.

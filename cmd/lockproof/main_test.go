@@ -267,3 +267,34 @@ func TestHistoryLeaseFromCall(t *testing.T) {
 		}
 	}
 }
+
+// A history file that names its model is checked against it with no
+// flags; model flags override it; a malformed model is refused with where
+// and why.
+func TestHistoryFileNamesItsModel(t *testing.T) {
+	ops := doubleGrant[strings.Index(doubleGrant, `"operations"`):]
+	semaphore := write(t, "sem.json", `{"version": 2, "model": {"kind": "semaphore", "permits": 2, "ttl": 10000000000, "tolerance": 0}, `+ops)
+	lease := write(t, "lease.json", `{"version": 2, "model": {"kind": "lease", "ttl": 10000000000, "tolerance": 0}, `+ops)
+	for _, c := range []struct {
+		name string
+		args []string
+		code int
+		says string
+	}{
+		{"two holders of a semaphore of 2", []string{"history", semaphore}, exitOK, "checked against the semaphore model of 2 permits, TTL 10s, tolerance 0s"},
+		{"two holders of a lease", []string{"history", lease}, exitIllegal, "checked against the lease model, TTL 10s"},
+		{"a flag overrides the file", []string{"history", "-model", "lease", semaphore}, exitIllegal, "checked against the lease model"},
+		{"an old file takes -model", []string{"history", "-permits", "2", "-model", "semaphore", write(t, "old.json", doubleGrant)}, exitOK, "semaphore model of 2 permits"},
+	} {
+		var out, errOut bytes.Buffer
+		if code := run(c.args, &out, &errOut); code != c.code || !strings.Contains(out.String(), c.says) {
+			t.Errorf("%s: exit %d (want %d), output lacks %q:\n%s%s", c.name, code, c.code, c.says, out.String(), errOut.String())
+		}
+	}
+	bad := write(t, "bad.json", "{\"version\": 2,\n \"model\": {\"kind\": \"semaphore\", \"ttl\": 5}, "+ops)
+	var out, errOut bytes.Buffer
+	if code := run([]string{"history", bad}, &out, &errOut); code != exitUsage ||
+		!strings.Contains(errOut.String(), `"model" (line 2, column 11)`) || !strings.Contains(errOut.String(), "permits 0, want at least 1") {
+		t.Errorf("malformed model: exit %d, %q", code, errOut.String())
+	}
+}

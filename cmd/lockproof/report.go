@@ -45,6 +45,7 @@ func writeReport(path string, res checkResult) error {
 					rv.Replay = c.Replay
 				}
 				if v.evidence != nil {
+					rv.Model = v.evidence.Model.String()
 					var b strings.Builder
 					if err := v.evidence.WriteHTML(&b); err != nil {
 						return fmt.Errorf("report: %s: %w", rv.Cell, err)

@@ -50,7 +50,7 @@ func TestReportTimelineInBrowser(t *testing.T) {
 	if res.Verdict != linearize.Illegal {
 		t.Fatalf("verdict %v, want Illegal (a double grant)", res.Verdict)
 	}
-	ev := &propertytest.Evidence{Model: propertytest.ModelLease, TTL: 5 * time.Second, Tolerance: time.Millisecond,
+	ev := &propertytest.Evidence{Model: linearize.Spec{Kind: linearize.KindLease, TTL: 5 * time.Second, Tolerance: time.Millisecond},
 		Lease: h, Result: res, All: true}
 	out := checkResult{Verdict: statusViolated, Cells: []cellResult{{Lock: "crafted", Faults: "none",
 		Violations: []violationOut{{Property: "exclusivity", Status: statusViolated, Detail: "a double grant", evidence: ev}}}}}
