@@ -1,9 +1,14 @@
-package propertytest
+package backends
 
 import (
+	"os"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/propertytest"
+	"github.com/lockproof/lockproof/propertytest/suitemain"
 )
 
 // TestRedisLockOnAMiniredisAddress smoke-tests RedisLockOn's real-server
@@ -44,5 +49,34 @@ func TestRedlockOnMiniredisAddresses(t *testing.T) {
 		if keys := n.Miniredis().Keys(); len(keys) != 0 {
 			t.Fatalf("keys left on node %d after the run: %v", i, keys)
 		}
+	}
+}
+
+// On a real Redis (LOCKPROOF_REDIS_ADDR, as CI's real-server step sets),
+// the suite runs in real time and finds nothing wrong with redislock.
+func TestRedisLockOnRealServer(t *testing.T) {
+	addr := os.Getenv(fakes.EnvRedisAddr)
+	if addr == "" {
+		t.Skipf("no real Redis: set %s to run this test", fakes.EnvRedisAddr)
+	}
+	suitemain.SetChecks(t, 3)
+	rep := propertytest.Run(t, RedisLockOn(addr), propertytest.Options{TTL: 200 * time.Millisecond})
+	if rep.Runs == 0 || rep.Checked[propertytest.DeadlockFreedom] != rep.Runs {
+		t.Fatalf("checks ran %v in %d runs", rep.Checked, rep.Runs)
+	}
+}
+
+// On real Redis servers (LOCKPROOF_REDIS_ADDRS), the suite runs Redlock in
+// real time and finds nothing wrong with it.
+func TestRedlockOnRealServer(t *testing.T) {
+	env := os.Getenv(fakes.EnvRedisAddrs)
+	if env == "" {
+		t.Skipf("no real Redis servers: set %s to run this test", fakes.EnvRedisAddrs)
+	}
+	suitemain.SetChecks(t, 3)
+	rep := propertytest.Run(t, RedlockOn(strings.Split(env, ",")), propertytest.Options{TTL: 200 * time.Millisecond,
+		Claims: []propertytest.FaultKind{propertytest.FaultCrash}})
+	if rep.Runs == 0 || rep.Checked[propertytest.DeadlockFreedom] != rep.Runs {
+		t.Fatalf("checks ran %v in %d runs", rep.Checked, rep.Runs)
 	}
 }
