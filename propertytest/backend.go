@@ -2,6 +2,7 @@ package propertytest
 
 import (
 	"fmt"
+	"io"
 	"testing"
 	"time"
 
@@ -30,8 +31,43 @@ type Env interface {
 
 var _ Env = (*testing.T)(nil)
 
+// CloseAtCleanup registers the closing of c (a fake from fakes.Start*, a
+// proxy, a client) with env, and logs an error it returns: how a Factory
+// hands what it started to the run, which closes it when the run ends.
+func CloseAtCleanup(env Env, what string, c io.Closer) {
+	env.Cleanup(func() {
+		if err := c.Close(); err != nil {
+			env.Logf("propertytest: closing %s: %v", what, err)
+		}
+	})
+}
+
 // Backend is one lock backend for one run, with the controls the suite
-// drives. NewLocker, Clock and Advance are required.
+// drives; NewLocker, Clock and Advance are required. A Factory of one's
+// own keeps these rules:
+//
+//   - Fresh and released: each call starts a backend that holds nothing of
+//     an earlier run, and hands all it starts (servers, clients, proxies)
+//     to the run, with CloseAtCleanup or env.Cleanup, or releases it in
+//     Close. A failure to start is an error returned, not a panic.
+//   - Gated: every request a client sends with an operation's context
+//     calls locks.GateRequest with that context (the fakes' clients do,
+//     by hooks; a client of one's own must too). The suite orders the
+//     clients' requests at those gates: one that passes none cannot be
+//     stalled or overtaken there, and the run no longer replays exactly
+//     from its seed.
+//   - Manual time: the lockers and the backend follow Clock, and Advance
+//     moves both; with a ManualClock (fakes.Clock), leases run out, edges
+//     are probed and timers fire in the same order in every replay,
+//     without sleeping. A backend in real time (locks.SystemClock,
+//     Advance sleeping) is judged too, slowly and with no exact replay.
+//   - The suite's options last: NewLocker passes opts after the
+//     backend's own (see the field).
+//   - Crashes: a Locker that can end all its client started implements
+//     Crasher; one that cannot keeps its connections across a crash.
+//   - Honest controls: InProcess only when no connection is a socket;
+//     Nodes, StopNode and StartNode only for a quorum of independent
+//     nodes; a Fault's Kind says what it does, for Options.Claims.
 type Backend struct {
 	// NewLocker returns the Locker of one client, on a connection of its
 	// own, for the lock called name. It must pass opts (TTL, watchdog off,
@@ -71,6 +107,22 @@ type Backend struct {
 	_ struct{} // keyed literals only
 }
 
+// ManualClock is a clock that moves only when told to and lets the suite
+// order the timer callbacks one move passes; fakes.Clock is one. When
+// Backend.Clock is a ManualClock, the suite starts the callbacks due in one
+// Advance one at a time, in deadline order, each after the process is
+// quiescent, so that two leases' watchdogs due together act in the same
+// order in every replay of a seed.
+type ManualClock interface {
+	locks.Clock
+	// Advance moves the clock forward by d, firing the timers it passes.
+	Advance(d time.Duration)
+	// SetDispatch replaces how the AfterFunc callbacks one Advance passes
+	// are started: run gets them in deadline order and must see that each
+	// runs. nil restores the clock's default.
+	SetDispatch(run func(fs []func()))
+}
+
 // ReadWriteLocker is the Locker a Backend makes for a run with
 // Options.ReadWrite: its Lock and TryLock take the exclusive (write) lease,
 // and RLocker is the same client's Locker of shared (read) leases on the
@@ -80,6 +132,20 @@ type ReadWriteLocker interface {
 	// RLocker returns the Locker of shared leases.
 	RLocker() locks.Locker
 }
+
+// RWViews returns the ReadWriteLocker of a read-write lock's two views:
+// read takes shared leases, write the exclusive one.
+func RWViews(read, write locks.Locker) ReadWriteLocker {
+	return rwViews{Locker: write, read: read}
+}
+
+// rwViews is RWViews' ReadWriteLocker.
+type rwViews struct {
+	locks.Locker
+	read locks.Locker
+}
+
+func (v rwViews) RLocker() locks.Locker { return v.read }
 
 // Fault is one backend fault the state machine can inject, and heal.
 type Fault struct {

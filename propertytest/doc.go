@@ -14,27 +14,20 @@
 //     failing (to assert that a broken lock is caught).
 //   - Factory, Backend, Fault: what a lock author supplies: lockers of one
 //     lock on one backend for N clients, the backend's manual clock and
-//     Advance, its node controls and faults. A Factory gets an Env (the
-//     run's Cleanup and Logf; *testing.T is one) and starts its fakes with
+//     Advance, its node controls and faults; Backend's documentation
+//     states the rules a Factory follows. A Factory gets an Env (the run's
+//     Cleanup and Logf; *testing.T is one) and starts its fakes with
 //     fakes.Start*, handing them to the run with CloseAtCleanup.
 //   - Evidence: a violation's history and the checker's result, as data
 //     and as the JSON lockproof history reads.
 //   - Options: clients, TTL, slack, the claimed fault model (Claims,
 //     FaultKind), budgets. Every field has a stated default.
 //   - Property, Violation, Report: what was found.
-//   - RedisLock, RedisLockWithFailover, RedisLockWithNetworkFaults,
-//     Redlock, EtcdLock, ConsulLock, MySQLLock (and MySQLLockWith), ZKLock,
-//     ZKLockWithNetworkFaults, MemLock: factories of the built-in locks on
-//     their fakes. RedisLockOn, RedlockOn, EtcdLockOn, ConsulLockOn,
-//     MySQLLockOn, ZKLockOn: the same locks on real servers, in real time.
-//     EtcdLockOptions, EtcdLockOnOptions, ConsulLockOptions, ConsulLockOnOptions,
-//     ZKLockNetworkOptions and ZKLockOnOptions: the Options those
-//     factories need.
 //   - RunStandalone: the suite outside go test (lockproof check uses it).
-//   - Main, SetChecks, ChecksGiven, Deep: for a package's TestMain and
-//     tests: short rapid defaults, LOCKPROOF_DEEP=1 for long runs.
-//     IgnorePackages, OnlyPackages and OnlyLockproof narrow Main's
-//     goroutine-leak check for tests of third-party libraries.
+//   - Sub-packages: backends, the factories of lockproof's own locks on
+//     their fakes and on real servers; suitemain, the TestMain of a
+//     package of property tests (short rapid defaults, LOCKPROOF_DEEP=1,
+//     the leak check); adapter, the kit for locks written elsewhere.
 //   - Deliberately broken locks, each caught with its property named, are
 //     in propertytest/mutants; third-party locks run the suite in
 //     propertytest/thirdparty.
@@ -244,7 +237,7 @@
 // them (at locks.PointAcquired, else when the call returned), in steps of
 // 65536 that leave room for the unknown acquires (a client that died in
 // TryLock) the model may place between two grants. A failing run is
-// shrunk by rapid within -rapid.shrinktime (Main sets 2s; rapid's own
+// shrunk by rapid within -rapid.shrinktime (suitemain.Main sets 2s; rapid's own
 // default is 30s), and each history check shrinks its counterexample
 // within CheckTimeLimit of its own.
 package propertytest

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lockproof/lockproof/linearize"
+	"github.com/lockproof/lockproof/propertytest/suitemain"
 )
 
 // recheck reads the history file e writes (from path, or from WriteJSON
@@ -47,7 +48,7 @@ func recheck(t *testing.T, e *Evidence, path string) linearize.Verdict {
 // history with the lease checker's result, which may be Ok.
 func TestEvidenceChecksAgainFromItsFile(t *testing.T) {
 	dir := t.TempDir()
-	SetFlag(t, "rapid.shrinktime", "300ms") // a short minimization is enough here
+	suitemain.SetFlag(t, "rapid.shrinktime", "300ms") // a short minimization is enough here
 	rep := Check(t, processLocal(), Options{OutDir: dir})
 	if !rep.Failed || len(rep.Violations) == 0 {
 		t.Fatalf("a process-local lock passed\n%s", rep.Output)

@@ -9,12 +9,13 @@ import (
 	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/propertytest"
+	"github.com/lockproof/lockproof/propertytest/backends"
 )
 
 // Run the suite on redislock over a manual-time miniredis, in a test.
 func ExampleRun() {
 	_ = func(t *testing.T) {
-		rep := propertytest.Run(t, propertytest.RedisLock(), propertytest.Options{
+		rep := propertytest.Run(t, backends.RedisLock(), propertytest.Options{
 			Clients: 3,
 			Claims:  []propertytest.FaultKind{propertytest.FaultCrash, propertytest.FaultPause},
 		})

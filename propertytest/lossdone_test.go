@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/lockproof/lockproof/locks"
+	"github.com/lockproof/lockproof/propertytest/suitemain"
 )
 
 // lazyDoneLocker hands out leases whose Done is a channel of their own,
@@ -55,10 +56,10 @@ func (l *lazyDoneLease) Done() <-chan struct{} {
 // LOCKPROOF_DEEP=1 reported one on Consul's api.Lock, at its tenth run,
 // before the check waited.
 func TestLossSignalledOnALockGoroutineIsNoViolation(t *testing.T) {
-	SetChecks(t, 50) // before the fix, seed 20261126 failed in 0.9 s
-	SetFlag(t, "rapid.seed", "20261126")
+	suitemain.SetChecks(t, 50) // before the fix, seed 20261126 failed in 0.9 s
+	suitemain.SetFlag(t, "rapid.seed", "20261126")
 	factory := func(env Env) (*Backend, error) {
-		be, err := MemLock()(env)
+		be, err := memLock()(env)
 		if err != nil {
 			return nil, err
 		}

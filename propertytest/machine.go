@@ -8,7 +8,6 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/linearize"
 	"github.com/lockproof/lockproof/locks"
 	"pgregory.net/rapid"
@@ -91,7 +90,7 @@ func newMachine(o Options, be *Backend, jitterSeed uint64) (*machine, error) {
 	m := &machine{o: o, be: be, rec: newRecorder(be.Clock), sched: newSched(o.Settle, be.InProcess),
 		active: map[int]bool{}, used: map[int]bool{}, ran: map[Property]bool{}, unclaimed: map[string]bool{}}
 	m.sched.follow(be.Clock, o.TTL+o.Slack)
-	if c, ok := be.Clock.(*fakes.Clock); ok {
+	if c, ok := be.Clock.(ManualClock); ok {
 		c.SetDispatch(m.sched.oneByOne)
 	}
 	var err error

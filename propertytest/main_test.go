@@ -1,14 +1,54 @@
 package propertytest
 
-import "testing"
+import (
+	"testing"
+	"time"
 
-// TestMain runs with the suite's short defaults (see Main); LOCKPROOF_DEEP=1
-// runs 500 checks per property test instead.
-func TestMain(m *testing.M) { Main(m) }
+	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/locks"
+	"github.com/lockproof/lockproof/locks/redlock"
+	"github.com/lockproof/lockproof/propertytest/suitemain"
+)
 
-// caughtShrinkRuns bounds the shrinking of the tests that assert only that
-// a broken lock is caught, and as which property: the first failing run
-// already names it, and on a backend over TCP each of the default 200
-// shrink runs costs milliseconds of quiescence (the failover test spent
-// most of its 6.6 s shrinking).
-const caughtShrinkRuns = 20
+// TestMain runs with the suite's short defaults and leak check (see
+// suitemain.Main); LOCKPROOF_DEEP=1 runs 500 checks per property test.
+func TestMain(m *testing.M) { suitemain.Main(m) }
+
+// epoch is where the manual clocks of this package's tests start.
+var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// memLock is the Factory the core's own tests run on, the equivalent of
+// backends.MemLock, which they cannot import (it imports this package):
+// the first Locker made is a fakes.MemLock that every client then shares.
+func memLock() Factory {
+	return func(Env) (*Backend, error) {
+		clock := fakes.NewClock(epoch)
+		be := &Backend{Clock: clock, Advance: clock.Advance, InProcess: true}
+		var l *fakes.MemLock
+		be.NewLocker = func(name string, opts ...locks.Option) (locks.Locker, error) {
+			var err error
+			if l == nil {
+				l, err = fakes.NewMemLock(name, append([]locks.Option{locks.WithClock(clock)}, opts...)...)
+			}
+			return l, err
+		}
+		return be, nil
+	}
+}
+
+// redlockOf3 is Redlock on three miniredis nodes in manual time, with the
+// node controls of backends.Redlock(3) and none of its faults.
+func redlockOf3(t *testing.T) *Backend {
+	g, err := fakes.StartRedisCluster(3, fakes.ManualTime(epoch), fakes.ForceMiniredis())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = g.Close() })
+	return &Backend{
+		NewLocker: func(name string, opts ...locks.Option) (locks.Locker, error) {
+			return redlock.New(g.NewClients(), name, append(g.LockOptions(), opts...)...)
+		},
+		Clock: g.Clock(), Advance: g.Advance, InProcess: true,
+		Nodes: 3, StopNode: g.Stop, StartNode: func(i int) { g.Restart(i, true) },
+	}
+}

@@ -34,7 +34,7 @@ func (p lateProbe) TryLock(ctx context.Context) (locks.Lease, error) {
 // it through its lease, which was nil: a nil-pointer panic, seen once in
 // about 120 runs of TestZKRWMutexOnRealServer.
 func TestProbeGrantedOnceTheHolderRanOutIsNoViolation(t *testing.T) {
-	be, err := MemLock()(t)
+	be, err := memLock()(t)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func TestProbesAfterAFaultOverBeforeTheAcquisition(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			be, err := MemLock()(t)
+			be, err := memLock()(t)
 			if err != nil {
 				t.Fatal(err)
 			}

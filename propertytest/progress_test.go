@@ -7,13 +7,14 @@ import (
 	"testing"
 
 	"github.com/lockproof/lockproof/locks"
+	"github.com/lockproof/lockproof/propertytest/suitemain"
 )
 
 // wrapMemLock is the MemLock factory with every client's Locker wrapped by
 // wrap; the clients share n, a count of calls wrap may use.
 func wrapMemLock(wrap func(l locks.Locker, n *atomic.Int64) locks.Locker) Factory {
 	return func(env Env) (*Backend, error) {
-		be, err := MemLock()(env)
+		be, err := memLock()(env)
 		if err != nil {
 			return nil, err
 		}
@@ -63,8 +64,8 @@ func (l leaseWrapping) wrapped(lease locks.Lease, err error) (locks.Lease, error
 // A lock whose every Unlock and Renew fails is caught as Progress, and the
 // report counts the failures.
 func TestEveryReleaseFailingBreaksProgress(t *testing.T) {
-	SetChecks(t, 50)
-	SetFlag(t, "rapid.seed", "32")
+	suitemain.SetChecks(t, 50)
+	suitemain.SetFlag(t, "rapid.seed", "32")
 	rep := Check(t, wrapMemLock(func(l locks.Locker, _ *atomic.Int64) locks.Locker {
 		return leaseWrapping{l, func(lease locks.Lease) locks.Lease { return failingLease{lease} }}
 	}), Options{})
@@ -88,8 +89,8 @@ func (noopUnlockLease) Unlock(context.Context) error { return nil }
 // A lock whose Unlock says yes and frees nothing comes free by its TTL: not
 // a deadlock, but Progress broken.
 func TestUnlockThatFreesNothingBreaksProgress(t *testing.T) {
-	SetChecks(t, 50)
-	SetFlag(t, "rapid.seed", "33")
+	suitemain.SetChecks(t, 50)
+	suitemain.SetFlag(t, "rapid.seed", "33")
 	rep := Check(t, wrapMemLock(func(l locks.Locker, _ *atomic.Int64) locks.Locker {
 		return leaseWrapping{l, func(lease locks.Lease) locks.Lease { return noopUnlockLease{lease} }}
 	}), Options{})
@@ -120,8 +121,8 @@ func (l refusingLocker) TryLock(ctx context.Context) (locks.Lease, error) {
 // A single refusal of a free lock is tolerated and counted, not called a
 // deadlock.
 func TestSpuriousRefusalIsCountedNotADeadlock(t *testing.T) {
-	SetChecks(t, 30)
-	SetFlag(t, "rapid.seed", "34")
+	suitemain.SetChecks(t, 30)
+	suitemain.SetFlag(t, "rapid.seed", "34")
 	rep := Check(t, wrapMemLock(func(l locks.Locker, n *atomic.Int64) locks.Locker {
 		return refusingLocker{l, n, func(call int64) bool { return call == 3 }}
 	}), Options{})
@@ -136,8 +137,8 @@ func TestSpuriousRefusalIsCountedNotADeadlock(t *testing.T) {
 
 // A lock that refuses a free lock for ever is a deadlock.
 func TestRefusingForEverIsADeadlock(t *testing.T) {
-	SetChecks(t, 30)
-	SetFlag(t, "rapid.seed", "35")
+	suitemain.SetChecks(t, 30)
+	suitemain.SetFlag(t, "rapid.seed", "35")
 	rep := Check(t, wrapMemLock(func(l locks.Locker, n *atomic.Int64) locks.Locker {
 		return refusingLocker{l, n, func(call int64) bool { return call >= 3 }}
 	}), Options{})
@@ -151,8 +152,8 @@ func TestRefusingForEverIsADeadlock(t *testing.T) {
 
 // The outcome counts add up to the calls the history recorded.
 func TestOutcomesAreCounted(t *testing.T) {
-	SetChecks(t, 5)
-	rep := Run(t, MemLock(), Options{})
+	suitemain.SetChecks(t, 5)
+	rep := Run(t, memLock(), Options{})
 	total := 0
 	for _, kind := range outcomeKinds {
 		total += rep.Outcomes[kind].Total()

@@ -28,10 +28,7 @@ import (
 // client 1 takes nodes 0 and 2, and the Unlock goes on once client 0's
 // key ran out on node 1.
 func TestRedlockReleaseThatFreedAndThenFoundNothingIsNoViolation(t *testing.T) {
-	be, err := Redlock(3)(t)
-	if err != nil {
-		t.Fatal(err)
-	}
+	be := redlockOf3(t)
 	o, err := (Options{Clients: 2, Name: "x", Claims: []FaultKind{FaultCrash, FaultNodeDown}}).withDefaults()
 	if err != nil {
 		t.Fatal(err)

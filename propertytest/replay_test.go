@@ -1,45 +1,14 @@
-package propertytest
+package propertytest_test
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 	"testing"
 
-	"pgregory.net/rapid"
+	"github.com/lockproof/lockproof/propertytest"
+	"github.com/lockproof/lockproof/propertytest/backends"
+	"github.com/lockproof/lockproof/propertytest/suitemain"
 )
-
-// volatile matches what a run's log may hold that no seed fixes: the
-// ports of in-process servers, the fakes' random key prefixes, the ids
-// the servers draw (Consul sessions) and the GUIDs locks draw (zklock's
-// node names, from locks.NewOwner).
-// The histories themselves are compared as they are.
-var volatile = regexp.MustCompile(`127\.0\.0\.1:\d+|lockproof-test-[0-9a-f]+|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[0-9a-f]{32}`)
-
-// traceRuns runs the suite on factory with rapid's current flags and
-// returns, per run, its log and its lock and register histories as text.
-func traceRuns(t *testing.T, factory Factory, o Options) []string {
-	t.Helper()
-	s, err := newSuite(t, factory, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var runs []string
-	s.trace = func(m *machine) {
-		lockH, regH, _ := m.rec.histories()
-		var b strings.Builder
-		b.WriteString(volatile.ReplaceAllString(strings.Join(m.log, "\n"), "<id>"))
-		b.WriteString("\n--- lock history\n")
-		b.WriteString(m.describeLockOps(lockH, len(lockH)))
-		b.WriteString("--- register history\n")
-		for _, op := range regH {
-			fmt.Fprintf(&b, "client %d at %d: %+v -> %+v\n", op.ClientID, op.Call, op.Input, op.Output)
-		}
-		runs = append(runs, b.String())
-	}
-	rapid.Check(t, s.prop)
-	return runs
-}
 
 // The same seed gives the same runs, byte for byte, on MemLock, redislock,
 // consullock (ConsulLock), mysqllock (MySQLLock) and Redlock in manual
@@ -132,7 +101,7 @@ func traceRuns(t *testing.T, factory Factory, o Options) []string {
 // s: 93 or 95); its Err now looks at the parent itself, and Consul's gate
 // sends no request whose context ended while it was held.
 //
-// Redlock (Redlock(3), node 0 stopped and restarted as a fault) replays
+// Redlock (backends.Redlock(3), node 0 stopped and restarted as a fault) replays
 // too: go test -count=30 -run TestSeedReplaysExactly/redlock, 30 of 30
 // identical; with -race -count=10, 10 of 10 (load average 1 to 2 on 2
 // cores; a heavier load has not been tried). Before, 0 of 10 were (the
@@ -150,7 +119,7 @@ func traceRuns(t *testing.T, factory Factory, o Options) []string {
 // (run 1, 23.16 s); the Redis gate, like Consul's, now sends no request
 // whose context ended while it was held. On five nodes (the mutants'),
 // the end of a run healed the two nodes still down in a map's order; it
-// heals them by index now, and twelve seeds of six runs on Redlock(5)
+// heals them by index now, and twelve seeds of six runs on backends.Redlock(5)
 // then replayed identically, twice and once with -race. Three `lockproof
 // replay`s of redlock-accepts-minority's seed 11379751833451889772 wrote
 // byte-identical histories (client 2 granted at 5.08 s while client 1's
@@ -169,21 +138,21 @@ func traceRuns(t *testing.T, factory Factory, o Options) []string {
 func TestSeedReplaysExactly(t *testing.T) {
 	cases := []struct {
 		name    string
-		factory Factory
-		o       Options
+		factory propertytest.Factory
+		o       propertytest.Options
 	}{
-		{"memlock", MemLock(), Options{}},
-		{"redislock", RedisLock(), Options{}},
-		{"consullock", ConsulLock(), ConsulLockOptions()},
-		{"mysqllock", MySQLLock(), Options{}},
-		{"redlock", Redlock(3), Options{Claims: []FaultKind{FaultCrash, FaultNodeDown}}},
+		{"memlock", backends.MemLock(), propertytest.Options{}},
+		{"redislock", backends.RedisLock(), propertytest.Options{}},
+		{"consullock", backends.ConsulLock(), backends.ConsulLockOptions()},
+		{"mysqllock", backends.MySQLLock(), propertytest.Options{}},
+		{"redlock", backends.Redlock(3), propertytest.Options{Claims: []propertytest.FaultKind{propertytest.FaultCrash, propertytest.FaultNodeDown}}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			SetFlag(t, "rapid.checks", "4")
-			SetFlag(t, "rapid.seed", "20261125")
-			first := traceRuns(t, c.factory, c.o)
-			second := traceRuns(t, c.factory, c.o)
+			suitemain.SetFlag(t, "rapid.checks", "4")
+			suitemain.SetFlag(t, "rapid.seed", "20261125")
+			first := propertytest.TraceRuns(t, c.factory, c.o)
+			second := propertytest.TraceRuns(t, c.factory, c.o)
 			if len(first) != len(second) {
 				t.Fatalf("%d runs, then %d with the same seed", len(first), len(second))
 			}

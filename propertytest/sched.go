@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/lockproof/lockproof/locks"
+	"github.com/lockproof/lockproof/propertytest/internal/gostack"
 )
 
 // The suite's scheduler. Every lock operation of a run (TryLock, Lock,
@@ -641,7 +642,7 @@ func (s *sched) settle() {
 }
 
 // oneByOne starts the timer callbacks one Advance of a manual clock
-// passed (fakes.Clock.SetDispatch), each on a goroutine of its own, and
+// passed (ManualClock.SetDispatch), each on a goroutine of its own, and
 // waits until the process is quiescent before it starts the next: the
 // lease watchdogs and expiries due in one advance then act in deadline
 // order, not in the order the Go runtime picks.
@@ -789,7 +790,7 @@ func firstOwnFunc(stack string) string {
 		if first == "" {
 			first = fn
 		}
-		if elem, _, _ := strings.Cut(funcPackage(fn), "/"); strings.Contains(elem, ".") {
+		if elem, _, _ := strings.Cut(gostack.FuncPackage(fn), "/"); strings.Contains(elem, ".") {
 			return fn
 		}
 	}

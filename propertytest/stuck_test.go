@@ -12,6 +12,7 @@ import (
 
 	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/locks"
+	"github.com/lockproof/lockproof/propertytest/suitemain"
 )
 
 // stuckWall is how long a test of a stuck run may take before it counts as
@@ -57,7 +58,7 @@ func wallPollerLock(t *testing.T, inProcess, ignoreCtx, restless bool) Factory {
 	stop := make(chan struct{})
 	t.Cleanup(func() { close(stop) })
 	return func(env Env) (*Backend, error) {
-		be, err := MemLock()(env)
+		be, err := memLock()(env)
 		if err != nil {
 			return nil, err
 		}
@@ -91,7 +92,7 @@ func spinUntil(done *atomic.Bool) {
 // stuckWall, with no verdict and a message that says want.
 func checkStuck(t *testing.T, factory Factory, o Options, want ...string) {
 	t.Helper()
-	SetChecks(t, 20)
+	suitemain.SetChecks(t, 20)
 	o.ShrinkRuns = 1 // every candidate that fails costs up to StuckLimit
 	began := time.Now()
 	rep := Check(t, factory, o)
@@ -122,7 +123,7 @@ func TestWallTimePollerEndsTheRun(t *testing.T) {
 // with Settle 0, counts as blocked between its attempts, and the suite
 // judges the lock (fakes.MemLock underneath, which is correct).
 func TestWallTimePollerInMemoryPasses(t *testing.T) {
-	SetChecks(t, 10)
+	suitemain.SetChecks(t, 10)
 	rep := Check(t, wallPollerLock(t, true, false, false), Options{})
 	if rep.Failed {
 		t.Fatalf("the in-memory poller failed:\n%s", rep.Output)

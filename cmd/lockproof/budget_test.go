@@ -7,12 +7,13 @@ import (
 	"time"
 
 	"github.com/lockproof/lockproof/propertytest"
+	"github.com/lockproof/lockproof/propertytest/backends"
 )
 
 // slowMemLock is MemLock, correct, with every run slowed by d of wall time
 // (as a backend that runs in real time is).
 func slowMemLock(d time.Duration) cell {
-	mem := propertytest.MemLock()
+	mem := backends.MemLock()
 	return cell{lock: "slow-memlock", faults: "crash", about: "MemLock, each run slowed",
 		factory: func(env propertytest.Env) (*propertytest.Backend, error) {
 			time.Sleep(d)
@@ -21,7 +22,7 @@ func slowMemLock(d time.Duration) cell {
 }
 
 func fastMemLock() cell {
-	return cell{lock: "memlock", faults: "crash", about: "MemLock", factory: propertytest.MemLock()}
+	return cell{lock: "memlock", faults: "crash", about: "MemLock", factory: backends.MemLock()}
 }
 
 // In budget mode every cell makes at least minRuns runs, a slow one

@@ -17,6 +17,7 @@ import (
 	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/propertytest"
+	"github.com/lockproof/lockproof/propertytest/suitemain"
 )
 
 // splitBrain gives every client a lock of its own, as a process-local mutex
@@ -312,7 +313,7 @@ func recheckHistories(t *testing.T, res checkResult) int {
 // for a history the lease model rejects, Ok for a named check's finding
 // the model cannot see. About 4 minutes on 2 cores: LOCKPROOF_DEEP=1 only.
 func TestCheckMutantsHistoriesCheckAgain(t *testing.T) {
-	if !propertytest.Deep() {
+	if !suitemain.Deep() {
 		t.Skip("LOCKPROOF_DEEP=1 runs every mutant")
 	}
 	var out, errOut bytes.Buffer

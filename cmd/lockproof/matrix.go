@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lockproof/lockproof/propertytest"
+	"github.com/lockproof/lockproof/propertytest/backends"
 	"github.com/lockproof/lockproof/propertytest/mutants"
 )
 
@@ -163,67 +164,67 @@ func builtinCells(ep endpoints) []cell {
 	var cells []cell
 	if ep.redis != "" {
 		cells = append(cells, cell{lock: lockRedis, faults: "crash", about: "client crashes and pauses, real Redis at " + ep.redis + ", real time",
-			real: true, factory: propertytest.RedisLockOn(ep.redis), opts: propertytest.Options{TTL: realTTL}})
+			real: true, factory: backends.RedisLockOn(ep.redis), opts: propertytest.Options{TTL: realTTL}})
 	} else {
 		cells = append(cells,
 			cell{lock: lockRedis, faults: "crash", about: "client crashes and pauses",
-				factory: propertytest.RedisLock()},
+				factory: backends.RedisLock()},
 			cell{lock: lockRedis, faults: "network", about: "a client partitioned, another's replies dropped",
-				factory: propertytest.RedisLockWithNetworkFaults(),
+				factory: backends.RedisLockWithNetworkFaults(),
 				opts: propertytest.Options{TTL: 100 * time.Millisecond, OpTimeout: 30 * time.Millisecond, Settle: 5 * time.Millisecond,
 					Claims: append(slices.Clone(crashPause), propertytest.FaultPartition)}},
 			cell{lock: lockRedis, faults: "failover", about: "the primary replaced by a replica 1s behind (not claimed)",
-				factory: propertytest.RedisLockWithFailover(time.Second)},
+				factory: backends.RedisLockWithFailover(time.Second)},
 		)
 	}
 	if len(ep.redisNodes) > 0 {
 		cells = append(cells, cell{lock: lockRedlock, faults: "crash",
 			about: fmt.Sprintf("client crashes; pauses (not claimed: no fencing); %d real Redis servers, real time", len(ep.redisNodes)),
-			real:  true, factory: propertytest.RedlockOn(ep.redisNodes),
+			real:  true, factory: backends.RedlockOn(ep.redisNodes),
 			opts: propertytest.Options{TTL: realTTL, Claims: []propertytest.FaultKind{propertytest.FaultCrash}}})
 	} else {
 		cells = append(cells,
 			cell{lock: lockRedlock, faults: "node-down", about: "a minority of 5 nodes stopped and restarted; pauses (not claimed: no fencing)",
-				factory: propertytest.Redlock(5),
+				factory: backends.Redlock(5),
 				opts:    propertytest.Options{Claims: []propertytest.FaultKind{propertytest.FaultCrash, propertytest.FaultNodeDown}}},
 		)
 	}
 	// The options are the ones each factory's documentation gives, and why.
 	if len(ep.etcd) > 0 {
 		cells = append(cells, cell{lock: lockEtcd, faults: "crash", about: "client crashes and pauses, real etcd at " + strings.Join(ep.etcd, ","),
-			real: true, factory: propertytest.EtcdLockOn(ep.etcd), opts: propertytest.EtcdLockOnOptions(), fewerSteps: 3})
+			real: true, factory: backends.EtcdLockOn(ep.etcd), opts: backends.EtcdLockOnOptions(), fewerSteps: 3})
 	} else {
 		cells = append(cells, cell{lock: lockEtcd, faults: "crash",
 			about:   "client crashes and pauses; the holder's lease revoked (not claimed); embedded etcd, real time",
-			factory: propertytest.EtcdLock(), opts: propertytest.EtcdLockOptions(), fewerSteps: 3, weight: realTimeWeight})
+			factory: backends.EtcdLock(), opts: backends.EtcdLockOptions(), fewerSteps: 3, weight: realTimeWeight})
 	}
 	if ep.consul != "" {
 		cells = append(cells, cell{lock: lockConsul, faults: "crash", about: "client crashes and pauses, real Consul at " + ep.consul + ", real time",
-			real: true, factory: propertytest.ConsulLockOn(ep.consul), opts: propertytest.ConsulLockOnOptions()})
+			real: true, factory: backends.ConsulLockOn(ep.consul), opts: backends.ConsulLockOnOptions()})
 	} else {
 		cells = append(cells, cell{lock: lockConsul, faults: "crash",
 			about:   "client crashes and pauses; the holder's session invalidated (not claimed)",
-			factory: propertytest.ConsulLock(), opts: propertytest.ConsulLockOptions()})
+			factory: backends.ConsulLock(), opts: backends.ConsulLockOptions()})
 	}
 	if ep.mysql != "" {
 		cells = append(cells, cell{lock: lockMySQL, faults: "crash", about: "client crashes and pauses, real MySQL, real time",
-			real: true, factory: propertytest.MySQLLockOn(ep.mysql), opts: propertytest.Options{TTL: realTTL}})
+			real: true, factory: backends.MySQLLockOn(ep.mysql), opts: propertytest.Options{TTL: realTTL}})
 	} else {
 		cells = append(cells, cell{lock: lockMySQL, faults: "crash",
 			about:   "client crashes and pauses; the server's clock jumps past the holder's expiry (not claimed)",
-			factory: propertytest.MySQLLock()})
+			factory: backends.MySQLLock()})
 	}
 	if ep.zk != "" {
 		cells = append(cells, cell{lock: lockZK, faults: "crash", about: "client crashes and pauses, real ZooKeeper at " + ep.zk + ", real time",
-			real: true, factory: propertytest.ZKLockOn(ep.zk), opts: propertytest.ZKLockOnOptions(), fewerSteps: 3})
+			real: true, factory: backends.ZKLockOn(ep.zk), opts: backends.ZKLockOnOptions(), fewerSteps: 3})
 	} else {
 		cells = append(cells,
 			cell{lock: lockZK, faults: "crash",
 				about:   "client crashes and pauses; the holder's session expired while it trusts its lease (not claimed)",
-				factory: propertytest.ZKLock()},
+				factory: backends.ZKLock()},
 			cell{lock: lockZK, faults: "network",
 				about:   "a client partitioned, another's replies dropped; the holder's session expired while it trusts its lease (not claimed)",
-				factory: propertytest.ZKLockWithNetworkFaults(), opts: propertytest.ZKLockNetworkOptions()},
+				factory: backends.ZKLockWithNetworkFaults(), opts: backends.ZKLockNetworkOptions()},
 		)
 	}
 	return cells
@@ -252,13 +253,13 @@ func semaphoreCells() []cell {
 	about := fmt.Sprintf("client crashes and pauses, %d permits", semaphorePermits)
 	return []cell{
 		{lock: "redis-semaphore", faults: "crash", about: about, group: groupSemaphores,
-			factory: propertytest.RedisSemaphore(semaphorePermits), opts: permits(propertytest.Options{})},
+			factory: backends.RedisSemaphore(semaphorePermits), opts: permits(propertytest.Options{})},
 		{lock: "etcd-semaphore", faults: "crash", about: about + "; embedded etcd, real time", group: groupSemaphores,
-			factory: propertytest.EtcdSemaphore(semaphorePermits), opts: permits(propertytest.EtcdLockOptions()), fewerSteps: 3, weight: realTimeWeight},
+			factory: backends.EtcdSemaphore(semaphorePermits), opts: permits(backends.EtcdLockOptions()), fewerSteps: 3, weight: realTimeWeight},
 		{lock: "consul-semaphore", faults: "crash", about: about, group: groupSemaphores,
-			factory: propertytest.ConsulSemaphore(semaphorePermits), opts: permits(propertytest.ConsulLockOptions())},
+			factory: backends.ConsulSemaphore(semaphorePermits), opts: permits(backends.ConsulLockOptions())},
 		{lock: "zk-semaphore", faults: "crash", about: about, group: groupSemaphores,
-			factory: propertytest.ZKSemaphore(semaphorePermits), opts: permits(propertytest.Options{})},
+			factory: backends.ZKSemaphore(semaphorePermits), opts: permits(propertytest.Options{})},
 	}
 }
 
@@ -274,13 +275,13 @@ func rwLockCells() []cell {
 	const about = "client crashes and pauses, readers and writers"
 	return []cell{
 		{lock: "redis-rwmutex", faults: "crash", about: about, group: groupRWLocks,
-			factory: propertytest.RedisRWMutex(), opts: rw(propertytest.Options{})},
+			factory: backends.RedisRWMutex(), opts: rw(propertytest.Options{})},
 		{lock: "etcd-rwmutex", faults: "crash", about: about + "; embedded etcd, real time", group: groupRWLocks,
-			factory: propertytest.EtcdRWMutex(), opts: rw(propertytest.EtcdLockOptions()), fewerSteps: 3, weight: realTimeWeight},
+			factory: backends.EtcdRWMutex(), opts: rw(backends.EtcdLockOptions()), fewerSteps: 3, weight: realTimeWeight},
 		{lock: "consul-rwmutex", faults: "crash", about: about, group: groupRWLocks,
-			factory: propertytest.ConsulRWMutex(), opts: rw(propertytest.ConsulLockOptions())},
+			factory: backends.ConsulRWMutex(), opts: rw(backends.ConsulLockOptions())},
 		{lock: "zk-rwmutex", faults: "crash", about: about, group: groupRWLocks,
-			factory: propertytest.ZKRWMutex(), opts: rw(propertytest.Options{})},
+			factory: backends.ZKRWMutex(), opts: rw(propertytest.Options{})},
 	}
 }
 
@@ -296,18 +297,18 @@ func reentrantCells() []cell {
 	const about = "client crashes and pauses, holders re-entering by owner"
 	return []cell{
 		{lock: "redislock-reentrant", faults: "crash", about: about, group: groupReentrant,
-			factory: propertytest.RedisLock(), opts: owner(propertytest.Options{})},
+			factory: backends.RedisLock(), opts: owner(propertytest.Options{})},
 		{lock: "redlock-reentrant", faults: "node-down", about: about + "; a minority of 5 nodes stopped and restarted; pauses (not claimed: no fencing)",
-			group: groupReentrant, factory: propertytest.Redlock(5),
+			group: groupReentrant, factory: backends.Redlock(5),
 			opts: owner(propertytest.Options{Claims: []propertytest.FaultKind{propertytest.FaultCrash, propertytest.FaultNodeDown}})},
 		{lock: "etcdlock-reentrant", faults: "crash", about: about + "; the holder's lease revoked (not claimed); embedded etcd, real time", group: groupReentrant,
-			factory: propertytest.EtcdLock(), opts: owner(propertytest.EtcdLockOptions()), fewerSteps: 3, weight: realTimeWeight},
+			factory: backends.EtcdLock(), opts: owner(backends.EtcdLockOptions()), fewerSteps: 3, weight: realTimeWeight},
 		{lock: "consullock-reentrant", faults: "crash", about: about + "; the holder's session invalidated (not claimed)", group: groupReentrant,
-			factory: propertytest.ConsulLock(), opts: owner(propertytest.ConsulLockOptions())},
+			factory: backends.ConsulLock(), opts: owner(backends.ConsulLockOptions())},
 		{lock: "mysqllock-reentrant", faults: "crash", about: about + "; the server's clock jumps past the holder's expiry (not claimed)", group: groupReentrant,
-			factory: propertytest.MySQLLock(), opts: owner(propertytest.Options{})},
+			factory: backends.MySQLLock(), opts: owner(propertytest.Options{})},
 		{lock: "zklock-reentrant", faults: "crash", about: about + "; the holder's session expired while it trusts its lease (not claimed)", group: groupReentrant,
-			factory: propertytest.ZKLock(), opts: owner(propertytest.Options{})},
+			factory: backends.ZKLock(), opts: owner(propertytest.Options{})},
 	}
 }
 

@@ -9,10 +9,10 @@ import (
 	"time"
 
 	"github.com/hashicorp/consul/api"
-
 	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/propertytest"
+	"github.com/lockproof/lockproof/propertytest/backends"
 )
 
 func init() {
@@ -22,10 +22,10 @@ func init() {
 			"a renewal answered 404 (session unknown) counts as a success",
 		Breaks:  propertytest.Symmetry,
 		Factory: consulIgnoresInvalidation,
-		Fixed:   propertytest.ConsulLock(),
-		// propertytest.ConsulLock's options: a crashed holder's lock is
+		Fixed:   backends.ConsulLock(),
+		// backends.ConsulLock's options: a crashed holder's lock is
 		// free 3×TTL after its last renewal.
-		Options: propertytest.ConsulLockOptions(),
+		Options: backends.ConsulLockOptions(),
 	})
 }
 
@@ -33,11 +33,11 @@ func init() {
 var consulEpoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // consulIgnoresInvalidation is the Factory of blindSession on miniconsul in
-// manual time, as propertytest.ConsulLock.
+// manual time, as backends.ConsulLock.
 //
 // Why the suite reports symmetry and not exclusivity: a session is
 // invalidated before the holder's local deadline only by a fault
-// (propertytest.ConsulLock's FaultPartition), and the suite's lease model
+// (backends.ConsulLock's FaultPartition), and the suite's lease model
 // counts any loss before the TTL as a violation, so no lock can claim that
 // fault and a violation under it proves nothing. Without it, Consul
 // invalidates the session 2×TTL after its last renewal, after the holder's

@@ -8,13 +8,12 @@ import (
 	"sync"
 	"time"
 
-	"go.etcd.io/etcd/api/v3/mvccpb"
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/propertytest"
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 func init() {
@@ -29,7 +28,7 @@ func init() {
 		// load average 20 (the double grant behind it was not traced).
 		AlsoBreaks: []propertytest.Property{propertytest.Symmetry},
 		Factory:    etcdWaiterWithoutRecheck,
-		// Real time, as propertytest.EtcdLock, with a fourth client (the bug
+		// Real time, as backends.EtcdLock, with a fourth client (the bug
 		// needs two waiters) and a shorter TTL than EtcdLock's 1.5s: the
 		// mutant never reuses a session, so etcd's lease of 1s starts after
 		// the call that acquires, and a crashed holder's key is gone at most
@@ -42,7 +41,7 @@ func init() {
 }
 
 // etcdWaiterWithoutRecheck is the Factory of blindWaiter on a one-member
-// embedded etcd (fakes.StartEtcd with ForceEmbeddedEtcd), in real time as propertytest.EtcdLock.
+// embedded etcd (fakes.StartEtcd with ForceEmbeddedEtcd), in real time as backends.EtcdLock.
 func etcdWaiterWithoutRecheck(env propertytest.Env) (*propertytest.Backend, error) {
 	s, err := fakes.StartEtcd(fakes.ForceEmbeddedEtcd())
 	if err != nil {

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/lockproof/lockproof/fakes"
-	"github.com/lockproof/lockproof/propertytest"
+	"github.com/lockproof/lockproof/propertytest/suitemain"
 )
 
 // TestMain keeps the default run short: unless given on the command line,
@@ -58,10 +58,10 @@ func useRapid(t *testing.T, seed uint64, checks int) {
 		seed = binary.LittleEndian.Uint64(b[:]) >> 1
 		fallthrough
 	default:
-		propertytest.SetFlag(t, "rapid.seed", strconv.FormatUint(seed, 10))
+		suitemain.SetFlag(t, "rapid.seed", strconv.FormatUint(seed, 10))
 	}
 	if !checksGiven {
-		propertytest.SetFlag(t, "rapid.checks", strconv.Itoa(checks))
+		suitemain.SetFlag(t, "rapid.checks", strconv.Itoa(checks))
 	}
 	t.Logf("replay with: -run '^%s$' -rapid.seed=%d", t.Name(), seed)
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lockproof/lockproof/propertytest"
+	"github.com/lockproof/lockproof/propertytest/suitemain"
 )
 
 var (
@@ -156,7 +157,7 @@ func TestEveryMutantIsCaught(t *testing.T) {
 // search.
 func assertCaughtByCorpus(t *testing.T, m Mutant, c caught) {
 	if !shrinkGiven {
-		propertytest.SetFlag(t, "rapid.shrinktime", "0s")
+		suitemain.SetFlag(t, "rapid.shrinktime", "0s")
 	}
 	if seedGiven || !m.RealTime {
 		useRapid(t, c.seeds[0], killChecks)

@@ -9,6 +9,7 @@ import (
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/locks/mysqllock"
 	"github.com/lockproof/lockproof/propertytest"
+	"github.com/lockproof/lockproof/propertytest/backends"
 )
 
 func init() {
@@ -23,9 +24,9 @@ func init() {
 		// (-rapid.seed=3574099503586610001 under LOCKPROOF_DEEP named
 		// symmetry).
 		AlsoBreaks: []propertytest.Property{propertytest.Symmetry},
-		Factory:    propertytest.MySQLLockWith(newBlindTakeover),
-		Fixed:      propertytest.MySQLLock(),
-		Options:    propertytest.Options{}, // propertytest.MySQLLock's: the defaults
+		Factory:    backends.MySQLLockWith(newBlindTakeover),
+		Fixed:      backends.MySQLLock(),
+		Options:    propertytest.Options{}, // backends.MySQLLock's: the defaults
 	})
 }
 

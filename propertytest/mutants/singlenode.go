@@ -5,12 +5,13 @@ import (
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/locks/redislock"
 	"github.com/lockproof/lockproof/propertytest"
+	"github.com/lockproof/lockproof/propertytest/backends"
 )
 
 func init() {
 	register(Mutant{Name: "single-node-posing-as-three", Breaks: propertytest.Availability,
 		Bug:     "a lock sold as running on three nodes keeps its key on node 0 alone, so losing that one node (a minority) takes the lock down",
-		Factory: singleNodeAsThree(), Fixed: propertytest.Redlock(3),
+		Factory: singleNodeAsThree(), Fixed: backends.Redlock(3),
 		// It claims what a three-node lock claims: a minority of nodes down.
 		Options: claiming(propertytest.FaultCrash, propertytest.FaultNodeDown)})
 }

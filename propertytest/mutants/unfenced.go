@@ -8,6 +8,7 @@ import (
 
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/propertytest"
+	"github.com/lockproof/lockproof/propertytest/backends"
 )
 
 func init() {
@@ -15,7 +16,7 @@ func init() {
 		Mutant{Name: "redis-without-fencing-under-pause", Breaks: propertytest.Exclusivity,
 			Bug:     "a Redis lock that claims to be safe under pauses but gives its leases no fencing token, so a holder paused past its lease writes after the next holder began",
 			Factory: redislockWith(func(l locks.Lease, _ locks.Options) locks.Lease { return unfencedLease{l} }),
-			Fixed:   propertytest.RedisLock(), Options: claiming()},
+			Fixed:   backends.RedisLock(), Options: claiming()},
 		Mutant{Name: "no-renewal-while-work-outlasts-ttl", Breaks: propertytest.Exclusivity,
 			Bug:     "the lease counts itself valid as if a watchdog renewed it every TTL/3, but no watchdog runs and no fencing token guards the work, so work that outlasts the TTL goes on after the key expired and the next holder began",
 			Factory: redislockWith(newTrustingLease),
@@ -26,11 +27,11 @@ func init() {
 	)
 }
 
-// redislockWith is propertytest.RedisLock with every lease passed through
+// redislockWith is backends.RedisLock with every lease passed through
 // wrap, which gets the lease and the Locker's options (the backend's clock
 // and the suite's settings).
 func redislockWith(wrap func(locks.Lease, locks.Options) locks.Lease) propertytest.Factory {
-	inner := propertytest.RedisLock()
+	inner := backends.RedisLock()
 	return func(env propertytest.Env) (*propertytest.Backend, error) {
 		be, err := inner(env)
 		if err != nil {

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
-
 	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/propertytest"
@@ -91,7 +90,7 @@ type zkFlaws struct {
 }
 
 // zkRecipe is the Factory of zkRecipeLock with the given flaws on minizk in
-// manual time, set up as propertytest.ZKLock (sessions of an hour, that
+// manual time, set up as backends.ZKLock (sessions of an hour, that
 // end only at the end of the run; clients from ConnectManual, which send
 // no pings of wall time and redial at once).
 func zkRecipe(f zkFlaws) propertytest.Factory {
@@ -102,7 +101,7 @@ func zkRecipe(f zkFlaws) propertytest.Factory {
 		}
 		propertytest.CloseAtCleanup(env, "the ZooKeeper fake", z)
 		// Every lease ends, and with it its goroutine; the sessions do not
-		// (see propertytest.ZKLock).
+		// (see backends.ZKLock).
 		env.Cleanup(func() { z.Advance(zkSession / 2) }) // every lease ends, and with it its goroutine
 		return &propertytest.Backend{
 			NewLocker: func(name string, opts ...locks.Option) (locks.Locker, error) {

@@ -38,6 +38,7 @@ import (
 	"time"
 
 	"github.com/lockproof/lockproof/propertytest"
+	"github.com/lockproof/lockproof/propertytest/suitemain"
 )
 
 // caughtShrinkRuns bounds by default the shrinking of a failure that
@@ -70,9 +71,9 @@ func useSeed(t *testing.T, def uint64) uint64 {
 	if seed == 0 {
 		seed = def
 	}
-	propertytest.SetFlag(t, "rapid.seed", strconv.FormatUint(seed, 10))
+	suitemain.SetFlag(t, "rapid.seed", strconv.FormatUint(seed, 10))
 	env := ""
-	if propertytest.Deep() {
+	if suitemain.Deep() {
 		env = "LOCKPROOF_DEEP=1 "
 	}
 	t.Logf("seed %d; replay: %sgo test ./propertytest/thirdparty -run '^%s$' -rapid.seed=%d -timeout 300s -v", seed, env, t.Name(), seed)
@@ -84,7 +85,7 @@ func useSeed(t *testing.T, def uint64) uint64 {
 // search, from which the suite searches through passing runs first, as a
 // user's run would.
 func quickSeed(quick, search uint64) uint64 {
-	if propertytest.Deep() {
+	if suitemain.Deep() {
 		return search
 	}
 	return quick
@@ -119,7 +120,7 @@ func ownClaims(t *testing.T, seed uint64, f propertytest.Factory, o propertytest
 func strongerClaim(t *testing.T, seed uint64, f propertytest.Factory, o propertytest.Options, want propertytest.Property) {
 	t.Helper()
 	useSeed(t, seed)
-	if !propertytest.Deep() && (o.ShrinkRuns <= 0 || o.ShrinkRuns > caughtShrinkRuns) {
+	if !suitemain.Deep() && (o.ShrinkRuns <= 0 || o.ShrinkRuns > caughtShrinkRuns) {
 		o.ShrinkRuns = caughtShrinkRuns
 	}
 	began := time.Now()

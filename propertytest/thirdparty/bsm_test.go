@@ -8,11 +8,11 @@ import (
 	"time"
 
 	"github.com/bsm/redislock"
-
 	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/propertytest"
 	"github.com/lockproof/lockproof/propertytest/adapter"
+	"github.com/lockproof/lockproof/propertytest/suitemain"
 )
 
 // bsmRetry is the linear backoff of Obtain in Lock (wall time): short
@@ -116,7 +116,7 @@ func TestThirdPartyBsmRedislock(t *testing.T) {
 // losing an update of a paused holder: by default in the first run of its
 // seed (quickSeed), under LOCKPROOF_DEEP=1 after a search of passing runs.
 func TestThirdPartyBsmRedislockClaimingPause(t *testing.T) {
-	propertytest.SetChecks(t, 200) // stops at the first failure
+	suitemain.SetChecks(t, 200) // stops at the first failure
 	strongerClaim(t, quickSeed(2920, 0xb5e), bsmLock(), propertytest.Options{
 		Claims: []propertytest.FaultKind{propertytest.FaultCrash, propertytest.FaultPause},
 	}, propertytest.Exclusivity)

@@ -11,11 +11,11 @@ import (
 	"time"
 
 	"github.com/hashicorp/consul/api"
-
 	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/propertytest"
 	"github.com/lockproof/lockproof/propertytest/adapter"
+	"github.com/lockproof/lockproof/propertytest/suitemain"
 )
 
 // consulTTL is api.Lock's default session TTL (api.DefaultLockSessionTTL),
@@ -204,7 +204,7 @@ func (c *consulClient) lock(ctx context.Context) (adapter.Grant, error) {
 // Consul's api.Lock claims mutual exclusion while its session lives, with
 // no fencing token: run with Claims crash only, the suite must pass.
 func TestThirdPartyConsulLock(t *testing.T) {
-	propertytest.SetChecks(t, 6) // each run waits out TryLocks that meet the lock-delay (OpTimeout)
+	suitemain.SetChecks(t, 6) // each run waits out TryLocks that meet the lock-delay (OpTimeout)
 	ownClaims(t, 0xc0751, consulLock(), consulOptions(propertytest.FaultCrash))
 }
 
@@ -214,6 +214,6 @@ func TestThirdPartyConsulLock(t *testing.T) {
 // in the first run of its seed (quickSeed), under LOCKPROOF_DEEP=1 after a
 // search of passing runs.
 func TestThirdPartyConsulLockClaimingPause(t *testing.T) {
-	propertytest.SetChecks(t, 200) // stops at the first failure
+	suitemain.SetChecks(t, 200) // stops at the first failure
 	strongerClaim(t, quickSeed(788315, 0xc0751), consulLock(), consulOptions(propertytest.FaultCrash, propertytest.FaultPause), propertytest.Exclusivity)
 }

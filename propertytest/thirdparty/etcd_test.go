@@ -9,15 +9,15 @@ import (
 	"testing"
 	"time"
 
-	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.etcd.io/etcd/client/v3/concurrency"
-
 	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/propertytest"
 	"github.com/lockproof/lockproof/propertytest/adapter"
+	"github.com/lockproof/lockproof/propertytest/suitemain"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/concurrency"
 )
 
 // etcdOptions are the suite's settings for etcd, which runs in real time
@@ -181,19 +181,19 @@ func etcdTest(t *testing.T) *fakes.EtcdServer {
 		t.Skip("the etcd adapter runs on the embedded member: a shared real cluster's lease timing is not ours")
 	}
 	t.Logf("embedded etcd started in %v", s.StartupTime().Round(time.Millisecond))
-	deep := propertytest.Deep()
+	deep := suitemain.Deep()
 	switch {
-	case propertytest.ChecksGiven():
+	case suitemain.ChecksGiven():
 	case deep:
-		propertytest.SetFlag(t, "rapid.checks", "20")
+		suitemain.SetFlag(t, "rapid.checks", "20")
 	default:
-		propertytest.SetFlag(t, "rapid.checks", "1")
+		suitemain.SetFlag(t, "rapid.checks", "1")
 	}
 	if deep {
-		propertytest.SetFlag(t, "rapid.steps", "15")
+		suitemain.SetFlag(t, "rapid.steps", "15")
 	} else {
-		propertytest.SetFlag(t, "rapid.steps", "8")
-		propertytest.SetFlag(t, "rapid.shrinktime", "1ms")
+		suitemain.SetFlag(t, "rapid.steps", "8")
+		suitemain.SetFlag(t, "rapid.shrinktime", "1ms")
 	}
 	return s
 }
@@ -214,7 +214,7 @@ func TestThirdPartyEtcdMutex(t *testing.T) {
 // The same power of the suite is asserted by default, in manual time, on
 // redsync, bsm/redislock and Consul.
 func TestThirdPartyEtcdMutexUnfencedClaimingPause(t *testing.T) {
-	if !propertytest.Deep() {
+	if !suitemain.Deep() {
 		t.Skip("real-time etcd needs about 40 s to reach, shrink and report a paused holder: run with LOCKPROOF_DEEP=1")
 	}
 	s := etcdTest(t)

@@ -14,11 +14,11 @@ import (
 	"github.com/hashicorp/consul/api"
 	kvconsul "github.com/kvtools/consul"
 	"github.com/kvtools/valkeyrie/store"
-
 	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/propertytest"
 	"github.com/lockproof/lockproof/propertytest/adapter"
+	"github.com/lockproof/lockproof/propertytest/suitemain"
 )
 
 // kvConsulTTL is the suite's TTL for kvtools/consul: the TTL of the
@@ -364,7 +364,7 @@ func errNoLock(ctx context.Context) error {
 // its session lives, with no fencing token: run with Claims crash only,
 // the suite must pass.
 func TestThirdPartyKVConsul(t *testing.T) {
-	propertytest.SetChecks(t, 6)
+	suitemain.SetChecks(t, 6)
 	rep := ownClaims(t, 0x4bc0, kvConsulLock(false), kvConsulOptions())
 	t.Logf("outcomes %v; spurious refusals %d", rep.Outcomes, rep.SpuriousRefusals)
 }
@@ -377,7 +377,7 @@ func TestThirdPartyKVConsul(t *testing.T) {
 // is answered (the requests go on, as kvtools sends them without a
 // context).
 func TestThirdPartyKVConsulNilLockCaught(t *testing.T) {
-	propertytest.SetChecks(t, 100) // stops at the first failure
+	suitemain.SetChecks(t, 100) // stops at the first failure
 	strongerClaim(t, 0x4bc0, kvConsulLock(true), kvConsulOptions(), propertytest.Exclusivity)
 }
 

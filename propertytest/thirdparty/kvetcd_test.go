@@ -12,12 +12,12 @@ import (
 
 	"github.com/kvtools/etcdv3"
 	"github.com/kvtools/valkeyrie/store"
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/propertytest"
 	"github.com/lockproof/lockproof/propertytest/adapter"
+	"github.com/lockproof/lockproof/propertytest/suitemain"
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // kvEtcdTry is how long, in wall time, the kvtools/etcdv3 adapter's
@@ -246,12 +246,12 @@ func TestKvtoolsEtcdv3CancelledLockReturnsNoError(t *testing.T) {
 // LOCKPROOF_DEEP=1, and TestKvtoolsEtcdv3CancelledLockReturnsNoError
 // shows the bug by default.
 func TestThirdPartyKvtoolsEtcdv3CancelledIsGranted(t *testing.T) {
-	if !propertytest.Deep() {
+	if !suitemain.Deep() {
 		t.Skip("real-time etcd needs about 25 s to reach and report the cancelled grant: run with LOCKPROOF_DEEP=1")
 	}
 	s := etcdTest(t)
-	if !propertytest.ChecksGiven() {
-		propertytest.SetFlag(t, "rapid.checks", "10") // stops at the first failure
+	if !suitemain.ChecksGiven() {
+		suitemain.SetFlag(t, "rapid.checks", "10") // stops at the first failure
 	}
 	o := etcdOptions(propertytest.FaultCrash)
 	o.OpTimeout = kvEtcdTry / 2

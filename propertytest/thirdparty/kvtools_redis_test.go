@@ -10,11 +10,11 @@ import (
 
 	kvredis "github.com/kvtools/redis"
 	"github.com/kvtools/valkeyrie/store"
-
 	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/propertytest"
 	"github.com/lockproof/lockproof/propertytest/adapter"
+	"github.com/lockproof/lockproof/propertytest/suitemain"
 )
 
 // kvtoolsTTL is the TTL of the direct reproduction: not a whole number of
@@ -251,7 +251,7 @@ func kvtoolsOptions() propertytest.Options {
 // before the holder's deadline and a second client takes it: two holders
 // at once, exclusivity.
 func TestThirdPartyKVToolsRedisWholeSeconds(t *testing.T) {
-	propertytest.SetChecks(t, 100) // stops at the first failure
+	suitemain.SetChecks(t, 100) // stops at the first failure
 	o := kvtoolsOptions()
 	o.ShrinkRuns = 20
 	strongerClaim(t, 1360, kvtoolsLock(kvtoolsJSON), o, propertytest.Exclusivity)
@@ -353,7 +353,7 @@ func kvStore(t *testing.T, r *fakes.RedisServer, c kvtoolsCodec) *kvredis.Store 
 // compare-and-delete script cannot decode the raw value, so every Unlock
 // fails and the lock is freed by its TTL only: progress.
 func TestThirdPartyKVToolsRedisRawCodec(t *testing.T) {
-	propertytest.SetChecks(t, 100) // stops at the first failure
+	suitemain.SetChecks(t, 100) // stops at the first failure
 	o := kvtoolsOptions()
 	o.ShrinkRuns = 20
 	strongerClaim(t, 0x4b7, kvtoolsLock(kvtoolsRaw), o, propertytest.Progress)

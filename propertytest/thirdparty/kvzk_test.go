@@ -17,12 +17,12 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/kvtools/valkeyrie/store"
 	kvzk "github.com/kvtools/zookeeper"
-
 	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/fakes/minizk"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/propertytest"
 	"github.com/lockproof/lockproof/propertytest/adapter"
+	"github.com/lockproof/lockproof/propertytest/suitemain"
 )
 
 // kvZKTTL is the suite's TTL for kvtools/zookeeper, and the
@@ -461,7 +461,7 @@ func kvZKOptions() propertytest.Options {
 // 500 under LOCKPROOF_DEEP=1.
 func TestThirdPartyKvtoolsZooKeeper(t *testing.T) {
 	zkSkipUnderRace(t)
-	propertytest.SetChecks(t, 4)
+	suitemain.SetChecks(t, 4)
 	ownClaims(t, 0x2c2f, kvZKLock(t), kvZKOptions())
 }
 

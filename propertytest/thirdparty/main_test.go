@@ -3,10 +3,10 @@ package thirdparty_test
 import (
 	"testing"
 
-	"github.com/lockproof/lockproof/propertytest"
+	"github.com/lockproof/lockproof/propertytest/suitemain"
 )
 
-// TestMain runs with the suite's short defaults (propertytest.Main). The
+// TestMain runs with the suite's short defaults (suitemain.Main). The
 // go-redis v8 clients that amyangfei/redlock-go builds have no Close its
 // user can reach: their pools' reapers stay behind. It also passes over
 // Scalingo/go-etcd-lock's goroutines: each grant arms a time.AfterFunc of
@@ -18,6 +18,6 @@ import (
 // RenewPeriodic, started by api.Semaphore for its session, retries a
 // crashed client's renewals for up to the session's TTL of wall time.
 func TestMain(m *testing.M) {
-	propertytest.Main(m, propertytest.IgnorePackages("github.com/go-redis/redis/v8", "github.com/Scalingo/go-etcd-lock",
+	suitemain.Main(m, suitemain.IgnorePackages("github.com/go-redis/redis/v8", "github.com/Scalingo/go-etcd-lock",
 		"github.com/kvtools/consul", "github.com/hashicorp/consul/api"))
 }

@@ -7,12 +7,12 @@ import (
 	"testing"
 	"time"
 
-	gomysqllock "github.com/sanketplus/go-mysql-lock"
-
 	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/propertytest"
 	"github.com/lockproof/lockproof/propertytest/adapter"
+	"github.com/lockproof/lockproof/propertytest/suitemain"
+	gomysqllock "github.com/sanketplus/go-mysql-lock"
 )
 
 // mysqlLockTTL is the suite's time scale for go-mysql-lock, whose lock has
@@ -146,11 +146,11 @@ func mysqlGrant(clock locks.Clock, ttl time.Duration) func(*gomysqllock.Lock, er
 // caughtShrinkRuns candidates, each half a second of wall time, under
 // LOCKPROOF_DEEP=1 by 10 (and a failure-free seed runs the suite's 500).
 func TestThirdPartyMySQLLock(t *testing.T) {
-	propertytest.SetChecks(t, 6)
+	suitemain.SetChecks(t, 6)
 	useSeed(t, 0x3e51)
 	o := mysqlLockOptions()
 	o.ShrinkRuns = 10
-	if !propertytest.Deep() {
+	if !suitemain.Deep() {
 		o.ShrinkRuns = caughtShrinkRuns
 	}
 	rep := propertytest.Check(t, mysqlNamedLock(), o)

@@ -8,11 +8,11 @@ import (
 	"time"
 
 	"github.com/amyangfei/redlock-go/v3/redlock"
-
 	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/propertytest"
 	"github.com/lockproof/lockproof/propertytest/adapter"
+	"github.com/lockproof/lockproof/propertytest/suitemain"
 )
 
 // redlockGoLock is the Factory of amyangfei/redlock-go v3.0.0's RedLock on
@@ -109,7 +109,7 @@ func redlockGoAcquire(rl *redlock.RedLock, key string, o locks.Options) func(con
 // loopback TCP, most of a second a run: by default 4 runs, under
 // LOCKPROOF_DEEP=1 the suite's 500.
 func TestThirdPartyRedlockGo(t *testing.T) {
-	propertytest.SetChecks(t, 4)
+	suitemain.SetChecks(t, 4)
 	useSeed(t, 0x4ed10c)
 	rep := propertytest.Check(t, redlockGoLock(), propertytest.Options{
 		Claims:     []propertytest.FaultKind{propertytest.FaultCrash},

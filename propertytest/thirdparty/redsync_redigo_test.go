@@ -11,11 +11,11 @@ import (
 	"github.com/go-redsync/redsync/v4"
 	"github.com/go-redsync/redsync/v4/redis/redigo"
 	redigolib "github.com/gomodule/redigo/redis"
-
 	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/propertytest"
 	"github.com/lockproof/lockproof/propertytest/adapter"
+	"github.com/lockproof/lockproof/propertytest/suitemain"
 )
 
 // redsyncRedigoLock is the Factory of redsync's Mutex over a redigo pool
@@ -107,7 +107,7 @@ const redsyncStuckWall = 60 * time.Second
 // Each run costs the sleeps of a quiescence test beside a socket: by
 // default 5 runs, under LOCKPROOF_DEEP=1 the suite's 500.
 func TestThirdPartyRedsyncRedigoTCP(t *testing.T) {
-	propertytest.SetChecks(t, 5)
+	suitemain.SetChecks(t, 5)
 	useSeed(t, 0x7ed190)
 	began := time.Now()
 	rep := propertytest.Check(t, redsyncRedigoLock(false), propertytest.Options{
@@ -148,7 +148,7 @@ func firstLine(out, s string) string {
 // wall-time delay is then seen blocked at once, and redsync passes its
 // own claims (5 runs by default, the suite's 500 under LOCKPROOF_DEEP=1).
 func TestThirdPartyRedsyncRedigoInMemory(t *testing.T) {
-	propertytest.SetChecks(t, 5)
+	suitemain.SetChecks(t, 5)
 	ownClaims(t, 0x7ed190, redsyncRedigoLock(true), propertytest.Options{
 		Claims: []propertytest.FaultKind{propertytest.FaultCrash},
 	})

@@ -10,11 +10,11 @@ import (
 
 	"github.com/go-redsync/redsync/v4"
 	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
-
 	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/propertytest"
 	"github.com/lockproof/lockproof/propertytest/adapter"
+	"github.com/lockproof/lockproof/propertytest/suitemain"
 )
 
 // redsyncRetry is the delay between redsync's attempts in Lock (wall
@@ -126,7 +126,7 @@ func redsyncNotHeld(err error) error {
 // test needs beside a socket). A run still takes about a quarter of a
 // second: 8 runs by default, the suite's 500 under LOCKPROOF_DEEP=1.
 func TestThirdPartyRedsync(t *testing.T) {
-	propertytest.SetChecks(t, 8)
+	suitemain.SetChecks(t, 8)
 	ownClaims(t, 0x7ed51c, redsyncLock(), propertytest.Options{
 		Claims: []propertytest.FaultKind{propertytest.FaultCrash},
 	})
@@ -136,7 +136,7 @@ func TestThirdPartyRedsync(t *testing.T) {
 // losing an update of a paused holder: by default in the first run of its
 // seed (quickSeed), under LOCKPROOF_DEEP=1 after a search of passing runs.
 func TestThirdPartyRedsyncClaimingPause(t *testing.T) {
-	propertytest.SetChecks(t, 200) // stops at the first failure
+	suitemain.SetChecks(t, 200) // stops at the first failure
 	strongerClaim(t, quickSeed(8312093, 0x7ed51c), redsyncLock(), propertytest.Options{
 		Claims: []propertytest.FaultKind{propertytest.FaultCrash, propertytest.FaultPause},
 	}, propertytest.Exclusivity)

@@ -10,11 +10,11 @@ import (
 	"time"
 
 	"github.com/hashicorp/consul/api"
-
 	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/propertytest"
 	"github.com/lockproof/lockproof/propertytest/adapter"
+	"github.com/lockproof/lockproof/propertytest/suitemain"
 )
 
 // semLimit is the number of holders the semaphore admits.
@@ -164,14 +164,14 @@ func (c *semClient) acquire(once bool) func(context.Context) (adapter.Grant, err
 // with no fencing token: run with Claims crash only, its one-shot TryLock
 // included, the suite must pass.
 func TestThirdPartyConsulSemaphore(t *testing.T) {
-	propertytest.SetChecks(t, 6)
+	suitemain.SetChecks(t, 6)
 	rep := ownClaims(t, 0x5e4a, semaphore(false), semOptions())
 	t.Logf("outcomes %v; spurious refusals %d", rep.Outcomes, rep.SpuriousRefusals)
 }
 
 // The same with the kit's TryLock (given up at the first blocking query).
 func TestThirdPartyConsulSemaphoreWouldWait(t *testing.T) {
-	propertytest.SetChecks(t, 4)
+	suitemain.SetChecks(t, 4)
 	rep := ownClaims(t, 0x5e4a, semaphore(true), semOptions())
 	t.Logf("outcomes %v; spurious refusals %d", rep.Outcomes, rep.SpuriousRefusals)
 }

@@ -11,11 +11,11 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
-
 	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/propertytest"
 	"github.com/lockproof/lockproof/propertytest/adapter"
+	"github.com/lockproof/lockproof/propertytest/suitemain"
 )
 
 // zkTTL is the session timeout of every acquisition's connection, and the
@@ -336,7 +336,7 @@ func zkLowest(kids []string) (string, bool) {
 // otherwise.
 func zkChecks(t *testing.T) {
 	zkSkipUnderRace(t)
-	propertytest.SetChecks(t, 3)
+	suitemain.SetChecks(t, 3)
 }
 
 // zkSkipUnderRace skips a suite run of zk.Lock (and the token test, where
@@ -372,9 +372,9 @@ func TestThirdPartyZKLockFenced(t *testing.T) {
 // run of about 0.4 s) and runs its full 2 s under LOCKPROOF_DEEP=1.
 func TestThirdPartyZKLockClaimingPause(t *testing.T) {
 	zkSkipUnderRace(t)
-	propertytest.SetChecks(t, 200) // stops at the first failure
-	if !propertytest.Deep() {
-		propertytest.SetFlag(t, "rapid.shrinktime", "1ms")
+	suitemain.SetChecks(t, 200) // stops at the first failure
+	if !suitemain.Deep() {
+		suitemain.SetFlag(t, "rapid.shrinktime", "1ms")
 	}
 	strongerClaim(t, 181068, zkLock(false), zkOptions(propertytest.FaultCrash, propertytest.FaultPause), propertytest.Exclusivity)
 }

@@ -8,12 +8,12 @@ import (
 	"testing"
 	"time"
 
-	gomysqllock "github.com/sanketplus/go-mysql-lock"
-
 	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/propertytest"
 	"github.com/lockproof/lockproof/propertytest/adapter"
+	"github.com/lockproof/lockproof/propertytest/suitemain"
+	gomysqllock "github.com/sanketplus/go-mysql-lock"
 )
 
 // TestMain leaves out of the leak check the server side of the
@@ -21,7 +21,7 @@ import (
 // ended never closes its connection), which the MySQL fake goes on
 // serving: that is the bug, seen.
 func TestMain(m *testing.M) {
-	propertytest.Main(m, propertytest.IgnorePackages("github.com/lockproof/lockproof/internal/memnet",
+	suitemain.Main(m, suitemain.IgnorePackages("github.com/lockproof/lockproof/internal/memnet",
 		"github.com/lockproof/lockproof/fakes", "github.com/dolthub", "github.com/sanketplus/go-mysql-lock", "database/sql", "github.com/go-sql-driver/mysql"))
 }
 
@@ -85,7 +85,7 @@ func factory(env propertytest.Env) (*propertytest.Backend, error) {
 // 20 s seen). Whatever the suite finds now, it must end well within a minute
 // of wall time, with a verdict or a message that names the cause.
 func TestV006EndsWithAVerdictOrAMessage(t *testing.T) {
-	propertytest.SetChecks(t, 6)
+	suitemain.SetChecks(t, 6)
 	began := time.Now()
 	rep := propertytest.Check(t, factory, propertytest.Options{
 		Claims: []propertytest.FaultKind{propertytest.FaultCrash}, TTL: 10 * time.Second, Slack: 5 * time.Second, ShrinkRuns: 5,

@@ -1,4 +1,4 @@
-package propertytest
+package backends
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/locks/etcdlock"
+	"github.com/lockproof/lockproof/propertytest"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -18,15 +19,15 @@ const etcdTimeout = 10 * time.Second
 // EtcdLockOptions are the Options to run EtcdLock with (TTL 1s, Slack
 // 750ms, Settle 50ms), for the reasons given on EtcdLock; EtcdLockOn takes
 // EtcdLockOnOptions.
-func EtcdLockOptions() Options {
-	return Options{TTL: time.Second, Slack: 750 * time.Millisecond, Settle: 50 * time.Millisecond}
+func EtcdLockOptions() propertytest.Options {
+	return propertytest.Options{TTL: time.Second, Slack: 750 * time.Millisecond, Settle: 50 * time.Millisecond}
 }
 
 // EtcdLockOnOptions are the Options to run EtcdLockOn with on a cluster of
 // etcd's default timing (TTL 1.5s, Slack 1.25s, Settle 50ms): see
 // EtcdLockOn.
-func EtcdLockOnOptions() Options {
-	return Options{TTL: 1500 * time.Millisecond, Slack: 1250 * time.Millisecond, Settle: 50 * time.Millisecond}
+func EtcdLockOnOptions() propertytest.Options {
+	return propertytest.Options{TTL: 1500 * time.Millisecond, Slack: 1250 * time.Millisecond, Settle: 50 * time.Millisecond}
 }
 
 // EtcdLock is the Factory of etcdlock on a one-member etcd embedded in the
@@ -57,16 +58,16 @@ func EtcdLockOnOptions() Options {
 // lease is revoked now, as a forward jump of the server's clock would
 // expire it; the next waiter is granted the lock while the holder's local
 // deadline has not passed, so etcdlock does not claim it.
-func EtcdLock() Factory {
-	return func(env Env) (*Backend, error) {
+func EtcdLock() propertytest.Factory {
+	return func(env propertytest.Env) (*propertytest.Backend, error) {
 		s, err := fakes.StartEtcd(fakes.ForceEmbeddedEtcd())
 		if err != nil {
 			return nil, fmt.Errorf("propertytest: %w", err)
 		}
-		CloseAtCleanup(env, "the embedded etcd", s)
+		propertytest.CloseAtCleanup(env, "the embedded etcd", s)
 		be := etcdBackend(s)
-		be.Faults = []Fault{{
-			Name: "revoke the holder's lease (the server's clock jumps)", Kind: FaultClockJump,
+		be.Faults = []propertytest.Fault{{
+			Name: "revoke the holder's lease (the server's clock jumps)", Kind: propertytest.FaultClockJump,
 			Inject: func() error { return revokeHolder(s, be.lockName) },
 		}}
 		return be.Backend, nil
@@ -77,7 +78,7 @@ func EtcdLock() Factory {
 // on a one-member etcd embedded in the process, in real time as EtcdLock.
 // Run it with EtcdLockOptions() and Options.Permits set to permits. It
 // offers no backend fault.
-func EtcdSemaphore(permits int) Factory {
+func EtcdSemaphore(permits int) propertytest.Factory {
 	return onEmbeddedEtcd(func(c *clientv3.Client, name string, opts ...locks.Option) (locks.Locker, error) {
 		return etcdlock.NewSemaphore(c, name, permits, opts...)
 	})
@@ -87,25 +88,25 @@ func EtcdSemaphore(permits int) Factory {
 // embedded in the process, in real time as EtcdLock: each client's Locker
 // is the ReadWriteLocker of the lock's two views. Run it with
 // EtcdLockOptions() and Options.ReadWrite. It offers no backend fault.
-func EtcdRWMutex() Factory {
+func EtcdRWMutex() propertytest.Factory {
 	return onEmbeddedEtcd(func(c *clientv3.Client, name string, opts ...locks.Option) (locks.Locker, error) {
 		m, err := etcdlock.NewRWMutex(c, name, opts...)
 		if err != nil {
 			return nil, err
 		}
-		return RWViews(m.RLocker(), m.Locker()), nil
+		return propertytest.RWViews(m.RLocker(), m.Locker()), nil
 	})
 }
 
 // onEmbeddedEtcd is the Factory of the lock newLocker makes on a
 // one-member etcd embedded in the process, without backend faults.
-func onEmbeddedEtcd(newLocker func(c *clientv3.Client, name string, opts ...locks.Option) (locks.Locker, error)) Factory {
-	return func(env Env) (*Backend, error) {
+func onEmbeddedEtcd(newLocker func(c *clientv3.Client, name string, opts ...locks.Option) (locks.Locker, error)) propertytest.Factory {
+	return func(env propertytest.Env) (*propertytest.Backend, error) {
 		s, err := fakes.StartEtcd(fakes.ForceEmbeddedEtcd())
 		if err != nil {
 			return nil, fmt.Errorf("propertytest: %w", err)
 		}
-		CloseAtCleanup(env, "the embedded etcd", s)
+		propertytest.CloseAtCleanup(env, "the embedded etcd", s)
 		return etcdBackendWith(s, newLocker).Backend, nil
 	}
 }
@@ -119,8 +120,8 @@ func onEmbeddedEtcd(newLocker func(c *clientv3.Client, name string, opts ...lock
 // default 1s election timeout), so Slack must be at least that lease +
 // 0.5s − TTL. Claims: the defaults. No backend fault.
 // It chooses the cluster with fakes.EtcdAt, not through the environment.
-func EtcdLockOn(endpoints []string) Factory {
-	return func(env Env) (*Backend, error) {
+func EtcdLockOn(endpoints []string) propertytest.Factory {
+	return func(env propertytest.Env) (*propertytest.Backend, error) {
 		if len(endpoints) == 0 {
 			return nil, fmt.Errorf("propertytest: EtcdLockOn needs the cluster's endpoints")
 		}
@@ -128,7 +129,7 @@ func EtcdLockOn(endpoints []string) Factory {
 		if err != nil {
 			return nil, fmt.Errorf("propertytest: %w", err)
 		}
-		CloseAtCleanup(env, "the etcd fake", s)
+		propertytest.CloseAtCleanup(env, "the etcd fake", s)
 		return etcdBackend(s).Backend, nil
 	}
 }
@@ -136,7 +137,7 @@ func EtcdLockOn(endpoints []string) Factory {
 // etcdBackendOf is a Backend of etcdlock, and the name of the lock its
 // lockers were made for (the fault needs it).
 type etcdBackendOf struct {
-	*Backend
+	*propertytest.Backend
 	lockName string
 }
 
@@ -151,7 +152,7 @@ func etcdBackend(s *fakes.EtcdServer) *etcdBackendOf {
 // etcdBackendWith is etcdBackend for the lockers newLocker makes.
 func etcdBackendWith(s *fakes.EtcdServer, newLocker func(c *clientv3.Client, name string, opts ...locks.Option) (locks.Locker, error)) *etcdBackendOf {
 	be := &etcdBackendOf{}
-	be.Backend = &Backend{
+	be.Backend = &propertytest.Backend{
 		NewLocker: func(name string, opts ...locks.Option) (locks.Locker, error) {
 			be.lockName = name
 			return newLocker(s.NewClient(), name, append(s.LockOptions(), opts...)...)

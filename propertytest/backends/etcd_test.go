@@ -1,4 +1,4 @@
-package propertytest
+package backends
 
 import (
 	"flag"
@@ -7,9 +7,10 @@ import (
 	"strings"
 	"testing"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/propertytest"
+	"github.com/lockproof/lockproof/propertytest/suitemain"
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // etcdRecipes runs the etcd semaphore's and read-write mutex's suites,
@@ -48,13 +49,13 @@ func setSteps(t *testing.T, n int) {
 // default length with LOCKPROOF_DEEP=1 (about ten minutes), unless
 // -rapid.checks or -rapid.steps were given.
 func etcdRuns(t *testing.T, n int) {
-	if os.Getenv("LOCKPROOF_DEEP") == "1" && !ChecksGiven() {
+	if os.Getenv("LOCKPROOF_DEEP") == "1" && !suitemain.ChecksGiven() {
 		if err := flag.Set("rapid.checks", "40"); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = flag.Set("rapid.checks", "500") })
 	}
-	SetChecks(t, n)
+	suitemain.SetChecks(t, n)
 	setSteps(t, 7)
 }
 
@@ -62,8 +63,8 @@ func etcdRuns(t *testing.T, n int) {
 // lockproof check and CI's real-server step run more.
 func TestEtcdLockKeepsItsProperties(t *testing.T) {
 	etcdRuns(t, 1)
-	rep := Run(t, EtcdLock(), EtcdLockOptions())
-	if rep.Runs == 0 || rep.Checked[Exclusivity] != rep.Runs || rep.Checked[DeadlockFreedom] != rep.Runs {
+	rep := propertytest.Run(t, EtcdLock(), EtcdLockOptions())
+	if rep.Runs == 0 || rep.Checked[propertytest.Exclusivity] != rep.Runs || rep.Checked[propertytest.DeadlockFreedom] != rep.Runs {
 		t.Fatalf("checks ran %v in %d runs", rep.Checked, rep.Runs)
 	}
 	t.Logf("runs %d, named checks %v, expected violations (unclaimed lease revoke) %v", rep.Runs, rep.Checked, rep.Expected)
@@ -75,7 +76,7 @@ func TestEtcdLockOnRealServer(t *testing.T) {
 		t.Skipf("set %s to run the suite on a real etcd", fakes.EnvEtcdEndpoints)
 	}
 	etcdRuns(t, 2)
-	Run(t, EtcdLockOn(strings.Split(env, ",")), EtcdLockOnOptions())
+	propertytest.Run(t, EtcdLockOn(strings.Split(env, ",")), EtcdLockOnOptions())
 }
 
 // TestEtcdLockOnAnEmbeddedMember smoke-tests EtcdLockOn's real-cluster
@@ -102,8 +103,8 @@ func TestEtcdRWMutexKeepsItsProperties(t *testing.T) {
 	etcdRuns(t, 2)
 	o := EtcdLockOptions()
 	o.ReadWrite, o.Clients = true, 4
-	rep := Run(t, EtcdRWMutex(), o)
-	if rep.Runs == 0 || rep.Checked[Exclusivity] != rep.Runs || rep.Checked[DeadlockFreedom] != rep.Runs {
+	rep := propertytest.Run(t, EtcdRWMutex(), o)
+	if rep.Runs == 0 || rep.Checked[propertytest.Exclusivity] != rep.Runs || rep.Checked[propertytest.DeadlockFreedom] != rep.Runs {
 		t.Fatalf("checks ran %v in %d runs", rep.Checked, rep.Runs)
 	}
 	t.Logf("runs %d, named checks %v, undecided %d", rep.Runs, rep.Checked, rep.Undecided)
@@ -114,8 +115,8 @@ func TestEtcdSemaphoreKeepsItsProperties(t *testing.T) {
 	etcdRuns(t, 2)
 	o := EtcdLockOptions()
 	o.Permits = 2
-	rep := Run(t, EtcdSemaphore(2), o)
-	if rep.Runs == 0 || rep.Checked[Exclusivity] != rep.Runs || rep.Checked[DeadlockFreedom] != rep.Runs {
+	rep := propertytest.Run(t, EtcdSemaphore(2), o)
+	if rep.Runs == 0 || rep.Checked[propertytest.Exclusivity] != rep.Runs || rep.Checked[propertytest.DeadlockFreedom] != rep.Runs {
 		t.Fatalf("checks ran %v in %d runs", rep.Checked, rep.Runs)
 	}
 	t.Logf("runs %d, named checks %v, undecided %d", rep.Runs, rep.Checked, rep.Undecided)

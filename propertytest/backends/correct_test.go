@@ -1,14 +1,16 @@
-package propertytest
+package backends
 
 import (
 	"testing"
+
+	"github.com/lockproof/lockproof/propertytest"
 )
 
 // The correct locks pass: no property they claim is violated.
 
 func TestRedisLockKeepsItsProperties(t *testing.T) {
-	rep := Run(t, RedisLock(), Options{})
-	if rep.Runs == 0 || rep.Checked[Exclusivity] != rep.Runs || rep.Checked[DeadlockFreedom] != rep.Runs {
+	rep := propertytest.Run(t, RedisLock(), propertytest.Options{})
+	if rep.Runs == 0 || rep.Checked[propertytest.Exclusivity] != rep.Runs || rep.Checked[propertytest.DeadlockFreedom] != rep.Runs {
 		t.Fatalf("checks ran %v in %d runs", rep.Checked, rep.Runs)
 	}
 	t.Logf("named checks ran (runs): %v", rep.Checked)
@@ -18,7 +20,7 @@ func TestRedisLockKeepsItsProperties(t *testing.T) {
 }
 
 func TestMemLockKeepsItsProperties(t *testing.T) {
-	rep := Run(t, MemLock(), Options{})
+	rep := propertytest.Run(t, MemLock(), propertytest.Options{})
 	if len(rep.Expected) > 0 {
 		t.Errorf("memlock had expected violations without unclaimed faults: %v", rep.Expected)
 	}

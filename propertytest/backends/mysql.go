@@ -1,4 +1,4 @@
-package propertytest
+package backends
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/locks/mysqllock"
+	"github.com/lockproof/lockproof/propertytest"
 )
 
 // mysqlTimeout bounds the housekeeping statements of the MySQL factories
@@ -32,7 +33,7 @@ const mysqlTimeout = 10 * time.Second
 // in-process go-mysql-server in the process follows its clock, and a second
 // MySQLLock backend at the same time is refused (run them one after the
 // other, as Run does).
-func MySQLLock() Factory {
+func MySQLLock() propertytest.Factory {
 	return MySQLLockWith(func(db *sql.DB, name string, opts ...locks.Option) (locks.Locker, error) {
 		return mysqllock.New(db, name, opts...)
 	})
@@ -43,14 +44,14 @@ func MySQLLock() Factory {
 // client process) on the fake's database, the lock's name and the options
 // to pass on, the table first (locks.WithPrefix, a table created by
 // mysqllock.CreateTable) and the manual clock, then the suite's.
-func MySQLLockWith(newLocker func(db *sql.DB, name string, opts ...locks.Option) (locks.Locker, error)) Factory {
-	return func(env Env) (*Backend, error) {
+func MySQLLockWith(newLocker func(db *sql.DB, name string, opts ...locks.Option) (locks.Locker, error)) propertytest.Factory {
+	return func(env propertytest.Env) (*propertytest.Backend, error) {
 		clock := fakes.NewClock(epoch)
 		s, err := fakes.StartMySQL()
 		if err != nil {
 			return nil, fmt.Errorf("propertytest: start the in-process MySQL: %w", err)
 		}
-		CloseAtCleanup(env, "the in-process MySQL", s)
+		propertytest.CloseAtCleanup(env, "the in-process MySQL", s)
 		if err := s.FollowClock(clock); err != nil {
 			return nil, fmt.Errorf("propertytest: %w", err)
 		}
@@ -67,8 +68,8 @@ func MySQLLockWith(newLocker func(db *sql.DB, name string, opts ...locks.Option)
 		// Every connection is in memory: the lockers' pools (OpenDB) and the
 		// fake's own, which creates the table and injects the fault.
 		be.Advance, be.InProcess = clock.Advance, true
-		be.Faults = []Fault{{
-			Name: "the server's clock jumps past the holder's expiry", Kind: FaultClockJump,
+		be.Faults = []propertytest.Fault{{
+			Name: "the server's clock jumps past the holder's expiry", Kind: propertytest.FaultClockJump,
 			Inject: func() error { return expireHolder(s, mysqllock.DefaultTable, lockName) },
 		}}
 		return be, nil
@@ -86,8 +87,8 @@ func MySQLLockWith(newLocker func(db *sql.DB, name string, opts ...locks.Option)
 // the server's clock rate and this machine's, as for RedisLockOn. Claims:
 // the defaults. No backend fault. It chooses the server with
 // fakes.MySQLAt, not through the environment.
-func MySQLLockOn(dsn string) Factory {
-	return func(env Env) (*Backend, error) {
+func MySQLLockOn(dsn string) propertytest.Factory {
+	return func(env propertytest.Env) (*propertytest.Backend, error) {
 		if dsn == "" {
 			return nil, fmt.Errorf("propertytest: MySQLLockOn needs the server's DSN")
 		}
@@ -95,7 +96,7 @@ func MySQLLockOn(dsn string) Factory {
 		if err != nil {
 			return nil, fmt.Errorf("propertytest: %w", err)
 		}
-		CloseAtCleanup(env, "the MySQL fake", s)
+		propertytest.CloseAtCleanup(env, "the MySQL fake", s)
 		be, err := mysqlBackend(s, mysqllock.DefaultTable, locks.SystemClock{},
 			func(db *sql.DB, name string, opts ...locks.Option) (locks.Locker, error) {
 				return mysqllock.New(db, name, opts...)
@@ -111,13 +112,13 @@ func MySQLLockOn(dsn string) Factory {
 // mysqlBackend creates the lock table on s and returns a Backend whose
 // lockers each have a pool of their own. Advance is left to the caller.
 func mysqlBackend(s *fakes.MySQLServer, table string, clock locks.Clock,
-	newLocker func(db *sql.DB, name string, opts ...locks.Option) (locks.Locker, error)) (*Backend, error) {
+	newLocker func(db *sql.DB, name string, opts ...locks.Option) (locks.Locker, error)) (*propertytest.Backend, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), mysqlTimeout)
 	defer cancel()
 	if err := mysqllock.CreateTable(ctx, s.DB(), table); err != nil {
 		return nil, fmt.Errorf("propertytest: %w", err)
 	}
-	return &Backend{
+	return &propertytest.Backend{
 		NewLocker: func(name string, opts ...locks.Option) (locks.Locker, error) {
 			db, err := s.OpenDB()
 			if err != nil {

@@ -1,19 +1,21 @@
-package propertytest
+package backends
 
 import (
 	"os"
 	"testing"
 
 	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/propertytest"
+	"github.com/lockproof/lockproof/propertytest/suitemain"
 )
 
 // The read-write mutex on minizk, clients locking in either mode: no
 // violation, by the read-write lease model and the named checks. Five runs
 // by default, as TestZKLockKeepsItsProperties.
 func TestZKRWMutexKeepsItsProperties(t *testing.T) {
-	SetChecks(t, 5)
-	rep := Run(t, ZKRWMutex(), Options{ReadWrite: true, Clients: 4})
-	if rep.Runs == 0 || rep.Checked[Exclusivity] != rep.Runs || rep.Checked[DeadlockFreedom] != rep.Runs {
+	suitemain.SetChecks(t, 5)
+	rep := propertytest.Run(t, ZKRWMutex(), propertytest.Options{ReadWrite: true, Clients: 4})
+	if rep.Runs == 0 || rep.Checked[propertytest.Exclusivity] != rep.Runs || rep.Checked[propertytest.DeadlockFreedom] != rep.Runs {
 		t.Fatalf("checks ran %v in %d runs", rep.Checked, rep.Runs)
 	}
 	t.Logf("runs %d, named checks %v", rep.Runs, rep.Checked)
@@ -30,9 +32,9 @@ func TestZKRWMutexOnRealServer(t *testing.T) {
 	if addr == "" {
 		t.Skipf("set %s (a server granting 1s sessions) to run the read-write suite on a real ZooKeeper", fakes.EnvZKAddr)
 	}
-	SetChecks(t, 3)
+	suitemain.SetChecks(t, 3)
 	setSteps(t, 10)
 	o := ZKLockOnOptions()
 	o.ReadWrite, o.Clients = true, 4
-	Run(t, ZKRWMutexOn(addr), o)
+	propertytest.Run(t, ZKRWMutexOn(addr), o)
 }

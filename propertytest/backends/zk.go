@@ -1,4 +1,4 @@
-package propertytest
+package backends
 
 import (
 	"context"
@@ -10,11 +10,11 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
-
 	"github.com/lockproof/lockproof/chaos"
 	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/locks/zklock"
+	"github.com/lockproof/lockproof/propertytest"
 )
 
 // zkSession is the session timeout of every client of the minizk
@@ -33,8 +33,8 @@ const zkTimeout = 10 * time.Second
 // timeout, which the server must grant: CI's server, tickTime 200ms,
 // grants 0.4 to 60s), Slack 1s and Settle 50ms for a real server in real
 // time (see ZKLockOn).
-func ZKLockOnOptions() Options {
-	return Options{TTL: time.Second, Slack: time.Second, Settle: 50 * time.Millisecond}
+func ZKLockOnOptions() propertytest.Options {
+	return propertytest.Options{TTL: time.Second, Slack: time.Second, Settle: 50 * time.Millisecond}
 }
 
 // ZKLock is the Factory of zklock on minizk in manual time (fakes.ZooKeeper
@@ -64,13 +64,13 @@ func ZKLockOnOptions() Options {
 // server may expire the session. The next waiter is granted the lock at once,
 // before the holder's local deadline, so zklock does not claim it, and the
 // suite reports what it breaks as expected violations.
-func ZKLock() Factory { return onMinizk(zkMutex, true) }
+func ZKLock() propertytest.Factory { return onMinizk(zkMutex, true) }
 
 // ZKSemaphore is the Factory of zklock.NewSemaphore of permits permits on
 // minizk in manual time, as ZKLock (the same clients and sessions); run it
 // with Options.Permits set to permits. Claims: the defaults, FaultCrash
 // and FaultPause. It offers no backend fault.
-func ZKSemaphore(permits int) Factory {
+func ZKSemaphore(permits int) propertytest.Factory {
 	return onMinizk(func(conn *zk.Conn, name string, opts ...locks.Option) (locks.Locker, error) {
 		return orNil(zklock.NewSemaphore(conn, name, permits, opts...))
 	}, false)
@@ -95,13 +95,13 @@ func orNil(l *zklock.Locker, err error) (locks.Locker, error) {
 
 // onMinizk is the Factory of ZKLock with the lockers newLocker makes; with
 // expire, it offers ZKLock's fault.
-func onMinizk(newLocker newZKLocker, expire bool) Factory {
-	return func(env Env) (*Backend, error) {
+func onMinizk(newLocker newZKLocker, expire bool) propertytest.Factory {
+	return func(env propertytest.Env) (*propertytest.Backend, error) {
 		z, err := fakes.StartZooKeeper(fakes.ZooKeeperManualTime(epoch), fakes.ForceMinizk(), fakes.ZooKeeperTickTime(zkTick))
 		if err != nil {
 			return nil, err
 		}
-		CloseAtCleanup(env, "the ZooKeeper fake", z)
+		propertytest.CloseAtCleanup(env, "the ZooKeeper fake", z)
 		// Before the fake closes its clients: time runs out for every lease
 		// left (a TTL is at most the session timeout; the suite's are
 		// seconds), so that their monitors end with them. Half a session
@@ -118,7 +118,7 @@ func onMinizk(newLocker newZKLocker, expire bool) Factory {
 		// minizk directly.
 		be.Clock, be.Advance, be.InProcess = z.Clock(), z.Advance, true
 		if expire {
-			be.Faults = []Fault{expireHolderFault(z, be)}
+			be.Faults = []propertytest.Fault{expireHolderFault(z, be)}
 		}
 		return be.Backend, nil
 	}
@@ -129,9 +129,9 @@ func onMinizk(newLocker newZKLocker, expire bool) Factory {
 // wall-time timers must not fire within a run), OpTimeout 100 ms of wall
 // time (every operation of a cut-off client waits that long), Settle 5 ms
 // (requests cross a proxy), and Claims crash, pause and partition.
-func ZKLockNetworkOptions() Options {
-	return Options{TTL: zkNetTTL, OpTimeout: 100 * time.Millisecond, Settle: 5 * time.Millisecond,
-		Claims: []FaultKind{FaultCrash, FaultPause, FaultPartition}}
+func ZKLockNetworkOptions() propertytest.Options {
+	return propertytest.Options{TTL: zkNetTTL, OpTimeout: 100 * time.Millisecond, Settle: 5 * time.Millisecond,
+		Claims: []propertytest.FaultKind{propertytest.FaultCrash, propertytest.FaultPause, propertytest.FaultPartition}}
 }
 
 // zkNetTTL is ZKLockNetworkOptions' TTL, and the session timeout of
@@ -175,8 +175,8 @@ const (
 // requests time out after zkNetRequestTimeout of wall time. Session expiry
 // while the holder still trusts its lease is the FaultClockJump, which
 // zklock does not claim.
-func ZKLockWithNetworkFaults() Factory {
-	return func(env Env) (*Backend, error) {
+func ZKLockWithNetworkFaults() propertytest.Factory {
+	return func(env propertytest.Env) (*propertytest.Backend, error) {
 		be, _, err := newZKNetBackend(env)
 		if err != nil {
 			return nil, err
@@ -186,21 +186,21 @@ func ZKLockWithNetworkFaults() Factory {
 }
 
 // newZKNetBackend is ZKLockWithNetworkFaults' Backend, and its network.
-func newZKNetBackend(env Env) (*zkBackend, *zkNet, error) {
+func newZKNetBackend(env propertytest.Env) (*zkBackend, *zkNet, error) {
 	z, err := fakes.StartZooKeeper(fakes.ZooKeeperManualTime(epoch), fakes.ForceMinizk(), fakes.ZooKeeperTickTime(zkNetTTL/20))
 	if err != nil {
 		return nil, nil, err
 	}
-	CloseAtCleanup(env, "the ZooKeeper fake", z)
+	propertytest.CloseAtCleanup(env, "the ZooKeeper fake", z)
 	n := &zkNet{z: z}
 	env.Cleanup(n.close)                         // after the leases' last act below, before the fake's clean-up
 	env.Cleanup(func() { z.Advance(time.Hour) }) // every lease left runs out, and its monitor ends
 	be := newZKBackend(z, zkMutex, n.connect, locks.WithRequestTimeout(zkNetRequestTimeout))
 	be.Clock, be.Advance = z.Clock(), n.advance
-	be.Faults = []Fault{
-		{Name: "partition client 0", Kind: FaultPartition,
+	be.Faults = []propertytest.Fault{
+		{Name: "partition client 0", Kind: propertytest.FaultPartition,
 			Inject: n.cut(0, (*chaos.Proxy).Partition, false), Heal: n.heal(0)},
-		{Name: "drop the replies to client 1", Kind: FaultPartition,
+		{Name: "drop the replies to client 1", Kind: propertytest.FaultPartition,
 			Inject: n.cut(1, (*chaos.Proxy).DropReplies, true), Heal: n.heal(1)},
 		expireHolderFault(z, be),
 	}
@@ -380,8 +380,8 @@ func (n *zkNet) close() {
 // default tickTime of 2s grants no less than 4s, so use TTL 4s there).
 // Claims: the defaults. No backend fault. It chooses the server with
 // fakes.ZooKeeperAt, not through the environment.
-func ZKLockOn(addr string) Factory {
-	return func(env Env) (*Backend, error) {
+func ZKLockOn(addr string) propertytest.Factory {
+	return func(env propertytest.Env) (*propertytest.Backend, error) {
 		if addr == "" {
 			return nil, errors.New("propertytest: ZKLockOn needs the server's address")
 		}
@@ -389,7 +389,7 @@ func ZKLockOn(addr string) Factory {
 		if err != nil {
 			return nil, fmt.Errorf("propertytest: %w", err)
 		}
-		CloseAtCleanup(env, "the ZooKeeper fake", z)
+		propertytest.CloseAtCleanup(env, "the ZooKeeper fake", z)
 		be := newZKBackend(z, zkMutex, func(_ int, ttl time.Duration) (*zk.Conn, error) {
 			c, _, err := z.Connect(ttl)
 			return c, err
@@ -402,7 +402,7 @@ func ZKLockOn(addr string) Factory {
 // zkBackend is a Backend of zklock, and the name of the lock its lockers
 // were made for (the fault needs it).
 type zkBackend struct {
-	*Backend
+	*propertytest.Backend
 	mu   sync.Mutex
 	name string
 }
@@ -421,7 +421,7 @@ func (b *zkBackend) lockName() string {
 func newZKBackend(z *fakes.ZooKeeperServer, newLocker newZKLocker, connect func(i int, ttl time.Duration) (*zk.Conn, error), extra ...locks.Option) *zkBackend {
 	be := &zkBackend{}
 	clients := 0
-	be.Backend = &Backend{
+	be.Backend = &propertytest.Backend{
 		NewLocker: func(name string, opts ...locks.Option) (locks.Locker, error) {
 			all := slices.Concat(z.LockOptions(), extra, opts)
 			o, err := locks.Resolve(zklock.DefaultPrefix, all...)
@@ -457,9 +457,9 @@ func newZKBackend(z *fakes.ZooKeeperServer, newLocker newZKLocker, connect func(
 
 // expireHolderFault is the FaultClockJump of the minizk factories: the
 // holder's session expired now.
-func expireHolderFault(z *fakes.ZooKeeperServer, be *zkBackend) Fault {
-	return Fault{
-		Name: "expire the holder's session (the server's clock jumps)", Kind: FaultClockJump,
+func expireHolderFault(z *fakes.ZooKeeperServer, be *zkBackend) propertytest.Fault {
+	return propertytest.Fault{
+		Name: "expire the holder's session (the server's clock jumps)", Kind: propertytest.FaultClockJump,
 		Inject: func() error { return expireZKHolder(z, be.lockName()) },
 	}
 }

@@ -1,4 +1,4 @@
-package propertytest
+package backends
 
 import (
 	"context"
@@ -11,12 +11,14 @@ import (
 	"testing"
 
 	"github.com/lockproof/lockproof/locks"
+	"github.com/lockproof/lockproof/propertytest"
+	"github.com/lockproof/lockproof/propertytest/suitemain"
 )
 
 // wrapLockers returns f with every Locker its Backend makes passed
 // through wrap.
-func wrapLockers(f Factory, wrap func(locks.Locker) locks.Locker) Factory {
-	return func(env Env) (*Backend, error) {
+func wrapLockers(f propertytest.Factory, wrap func(locks.Locker) locks.Locker) propertytest.Factory {
+	return func(env propertytest.Env) (*propertytest.Backend, error) {
 		be, err := f(env)
 		if err != nil {
 			return nil, err
@@ -39,8 +41,8 @@ type reentryCounter struct{ n atomic.Int64 }
 
 func (rc *reentryCounter) wrap(l locks.Locker) locks.Locker {
 	counted := &countingLocker{Locker: l, rc: rc, seen: map[locks.Token]bool{}}
-	if rw, ok := l.(ReadWriteLocker); ok {
-		return RWViews(&countingLocker{Locker: rw.RLocker(), rc: rc, seen: map[locks.Token]bool{}}, counted)
+	if rw, ok := l.(propertytest.ReadWriteLocker); ok {
+		return propertytest.RWViews(&countingLocker{Locker: rw.RLocker(), rc: rc, seen: map[locks.Token]bool{}}, counted)
 	}
 	return counted
 }
@@ -77,8 +79,8 @@ func (l *countingLocker) TryLock(ctx context.Context) (locks.Lease, error) {
 // unlock them, and no property breaks.
 func TestReentrantRedisLockKeepsItsProperties(t *testing.T) {
 	var rc reentryCounter
-	rep := Run(t, wrapLockers(RedisLock(), rc.wrap), Options{Reentrant: true})
-	if rep.Runs == 0 || rep.Checked[Exclusivity] != rep.Runs {
+	rep := propertytest.Run(t, wrapLockers(RedisLock(), rc.wrap), propertytest.Options{Reentrant: true})
+	if rep.Runs == 0 || rep.Checked[propertytest.Exclusivity] != rep.Runs {
 		t.Fatalf("checks ran %v in %d runs", rep.Checked, rep.Runs)
 	}
 	if rc.n.Load() == 0 {
@@ -91,7 +93,7 @@ func TestReentrantRedisLockKeepsItsProperties(t *testing.T) {
 // owners, the clients would re-enter each other's acquisitions. The run
 // says so instead of reporting their grants as double.
 func TestReentrantNeedsALockerPerClient(t *testing.T) {
-	rep := Check(t, MemLock(), Options{Reentrant: true})
+	rep := propertytest.Check(t, MemLock(), propertytest.Options{Reentrant: true})
 	if !strings.Contains(rep.Output, "the same Locker") {
 		t.Fatalf("no error about the shared Locker: failed %v, output:\n%s", rep.Failed, rep.Output)
 	}
@@ -133,10 +135,10 @@ func (l *selfLocked) TryLock(ctx context.Context) (locks.Lease, error) { return 
 
 // A lock that refuses its owner's nested acquisition: deadlock freedom.
 func TestReentryRefusedIsCaught(t *testing.T) {
-	SetFlag(t, "rapid.checks", "300") // Check stops at the first run that catches it
-	rep := Check(t, wrapLockers(RedisLock(), func(l locks.Locker) locks.Locker { return &selfLocked{Locker: l} }),
-		Options{Reentrant: true, ShrinkRuns: caughtShrinkRuns})
-	if !rep.Failed || !slices.Contains(rep.Broken(), DeadlockFreedom) {
+	suitemain.SetFlag(t, "rapid.checks", "300") // Check stops at the first run that catches it
+	rep := propertytest.Check(t, wrapLockers(RedisLock(), func(l locks.Locker) locks.Locker { return &selfLocked{Locker: l} }),
+		propertytest.Options{Reentrant: true, ShrinkRuns: caughtShrinkRuns})
+	if !rep.Failed || !slices.Contains(rep.Broken(), propertytest.DeadlockFreedom) {
 		t.Fatalf("not caught as deadlock freedom: failed %v, broken %v\n%s", rep.Failed, rep.Broken(), rep.Output)
 	}
 	for _, v := range rep.Violations {
@@ -194,10 +196,10 @@ func (h *unlocksAll) Unlock(ctx context.Context) error {
 func TestNestedUnlockThatReleasesIsCaught(t *testing.T) {
 	// Caught at runs 1 to 15 from a handful of seeds, not at 15 from
 	// CI's: Check stops at the first run that catches it.
-	SetFlag(t, "rapid.checks", "300")
-	rep := Check(t, wrapLockers(RedisLock(), func(l locks.Locker) locks.Locker { return &countIgnored{Locker: l} }),
-		Options{Reentrant: true, ShrinkRuns: caughtShrinkRuns})
-	if !rep.Failed || !slices.Contains(rep.Broken(), Exclusivity) {
+	suitemain.SetFlag(t, "rapid.checks", "300")
+	rep := propertytest.Check(t, wrapLockers(RedisLock(), func(l locks.Locker) locks.Locker { return &countIgnored{Locker: l} }),
+		propertytest.Options{Reentrant: true, ShrinkRuns: caughtShrinkRuns})
+	if !rep.Failed || !slices.Contains(rep.Broken(), propertytest.Exclusivity) {
 		t.Fatalf("not caught as exclusivity: failed %v, broken %v\n%s", rep.Failed, rep.Broken(), rep.Output)
 	}
 	for _, v := range rep.Violations {
@@ -212,18 +214,18 @@ func TestNestedUnlockThatReleasesIsCaught(t *testing.T) {
 func TestReentrantOnEveryBackend(t *testing.T) {
 	for _, c := range []struct {
 		name string
-		f    Factory
-		o    Options
+		f    propertytest.Factory
+		o    propertytest.Options
 		deep bool
 	}{
-		{"redis semaphore", RedisSemaphore(2), Options{Permits: 2, Clients: 4}, false},
-		{"redis rwmutex", RedisRWMutex(), Options{ReadWrite: true, Clients: 4}, false},
+		{"redis semaphore", RedisSemaphore(2), propertytest.Options{Permits: 2, Clients: 4}, false},
+		{"redis rwmutex", RedisRWMutex(), propertytest.Options{ReadWrite: true, Clients: 4}, false},
 		// Redlock has no fencing tokens: it claims crashes only, as its
 		// own cells do (under pauses, 500 runs lose an update).
-		{"redlock", Redlock(3), Options{Claims: []FaultKind{FaultCrash}}, false},
+		{"redlock", Redlock(3), propertytest.Options{Claims: []propertytest.FaultKind{propertytest.FaultCrash}}, false},
 		{"consullock", ConsulLock(), ConsulLockOptions(), true},
-		{"mysqllock", MySQLLock(), Options{}, true},
-		{"zklock", ZKLock(), Options{}, true},
+		{"mysqllock", MySQLLock(), propertytest.Options{}, true},
+		{"zklock", ZKLock(), propertytest.Options{}, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if c.deep && os.Getenv("LOCKPROOF_DEEP") != "1" {
@@ -232,7 +234,7 @@ func TestReentrantOnEveryBackend(t *testing.T) {
 			var rc reentryCounter
 			o := c.o
 			o.Reentrant = true
-			rep := Run(t, wrapLockers(c.f, rc.wrap), o)
+			rep := propertytest.Run(t, wrapLockers(c.f, rc.wrap), o)
 			if rc.n.Load() == 0 {
 				t.Errorf("no nested hold granted in %d runs", rep.Runs)
 			}

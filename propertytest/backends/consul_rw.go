@@ -1,10 +1,10 @@
-package propertytest
+package backends
 
 import (
 	"github.com/hashicorp/consul/api"
-
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/locks/consullock"
+	"github.com/lockproof/lockproof/propertytest"
 )
 
 // ConsulRWMutex is the Factory of consullock.NewRWMutexWithSession on
@@ -12,12 +12,12 @@ import (
 // and clean-up, each client's Locker the ReadWriteLocker of the mutex's
 // two views. Run it with ConsulLockOptions and Options.ReadWrite. Claims:
 // the defaults, FaultCrash and FaultPause. It offers no backend fault.
-func ConsulRWMutex() Factory {
+func ConsulRWMutex() propertytest.Factory {
 	return onMiniconsul(func(c *api.Client, name string, s consullock.Session, opts ...locks.Option) (locks.Locker, error) {
 		m, err := consullock.NewRWMutexWithSession(c, name, s, opts...)
 		if err != nil {
 			return nil, err
 		}
-		return RWViews(m.RLocker(), m.Locker()), nil
+		return propertytest.RWViews(m.RLocker(), m.Locker()), nil
 	}, false)
 }

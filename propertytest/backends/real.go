@@ -1,14 +1,14 @@
-package propertytest
+package backends
 
 import (
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/locks/redislock"
 	"github.com/lockproof/lockproof/locks/redlock"
+	"github.com/lockproof/lockproof/propertytest"
 )
 
 // RedisLockOn is the Factory of redislock on the real Redis server at addr,
@@ -19,8 +19,8 @@ import (
 // (locks.Drift) must cover the difference between the server's clock rate
 // and this machine's, which it does for a server on the same machine or
 // one kept in step by NTP.
-func RedisLockOn(addr string) Factory {
-	return func(env Env) (*Backend, error) {
+func RedisLockOn(addr string) propertytest.Factory {
+	return func(env propertytest.Env) (*propertytest.Backend, error) {
 		if addr == "" {
 			return nil, fmt.Errorf("propertytest: RedisLockOn needs the server's address")
 		}
@@ -28,8 +28,8 @@ func RedisLockOn(addr string) Factory {
 		if err != nil {
 			return nil, fmt.Errorf("propertytest: %w", err)
 		}
-		CloseAtCleanup(env, "the Redis fake", r)
-		return &Backend{
+		propertytest.CloseAtCleanup(env, "the Redis fake", r)
+		return &propertytest.Backend{
 			NewLocker: func(name string, opts ...locks.Option) (locks.Locker, error) {
 				return redislock.New(r.NewClient(), name, append(r.LockOptions(), opts...)...)
 			},
@@ -44,8 +44,8 @@ func RedisLockOn(addr string) Factory {
 // cannot stop a real server, so no node-down fault is offered and the
 // availability check is off: run it with Claims of FaultCrash only (redlock
 // gives no fencing token, so it does not claim FaultPause).
-func RedlockOn(addrs []string) Factory {
-	return func(env Env) (*Backend, error) {
+func RedlockOn(addrs []string) propertytest.Factory {
+	return func(env propertytest.Env) (*propertytest.Backend, error) {
 		if len(addrs) < 3 {
 			return nil, fmt.Errorf("propertytest: RedlockOn needs at least 3 independent servers, got %d", len(addrs))
 		}
@@ -53,8 +53,8 @@ func RedlockOn(addrs []string) Factory {
 		if err != nil {
 			return nil, fmt.Errorf("propertytest: %w", err)
 		}
-		CloseAtCleanup(env, "the Redis fakes", g)
-		return &Backend{
+		propertytest.CloseAtCleanup(env, "the Redis fakes", g)
+		return &propertytest.Backend{
 			NewLocker: func(name string, opts ...locks.Option) (locks.Locker, error) {
 				return redlock.New(g.NewClients(), name, append(g.LockOptions(), opts...)...)
 			},
@@ -62,15 +62,4 @@ func RedlockOn(addrs []string) Factory {
 			Advance: time.Sleep,
 		}, nil
 	}
-}
-
-// CloseAtCleanup registers the closing of c (a fake from fakes.Start*, a
-// proxy, a client) with env, and logs an error it returns: how a Factory
-// hands what it started to the run, which closes it when the run ends.
-func CloseAtCleanup(env Env, what string, c io.Closer) {
-	env.Cleanup(func() {
-		if err := c.Close(); err != nil {
-			env.Logf("propertytest: closing %s: %v", what, err)
-		}
-	})
 }

@@ -1,4 +1,4 @@
-package propertytest
+package backends
 
 import (
 	"context"
@@ -8,10 +8,10 @@ import (
 	"time"
 
 	"github.com/hashicorp/consul/api"
-
 	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/locks/consullock"
+	"github.com/lockproof/lockproof/propertytest"
 )
 
 // consulTimeout bounds the housekeeping requests of the Consul factories.
@@ -20,12 +20,16 @@ const consulTimeout = 10 * time.Second
 // ConsulLockOptions are the Options to run ConsulLock with: the default
 // TTL (1s) and a Slack of 2.25s, since a crashed holder's lock is free
 // 3×TTL after its last renewal (see ConsulLock).
-func ConsulLockOptions() Options { return Options{Slack: 2*time.Second + time.Second/4} }
+func ConsulLockOptions() propertytest.Options {
+	return propertytest.Options{Slack: 2*time.Second + time.Second/4}
+}
 
 // ConsulLockOnOptions are the Options to run ConsulLockOn with: TTL 1s and
 // a Slack of 3s, for an agent's session invalidation and lock-delay in
 // real time (see ConsulLockOn).
-func ConsulLockOnOptions() Options { return Options{TTL: time.Second, Slack: 3 * time.Second} }
+func ConsulLockOnOptions() propertytest.Options {
+	return propertytest.Options{TTL: time.Second, Slack: 3 * time.Second}
+}
 
 // ConsulLock is the Factory of consullock on miniconsul in manual time
 // (fakes.Consul with ConsulManualTime and ForceMiniconsul: never a real
@@ -47,7 +51,7 @@ func ConsulLockOnOptions() Options { return Options{TTL: time.Second, Slack: 3 *
 // Renew or Unlock is refused), which the lease model counts as a
 // violation: so it does not claim FaultPartition, and the suite reports
 // what that fault causes as expected violations.
-func ConsulLock() Factory { return onMiniconsul(consulMutex, true) }
+func ConsulLock() propertytest.Factory { return onMiniconsul(consulMutex, true) }
 
 // consulMutex is consullock.NewWithSession as a newConsulLocker.
 func consulMutex(client *api.Client, name string, s consullock.Session, opts ...locks.Option) (locks.Locker, error) {
@@ -59,7 +63,7 @@ func consulMutex(client *api.Client, name string, s consullock.Session, opts ...
 // sessions, lock-delay and clean-up, so run it with ConsulLockOptions and
 // Options.Permits set to permits. Claims: the defaults, FaultCrash and
 // FaultPause. It offers no backend fault.
-func ConsulSemaphore(permits int) Factory {
+func ConsulSemaphore(permits int) propertytest.Factory {
 	return onMiniconsul(func(c *api.Client, name string, s consullock.Session, opts ...locks.Option) (locks.Locker, error) {
 		return consullock.NewSemaphoreWithSession(c, name, permits, s, opts...)
 	}, false)
@@ -72,14 +76,14 @@ type newConsulLocker func(client *api.Client, name string, s consullock.Session,
 // onMiniconsul is the Factory of the lock newLocker makes on miniconsul in
 // manual time, each Locker on a client of its own; with invalidate, it
 // offers ConsulLock's fault (the lock's key is consullock.Key).
-func onMiniconsul(newLocker newConsulLocker, invalidate bool) Factory {
-	return func(env Env) (*Backend, error) {
+func onMiniconsul(newLocker newConsulLocker, invalidate bool) propertytest.Factory {
+	return func(env propertytest.Env) (*propertytest.Backend, error) {
 		c, err := fakes.StartConsul(fakes.ConsulManualTime(epoch), fakes.ForceMiniconsul(),
 			fakes.ConsulSessionTTLMin(locks.MinTTL))
 		if err != nil {
 			return nil, err
 		}
-		CloseAtCleanup(env, "miniconsul", c)
+		propertytest.CloseAtCleanup(env, "miniconsul", c)
 		// At the end, before miniconsul stops: time runs out for every lease
 		// left, so that their monitors (blocking queries, and pauses on the
 		// manual clock once the server is gone) end with them.
@@ -91,8 +95,8 @@ func onMiniconsul(newLocker newConsulLocker, invalidate bool) Factory {
 		if !invalidate {
 			return be.Backend, nil
 		}
-		be.Faults = []Fault{{
-			Name: "invalidate the holder's session (its node's health check fails)", Kind: FaultPartition,
+		be.Faults = []propertytest.Fault{{
+			Name: "invalidate the holder's session (its node's health check fails)", Kind: propertytest.FaultPartition,
 			Inject: func() error { return invalidateHolder(c, be.lockName) },
 			Heal:   func() error { return nil }, // new sessions work again
 		}}
@@ -113,8 +117,8 @@ func onMiniconsul(newLocker newConsulLocker, invalidate bool) Factory {
 // Slack of at least 2×TTL, plus the agent's timer latency (1s is ample):
 // sessions are invalidated up to TTL×2 after their last renewal, and the
 // lock-delay (one TTL) follows. Claims: the defaults. No backend fault.
-func ConsulLockOn(addr string) Factory {
-	return func(env Env) (*Backend, error) {
+func ConsulLockOn(addr string) propertytest.Factory {
+	return func(env propertytest.Env) (*propertytest.Backend, error) {
 		if addr == "" {
 			return nil, fmt.Errorf("propertytest: ConsulLockOn needs the agent's address")
 		}
@@ -133,7 +137,7 @@ func ConsulLockOn(addr string) Factory {
 // consulBackend is a Backend of consullock, and the name of the lock its
 // lockers were made for (the fault needs it).
 type consulBackend struct {
-	*Backend
+	*propertytest.Backend
 	lockName string
 }
 
@@ -142,7 +146,7 @@ type consulBackend struct {
 // options own before the suite's. Clock and Advance are left to the caller.
 func newConsulBackend(newClient func() (*api.Client, error), newLocker newConsulLocker, own []locks.Option, ttlMin time.Duration) *consulBackend {
 	be := &consulBackend{}
-	be.Backend = &Backend{
+	be.Backend = &propertytest.Backend{
 		NewLocker: func(name string, opts ...locks.Option) (locks.Locker, error) {
 			all := append(append([]locks.Option(nil), own...), opts...)
 			o, err := locks.Resolve(consullock.DefaultPrefix, all...)
@@ -175,7 +179,7 @@ func invalidateHolder(c *fakes.ConsulServer, name string) error {
 
 // consulOn hands out clients of a real agent, closed at the run's cleanup.
 type consulOn struct {
-	env    Env
+	env    propertytest.Env
 	addr   string
 	prefix string
 }

@@ -1,4 +1,4 @@
-package propertytest
+package backends
 
 import (
 	"errors"
@@ -9,11 +9,13 @@ import (
 
 	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/locks"
+	"github.com/lockproof/lockproof/propertytest"
+	"github.com/lockproof/lockproof/propertytest/suitemain"
 )
 
 func TestMySQLLockKeepsItsProperties(t *testing.T) {
-	rep := Run(t, MySQLLock(), Options{})
-	if rep.Runs == 0 || rep.Checked[Exclusivity] != rep.Runs || rep.Checked[DeadlockFreedom] != rep.Runs {
+	rep := propertytest.Run(t, MySQLLock(), propertytest.Options{})
+	if rep.Runs == 0 || rep.Checked[propertytest.Exclusivity] != rep.Runs || rep.Checked[propertytest.DeadlockFreedom] != rep.Runs {
 		t.Fatalf("checks ran %v in %d runs", rep.Checked, rep.Runs)
 	}
 	t.Logf("runs %d, named checks %v, expected violations (unclaimed clock jump) %v", rep.Runs, rep.Checked, rep.Expected)
@@ -27,10 +29,10 @@ func TestMySQLLockKeepsItsProperties(t *testing.T) {
 // held-up acquire the history gets (recorder.heldUp), the refusal had no
 // holder and token 2 came after token 5's call: exclusivity, falsely.
 func TestMySQLClaimLostUnseenIsNoViolation(t *testing.T) {
-	SetFlag(t, "rapid.checks", "1")
-	SetFlag(t, "rapid.seed", "17693559896217204651")
-	rep := Run(t, MySQLLock(), Options{})
-	if rep.Runs != 1 || rep.Checked[Exclusivity] != 1 {
+	suitemain.SetFlag(t, "rapid.checks", "1")
+	suitemain.SetFlag(t, "rapid.seed", "17693559896217204651")
+	rep := propertytest.Run(t, MySQLLock(), propertytest.Options{})
+	if rep.Runs != 1 || rep.Checked[propertytest.Exclusivity] != 1 {
 		t.Fatalf("checks ran %v in %d runs", rep.Checked, rep.Runs)
 	}
 }
@@ -49,8 +51,8 @@ func TestMySQLLockOnRealServer(t *testing.T) {
 	if dsn == "" {
 		t.Skipf("set %s to run the suite on a real MySQL", fakes.EnvMySQLDSN)
 	}
-	SetChecks(t, 5)
-	Run(t, MySQLLockOn(dsn), Options{TTL: 200 * time.Millisecond})
+	suitemain.SetChecks(t, 5)
+	propertytest.Run(t, MySQLLockOn(dsn), propertytest.Options{TTL: 200 * time.Millisecond})
 }
 
 // TestMySQLLockOnAnInProcessServer smoke-tests MySQLLockOn against the
@@ -74,7 +76,7 @@ func TestMySQLLockOnAnInProcessServer(t *testing.T) {
 
 // smokeLock takes lock "smoke" with two lockers of be: the first gets it,
 // the second is refused, and the first releases it.
-func smokeLock(t *testing.T, be *Backend) {
+func smokeLock(t *testing.T, be *propertytest.Backend) {
 	t.Helper()
 	a, err := be.NewLocker("smoke", locks.WithTTL(1500*time.Millisecond))
 	if err != nil {

@@ -1,4 +1,4 @@
-package propertytest
+package backends
 
 import (
 	"errors"
@@ -8,10 +8,11 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
-
 	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/internal/zkrace"
 	"github.com/lockproof/lockproof/locks"
+	"github.com/lockproof/lockproof/propertytest"
+	"github.com/lockproof/lockproof/propertytest/suitemain"
 )
 
 // Each run lasts about a second on minizk (go-zookeeper reconnects after
@@ -19,9 +20,9 @@ import (
 // makes 5 runs; CI makes the package default of 15 (.ci/run step 2 gives
 // -rapid.checks=15), LOCKPROOF_DEEP=1 500.
 func TestZKLockKeepsItsProperties(t *testing.T) {
-	SetChecks(t, 5)
-	rep := Run(t, ZKLock(), Options{})
-	if rep.Runs == 0 || rep.Checked[Exclusivity] != rep.Runs || rep.Checked[DeadlockFreedom] != rep.Runs {
+	suitemain.SetChecks(t, 5)
+	rep := propertytest.Run(t, ZKLock(), propertytest.Options{})
+	if rep.Runs == 0 || rep.Checked[propertytest.Exclusivity] != rep.Runs || rep.Checked[propertytest.DeadlockFreedom] != rep.Runs {
 		t.Fatalf("checks ran %v in %d runs", rep.Checked, rep.Runs)
 	}
 	t.Logf("runs %d, named checks %v, expected violations (unclaimed session expiry) %v", rep.Runs, rep.Checked, rep.Expected)
@@ -29,9 +30,9 @@ func TestZKLockKeepsItsProperties(t *testing.T) {
 
 // Five runs by default, as TestZKLockKeepsItsProperties.
 func TestZKSemaphoreKeepsItsProperties(t *testing.T) {
-	SetChecks(t, 5)
-	rep := Run(t, ZKSemaphore(2), Options{Permits: 2, Clients: 4})
-	if rep.Runs == 0 || rep.Checked[Exclusivity] != rep.Runs || rep.Checked[DeadlockFreedom] != rep.Runs {
+	suitemain.SetChecks(t, 5)
+	rep := propertytest.Run(t, ZKSemaphore(2), propertytest.Options{Permits: 2, Clients: 4})
+	if rep.Runs == 0 || rep.Checked[propertytest.Exclusivity] != rep.Runs || rep.Checked[propertytest.DeadlockFreedom] != rep.Runs {
 		t.Fatalf("checks ran %v in %d runs", rep.Checked, rep.Runs)
 	}
 	t.Logf("runs %d, named checks %v", rep.Runs, rep.Checked)
@@ -48,9 +49,9 @@ func TestZKLockOnRealServer(t *testing.T) {
 	if addr == "" {
 		t.Skipf("set %s (a server granting 1s sessions) to run the suite on a real ZooKeeper", fakes.EnvZKAddr)
 	}
-	SetChecks(t, 3) // a real server in real time: each run lasts seconds
+	suitemain.SetChecks(t, 3) // a real server in real time: each run lasts seconds
 	setSteps(t, 10)
-	Run(t, ZKLockOn(addr), ZKLockOnOptions())
+	propertytest.Run(t, ZKLockOn(addr), ZKLockOnOptions())
 }
 
 // TestZKLockOnMinizk smoke-tests ZKLockOn against minizk in real time,
@@ -88,9 +89,9 @@ func TestZKLockUnderNetworkFaults(t *testing.T) {
 	if zkrace.Enabled {
 		t.Skip("go-zookeeper v1.0.4 races on Conn.lastZxid when a connection with watches reconnects, as partitions make it")
 	}
-	SetChecks(t, 3) // each run waits out cut-off operations in wall time
-	rep := Run(t, ZKLockWithNetworkFaults(), ZKLockNetworkOptions())
-	if rep.Runs == 0 || rep.Checked[Exclusivity] != rep.Runs || rep.Checked[DeadlockFreedom] != rep.Runs {
+	suitemain.SetChecks(t, 3) // each run waits out cut-off operations in wall time
+	rep := propertytest.Run(t, ZKLockWithNetworkFaults(), ZKLockNetworkOptions())
+	if rep.Runs == 0 || rep.Checked[propertytest.Exclusivity] != rep.Runs || rep.Checked[propertytest.DeadlockFreedom] != rep.Runs {
 		t.Fatalf("checks ran %v in %d runs", rep.Checked, rep.Runs)
 	}
 	t.Logf("runs %d, named checks %v, expected violations (unclaimed session expiry) %v", rep.Runs, rep.Checked, rep.Expected)

@@ -1,4 +1,4 @@
-package propertytest
+package backends
 
 import (
 	"errors"
@@ -6,10 +6,10 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
-
 	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/locks/zklock"
+	"github.com/lockproof/lockproof/propertytest"
 )
 
 // ZKRWMutex is the Factory of zklock.NewRWMutex on minizk in manual time,
@@ -17,13 +17,13 @@ import (
 // sessions of an hour); each Locker is the ReadWriteLocker of the lock's
 // two views. Run it with Options.ReadWrite. Claims: the defaults,
 // FaultCrash and FaultPause. It offers no backend fault.
-func ZKRWMutex() Factory { return onMinizk(zkRWMutex, false) }
+func ZKRWMutex() propertytest.Factory { return onMinizk(zkRWMutex, false) }
 
 // ZKRWMutexOn is ZKRWMutex on the real ZooKeeper server at addr, as
 // ZKLockOn (real time, a connection per Locker whose session timeout is
 // its TTL, ZKLockOnOptions); run it with Options.ReadWrite set too.
-func ZKRWMutexOn(addr string) Factory {
-	return func(env Env) (*Backend, error) {
+func ZKRWMutexOn(addr string) propertytest.Factory {
+	return func(env propertytest.Env) (*propertytest.Backend, error) {
 		if addr == "" {
 			return nil, errors.New("propertytest: ZKRWMutexOn needs the server's address")
 		}
@@ -31,7 +31,7 @@ func ZKRWMutexOn(addr string) Factory {
 		if err != nil {
 			return nil, fmt.Errorf("propertytest: %w", err)
 		}
-		CloseAtCleanup(env, "the ZooKeeper fake", z)
+		propertytest.CloseAtCleanup(env, "the ZooKeeper fake", z)
 		be := newZKBackend(z, zkRWMutex, func(_ int, ttl time.Duration) (*zk.Conn, error) {
 			c, _, err := z.Connect(ttl)
 			return c, err
@@ -47,5 +47,5 @@ func zkRWMutex(conn *zk.Conn, name string, opts ...locks.Option) (locks.Locker, 
 	if err != nil {
 		return nil, err
 	}
-	return RWViews(m.RLocker(), m.Locker()), nil
+	return propertytest.RWViews(m.RLocker(), m.Locker()), nil
 }

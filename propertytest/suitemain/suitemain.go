@@ -1,4 +1,4 @@
-package propertytest
+package suitemain
 
 import (
 	"errors"
@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/propertytest/internal/gostack"
 	"go.uber.org/goleak"
+	_ "pgregory.net/rapid" // registers the -rapid.* flags Main sets
 )
 
 // checksGiven records whether -rapid.checks was on the command line, as
@@ -33,7 +35,7 @@ var checksGiven atomic.Bool
 // OnlyLockproof. Without them every leaked goroutine fails the package.
 // A bad option (an empty package path) ends the test binary with exit
 // code 2 before any test runs.
-func Main(m *testing.M, opts ...MainOption) {
+func Main(m *testing.M, opts ...Option) {
 	f, err := newLeakFilter(opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -55,11 +57,9 @@ func Main(m *testing.M, opts ...MainOption) {
 		if given[name] {
 			continue
 		}
-		if f := flag.Lookup(name); f == nil {
-			panic("propertytest: no flag -" + name + ": is pgregory.net/rapid linked into the test?")
-		}
 		if err := flag.Set(name, v); err != nil {
-			panic(err)
+			fmt.Fprintf(os.Stderr, "suitemain: -%s=%s: %v\n", name, v, err)
+			os.Exit(2)
 		}
 	}
 	if f.empty() {
@@ -83,7 +83,7 @@ func Main(m *testing.M, opts ...MainOption) {
 // OnlyLockproof keeps.
 const LockproofModule = "github.com/lockproof/lockproof"
 
-// MainOption narrows the goroutine-leak check Main runs after the tests.
+// Option narrows the goroutine-leak check Main runs after the tests.
 // A goroutine belongs to a package when one of its frames, or the function
 // that started it (the "created by" line of its stack), is in that package
 // or below it: IgnorePackages("github.com/kvtools/valkeyrie") covers
@@ -91,27 +91,27 @@ const LockproofModule = "github.com/lockproof/lockproof"
 // only on goroutines left at the end that the options keep: those that
 // belong to a package of OnlyPackages (all, when none is named) and to no
 // package of IgnorePackages.
-type MainOption func(*leakFilter)
+type Option func(*leakFilter)
 
 // IgnorePackages makes Main's leak check pass over every goroutine that
-// belongs to one of the packages named by import path (see MainOption):
+// belongs to one of the packages named by import path (see Option):
 // a library's connection pool or keep-alive that has no Close to call.
-func IgnorePackages(paths ...string) MainOption {
+func IgnorePackages(paths ...string) Option {
 	return func(f *leakFilter) { f.ignore = append(f.ignore, paths...) }
 }
 
 // OnlyPackages makes Main's leak check look only at goroutines that
-// belong to one of the packages named by import path (see MainOption),
+// belong to one of the packages named by import path (see Option),
 // such as the module under test. A leaked goroutine wholly inside a
 // library, whoever started it (a server the tests forgot to close, say),
 // is then not seen.
-func OnlyPackages(paths ...string) MainOption {
+func OnlyPackages(paths ...string) Option {
 	return func(f *leakFilter) { f.only = append(f.only, paths...) }
 }
 
 // OnlyLockproof makes Main's leak check look only at lockproof's own
 // goroutines: OnlyPackages(LockproofModule).
-func OnlyLockproof() MainOption { return OnlyPackages(LockproofModule) }
+func OnlyLockproof() Option { return OnlyPackages(LockproofModule) }
 
 // leakFilter is what Main's options make of the leak check.
 type leakFilter struct {
@@ -119,11 +119,11 @@ type leakFilter struct {
 }
 
 // newLeakFilter applies opts and validates the package paths.
-func newLeakFilter(opts []MainOption) (*leakFilter, error) {
+func newLeakFilter(opts []Option) (*leakFilter, error) {
 	f := &leakFilter{}
 	for _, o := range opts {
 		if o == nil {
-			return nil, errors.New("propertytest: Main: a nil MainOption")
+			return nil, errors.New("suitemain: Main: a nil Option")
 		}
 		o(f)
 	}
@@ -131,7 +131,7 @@ func newLeakFilter(opts []MainOption) (*leakFilter, error) {
 		for i, p := range list {
 			list[i] = strings.TrimSuffix(p, "/")
 			if list[i] == "" {
-				return nil, errors.New("propertytest: Main: an empty package path in IgnorePackages or OnlyPackages")
+				return nil, errors.New("suitemain: Main: an empty package path in IgnorePackages or OnlyPackages")
 			}
 		}
 	}
@@ -146,7 +146,7 @@ func (f *leakFilter) empty() bool { return len(f.ignore) == 0 && len(f.only) == 
 func (f *leakFilter) keeps(funcs []string) bool {
 	in := func(list []string) bool {
 		for _, fn := range funcs {
-			pkg := funcPackage(fn)
+			pkg := gostack.FuncPackage(fn)
 			for _, p := range list {
 				if pkg == p || strings.HasPrefix(pkg, p+"/") {
 					return true
@@ -156,18 +156,6 @@ func (f *leakFilter) keeps(funcs []string) bool {
 		return false
 	}
 	return (len(f.only) == 0 || in(f.only)) && !in(f.ignore)
-}
-
-// funcPackage returns the import path of the package of a function as a
-// stack trace names it: "example.com/a/b.(*T).m" is in "example.com/a/b".
-// The runtime writes a dot in the path's last element as %2e
-// ("gopkg.in/yaml%2ev3.f"), which it turns back.
-func funcPackage(fn string) string {
-	slash := strings.LastIndexByte(fn, '/')
-	if dot := strings.IndexByte(fn[slash+1:], '.'); dot >= 0 {
-		fn = fn[:slash+1+dot]
-	}
-	return strings.ReplaceAll(fn, "%2e", ".")
 }
 
 // find runs goleak.Find with base, and keeps of the goroutines it reports
@@ -189,7 +177,7 @@ func (f *leakFilter) find(grace time.Duration, base ...goleak.Option) error {
 			if !ok {
 				return err // not in the form f reads: report all of it
 			}
-			return fmt.Errorf("found unexpected goroutines (after the options of propertytest.Main):\n%s", strings.Join(kept, "\n"))
+			return fmt.Errorf("found unexpected goroutines (after the options of suitemain.Main):\n%s", strings.Join(kept, "\n"))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -261,11 +249,11 @@ func SetFlag(t testing.TB, name, value string) {
 	t.Helper()
 	f := flag.Lookup(name)
 	if f == nil {
-		t.Fatalf("propertytest: no flag -%s: is pgregory.net/rapid linked into the test?", name)
+		t.Fatalf("suitemain: no flag -%s", name)
 	}
 	old := f.Value.String()
 	if err := f.Value.Set(value); err != nil {
-		t.Fatalf("propertytest: -%s=%s: %v", name, value, err)
+		t.Fatalf("suitemain: -%s=%s: %v", name, value, err)
 	}
 	t.Cleanup(func() { _ = f.Value.Set(old) })
 }

@@ -1,4 +1,4 @@
-package propertytest
+package backends
 
 import (
 	"os"
@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/propertytest"
+	"github.com/lockproof/lockproof/propertytest/suitemain"
 )
 
 // envConsulAddr names the environment variable that points
@@ -13,8 +15,8 @@ import (
 const envConsulAddr = "LOCKPROOF_CONSUL_ADDR"
 
 func TestConsulLockKeepsItsProperties(t *testing.T) {
-	rep := Run(t, ConsulLock(), ConsulLockOptions())
-	if rep.Runs == 0 || rep.Checked[Exclusivity] != rep.Runs || rep.Checked[DeadlockFreedom] != rep.Runs {
+	rep := propertytest.Run(t, ConsulLock(), ConsulLockOptions())
+	if rep.Runs == 0 || rep.Checked[propertytest.Exclusivity] != rep.Runs || rep.Checked[propertytest.DeadlockFreedom] != rep.Runs {
 		t.Fatalf("checks ran %v in %d runs", rep.Checked, rep.Runs)
 	}
 	t.Logf("runs %d, named checks %v, expected violations (unclaimed session invalidation) %v", rep.Runs, rep.Checked, rep.Expected)
@@ -23,8 +25,8 @@ func TestConsulLockKeepsItsProperties(t *testing.T) {
 func TestConsulSemaphoreKeepsItsProperties(t *testing.T) {
 	o := ConsulLockOptions()
 	o.Permits, o.Clients = 2, 4
-	rep := Run(t, ConsulSemaphore(2), o)
-	if rep.Runs == 0 || rep.Checked[Exclusivity] != rep.Runs || rep.Checked[DeadlockFreedom] != rep.Runs {
+	rep := propertytest.Run(t, ConsulSemaphore(2), o)
+	if rep.Runs == 0 || rep.Checked[propertytest.Exclusivity] != rep.Runs || rep.Checked[propertytest.DeadlockFreedom] != rep.Runs {
 		t.Fatalf("checks ran %v in %d runs", rep.Checked, rep.Runs)
 	}
 	t.Logf("runs %d, named checks %v", rep.Runs, rep.Checked)
@@ -45,8 +47,8 @@ func TestConsulLockOnRealServer(t *testing.T) {
 		}
 		addr = fakes.Consul(t, fakes.ForceConsulAgent(), fakes.ConsulSessionTTLMin(time.Second)).Addr()
 	}
-	SetChecks(t, 2) // a real agent in real time: each run lasts about 30 s
-	Run(t, ConsulLockOn(addr), ConsulLockOnOptions())
+	suitemain.SetChecks(t, 2) // a real agent in real time: each run lasts about 30 s
+	propertytest.Run(t, ConsulLockOn(addr), ConsulLockOnOptions())
 }
 
 // TestConsulLockOnMiniconsul smoke-tests ConsulLockOn against miniconsul in

@@ -1,4 +1,4 @@
-package propertytest
+package backends
 
 import (
 	"fmt"
@@ -9,15 +9,20 @@ import (
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/locks/redislock"
 	"github.com/lockproof/lockproof/locks/redlock"
+	"github.com/lockproof/lockproof/propertytest"
 	"github.com/redis/go-redis/v9"
 )
 
 // epoch is where the manual clocks of the built-in factories start.
 var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
+// The fakes' clock is a propertytest.ManualClock: the suite orders the
+// timers each Advance passes, which replaying a seed needs.
+var _ propertytest.ManualClock = (*fakes.Clock)(nil)
+
 // RedisLock is the Factory of redislock on a single miniredis (fakes.Redis
 // in manual time). It offers no backend fault.
-func RedisLock() Factory {
+func RedisLock() propertytest.Factory {
 	return onOneMiniredis(func(c redis.UniversalClient, name string, opts ...locks.Option) (locks.Locker, error) {
 		return redislock.New(c, name, opts...)
 	})
@@ -26,7 +31,7 @@ func RedisLock() Factory {
 // RedisSemaphore is the Factory of redislock.NewSemaphore of permits
 // permits on a single miniredis (fakes.Redis in manual time); run it with
 // Options.Permits set to the same number. It offers no backend fault.
-func RedisSemaphore(permits int) Factory {
+func RedisSemaphore(permits int) propertytest.Factory {
 	return onOneMiniredis(func(c redis.UniversalClient, name string, opts ...locks.Option) (locks.Locker, error) {
 		return redislock.NewSemaphore(c, name, permits, opts...)
 	})
@@ -36,38 +41,26 @@ func RedisSemaphore(permits int) Factory {
 // miniredis (fakes.Redis in manual time): each client's Locker is a
 // ReadWriteLocker of the mutex's two views. Run it with Options.ReadWrite.
 // It offers no backend fault.
-func RedisRWMutex() Factory {
+func RedisRWMutex() propertytest.Factory {
 	return onOneMiniredis(func(c redis.UniversalClient, name string, opts ...locks.Option) (locks.Locker, error) {
 		m, err := redislock.NewRWMutex(c, name, opts...)
 		if err != nil {
 			return nil, err
 		}
-		return RWViews(m.RLocker(), m.Locker()), nil
+		return propertytest.RWViews(m.RLocker(), m.Locker()), nil
 	})
 }
 
-// RWViews returns the ReadWriteLocker of a read-write lock's two views:
-// read takes shared leases, write the exclusive one.
-func RWViews(read, write locks.Locker) ReadWriteLocker { return rwViews{Locker: write, read: read} }
-
-// rwViews is RWViews' ReadWriteLocker.
-type rwViews struct {
-	locks.Locker
-	read locks.Locker
-}
-
-func (v rwViews) RLocker() locks.Locker { return v.read }
-
 // onOneMiniredis is the Factory of the lock newLocker makes on a single
 // miniredis in manual time, each Locker on a client of its own.
-func onOneMiniredis(newLocker func(c redis.UniversalClient, name string, opts ...locks.Option) (locks.Locker, error)) Factory {
-	return func(env Env) (*Backend, error) {
+func onOneMiniredis(newLocker func(c redis.UniversalClient, name string, opts ...locks.Option) (locks.Locker, error)) propertytest.Factory {
+	return func(env propertytest.Env) (*propertytest.Backend, error) {
 		r, err := fakes.StartRedis(fakes.ManualTime(epoch), fakes.ForceMiniredis())
 		if err != nil {
 			return nil, err
 		}
-		CloseAtCleanup(env, "the Redis fake", r)
-		return &Backend{
+		propertytest.CloseAtCleanup(env, "the Redis fake", r)
+		return &propertytest.Backend{
 			NewLocker: func(name string, opts ...locks.Option) (locks.Locker, error) {
 				return newLocker(r.NewClient(), name, append(r.LockOptions(), opts...)...)
 			},
@@ -83,13 +76,13 @@ func onOneMiniredis(newLocker func(c redis.UniversalClient, name string, opts ..
 // time) to a replica, with one fault: FaultFailover, the promotion of the
 // replica. redislock does not claim to survive it: with the default
 // Options.Claims the suite reports what it breaks as an expected violation.
-func RedisLockWithFailover(lag time.Duration) Factory {
-	return func(env Env) (*Backend, error) {
+func RedisLockWithFailover(lag time.Duration) propertytest.Factory {
+	return func(env propertytest.Env) (*propertytest.Backend, error) {
 		g, err := fakes.StartRedisCluster(2, fakes.ManualTime(epoch), fakes.ForceMiniredis())
 		if err != nil {
 			return nil, err
 		}
-		CloseAtCleanup(env, "the RedisCluster fake", g)
+		propertytest.CloseAtCleanup(env, "the RedisCluster fake", g)
 		p, err := chaos.StartProxy(g.Node(0).Addr(), 1)
 		if err != nil {
 			return nil, err
@@ -98,7 +91,7 @@ func RedisLockWithFailover(lag time.Duration) Factory {
 		if err := p.Replicate(g.Node(1).Addr(), lag); err != nil {
 			return nil, err
 		}
-		return &Backend{
+		return &propertytest.Backend{
 			NewLocker: func(name string, opts ...locks.Option) (locks.Locker, error) {
 				c := redis.NewClient(&redis.Options{Addr: p.Addr()})
 				fakes.GateRedis(c, g.Node(0).GateLabel())
@@ -107,8 +100,8 @@ func RedisLockWithFailover(lag time.Duration) Factory {
 			},
 			Clock:   g.Clock(),
 			Advance: g.Advance,
-			Faults: []Fault{{
-				Name: "promote the replica", Kind: FaultFailover,
+			Faults: []propertytest.Fault{{
+				Name: "promote the replica", Kind: propertytest.FaultFailover,
 				Inject: func() error { _, err := p.Promote(); return err },
 			}},
 		}, nil
@@ -120,14 +113,14 @@ func RedisLockWithFailover(lag time.Duration) Factory {
 // the first (n-1)/2 nodes (a minority: stopped, then restarted with their
 // data) and the availability check. Redlock gives no fencing token: run it
 // with Claims of FaultCrash and FaultNodeDown.
-func Redlock(n int) Factory {
-	return func(env Env) (*Backend, error) {
+func Redlock(n int) propertytest.Factory {
+	return func(env propertytest.Env) (*propertytest.Backend, error) {
 		g, err := fakes.StartRedisCluster(n, fakes.ManualTime(epoch), fakes.ForceMiniredis())
 		if err != nil {
 			return nil, err
 		}
-		CloseAtCleanup(env, "the RedisCluster fake", g)
-		be := &Backend{
+		propertytest.CloseAtCleanup(env, "the RedisCluster fake", g)
+		be := &propertytest.Backend{
 			NewLocker: func(name string, opts ...locks.Option) (locks.Locker, error) {
 				return redlock.New(g.NewClients(), name, append(g.LockOptions(), opts...)...)
 			},
@@ -139,8 +132,8 @@ func Redlock(n int) Factory {
 			InProcess: true,
 		}
 		for i := range (n - 1) / 2 {
-			be.Faults = append(be.Faults, Fault{
-				Name: "node " + string(rune('0'+i)) + " down", Kind: FaultNodeDown,
+			be.Faults = append(be.Faults, propertytest.Fault{
+				Name: "node " + string(rune('0'+i)) + " down", Kind: propertytest.FaultNodeDown,
 				Inject: func() error { g.Stop(i); return nil },
 				Heal:   func() error { g.Restart(i, true); return nil },
 			})
@@ -151,11 +144,11 @@ func Redlock(n int) Factory {
 
 // MemLock is the Factory of fakes.MemLock: every client shares one
 // in-memory lock on a fakes.Clock.
-func MemLock() Factory {
-	return func(env Env) (*Backend, error) {
+func MemLock() propertytest.Factory {
+	return func(env propertytest.Env) (*propertytest.Backend, error) {
 		clock := fakes.NewClock(epoch)
 		var shared *fakes.MemLock
-		return &Backend{
+		return &propertytest.Backend{
 			NewLocker: func(name string, opts ...locks.Option) (locks.Locker, error) {
 				if shared == nil {
 					l, err := fakes.NewMemLock(name, append([]locks.Option{locks.WithClock(clock)}, opts...)...)
@@ -187,13 +180,13 @@ const netTimeout = 50 * time.Millisecond
 // delivered late when the partition heals) and client 1's replies dropped
 // (its requests take effect, it never hears so). Run it with a short
 // Options.OpTimeout: every operation of a cut-off client waits that long.
-func RedisLockWithNetworkFaults() Factory {
-	return func(env Env) (*Backend, error) {
+func RedisLockWithNetworkFaults() propertytest.Factory {
+	return func(env propertytest.Env) (*propertytest.Backend, error) {
 		r, err := fakes.StartRedis(fakes.ManualTime(epoch), fakes.ForceMiniredis())
 		if err != nil {
 			return nil, err
 		}
-		CloseAtCleanup(env, "the Redis fake", r)
+		propertytest.CloseAtCleanup(env, "the Redis fake", r)
 		var proxies []*chaos.Proxy
 		proxy := func(i int) (*chaos.Proxy, error) {
 			for len(proxies) <= i {
@@ -201,13 +194,13 @@ func RedisLockWithNetworkFaults() Factory {
 				if err != nil {
 					return nil, fmt.Errorf("propertytest: start proxy: %w", err)
 				}
-				CloseAtCleanup(env, "a proxy", p)
+				propertytest.CloseAtCleanup(env, "a proxy", p)
 				proxies = append(proxies, p)
 			}
 			return proxies[i], nil
 		}
 		clients := 0
-		return &Backend{
+		return &propertytest.Backend{
 			NewLocker: func(name string, opts ...locks.Option) (locks.Locker, error) {
 				p, err := proxy(clients)
 				if err != nil {
@@ -228,11 +221,11 @@ func RedisLockWithNetworkFaults() Factory {
 			},
 			Clock:   r.Clock(),
 			Advance: r.Advance,
-			Faults: []Fault{
-				{Name: "partition client 0", Kind: FaultPartition,
+			Faults: []propertytest.Fault{
+				{Name: "partition client 0", Kind: propertytest.FaultPartition,
 					Inject: func() error { return onProxy(proxy, 0, (*chaos.Proxy).Partition) },
 					Heal:   func() error { return onProxy(proxy, 0, (*chaos.Proxy).Heal) }},
-				{Name: "drop the replies to client 1", Kind: FaultPartition,
+				{Name: "drop the replies to client 1", Kind: propertytest.FaultPartition,
 					Inject: func() error { return onProxy(proxy, 1, (*chaos.Proxy).DropReplies) },
 					Heal:   func() error { return onProxy(proxy, 1, (*chaos.Proxy).Heal) }},
 			},

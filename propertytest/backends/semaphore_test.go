@@ -1,0 +1,50 @@
+package backends
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/lockproof/lockproof/propertytest"
+)
+
+// A semaphore of N permits checked as one: no violation.
+func TestRedisSemaphoreKeepsItsProperties(t *testing.T) {
+	rep := propertytest.Run(t, RedisSemaphore(2), propertytest.Options{Permits: 2, Clients: 4})
+	if rep.Runs == 0 || rep.Checked[propertytest.Exclusivity] != rep.Runs || rep.Checked[propertytest.DeadlockFreedom] != rep.Runs {
+		t.Fatalf("checks ran %v in %d runs", rep.Checked, rep.Runs)
+	}
+	t.Logf("named checks ran (runs): %v", rep.Checked)
+	if len(rep.Expected) > 0 {
+		t.Errorf("expected violations without unclaimed faults: %v\n%v", rep.Expected, rep.ExpectedExample)
+	}
+}
+
+// A semaphore of 3 permits held to 2 grants a third holder: exclusivity,
+// by the model and by the named checks of N holders.
+func TestSemaphoreOfMorePermitsBreaksExclusivity(t *testing.T) {
+	rep := propertytest.Check(t, RedisSemaphore(3), propertytest.Options{Permits: 2, Clients: 4, ShrinkRuns: caughtShrinkRuns})
+	if !rep.Failed || !slices.Contains(rep.Broken(), propertytest.Exclusivity) {
+		t.Fatalf("not caught as exclusivity: failed %v, broken %v", rep.Failed, rep.Broken())
+	}
+	for _, v := range rep.Violations {
+		t.Logf("caught at run %d: %s: %s", rep.FirstFailure, v.Property, v.Detail)
+	}
+}
+
+// A mutex held to two permits refuses a TryLock while one permit is free,
+// again and again: progress, by the semaphore model (not deadlock freedom:
+// the permit comes free once its holder leaves).
+func TestMutexHeldToTwoPermitsRefusesAFreePermit(t *testing.T) {
+	rep := propertytest.Check(t, RedisLock(), propertytest.Options{Permits: 2, Clients: 3, ShrinkRuns: caughtShrinkRuns})
+	if !rep.Failed || !slices.Contains(rep.Broken(), propertytest.Progress) {
+		t.Fatalf("not caught as progress: failed %v, broken %v", rep.Failed, rep.Broken())
+	}
+	found := false
+	for _, v := range rep.Violations {
+		found = found || strings.Contains(v.Detail, "semaphore model of 2 permits")
+	}
+	if !found {
+		t.Errorf("no violation names the semaphore model: %v", rep.Violations)
+	}
+}
