@@ -1,0 +1,482 @@
+package consulfake
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/consul/api"
+
+	"github.com/lockproof/lockproof/fakes/miniconsul"
+	"github.com/lockproof/lockproof/internal/layout"
+	"github.com/lockproof/lockproof/locks"
+)
+
+// EnvConsulBin names the environment variable that gives the path of a
+// consul binary (as built by tools/consul). With it, or with a consul on
+// PATH, Consul starts a real agent; otherwise miniconsul. StartConsul
+// reads neither: it runs an agent only with ConsulAgent.
+const EnvConsulBin = "LOCKPROOF_CONSUL_BIN"
+
+// ConsulOption configures StartConsul (and Consul).
+type ConsulOption func(*consulConfig)
+
+type consulConfig struct {
+	manual     bool
+	start      time.Time
+	forceMini  bool
+	forceAgent bool
+	bin        string // ConsulAgent
+	ttlMin     time.Duration
+	multiplier int // ConsulSessionTTLMultiplier; 0: not given
+}
+
+// ConsulAgent makes the fake run a real agent from the consul binary at bin
+// (a file named consul, as tools/consul builds it) instead of miniconsul.
+// Default: miniconsul for StartConsul; for Consul, the binary of
+// EnvConsulBin or PATH (ConsulBinary). sdk/testutil runs "consul" from
+// PATH and has no other way to be told the binary: the first agent puts
+// bin's directory at the head of the process's PATH, once.
+func ConsulAgent(bin string) ConsulOption { return func(c *consulConfig) { c.bin = bin } }
+
+// ConsulSessionTTLMin sets the shortest session TTL the server accepts (its
+// session_ttl_min; default Consul's 10s), on miniconsul and on a real agent
+// alike. Tests that watch sessions expire on a real agent lower it to keep
+// the wait short.
+func ConsulSessionTTLMin(d time.Duration) ConsulOption {
+	return func(c *consulConfig) { c.ttlMin = d }
+}
+
+// ConsulSessionTTLMultiplier sets after how many TTLs without a renewal
+// miniconsul invalidates a session: n = 1 ends it exactly at its TTL, the
+// earliest moment Consul's contract allows, to test a client against the
+// strictest server. Default 2 (miniconsul.DefaultSessionTTLMultiplier): at
+// twice the TTL, the latest moment a real server reaches. A real agent
+// invalidates a session somewhere in between, by a multiplier of its own
+// that no setting changes: with ConsulAgent (and not ForceMiniconsul)
+// StartConsul fails, naming this option, and n < 1 fails on miniconsul.
+func ConsulSessionTTLMultiplier(n int) ConsulOption {
+	return func(c *consulConfig) {
+		c.multiplier = n
+		if n == 0 {
+			c.multiplier = -1 // given, and out of range
+		}
+	}
+}
+
+// ConsulManualTime runs miniconsul on a manual *Clock reading start: session
+// TTLs, lock-delays and blocking-query waits stand still until Advance.
+// Default: real time. A real agent cannot stop its clock: with it the option
+// only makes Advance sleep (see Advance).
+func ConsulManualTime(start time.Time) ConsulOption {
+	return func(c *consulConfig) { c.manual, c.start = true, start }
+}
+
+// ForceMiniconsul uses miniconsul even when a consul binary is given
+// (ConsulAgent) or, for Consul, found. Default: a real agent when a binary
+// is given or found. Use it for tests that need
+// exact manual time or miniconsul's controls.
+func ForceMiniconsul() ConsulOption { return func(c *consulConfig) { c.forceMini = true } }
+
+// ForceConsulAgent uses a real agent: StartConsul fails without
+// ConsulAgent, and Consul skips the test when no consul binary is found.
+// Default: a real agent when a binary is given or found.
+func ForceConsulAgent() ConsulOption { return func(c *consulConfig) { c.forceAgent = true } }
+
+// ConsulServer is one Consul server: miniconsul on a loopback port, or a
+// real agent started through github.com/hashicorp/consul/sdk/testutil
+// (single server, loopback ports chosen by the kernel, logs kept in memory:
+// Logs). Close stops everything it started, after closing every client it
+// handed out.
+//
+// A control that cannot go on (Advance without manual time) fails the test
+// of a server from Consul, and panics on one from StartConsul.
+type ConsulServer struct {
+	owner
+	prefix  string
+	clock   *Clock // nil: real time
+	mini    *miniconsul.Server
+	agent   *consulAgent
+	addr    string
+	startup time.Duration
+	ttlMin  time.Duration
+	client  *api.Client
+	closed  atomic.Bool
+
+	mu         sync.Mutex
+	transports []*http.Transport
+}
+
+// StartConsul starts miniconsul on a loopback port chosen by the kernel,
+// or a real agent with ConsulAgent (unless ForceMiniconsul), for a program
+// that has no test. It returns an error if the server cannot start, or on
+// ForceConsulAgent without ConsulAgent. Close stops it.
+func StartConsul(opts ...ConsulOption) (*ConsulServer, error) {
+	cfg := newConsulConfig(opts)
+	if cfg.forceMini && cfg.forceAgent {
+		return nil, errors.New("ForceMiniconsul and ForceConsulAgent exclude each other")
+	}
+	if cfg.forceAgent && cfg.bin == "" {
+		return nil, errors.New("ForceConsulAgent needs a consul binary: pass ConsulAgent(bin)")
+	}
+	c := &ConsulServer{prefix: "lockproof-test-" + locks.NewOwner()[:8] + "/", ttlMin: cfg.ttlMin}
+	began := time.Now()
+	if cfg.bin != "" && !cfg.forceMini {
+		if cfg.multiplier != 0 {
+			return nil, errors.New("fakes: ConsulSessionTTLMultiplier needs miniconsul: a real agent invalidates a session" +
+				" between TTL and 2×TTL by a multiplier of its own (add ForceMiniconsul)")
+		}
+		agent, err := startAgent(cfg.bin, cfg.ttlMin)
+		if err != nil {
+			return nil, err
+		}
+		agent.advanceSleeps = cfg.manual
+		c.agent, c.addr = agent, agent.addr
+	} else if err := c.startMini(cfg); err != nil {
+		return nil, err
+	}
+	c.startup = time.Since(began)
+	client, err := c.newClient()
+	if err != nil {
+		_ = c.Close()
+		return nil, err
+	}
+	c.client = client
+	return c, nil
+}
+
+// Consul starts a Consul server for t with StartConsul: a real agent when
+// a consul binary is found (ConsulBinary: EnvConsulBin, then PATH, read
+// here, as a ConsulAgent before opts), else miniconsul; ForceMiniconsul
+// and ForceConsulAgent decide instead (the latter skips the test when no
+// binary is found). It fails the test if the server cannot start, closes
+// it at t's cleanup, and prints a real agent's output if the test failed.
+func Consul(t testing.TB, opts ...ConsulOption) *ConsulServer {
+	t.Helper()
+	cfg, usedEnv := newConsulConfig(opts), false
+	if !cfg.forceMini && cfg.bin == "" {
+		if bin := ConsulBinary(); bin != "" {
+			opts = append([]ConsulOption{ConsulAgent(bin)}, opts...)
+			usedEnv = true
+		} else if cfg.forceAgent {
+			t.Skipf("fakes: no consul binary: set %s or put consul on PATH (build one with tools/consul)", EnvConsulBin)
+		}
+	}
+	c, err := StartConsul(opts...)
+	if !startFor(t, "Consul", EnvConsulBin, usedEnv, err, c) {
+		return nil
+	}
+	c.tb = t
+	t.Cleanup(func() { // runs before Close
+		if t.Failed() && c.agent != nil {
+			t.Logf("fakes: consul agent output:\n%s", c.Logs())
+		}
+	})
+	return c
+}
+
+func newConsulConfig(opts []ConsulOption) consulConfig {
+	var cfg consulConfig
+	applyOptions(&cfg, opts)
+	if cfg.ttlMin == 0 {
+		cfg.ttlMin = miniconsul.DefaultSessionTTLMin
+	}
+	return cfg
+}
+
+func (c *ConsulServer) startMini(cfg consulConfig) error {
+	var clock locks.Clock = locks.SystemClock{}
+	if cfg.manual {
+		c.clock = NewClock(cfg.start)
+		clock = c.clock
+	}
+	opts := []miniconsul.Option{miniconsul.WithClock(clock), miniconsul.WithSessionTTLMin(cfg.ttlMin)}
+	if cfg.multiplier != 0 {
+		opts = append(opts, miniconsul.WithSessionTTLMultiplier(cfg.multiplier))
+	}
+	s, err := miniconsul.Start(opts...)
+	if err != nil {
+		return fmt.Errorf("cannot start miniconsul: %w", err)
+	}
+	c.mini, c.addr = s, s.Addr()
+	return nil
+}
+
+// Close closes the clients' idle connections and stops miniconsul or the
+// agent. Closing twice does nothing.
+func (c *ConsulServer) Close() error {
+	if c.closed.Swap(true) {
+		return nil
+	}
+	var err error
+	switch {
+	case c.mini != nil:
+		if err = c.mini.Close(); err != nil {
+			err = fmt.Errorf("closing miniconsul: %w", err)
+		}
+	case c.agent != nil:
+		if err = c.agent.stop(); err != nil {
+			err = fmt.Errorf("stopping the consul agent: %w", err)
+		}
+	}
+	c.closeClients()
+	return err
+}
+
+// Logs returns a real agent's output so far; "" on miniconsul.
+func (c *ConsulServer) Logs() string {
+	if c.agent == nil {
+		return ""
+	}
+	return c.agent.host.logs.String()
+}
+
+// ConsulBinary returns the consul binary Consul would run: the path in
+// EnvConsulBin, else consul on PATH, else "".
+func ConsulBinary() string {
+	if p := os.Getenv(EnvConsulBin); p != "" {
+		return p
+	}
+	if p, err := exec.LookPath("consul"); err == nil {
+		return p
+	}
+	return ""
+}
+
+// NewClient returns another api client with its own connections, closed
+// by Close: a second process talking to the same server. Like the fake's
+// own client, it passes every request through the locks.Gate of its
+// context, as "consul <METHOD> <endpoint>" (see GateConsulTransport), on
+// miniconsul and on a real agent alike. On miniconsul its connections are
+// in memory (miniconsul.Server.DialInMemory), not through Addr: clients
+// of other programs, or behind a proxy, reach the server on Addr.
+func (c *ConsulServer) NewClient() *api.Client {
+	c.helper()
+	client, err := c.newClient()
+	if err != nil {
+		c.fatalf("fakes: %v", err)
+	}
+	return client
+}
+
+func (c *ConsulServer) newClient() (*api.Client, error) {
+	var dial DialFunc
+	if c.mini != nil {
+		// In memory: no request of the fake's clients sits in the kernel
+		// (see miniconsul.Server.DialInMemory).
+		dial = c.mini.DialInMemory
+	}
+	return c.newClientDialing(dial)
+}
+
+// newClientDialing is newClient with its connections dialed by dial (nil:
+// TCP to Addr).
+func (c *ConsulServer) newClientDialing(dial DialFunc) (*api.Client, error) {
+	tr := &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second, DialContext: dial}
+	client, err := api.NewClient(&api.Config{Address: c.addr, Scheme: "http",
+		HttpClient: &http.Client{Transport: GateConsulTransport(tr)}})
+	if err != nil {
+		return nil, fmt.Errorf("consul client for %s: %w", c.addr, err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.transports = append(c.transports, tr)
+	return client, nil
+}
+
+func (c *ConsulServer) closeClients() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, tr := range c.transports {
+		tr.CloseIdleConnections()
+	}
+}
+
+// Client returns the fake's own client, gated as NewClient's are.
+func (c *ConsulServer) Client() *api.Client { return c.client }
+
+// Addr returns the server's HTTP host:port.
+func (c *ConsulServer) Addr() string { return c.addr }
+
+// Prefix returns a KV prefix unique to this fake ("lockproof-test-<8 hex>/").
+// LockOptions passes it to locks.
+func (c *ConsulServer) Prefix() string { return c.prefix }
+
+// Clock returns the clock the server's time follows: the manual *Clock
+// with ConsulManualTime on miniconsul, else locks.SystemClock.
+func (c *ConsulServer) Clock() locks.Clock { return clockOf(c.clock) }
+
+// LockOptions returns the options a test passes to a lock constructor so
+// that the lock uses this fake's Prefix and Clock.
+func (c *ConsulServer) LockOptions() []locks.Option { return lockOptions(c.prefix, c.clock) }
+
+// Real reports whether the server is a real agent.
+func (c *ConsulServer) Real() bool { return c.agent != nil }
+
+// Miniconsul returns the miniconsul server, or nil on a real agent.
+func (c *ConsulServer) Miniconsul() *miniconsul.Server { return c.mini }
+
+// Startup returns how long the server took to start and be ready for
+// sessions (for a real agent: leader elected, node registered).
+func (c *ConsulServer) Startup() time.Duration { return c.startup }
+
+// SessionTTLMin returns the shortest session TTL the server accepts.
+func (c *ConsulServer) SessionTTLMin() time.Duration { return c.ttlMin }
+
+// Advance moves time forward by d. On miniconsul with ConsulManualTime it
+// moves the manual clock (and with it session TTLs, lock-delays and
+// blocking waits). A real agent's clock cannot be moved: with
+// ConsulManualTime, Advance sleeps d so that the same test runs on both,
+// slower. Without ConsulManualTime it fails the test.
+func (c *ConsulServer) Advance(d time.Duration) {
+	c.helper()
+	if d < 0 {
+		c.fatalf("fakes: Advance(%v): time cannot move backwards", d)
+	}
+	switch {
+	case c.clock != nil:
+		c.clock.Advance(d)
+	case c.agent != nil && c.agent.advanceSleeps:
+		time.Sleep(d)
+	default:
+		c.fatalf("fakes: Advance needs manual time: start the fake with fakes.ConsulManualTime(start)")
+	}
+}
+
+// RequireMiniconsul skips the test on a real agent, saying why.
+func (c *ConsulServer) RequireMiniconsul(why string) {
+	c.helper()
+	if c.mini == nil {
+		c.skipf("fakes: needs miniconsul (%s); use fakes.ForceMiniconsul to run it", why)
+	}
+}
+
+// ExpireSession invalidates session id now, as a TTL expiry would: its
+// locks are released and lock-delay starts on them. On miniconsul it is
+// InvalidateSession; on a real agent an explicit destroy, which Consul
+// handles by the same invalidation.
+func (c *ConsulServer) ExpireSession(id string) {
+	c.helper()
+	if c.mini != nil {
+		c.mini.InvalidateSession(id)
+		return
+	}
+	if _, err := c.client.Session().Destroy(id, nil); err != nil {
+		c.fatalf("fakes: destroying session %s: %v", id, err)
+	}
+}
+
+// ExpireLock ends the current lease of consullock's lock name, under this
+// fake's Prefix, now: it expires the session that holds the lock's key
+// (consullock.Key), as ExpireSession does. It fails, with an error wrapping
+// ErrNoHolder, when nobody holds the lock.
+func (c *ConsulServer) ExpireLock(ctx context.Context, name string) error {
+	kv, _, err := c.client.KV().Get(layout.ConsulKey(c.prefix, name), (&api.QueryOptions{RequireConsistent: true}).WithContext(ctx))
+	if err != nil {
+		return fmt.Errorf("fakes: expire consul lock %q: %w", name, err)
+	}
+	if kv == nil || kv.Session == "" {
+		return fmt.Errorf("fakes: expire consul lock %q: %w", name, ErrNoHolder)
+	}
+	c.ExpireSession(kv.Session)
+	return nil
+}
+
+// WaitBlocked waits (at most 10 s of wall time) until n blocking queries are
+// parked on miniconsul: call it before Advance so that a client's wait has
+// started. A real agent does not expose its parked queries: there it
+// returns at once, and Advance sleeps.
+func (c *ConsulServer) WaitBlocked(n int) {
+	c.helper()
+	if c.mini == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.mini.WaitBlocked(ctx, n); err != nil {
+		c.fatalf("fakes: %v (now %d)", err, c.mini.Blocked())
+	}
+}
+
+// consulLogs collects a real agent's output; it is printed only if the
+// test fails.
+type consulLogs struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+// Write appends p to the buffer.
+func (l *consulLogs) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.buf = append(l.buf, p...)
+	return len(p), nil
+}
+
+// String returns everything written so far.
+func (l *consulLogs) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return string(l.buf)
+}
+
+// pathBin is the consul binary this process put first on PATH: sdk/testutil
+// runs `consul` from PATH, so one process can run one binary only.
+var (
+	pathMu  sync.Mutex
+	pathBin string
+)
+
+// useConsulBinary makes `consul` on PATH resolve to bin, checked first: a
+// missing file is reported as missing every time, and a second binary is
+// refused instead of silently running the first one.
+func useConsulBinary(bin string) error {
+	abs, err := filepath.Abs(bin)
+	if err != nil {
+		return fmt.Errorf("consul binary %s: %w", bin, err)
+	}
+	if filepath.Base(abs) != "consul" {
+		return fmt.Errorf("consul binary %s: the file must be called consul (sdk/testutil runs consul from PATH)", bin)
+	}
+	if _, err := os.Stat(abs); err != nil {
+		return fmt.Errorf("consul binary: %w", err)
+	}
+	pathMu.Lock()
+	defer pathMu.Unlock()
+	switch pathBin {
+	case abs:
+		return nil
+	case "":
+		if err := os.Setenv("PATH", filepath.Dir(abs)+string(os.PathListSeparator)+os.Getenv("PATH")); err != nil {
+			return fmt.Errorf("consul binary %s: putting it on PATH: %w", bin, err)
+		}
+		pathBin = abs
+		return nil
+	default:
+		return fmt.Errorf("consul binary %s: this process already runs %s (sdk/testutil finds consul on PATH, which a process sets once)", abs, pathBin)
+	}
+}
+
+// WaitParked waits (at most 10 s of wall time) until n blocking queries on
+// key are parked on miniconsul with an index of at least index: clients
+// that have seen the key at index and wait for its next change. On a real
+// agent it returns at once (see WaitBlocked).
+func (c *ConsulServer) WaitParked(key string, index uint64, n int) {
+	c.helper()
+	if c.mini == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.mini.WaitParked(ctx, key, index, n); err != nil {
+		c.fatalf("fakes: %v", err)
+	}
+}
