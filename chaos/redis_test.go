@@ -3,6 +3,7 @@ package chaos_test
 import (
 	"context"
 	"errors"
+	"github.com/lockproof/lockproof/fakes/redisfake"
 	"sync"
 	"testing"
 	"time"
@@ -49,7 +50,7 @@ func (r *plain) value() int { r.mu.Lock(); defer r.mu.Unlock(); return r.v }
 // increments were reported successful and A's write error.
 func pausedHolder(t *testing.T, reg register) (succeeded int, aErr error) {
 	t.Helper()
-	r := fakes.Redis(t, fakes.ManualTime(epoch))
+	r := redisfake.New(t, redisfake.ManualTime(epoch))
 	clock := r.Clock()
 	const ttl = time.Second
 	ctx := context.Background()

@@ -2,6 +2,7 @@ package propertytest
 
 import (
 	"fmt"
+	"github.com/lockproof/lockproof/fakes/redisfake"
 	"time"
 
 	"github.com/lockproof/lockproof/chaos"
@@ -15,7 +16,7 @@ import (
 // epoch is where the manual clocks of the built-in factories start.
 var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// RedisLock is the Factory of redislock on a single miniredis (fakes.Redis
+// RedisLock is the Factory of redislock on a single miniredis (redisfake.New
 // in manual time). It offers no backend fault.
 func RedisLock() Factory {
 	return onOneMiniredis(func(c redis.UniversalClient, name string, opts ...locks.Option) (locks.Locker, error) {
@@ -24,7 +25,7 @@ func RedisLock() Factory {
 }
 
 // RedisSemaphore is the Factory of redislock.NewSemaphore of permits
-// permits on a single miniredis (fakes.Redis in manual time); run it with
+// permits on a single miniredis (redisfake.New in manual time); run it with
 // Options.Permits set to the same number. It offers no backend fault.
 func RedisSemaphore(permits int) Factory {
 	return onOneMiniredis(func(c redis.UniversalClient, name string, opts ...locks.Option) (locks.Locker, error) {
@@ -33,7 +34,7 @@ func RedisSemaphore(permits int) Factory {
 }
 
 // RedisRWMutex is the Factory of redislock.NewRWMutex on a single
-// miniredis (fakes.Redis in manual time): each client's Locker is a
+// miniredis (redisfake.New in manual time): each client's Locker is a
 // ReadWriteLocker of the mutex's two views. Run it with Options.ReadWrite.
 // It offers no backend fault.
 func RedisRWMutex() Factory {
@@ -62,7 +63,7 @@ func (v rwViews) RLocker() locks.Locker { return v.read }
 // miniredis in manual time, each Locker on a client of its own.
 func onOneMiniredis(newLocker func(c redis.UniversalClient, name string, opts ...locks.Option) (locks.Locker, error)) Factory {
 	return func(env Env) (*Backend, error) {
-		r, err := fakes.StartRedis(fakes.ManualTime(epoch), fakes.ForceMiniredis())
+		r, err := redisfake.Start(redisfake.ManualTime(epoch), redisfake.ForceMiniredis())
 		if err != nil {
 			return nil, err
 		}
@@ -85,7 +86,7 @@ func onOneMiniredis(newLocker func(c redis.UniversalClient, name string, opts ..
 // Options.Claims the suite reports what it breaks as an expected violation.
 func RedisLockWithFailover(lag time.Duration) Factory {
 	return func(env Env) (*Backend, error) {
-		g, err := fakes.StartRedisCluster(2, fakes.ManualTime(epoch), fakes.ForceMiniredis())
+		g, err := redisfake.StartCluster(2, redisfake.ManualTime(epoch), redisfake.ForceMiniredis())
 		if err != nil {
 			return nil, err
 		}
@@ -101,7 +102,7 @@ func RedisLockWithFailover(lag time.Duration) Factory {
 		return &Backend{
 			NewLocker: func(name string, opts ...locks.Option) (locks.Locker, error) {
 				c := redis.NewClient(&redis.Options{Addr: p.Addr()})
-				fakes.GateRedis(c, g.Node(0).GateLabel())
+				redisfake.Gate(c, g.Node(0).GateLabel())
 				env.Cleanup(func() { _ = c.Close() })
 				return redislock.New(c, name, append(g.LockOptions(), opts...)...)
 			},
@@ -116,13 +117,13 @@ func RedisLockWithFailover(lag time.Duration) Factory {
 }
 
 // Redlock is the Factory of redlock on n independent miniredis nodes
-// (fakes.RedisCluster in manual time), with a FaultNodeDown per node for
+// (redisfake.NewCluster in manual time), with a FaultNodeDown per node for
 // the first (n-1)/2 nodes (a minority: stopped, then restarted with their
 // data) and the availability check. Redlock gives no fencing token: run it
 // with Claims of FaultCrash and FaultNodeDown.
 func Redlock(n int) Factory {
 	return func(env Env) (*Backend, error) {
-		g, err := fakes.StartRedisCluster(n, fakes.ManualTime(epoch), fakes.ForceMiniredis())
+		g, err := redisfake.StartCluster(n, redisfake.ManualTime(epoch), redisfake.ForceMiniredis())
 		if err != nil {
 			return nil, err
 		}
@@ -189,7 +190,7 @@ const netTimeout = 50 * time.Millisecond
 // Options.OpTimeout: every operation of a cut-off client waits that long.
 func RedisLockWithNetworkFaults() Factory {
 	return func(env Env) (*Backend, error) {
-		r, err := fakes.StartRedis(fakes.ManualTime(epoch), fakes.ForceMiniredis())
+		r, err := redisfake.Start(redisfake.ManualTime(epoch), redisfake.ForceMiniredis())
 		if err != nil {
 			return nil, err
 		}
@@ -222,7 +223,7 @@ func RedisLockWithNetworkFaults() Factory {
 				// included, lasts the read timeout.
 				c := redis.NewClient(&redis.Options{Addr: p.Addr(), ContextTimeoutEnabled: true,
 					ReadTimeout: netTimeout, WriteTimeout: netTimeout, DialTimeout: netTimeout})
-				fakes.GateRedis(c, r.GateLabel())
+				redisfake.Gate(c, r.GateLabel())
 				env.Cleanup(func() { _ = c.Close() })
 				return redislock.New(c, name, append(r.LockOptions(), opts...)...)
 			},

@@ -2,12 +2,12 @@ package propertytest
 
 import (
 	"errors"
+	"github.com/lockproof/lockproof/fakes/mysqlfake"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/locks"
 )
 
@@ -45,9 +45,9 @@ func TestMySQLLockRefusesASecondClock(t *testing.T) {
 }
 
 func TestMySQLLockOnRealServer(t *testing.T) {
-	dsn := os.Getenv(fakes.EnvMySQLDSN)
+	dsn := os.Getenv(mysqlfake.EnvDSN)
 	if dsn == "" {
-		t.Skipf("set %s to run the suite on a real MySQL", fakes.EnvMySQLDSN)
+		t.Skipf("set %s to run the suite on a real MySQL", mysqlfake.EnvDSN)
 	}
 	SetChecks(t, 5)
 	Run(t, MySQLLockOn(dsn), Options{TTL: 200 * time.Millisecond})
@@ -57,7 +57,7 @@ func TestMySQLLockOnRealServer(t *testing.T) {
 // in-process server reached by a DSN: a private database, a lock taken and
 // released.
 func TestMySQLLockOnAnInProcessServer(t *testing.T) {
-	s, err := fakes.StartMySQL()
+	s, err := mysqlfake.Start()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,17 +1,16 @@
 package propertytest
 
 import (
+	"github.com/lockproof/lockproof/fakes/redisfake"
 	"testing"
-
-	"github.com/lockproof/lockproof/fakes"
 )
 
 // TestRedisLockOnAMiniredisAddress smoke-tests RedisLockOn's real-server
-// path (fakes.RedisAt, no environment variable) against a miniredis
+// path (redisfake.At, no environment variable) against a miniredis
 // reached by its address: a lock taken and released, the run's keys
 // deleted at its end.
 func TestRedisLockOnAMiniredisAddress(t *testing.T) {
-	r := fakes.Redis(t, fakes.ForceMiniredis())
+	r := redisfake.New(t, redisfake.ForceMiniredis())
 	t.Run("run", func(t *testing.T) {
 		be, err := RedisLockOn(r.Addr())(t)
 		if err != nil {
@@ -25,10 +24,10 @@ func TestRedisLockOnAMiniredisAddress(t *testing.T) {
 }
 
 // TestRedlockOnMiniredisAddresses does the same for RedlockOn
-// (fakes.RedisNodesAt) on three miniredis servers, and checks that fewer
+// (redisfake.NodesAt) on three miniredis servers, and checks that fewer
 // than three are refused.
 func TestRedlockOnMiniredisAddresses(t *testing.T) {
-	g := fakes.RedisCluster(t, 3, fakes.ForceMiniredis())
+	g := redisfake.NewCluster(t, 3, redisfake.ForceMiniredis())
 	addrs := []string{g.Node(0).Addr(), g.Node(1).Addr(), g.Node(2).Addr()}
 	if _, err := RedlockOn(addrs[:2])(t); err == nil {
 		t.Fatal("RedlockOn accepted two servers")

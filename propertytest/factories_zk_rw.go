@@ -3,11 +3,11 @@ package propertytest
 import (
 	"errors"
 	"fmt"
+	"github.com/lockproof/lockproof/fakes/zkfake"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/locks/zklock"
 )
@@ -27,7 +27,7 @@ func ZKRWMutexOn(addr string) Factory {
 		if addr == "" {
 			return nil, errors.New("propertytest: ZKRWMutexOn needs the server's address")
 		}
-		z, err := fakes.StartZooKeeper(fakes.ZooKeeperAt(addr))
+		z, err := zkfake.Start(zkfake.At(addr))
 		if err != nil {
 			return nil, fmt.Errorf("propertytest: %w", err)
 		}

@@ -1,10 +1,9 @@
 package propertytest
 
 import (
+	"github.com/lockproof/lockproof/fakes/zkfake"
 	"os"
 	"testing"
-
-	"github.com/lockproof/lockproof/fakes"
 )
 
 // The read-write mutex on minizk, clients locking in either mode: no
@@ -26,9 +25,9 @@ func TestZKRWMutexKeepsItsProperties(t *testing.T) {
 // server at LOCKPROOF_ZK_ADDR, as TestZKLockOnRealServer; it is skipped
 // without one.
 func TestZKRWMutexOnRealServer(t *testing.T) {
-	addr := os.Getenv(fakes.EnvZKAddr)
+	addr := os.Getenv(zkfake.EnvAddr)
 	if addr == "" {
-		t.Skipf("set %s (a server granting 1s sessions) to run the read-write suite on a real ZooKeeper", fakes.EnvZKAddr)
+		t.Skipf("set %s (a server granting 1s sessions) to run the read-write suite on a real ZooKeeper", zkfake.EnvAddr)
 	}
 	SetChecks(t, 3)
 	setSteps(t, 10)

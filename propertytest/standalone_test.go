@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"flag"
+	"github.com/lockproof/lockproof/fakes/redisfake"
 	"os"
 	"strings"
 	"testing"
@@ -100,9 +101,9 @@ func TestRunStandaloneWithoutVerdict(t *testing.T) {
 // On a real Redis (LOCKPROOF_REDIS_ADDR, as CI's real-server step sets),
 // the suite runs in real time and finds nothing wrong with redislock.
 func TestRedisLockOnRealServer(t *testing.T) {
-	addr := os.Getenv(fakes.EnvRedisAddr)
+	addr := os.Getenv(redisfake.EnvAddr)
 	if addr == "" {
-		t.Skipf("no real Redis: set %s to run this test", fakes.EnvRedisAddr)
+		t.Skipf("no real Redis: set %s to run this test", redisfake.EnvAddr)
 	}
 	SetChecks(t, 3)
 	rep := Run(t, RedisLockOn(addr), Options{TTL: 200 * time.Millisecond})
@@ -114,9 +115,9 @@ func TestRedisLockOnRealServer(t *testing.T) {
 // On real Redis servers (LOCKPROOF_REDIS_ADDRS), the suite runs Redlock in
 // real time and finds nothing wrong with it.
 func TestRedlockOnRealServer(t *testing.T) {
-	env := os.Getenv(fakes.EnvRedisAddrs)
+	env := os.Getenv(redisfake.EnvAddrs)
 	if env == "" {
-		t.Skipf("no real Redis servers: set %s to run this test", fakes.EnvRedisAddrs)
+		t.Skipf("no real Redis servers: set %s to run this test", redisfake.EnvAddrs)
 	}
 	SetChecks(t, 3)
 	rep := Run(t, RedlockOn(strings.Split(env, ",")), Options{TTL: 200 * time.Millisecond,
@@ -130,7 +131,7 @@ func TestRedlockOnRealServer(t *testing.T) {
 // not answer gives ErrNoVerdict with that cause.
 func TestRunStandaloneKeepsTheFactorysCause(t *testing.T) {
 	down := func(Env) (*Backend, error) {
-		_, err := fakes.StartRedis(fakes.RedisAt("127.0.0.1:1"))
+		_, err := redisfake.Start(redisfake.At("127.0.0.1:1"))
 		return nil, err
 	}
 	_, err := RunStandalone(down, Options{}, Standalone{Name: "down", Checks: 1, Seed: 1})

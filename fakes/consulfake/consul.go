@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/internal/fakeutil"
 	"net/http"
 	"os"
 	"os/exec"
@@ -24,10 +26,10 @@ import (
 // consul binary (as built by tools/consul). With it, or with a consul on
 // PATH, Consul starts a real agent; otherwise miniconsul. StartConsul
 // reads neither: it runs an agent only with ConsulAgent.
-const EnvConsulBin = "LOCKPROOF_CONSUL_BIN"
+const EnvBin = "LOCKPROOF_CONSUL_BIN"
 
 // ConsulOption configures StartConsul (and Consul).
-type ConsulOption func(*consulConfig)
+type Option func(*consulConfig)
 
 type consulConfig struct {
 	manual     bool
@@ -45,13 +47,13 @@ type consulConfig struct {
 // EnvConsulBin or PATH (ConsulBinary). sdk/testutil runs "consul" from
 // PATH and has no other way to be told the binary: the first agent puts
 // bin's directory at the head of the process's PATH, once.
-func ConsulAgent(bin string) ConsulOption { return func(c *consulConfig) { c.bin = bin } }
+func Agent(bin string) Option { return func(c *consulConfig) { c.bin = bin } }
 
 // ConsulSessionTTLMin sets the shortest session TTL the server accepts (its
 // session_ttl_min; default Consul's 10s), on miniconsul and on a real agent
 // alike. Tests that watch sessions expire on a real agent lower it to keep
 // the wait short.
-func ConsulSessionTTLMin(d time.Duration) ConsulOption {
+func SessionTTLMin(d time.Duration) Option {
 	return func(c *consulConfig) { c.ttlMin = d }
 }
 
@@ -63,7 +65,7 @@ func ConsulSessionTTLMin(d time.Duration) ConsulOption {
 // invalidates a session somewhere in between, by a multiplier of its own
 // that no setting changes: with ConsulAgent (and not ForceMiniconsul)
 // StartConsul fails, naming this option, and n < 1 fails on miniconsul.
-func ConsulSessionTTLMultiplier(n int) ConsulOption {
+func SessionTTLMultiplier(n int) Option {
 	return func(c *consulConfig) {
 		c.multiplier = n
 		if n == 0 {
@@ -76,7 +78,7 @@ func ConsulSessionTTLMultiplier(n int) ConsulOption {
 // TTLs, lock-delays and blocking-query waits stand still until Advance.
 // Default: real time. A real agent cannot stop its clock: with it the option
 // only makes Advance sleep (see Advance).
-func ConsulManualTime(start time.Time) ConsulOption {
+func ManualTime(start time.Time) Option {
 	return func(c *consulConfig) { c.manual, c.start = true, start }
 }
 
@@ -84,12 +86,12 @@ func ConsulManualTime(start time.Time) ConsulOption {
 // (ConsulAgent) or, for Consul, found. Default: a real agent when a binary
 // is given or found. Use it for tests that need
 // exact manual time or miniconsul's controls.
-func ForceMiniconsul() ConsulOption { return func(c *consulConfig) { c.forceMini = true } }
+func ForceMiniconsul() Option { return func(c *consulConfig) { c.forceMini = true } }
 
 // ForceConsulAgent uses a real agent: StartConsul fails without
 // ConsulAgent, and Consul skips the test when no consul binary is found.
 // Default: a real agent when a binary is given or found.
-func ForceConsulAgent() ConsulOption { return func(c *consulConfig) { c.forceAgent = true } }
+func ForceAgent() Option { return func(c *consulConfig) { c.forceAgent = true } }
 
 // ConsulServer is one Consul server: miniconsul on a loopback port, or a
 // real agent started through github.com/hashicorp/consul/sdk/testutil
@@ -99,10 +101,10 @@ func ForceConsulAgent() ConsulOption { return func(c *consulConfig) { c.forceAge
 //
 // A control that cannot go on (Advance without manual time) fails the test
 // of a server from Consul, and panics on one from StartConsul.
-type ConsulServer struct {
-	owner
+type Server struct {
+	owner   fakeutil.Owner
 	prefix  string
-	clock   *Clock // nil: real time
+	clock   *fakes.Clock // nil: real time
 	mini    *miniconsul.Server
 	agent   *consulAgent
 	addr    string
@@ -119,7 +121,7 @@ type ConsulServer struct {
 // or a real agent with ConsulAgent (unless ForceMiniconsul), for a program
 // that has no test. It returns an error if the server cannot start, or on
 // ForceConsulAgent without ConsulAgent. Close stops it.
-func StartConsul(opts ...ConsulOption) (*ConsulServer, error) {
+func Start(opts ...Option) (*Server, error) {
 	cfg := newConsulConfig(opts)
 	if cfg.forceMini && cfg.forceAgent {
 		return nil, errors.New("ForceMiniconsul and ForceConsulAgent exclude each other")
@@ -127,7 +129,7 @@ func StartConsul(opts ...ConsulOption) (*ConsulServer, error) {
 	if cfg.forceAgent && cfg.bin == "" {
 		return nil, errors.New("ForceConsulAgent needs a consul binary: pass ConsulAgent(bin)")
 	}
-	c := &ConsulServer{prefix: "lockproof-test-" + locks.NewOwner()[:8] + "/", ttlMin: cfg.ttlMin}
+	c := &Server{prefix: "lockproof-test-" + locks.NewOwner()[:8] + "/", ttlMin: cfg.ttlMin}
 	began := time.Now()
 	if cfg.bin != "" && !cfg.forceMini {
 		if cfg.multiplier != 0 {
@@ -159,22 +161,22 @@ func StartConsul(opts ...ConsulOption) (*ConsulServer, error) {
 // and ForceConsulAgent decide instead (the latter skips the test when no
 // binary is found). It fails the test if the server cannot start, closes
 // it at t's cleanup, and prints a real agent's output if the test failed.
-func Consul(t testing.TB, opts ...ConsulOption) *ConsulServer {
+func New(t testing.TB, opts ...Option) *Server {
 	t.Helper()
 	cfg, usedEnv := newConsulConfig(opts), false
 	if !cfg.forceMini && cfg.bin == "" {
-		if bin := ConsulBinary(); bin != "" {
-			opts = append([]ConsulOption{ConsulAgent(bin)}, opts...)
+		if bin := Binary(); bin != "" {
+			opts = append([]Option{Agent(bin)}, opts...)
 			usedEnv = true
 		} else if cfg.forceAgent {
-			t.Skipf("fakes: no consul binary: set %s or put consul on PATH (build one with tools/consul)", EnvConsulBin)
+			t.Skipf("fakes: no consul binary: set %s or put consul on PATH (build one with tools/consul)", EnvBin)
 		}
 	}
-	c, err := StartConsul(opts...)
-	if !startFor(t, "Consul", EnvConsulBin, usedEnv, err, c) {
+	c, err := Start(opts...)
+	if !fakeutil.StartFor(t, "consulfake.New", EnvBin, usedEnv, err, c) {
 		return nil
 	}
-	c.tb = t
+	c.owner.Own(t)
 	t.Cleanup(func() { // runs before Close
 		if t.Failed() && c.agent != nil {
 			t.Logf("fakes: consul agent output:\n%s", c.Logs())
@@ -183,19 +185,19 @@ func Consul(t testing.TB, opts ...ConsulOption) *ConsulServer {
 	return c
 }
 
-func newConsulConfig(opts []ConsulOption) consulConfig {
+func newConsulConfig(opts []Option) consulConfig {
 	var cfg consulConfig
-	applyOptions(&cfg, opts)
+	fakeutil.ApplyOptions(&cfg, opts)
 	if cfg.ttlMin == 0 {
 		cfg.ttlMin = miniconsul.DefaultSessionTTLMin
 	}
 	return cfg
 }
 
-func (c *ConsulServer) startMini(cfg consulConfig) error {
+func (c *Server) startMini(cfg consulConfig) error {
 	var clock locks.Clock = locks.SystemClock{}
 	if cfg.manual {
-		c.clock = NewClock(cfg.start)
+		c.clock = fakes.NewClock(cfg.start)
 		clock = c.clock
 	}
 	opts := []miniconsul.Option{miniconsul.WithClock(clock), miniconsul.WithSessionTTLMin(cfg.ttlMin)}
@@ -212,7 +214,7 @@ func (c *ConsulServer) startMini(cfg consulConfig) error {
 
 // Close closes the clients' idle connections and stops miniconsul or the
 // agent. Closing twice does nothing.
-func (c *ConsulServer) Close() error {
+func (c *Server) Close() error {
 	if c.closed.Swap(true) {
 		return nil
 	}
@@ -232,7 +234,7 @@ func (c *ConsulServer) Close() error {
 }
 
 // Logs returns a real agent's output so far; "" on miniconsul.
-func (c *ConsulServer) Logs() string {
+func (c *Server) Logs() string {
 	if c.agent == nil {
 		return ""
 	}
@@ -241,8 +243,8 @@ func (c *ConsulServer) Logs() string {
 
 // ConsulBinary returns the consul binary Consul would run: the path in
 // EnvConsulBin, else consul on PATH, else "".
-func ConsulBinary() string {
-	if p := os.Getenv(EnvConsulBin); p != "" {
+func Binary() string {
+	if p := os.Getenv(EnvBin); p != "" {
 		return p
 	}
 	if p, err := exec.LookPath("consul"); err == nil {
@@ -258,17 +260,17 @@ func ConsulBinary() string {
 // miniconsul and on a real agent alike. On miniconsul its connections are
 // in memory (miniconsul.Server.DialInMemory), not through Addr: clients
 // of other programs, or behind a proxy, reach the server on Addr.
-func (c *ConsulServer) NewClient() *api.Client {
-	c.helper()
+func (c *Server) NewClient() *api.Client {
+	c.owner.Helper()
 	client, err := c.newClient()
 	if err != nil {
-		c.fatalf("fakes: %v", err)
+		c.owner.Fatalf("fakes: %v", err)
 	}
 	return client
 }
 
-func (c *ConsulServer) newClient() (*api.Client, error) {
-	var dial DialFunc
+func (c *Server) newClient() (*api.Client, error) {
+	var dial fakes.DialFunc
 	if c.mini != nil {
 		// In memory: no request of the fake's clients sits in the kernel
 		// (see miniconsul.Server.DialInMemory).
@@ -279,10 +281,10 @@ func (c *ConsulServer) newClient() (*api.Client, error) {
 
 // newClientDialing is newClient with its connections dialed by dial (nil:
 // TCP to Addr).
-func (c *ConsulServer) newClientDialing(dial DialFunc) (*api.Client, error) {
+func (c *Server) newClientDialing(dial fakes.DialFunc) (*api.Client, error) {
 	tr := &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second, DialContext: dial}
 	client, err := api.NewClient(&api.Config{Address: c.addr, Scheme: "http",
-		HttpClient: &http.Client{Transport: GateConsulTransport(tr)}})
+		HttpClient: &http.Client{Transport: GateTransport(tr)}})
 	if err != nil {
 		return nil, fmt.Errorf("consul client for %s: %w", c.addr, err)
 	}
@@ -292,7 +294,7 @@ func (c *ConsulServer) newClientDialing(dial DialFunc) (*api.Client, error) {
 	return client, nil
 }
 
-func (c *ConsulServer) closeClients() {
+func (c *Server) closeClients() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, tr := range c.transports {
@@ -301,45 +303,45 @@ func (c *ConsulServer) closeClients() {
 }
 
 // Client returns the fake's own client, gated as NewClient's are.
-func (c *ConsulServer) Client() *api.Client { return c.client }
+func (c *Server) Client() *api.Client { return c.client }
 
 // Addr returns the server's HTTP host:port.
-func (c *ConsulServer) Addr() string { return c.addr }
+func (c *Server) Addr() string { return c.addr }
 
 // Prefix returns a KV prefix unique to this fake ("lockproof-test-<8 hex>/").
 // LockOptions passes it to locks.
-func (c *ConsulServer) Prefix() string { return c.prefix }
+func (c *Server) Prefix() string { return c.prefix }
 
 // Clock returns the clock the server's time follows: the manual *Clock
 // with ConsulManualTime on miniconsul, else locks.SystemClock.
-func (c *ConsulServer) Clock() locks.Clock { return clockOf(c.clock) }
+func (c *Server) Clock() locks.Clock { return fakeutil.ClockOf(c.clock) }
 
 // LockOptions returns the options a test passes to a lock constructor so
 // that the lock uses this fake's Prefix and Clock.
-func (c *ConsulServer) LockOptions() []locks.Option { return lockOptions(c.prefix, c.clock) }
+func (c *Server) LockOptions() []locks.Option { return fakeutil.LockOptions(c.prefix, c.clock) }
 
 // Real reports whether the server is a real agent.
-func (c *ConsulServer) Real() bool { return c.agent != nil }
+func (c *Server) Real() bool { return c.agent != nil }
 
 // Miniconsul returns the miniconsul server, or nil on a real agent.
-func (c *ConsulServer) Miniconsul() *miniconsul.Server { return c.mini }
+func (c *Server) Miniconsul() *miniconsul.Server { return c.mini }
 
 // Startup returns how long the server took to start and be ready for
 // sessions (for a real agent: leader elected, node registered).
-func (c *ConsulServer) Startup() time.Duration { return c.startup }
+func (c *Server) Startup() time.Duration { return c.startup }
 
 // SessionTTLMin returns the shortest session TTL the server accepts.
-func (c *ConsulServer) SessionTTLMin() time.Duration { return c.ttlMin }
+func (c *Server) SessionTTLMin() time.Duration { return c.ttlMin }
 
 // Advance moves time forward by d. On miniconsul with ConsulManualTime it
 // moves the manual clock (and with it session TTLs, lock-delays and
 // blocking waits). A real agent's clock cannot be moved: with
 // ConsulManualTime, Advance sleeps d so that the same test runs on both,
 // slower. Without ConsulManualTime it fails the test.
-func (c *ConsulServer) Advance(d time.Duration) {
-	c.helper()
+func (c *Server) Advance(d time.Duration) {
+	c.owner.Helper()
 	if d < 0 {
-		c.fatalf("fakes: Advance(%v): time cannot move backwards", d)
+		c.owner.Fatalf("fakes: Advance(%v): time cannot move backwards", d)
 	}
 	switch {
 	case c.clock != nil:
@@ -347,15 +349,15 @@ func (c *ConsulServer) Advance(d time.Duration) {
 	case c.agent != nil && c.agent.advanceSleeps:
 		time.Sleep(d)
 	default:
-		c.fatalf("fakes: Advance needs manual time: start the fake with fakes.ConsulManualTime(start)")
+		c.owner.Fatalf("fakes: Advance needs manual time: start the fake with consulfake.ManualTime(start)")
 	}
 }
 
 // RequireMiniconsul skips the test on a real agent, saying why.
-func (c *ConsulServer) RequireMiniconsul(why string) {
-	c.helper()
+func (c *Server) RequireMiniconsul(why string) {
+	c.owner.Helper()
 	if c.mini == nil {
-		c.skipf("fakes: needs miniconsul (%s); use fakes.ForceMiniconsul to run it", why)
+		c.owner.Skipf("fakes: needs miniconsul (%s); use consulfake.ForceMiniconsul to run it", why)
 	}
 }
 
@@ -363,14 +365,14 @@ func (c *ConsulServer) RequireMiniconsul(why string) {
 // locks are released and lock-delay starts on them. On miniconsul it is
 // InvalidateSession; on a real agent an explicit destroy, which Consul
 // handles by the same invalidation.
-func (c *ConsulServer) ExpireSession(id string) {
-	c.helper()
+func (c *Server) ExpireSession(id string) {
+	c.owner.Helper()
 	if c.mini != nil {
 		c.mini.InvalidateSession(id)
 		return
 	}
 	if _, err := c.client.Session().Destroy(id, nil); err != nil {
-		c.fatalf("fakes: destroying session %s: %v", id, err)
+		c.owner.Fatalf("fakes: destroying session %s: %v", id, err)
 	}
 }
 
@@ -378,13 +380,13 @@ func (c *ConsulServer) ExpireSession(id string) {
 // fake's Prefix, now: it expires the session that holds the lock's key
 // (consullock.Key), as ExpireSession does. It fails, with an error wrapping
 // ErrNoHolder, when nobody holds the lock.
-func (c *ConsulServer) ExpireLock(ctx context.Context, name string) error {
+func (c *Server) ExpireLock(ctx context.Context, name string) error {
 	kv, _, err := c.client.KV().Get(layout.ConsulKey(c.prefix, name), (&api.QueryOptions{RequireConsistent: true}).WithContext(ctx))
 	if err != nil {
 		return fmt.Errorf("fakes: expire consul lock %q: %w", name, err)
 	}
 	if kv == nil || kv.Session == "" {
-		return fmt.Errorf("fakes: expire consul lock %q: %w", name, ErrNoHolder)
+		return fmt.Errorf("fakes: expire consul lock %q: %w", name, fakes.ErrNoHolder)
 	}
 	c.ExpireSession(kv.Session)
 	return nil
@@ -394,15 +396,15 @@ func (c *ConsulServer) ExpireLock(ctx context.Context, name string) error {
 // parked on miniconsul: call it before Advance so that a client's wait has
 // started. A real agent does not expose its parked queries: there it
 // returns at once, and Advance sleeps.
-func (c *ConsulServer) WaitBlocked(n int) {
-	c.helper()
+func (c *Server) WaitBlocked(n int) {
+	c.owner.Helper()
 	if c.mini == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := c.mini.WaitBlocked(ctx, n); err != nil {
-		c.fatalf("fakes: %v (now %d)", err, c.mini.Blocked())
+		c.owner.Fatalf("fakes: %v (now %d)", err, c.mini.Blocked())
 	}
 }
 
@@ -469,14 +471,14 @@ func useConsulBinary(bin string) error {
 // key are parked on miniconsul with an index of at least index: clients
 // that have seen the key at index and wait for its next change. On a real
 // agent it returns at once (see WaitBlocked).
-func (c *ConsulServer) WaitParked(key string, index uint64, n int) {
-	c.helper()
+func (c *Server) WaitParked(key string, index uint64, n int) {
+	c.owner.Helper()
 	if c.mini == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := c.mini.WaitParked(ctx, key, index, n); err != nil {
-		c.fatalf("fakes: %v", err)
+		c.owner.Fatalf("fakes: %v", err)
 	}
 }

@@ -3,6 +3,7 @@ package consulfake_test
 import (
 	"errors"
 	"fmt"
+	"github.com/lockproof/lockproof/fakes/consulfake"
 	"io"
 	"net/http"
 	"strings"
@@ -10,8 +11,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/consul/api"
-
-	"github.com/lockproof/lockproof/fakes"
 )
 
 // TestConsulDifferential runs the same API-level scenarios on miniconsul and
@@ -20,9 +19,9 @@ import (
 // servers by construction): only values, flags, LockIndex, whether an index
 // moved, booleans, and status codes with their bodies.
 func TestConsulDifferential(t *testing.T) {
-	if fakes.ConsulBinary() == "" {
+	if consulfake.Binary() == "" {
 		t.Skipf("no consul binary to compare miniconsul with: set %s or put consul on PATH (build one with tools/consul)",
-			fakes.EnvConsulBin)
+			consulfake.EnvBin)
 	}
 	scenarios := []struct {
 		name string
@@ -36,9 +35,9 @@ func TestConsulDifferential(t *testing.T) {
 	}
 	for _, sc := range scenarios {
 		t.Run(sc.name, func(t *testing.T) {
-			mini := newDiffEnv(t, fakes.ForceMiniconsul())
+			mini := newDiffEnv(t, consulfake.ForceMiniconsul())
 			sc.run(mini)
-			agent := newDiffEnv(t, fakes.ForceConsulAgent())
+			agent := newDiffEnv(t, consulfake.ForceAgent())
 			sc.run(agent)
 			compareObservations(t, mini.obs, agent.obs)
 		})
@@ -68,7 +67,7 @@ func compareObservations(t *testing.T, mini, agent []string) {
 // diffEnv is one server and what a scenario observed on it.
 type diffEnv struct {
 	t      *testing.T
-	c      *fakes.ConsulServer
+	c      *consulfake.Server
 	cl     *api.Client
 	p      string // key prefix
 	obs    []string
@@ -76,8 +75,8 @@ type diffEnv struct {
 	client *http.Client
 }
 
-func newDiffEnv(t *testing.T, force fakes.ConsulOption) *diffEnv {
-	c := fakes.Consul(t, force, fakes.ConsulManualTime(consulEpoch), fakes.ConsulSessionTTLMin(time.Second))
+func newDiffEnv(t *testing.T, force consulfake.Option) *diffEnv {
+	c := consulfake.New(t, force, consulfake.ManualTime(consulEpoch), consulfake.SessionTTLMin(time.Second))
 	tr := &http.Transport{}
 	t.Cleanup(tr.CloseIdleConnections)
 	return &diffEnv{t: t, c: c, cl: c.NewClient(), p: c.Prefix(), names: map[string]string{},

@@ -2,6 +2,7 @@ package consulfake_test
 
 import (
 	"context"
+	"github.com/lockproof/lockproof/fakes/consulfake"
 	"strings"
 	"testing"
 	"time"
@@ -18,7 +19,7 @@ var consulEpoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // works, manual time that drives session expiry, ExpireSession, and the
 // parked-query waits.
 func TestConsulMiniconsul(t *testing.T) {
-	c := fakes.Consul(t, fakes.ForceMiniconsul(), fakes.ConsulManualTime(consulEpoch))
+	c := consulfake.New(t, consulfake.ForceMiniconsul(), consulfake.ManualTime(consulEpoch))
 	if c.Real() || c.Miniconsul() == nil {
 		t.Fatal("ForceMiniconsul gave a real agent")
 	}
@@ -78,14 +79,14 @@ func TestConsulMiniconsul(t *testing.T) {
 // TestConsulRealTimeAdvanceFails: without ConsulManualTime, Advance is a
 // test bug on miniconsul.
 func TestConsulRealTimeAdvanceFails(t *testing.T) {
-	c := fakes.Consul(t, fakes.ForceMiniconsul())
+	c := consulfake.New(t, consulfake.ForceMiniconsul())
 	if _, ok := c.Clock().(locks.SystemClock); !ok {
 		t.Fatalf("Clock() = %T, want locks.SystemClock", c.Clock())
 	}
 	ft := &fatalTB{TB: t}
 	func() {
 		defer func() { _ = recover() }()
-		c2 := fakes.Consul(ft, fakes.ForceMiniconsul())
+		c2 := consulfake.New(ft, consulfake.ForceMiniconsul())
 		c2.Advance(time.Second)
 	}()
 	if !ft.fatal {
@@ -107,8 +108,8 @@ func (f *fatalTB) Fatalf(string, ...any) {
 // TestConsulAgentStartup: a real agent starts, serves sessions, and the
 // start-up times of both servers are reported.
 func TestConsulAgentStartup(t *testing.T) {
-	mini := fakes.Consul(t, fakes.ForceMiniconsul())
-	c := fakes.Consul(t, fakes.ForceConsulAgent())
+	mini := consulfake.New(t, consulfake.ForceMiniconsul())
+	c := consulfake.New(t, consulfake.ForceAgent())
 	if !c.Real() {
 		t.Fatal("ForceConsulAgent gave miniconsul")
 	}
@@ -130,15 +131,15 @@ func TestConsulAgentStartup(t *testing.T) {
 func TestConsulSessionTTLMultiplier(t *testing.T) {
 	for _, c := range []struct {
 		name   string
-		opts   []fakes.ConsulOption
+		opts   []consulfake.Option
 		expiry time.Duration
 	}{
 		{"default", nil, 20 * time.Second},
-		{"one", []fakes.ConsulOption{fakes.ConsulSessionTTLMultiplier(1)}, 10 * time.Second},
-		{"three", []fakes.ConsulOption{fakes.ConsulSessionTTLMultiplier(3)}, 30 * time.Second},
+		{"one", []consulfake.Option{consulfake.SessionTTLMultiplier(1)}, 10 * time.Second},
+		{"three", []consulfake.Option{consulfake.SessionTTLMultiplier(3)}, 30 * time.Second},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			srv := fakes.Consul(t, append(c.opts, fakes.ForceMiniconsul(), fakes.ConsulManualTime(consulEpoch))...)
+			srv := consulfake.New(t, append(c.opts, consulfake.ForceMiniconsul(), consulfake.ManualTime(consulEpoch))...)
 			cl := srv.Client()
 			id, _, err := cl.Session().Create(&api.SessionEntry{TTL: "10s"}, nil)
 			if err != nil {
@@ -162,12 +163,12 @@ func TestConsulSessionTTLMultiplier(t *testing.T) {
 			}
 		})
 	}
-	if _, err := fakes.StartConsul(fakes.ConsulAgent("/nonexistent/consul"), fakes.ConsulSessionTTLMultiplier(1)); err == nil ||
+	if _, err := consulfake.Start(consulfake.Agent("/nonexistent/consul"), consulfake.SessionTTLMultiplier(1)); err == nil ||
 		!strings.Contains(err.Error(), "ConsulSessionTTLMultiplier") {
 		t.Fatalf("a real agent with ConsulSessionTTLMultiplier: %v, want an error naming the option", err)
 	}
 	for _, n := range []int{0, -1} {
-		if s, err := fakes.StartConsul(fakes.ConsulSessionTTLMultiplier(n)); err == nil {
+		if s, err := consulfake.Start(consulfake.SessionTTLMultiplier(n)); err == nil {
 			_ = s.Close()
 			t.Fatalf("ConsulSessionTTLMultiplier(%d) started", n)
 		}

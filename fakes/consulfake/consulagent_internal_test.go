@@ -9,9 +9,9 @@ import (
 // "address already in use"; startAgent tries again on new ports and starts.
 // It needs a consul binary (EnvConsulBin or PATH), as CI's step 8 has.
 func TestAgentStartsAgainOnATakenPort(t *testing.T) {
-	bin := ConsulBinary()
+	bin := Binary()
 	if bin == "" {
-		t.Skip("no consul binary: set " + EnvConsulBin)
+		t.Skip("no consul binary: set " + EnvBin)
 	}
 	taken, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

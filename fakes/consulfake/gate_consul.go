@@ -2,6 +2,7 @@ package consulfake
 
 import (
 	"bytes"
+	"github.com/lockproof/lockproof/fakes/internal/gatehook"
 	"io"
 	"net/http"
 	"strings"
@@ -24,7 +25,7 @@ import (
 // reads it before handing the response on, so the caller gets it from
 // memory. A request whose context carries no Gate goes as before,
 // untouched.
-func GateConsulTransport(base http.RoundTripper) http.RoundTripper {
+func GateTransport(base http.RoundTripper) http.RoundTripper {
 	if base == nil {
 		base = http.DefaultTransport
 	}
@@ -36,10 +37,10 @@ type consulGate struct{ base http.RoundTripper }
 
 // RoundTrip gates one request; see GateConsulTransport.
 func (g consulGate) RoundTrip(req *http.Request) (*http.Response, error) {
-	if !gated(req.Context()) {
+	if !gatehook.Gated(req.Context()) {
 		return g.base.RoundTrip(req) // no gate: as before
 	}
-	ctx, done, err := gateSend(req.Context(), consulRequestName(req))
+	ctx, done, err := gatehook.Send(req.Context(), consulRequestName(req))
 	defer done()
 	if err != nil {
 		return nil, err // its context ended while the gate held it: never sent

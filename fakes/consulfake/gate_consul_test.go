@@ -3,25 +3,26 @@ package consulfake_test
 import (
 	"context"
 	"fmt"
+	"github.com/lockproof/lockproof/fakes/consulfake"
+	"github.com/lockproof/lockproof/fakes/internal/faketest"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/hashicorp/consul/api"
 
-	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/locks/consullock"
 )
 
 func consulLockNames(t *testing.T) []string {
-	c := fakes.Consul(t, fakes.ForceMiniconsul(), fakes.ConsulManualTime(consulEpoch))
+	c := consulfake.New(t, consulfake.ForceMiniconsul(), consulfake.ManualTime(consulEpoch))
 	l, err := consullock.New(c.NewClient(), "gated", c.LockOptions()...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	names := gatedRun(t, l, false)
-	ungatedRun(t, l)
+	names := faketest.GatedRun(t, l, false)
+	faketest.UngatedRun(t, l)
 	return names
 }
 
@@ -35,13 +36,13 @@ func TestConsulGateSeesConsullock(t *testing.T) {
 	if !slices.Contains(first, "lock: consul PUT /v1/kv?acquire") {
 		t.Errorf("no acquisition among %q", first)
 	}
-	sameNames(t, first, consulLockNames(t))
+	faketest.SameNames(t, first, consulLockNames(t))
 }
 
 func TestConsulGateNames(t *testing.T) {
-	c := fakes.Consul(t, fakes.ForceMiniconsul(), fakes.ConsulManualTime(consulEpoch))
+	c := consulfake.New(t, consulfake.ForceMiniconsul(), consulfake.ManualTime(consulEpoch))
 	cl := c.NewClient()
-	g := &recordingGate{}
+	g := &faketest.RecordingGate{}
 	ctx := locks.WithGate(context.Background(), g)
 	w := (&api.WriteOptions{}).WithContext(ctx)
 	id, _, err := cl.Session().Create(nil, w)
@@ -66,7 +67,7 @@ func TestConsulGateNames(t *testing.T) {
 	if _, err := cl.Session().Destroy(id, w); err != nil {
 		t.Fatal(err)
 	}
-	got := g.names(t, "requests")
+	got := g.Names(t, "requests")
 	want := []string{
 		"consul PUT /v1/session/create",
 		"consul PUT /v1/kv",
@@ -81,12 +82,12 @@ func TestConsulGateNames(t *testing.T) {
 }
 
 func TestConsulGateHoldsTheRequest(t *testing.T) {
-	c := fakes.Consul(t, fakes.ForceMiniconsul(), fakes.ConsulManualTime(consulEpoch))
+	c := consulfake.New(t, consulfake.ForceMiniconsul(), consulfake.ManualTime(consulEpoch))
 	l, err := consullock.New(c.NewClient(), "held", c.LockOptions()...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	heldLock(t, l, func() error {
+	faketest.HeldLock(t, l, func() error {
 		sessions, _, err := c.Client().Session().List(nil)
 		if err != nil {
 			return err

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/internal/fakeutil"
 	"os"
 	"strings"
 	"sync"
@@ -25,7 +27,7 @@ import (
 // comma-separated client URLs ("http://127.0.0.1:2379"). Tests share that
 // cluster; each fake works under its own Prefix and deletes its keys at
 // cleanup.
-const EnvEtcdEndpoints = "LOCKPROOF_ETCD_ENDPOINTS"
+const EnvEndpoints = "LOCKPROOF_ETCD_ENDPOINTS"
 
 // etcdTimeout bounds each housekeeping call the fake makes (deleting keys,
 // revoking and listing leases); etcdReadyCheck the first request, which
@@ -37,7 +39,7 @@ const (
 
 // EtcdOption configures StartEtcd and StartEtcdCluster (and Etcd and
 // EtcdCluster).
-type EtcdOption func(*etcdConfig)
+type Option func(*etcdConfig)
 
 type etcdConfig struct {
 	endpoints     []string
@@ -48,7 +50,7 @@ type etcdConfig struct {
 // URLs, "http://127.0.0.1:2379") instead of embedded members. The fake
 // works under its own Prefix there and deletes its keys at Close. Default
 // (and with no endpoints): embedded members.
-func EtcdAt(endpoints ...string) EtcdOption {
+func At(endpoints ...string) Option {
 	return func(c *etcdConfig) { c.endpoints = append([]string(nil), endpoints...) }
 }
 
@@ -56,11 +58,11 @@ func EtcdAt(endpoints ...string) EtcdOption {
 // given, by EtcdAt or, for Etcd and EtcdCluster, by EnvEtcdEndpoints.
 // Default: a real cluster when one is given. Use it for tests that need
 // Stop, Restart or the members themselves.
-func ForceEmbeddedEtcd() EtcdOption { return func(c *etcdConfig) { c.forceEmbedded = true } }
+func ForceEmbedded() Option { return func(c *etcdConfig) { c.forceEmbedded = true } }
 
-func newEtcdConfig(opts []EtcdOption) etcdConfig {
+func newEtcdConfig(opts []Option) etcdConfig {
 	var c etcdConfig
-	applyOptions(&c, opts)
+	fakeutil.ApplyOptions(&c, opts)
 	if c.forceEmbedded {
 		c.endpoints = nil
 	}
@@ -75,8 +77,8 @@ func newEtcdConfig(opts []EtcdOption) etcdConfig {
 // A control that cannot go on (Stop on a real cluster, a member index out
 // of range) fails the test of a server from Etcd or EtcdCluster, and
 // panics on one from StartEtcd or StartEtcdCluster.
-type EtcdServer struct {
-	owner
+type Server struct {
+	owner   fakeutil.Owner
 	prefix  string
 	logs    *logBuffer
 	log     *zap.Logger
@@ -99,7 +101,7 @@ type EtcdServer struct {
 // for a program that has no test. It returns an error if the cluster
 // cannot be started or does not answer. The member's logs are kept in
 // memory (Logs). Close stops it.
-func StartEtcd(opts ...EtcdOption) (*EtcdServer, error) {
+func Start(opts ...Option) (*Server, error) {
 	return startEtcd(1, newEtcdConfig(opts))
 }
 
@@ -108,7 +110,7 @@ func StartEtcd(opts ...EtcdOption) (*EtcdServer, error) {
 // the real cluster given by EtcdAt if it lists at least n distinct
 // endpoints (one per member; an error otherwise). Stop and Restart fail a
 // member and bring it back. Close stops them.
-func StartEtcdCluster(n int, opts ...EtcdOption) (*EtcdServer, error) {
+func StartCluster(n int, opts ...Option) (*Server, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("fakes: an etcd cluster needs at least one member, got %d", n)
 	}
@@ -120,9 +122,9 @@ func StartEtcdCluster(n int, opts ...EtcdOption) (*EtcdServer, error) {
 // opts) unless ForceEmbeddedEtcd is given. It fails the test if the
 // cluster cannot be started or reached, closes it at t's cleanup, and
 // prints the members' logs if the test failed.
-func Etcd(t testing.TB, opts ...EtcdOption) *EtcdServer {
+func New(t testing.TB, opts ...Option) *Server {
 	t.Helper()
-	return etcdFor(t, "Etcd", 1, opts)
+	return etcdFor(t, "etcdfake.New", 1, opts)
 }
 
 // EtcdCluster starts an n-member etcd cluster for t with
@@ -130,17 +132,18 @@ func Etcd(t testing.TB, opts ...EtcdOption) *EtcdServer {
 // EnvEtcdEndpoints set (and no ForceEmbeddedEtcd) it uses that real
 // cluster instead if it lists at least n endpoints, and skips the test
 // otherwise. It closes the cluster at t's cleanup.
-func EtcdCluster(t testing.TB, n int, opts ...EtcdOption) *EtcdServer {
+func NewCluster(t testing.TB, n int, opts ...Option) *Server {
 	t.Helper()
-	return etcdFor(t, "EtcdCluster", n, opts)
+	return etcdFor(t, "etcdfake.NewCluster", n, opts)
 }
 
 // etcdFor is Etcd and EtcdCluster.
-func etcdFor(t testing.TB, helper string, n int, opts []EtcdOption) *EtcdServer {
+func etcdFor(t testing.TB, helper string, n int, opts []Option) *Server {
 	t.Helper()
-	s := forTest(t, helper, EnvEtcdEndpoints, opts, func(v string) EtcdOption { return EtcdAt(listOf(v)...) },
-		func(o []EtcdOption) string { return strings.Join(newEtcdConfig(o).endpoints, ",") },
-		func(o ...EtcdOption) (*EtcdServer, error) { return StartEtcdCluster(n, o...) })
+	s := fakeutil.ForTest(t, helper, EnvEndpoints, opts, func(v string) Option { return At(fakeutil.ListOf(v)...) },
+		func(o []Option) string { return strings.Join(newEtcdConfig(o).endpoints, ",") },
+		func(o ...Option) (*Server, error) { return StartCluster(n, o...) },
+		func(s *Server, tb testing.TB) { s.owner.Own(tb) })
 	if s == nil {
 		return nil
 	}
@@ -152,9 +155,9 @@ func etcdFor(t testing.TB, helper string, n int, opts []EtcdOption) *EtcdServer 
 	return s
 }
 
-func startEtcd(n int, cfg etcdConfig) (*EtcdServer, error) {
+func startEtcd(n int, cfg etcdConfig) (*Server, error) {
 	logs := &logBuffer{}
-	s := &EtcdServer{prefix: "lockproof-test-" + locks.NewOwner()[:8] + "/", logs: logs, log: logs.logger()}
+	s := &Server{prefix: "lockproof-test-" + locks.NewOwner()[:8] + "/", logs: logs, log: logs.logger()}
 	if len(cfg.endpoints) > 0 {
 		eps, err := etcdEndpoints(cfg.endpoints, n)
 		if err != nil {
@@ -184,7 +187,7 @@ func startEtcd(n int, cfg etcdConfig) (*EtcdServer, error) {
 // Close closes every client the fake handed out, then stops the embedded
 // members and removes their data; on a real cluster it first deletes every
 // key under Prefix, and reports a failure to. Closing twice does nothing.
-func (s *EtcdServer) Close() error {
+func (s *Server) Close() error {
 	if s.closed.Swap(true) {
 		return nil
 	}
@@ -202,7 +205,7 @@ func (s *EtcdServer) Close() error {
 
 // Logs returns what the embedded members and the fake's clients logged
 // (info level and above), kept in memory up to 4 MiB.
-func (s *EtcdServer) Logs() string { return s.logs.String() }
+func (s *Server) Logs() string { return s.logs.String() }
 
 // etcdEndpoints checks the endpoints of a real cluster: at least n
 // distinct ones (an error wrapping errTooFewServers otherwise). Repeats
@@ -218,14 +221,14 @@ func etcdEndpoints(endpoints []string, n int) ([]string, error) {
 		eps = append(eps, e)
 	}
 	if len(eps) < n {
-		return nil, fmt.Errorf("an etcd cluster of %d members needed, %d endpoints given: %w", n, len(eps), errTooFewServers)
+		return nil, fmt.Errorf("an etcd cluster of %d members needed, %d endpoints given: %w", n, len(eps), fakeutil.ErrTooFewServers)
 	}
 	return eps, nil
 }
 
 // checkReady returns an error unless the cluster answers a linearizable
 // read.
-func (s *EtcdServer) checkReady() error {
+func (s *Server) checkReady() error {
 	ctx, cancel := context.WithTimeout(context.Background(), etcdReadyCheck)
 	defer cancel()
 	if _, err := s.client.Get(ctx, s.prefix+"ready"); err != nil {
@@ -240,19 +243,19 @@ func (s *EtcdServer) checkReady() error {
 // clientConfig is the configuration of every client the fake hands out:
 // all members' endpoints, logs into the fake's buffer, the gate's
 // interceptors (EtcdGateDialOptions) and then dialOpts.
-func (s *EtcdServer) clientConfig(dialOpts []grpc.DialOption) clientv3.Config {
+func (s *Server) clientConfig(dialOpts []grpc.DialOption) clientv3.Config {
 	return clientv3.Config{
 		Endpoints:   s.Endpoints(),
 		DialTimeout: 5 * time.Second,
 		Logger:      s.log.Named("client"),
-		DialOptions: append(EtcdGateDialOptions(), dialOpts...),
+		DialOptions: append(GateDialOptions(), dialOpts...),
 	}
 }
 
 // Client returns the fake's own client, ready to use and closed by Close.
 // It knows every member's endpoint and fails over between them. Its
 // requests pass through the locks.Gate of their context, as NewClient's do.
-func (s *EtcdServer) Client() *clientv3.Client { return s.client }
+func (s *Server) Client() *clientv3.Client { return s.client }
 
 // NewClient returns another client of every member, with its own
 // connections and the given extra gRPC dial options (interceptors, for
@@ -261,28 +264,28 @@ func (s *EtcdServer) Client() *clientv3.Client { return s.client }
 // "etcd <Service>/<Method>" (see EtcdGateDialOptions); interceptors in
 // dialOpts run inside the gate's. clientv3.New only fails on a bad
 // configuration: that fails the test (or panics, without one).
-func (s *EtcdServer) NewClient(dialOpts ...grpc.DialOption) *clientv3.Client {
-	s.helper()
+func (s *Server) NewClient(dialOpts ...grpc.DialOption) *clientv3.Client {
+	s.owner.Helper()
 	c, err := s.newClient(s.clientConfig(dialOpts))
 	if err != nil {
-		s.fatalf("fakes: %v", err)
+		s.owner.Fatalf("fakes: %v", err)
 	}
 	return c
 }
 
 // MemberClient returns a client of member i alone, closed by Close.
-func (s *EtcdServer) MemberClient(i int) *clientv3.Client {
-	s.helper()
+func (s *Server) MemberClient(i int) *clientv3.Client {
+	s.owner.Helper()
 	cfg := s.clientConfig(nil)
 	cfg.Endpoints = []string{s.Endpoint(i)}
 	c, err := s.newClient(cfg)
 	if err != nil {
-		s.fatalf("fakes: %v", err)
+		s.owner.Fatalf("fakes: %v", err)
 	}
 	return c
 }
 
-func (s *EtcdServer) newClient(cfg clientv3.Config) (*clientv3.Client, error) {
+func (s *Server) newClient(cfg clientv3.Config) (*clientv3.Client, error) {
 	c, err := clientv3.New(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("etcd client of %v: %w", cfg.Endpoints, err)
@@ -294,7 +297,7 @@ func (s *EtcdServer) newClient(cfg clientv3.Config) (*clientv3.Client, error) {
 }
 
 // closeClients closes every client handed out.
-func (s *EtcdServer) closeClients() {
+func (s *Server) closeClients() {
 	s.mu.Lock()
 	clients := s.clients
 	s.clients = nil
@@ -306,7 +309,7 @@ func (s *EtcdServer) closeClients() {
 
 // Endpoints returns the client URL of every member, in member order (on a
 // real cluster, those of EnvEtcdEndpoints).
-func (s *EtcdServer) Endpoints() []string {
+func (s *Server) Endpoints() []string {
 	if s.members == nil {
 		return append([]string(nil), s.real...)
 	}
@@ -319,40 +322,40 @@ func (s *EtcdServer) Endpoints() []string {
 
 // Endpoint returns member i's client URL, failing the test if there is no
 // member i.
-func (s *EtcdServer) Endpoint(i int) string {
-	s.helper()
+func (s *Server) Endpoint(i int) string {
+	s.owner.Helper()
 	eps := s.Endpoints()
 	if i < 0 || i >= len(eps) {
-		s.fatalf("fakes: no etcd member %d in a cluster of %d", i, len(eps))
+		s.owner.Fatalf("fakes: no etcd member %d in a cluster of %d", i, len(eps))
 	}
 	return eps[i]
 }
 
 // Members returns the number of members (on a real cluster, of endpoints).
-func (s *EtcdServer) Members() int { return len(s.Endpoints()) }
+func (s *Server) Members() int { return len(s.Endpoints()) }
 
 // Real reports whether the fake talks to a real cluster.
-func (s *EtcdServer) Real() bool { return s.members == nil }
+func (s *Server) Real() bool { return s.members == nil }
 
 // StartupTime returns how long the embedded members took to start and elect
 // a leader; zero on a real cluster.
-func (s *EtcdServer) StartupTime() time.Duration { return s.startup }
+func (s *Server) StartupTime() time.Duration { return s.startup }
 
 // Prefix returns the key prefix unique to this fake ("lockproof-test-<8
 // hex>/"). Pass it to locks with locks.WithPrefix (LockOptions does).
-func (s *EtcdServer) Prefix() string { return s.prefix }
+func (s *Server) Prefix() string { return s.prefix }
 
 // LockOptions returns the options a test passes to a lock constructor so the
 // lock works under this fake's Prefix. etcd's leases run on the server's
 // wall clock, so there is no manual time for etcd: revoke a lease
 // (RevokeLease) to make it expire now.
-func (s *EtcdServer) LockOptions() []locks.Option {
+func (s *Server) LockOptions() []locks.Option {
 	return []locks.Option{locks.WithPrefix(s.prefix)}
 }
 
 // RevokeLease revokes lease id now, as its expiry would: the server deletes
 // every key attached to it at once.
-func (s *EtcdServer) RevokeLease(ctx context.Context, id clientv3.LeaseID) error {
+func (s *Server) RevokeLease(ctx context.Context, id clientv3.LeaseID) error {
 	ctx, cancel := context.WithTimeout(ctx, etcdTimeout)
 	defer cancel()
 	if _, err := s.client.Revoke(ctx, id); err != nil {
@@ -367,7 +370,7 @@ func (s *EtcdServer) RevokeLease(ctx context.Context, id clientv3.LeaseID) error
 // lease's expiry would. Waiters keep their places. It fails, with an error
 // wrapping ErrNoHolder, when nobody holds the lock, or the holder's lease
 // ended before it could be revoked.
-func (s *EtcdServer) ExpireLock(ctx context.Context, name string) error {
+func (s *Server) ExpireLock(ctx context.Context, name string) error {
 	ctx, cancel := context.WithTimeout(ctx, etcdTimeout)
 	defer cancel()
 	resp, err := s.client.Get(ctx, layout.EtcdKey(s.prefix, name, false), clientv3.WithPrefix(),
@@ -376,18 +379,18 @@ func (s *EtcdServer) ExpireLock(ctx context.Context, name string) error {
 		return fmt.Errorf("fakes: expire etcd lock %q: %w", name, err)
 	}
 	if len(resp.Kvs) == 0 || resp.Kvs[0].Lease == 0 {
-		return fmt.Errorf("fakes: expire etcd lock %q: %w", name, ErrNoHolder)
+		return fmt.Errorf("fakes: expire etcd lock %q: %w", name, fakes.ErrNoHolder)
 	}
 	err = s.RevokeLease(ctx, clientv3.LeaseID(resp.Kvs[0].Lease))
 	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
-		return fmt.Errorf("fakes: expire etcd lock %q: the holder's lease ended meanwhile: %w", name, ErrNoHolder)
+		return fmt.Errorf("fakes: expire etcd lock %q: the holder's lease ended meanwhile: %w", name, fakes.ErrNoHolder)
 	}
 	return err
 }
 
 // Leases lists the leases the cluster holds. On a real cluster shared with
 // other tests, that includes theirs.
-func (s *EtcdServer) Leases(ctx context.Context) ([]clientv3.LeaseID, error) {
+func (s *Server) Leases(ctx context.Context) ([]clientv3.LeaseID, error) {
 	ctx, cancel := context.WithTimeout(ctx, etcdTimeout)
 	defer cancel()
 	resp, err := s.client.Leases(ctx)
@@ -402,7 +405,7 @@ func (s *EtcdServer) Leases(ctx context.Context) ([]clientv3.LeaseID, error) {
 }
 
 // deleteKeys deletes every key under the prefix on a real cluster.
-func (s *EtcdServer) deleteKeys() error {
+func (s *Server) deleteKeys() error {
 	ctx, cancel := context.WithTimeout(context.Background(), etcdTimeout)
 	defer cancel()
 	if _, err := s.client.Delete(ctx, s.prefix, clientv3.WithPrefix()); err != nil {

@@ -3,6 +3,8 @@ package etcdfake_test
 import (
 	"context"
 	"errors"
+	"github.com/lockproof/lockproof/fakes/etcdfake"
+	"github.com/lockproof/lockproof/fakes/internal/faketest"
 	"os"
 	"slices"
 	"strings"
@@ -11,7 +13,6 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/locks"
 )
 
@@ -22,7 +23,7 @@ const etcdStartBudget = 3 * time.Second
 
 func TestEtcdClientWorks(t *testing.T) {
 	ctx := context.Background()
-	s := fakes.Etcd(t)
+	s := etcdfake.New(t)
 	if !s.Real() {
 		t.Logf("embedded etcd started in %v", s.StartupTime())
 		if d := s.StartupTime(); d <= 0 || d > etcdStartBudget {
@@ -50,7 +51,7 @@ func TestEtcdClientWorks(t *testing.T) {
 }
 
 func TestEtcdPrefixIsUnique(t *testing.T) {
-	a, b := fakes.Etcd(t), fakes.Etcd(t)
+	a, b := etcdfake.New(t), etcdfake.New(t)
 	for _, p := range []string{a.Prefix(), b.Prefix()} {
 		if !strings.HasPrefix(p, "lockproof-test-") || !strings.HasSuffix(p, "/") {
 			t.Errorf("Prefix() = %q, want lockproof-test-<hex>/", p)
@@ -65,7 +66,7 @@ func TestEtcdPrefixIsUnique(t *testing.T) {
 // from the store, at once.
 func TestEtcdRevokeLease(t *testing.T) {
 	ctx := context.Background()
-	s := fakes.Etcd(t)
+	s := etcdfake.New(t)
 	c := s.Client()
 	grant, err := c.Grant(ctx, 60)
 	if err != nil {
@@ -97,13 +98,13 @@ func TestEtcdRevokeLease(t *testing.T) {
 // TestEtcdCleanupIsFast: the fake closes its clients before the member, so
 // a client's open watch does not hold the shutdown up for seconds.
 func TestEtcdCleanupIsFast(t *testing.T) {
-	if os.Getenv(fakes.EnvEtcdEndpoints) != "" {
+	if os.Getenv(etcdfake.EnvEndpoints) != "" {
 		t.Skip("nothing to stop on a real cluster")
 	}
-	var s *fakes.EtcdServer
+	var s *etcdfake.Server
 	var stopped time.Time
 	t.Run("with an open watch", func(t *testing.T) {
-		s = fakes.Etcd(t)
+		s = etcdfake.New(t)
 		wch := s.NewClient().Watch(context.Background(), s.Prefix(), clientv3.WithPrefix(), clientv3.WithCreatedNotify())
 		if wr := <-wch; !wr.Created {
 			t.Fatalf("watch not created: %v", wr.Err())
@@ -122,7 +123,7 @@ func TestEtcdCleanupIsFast(t *testing.T) {
 // cluster serves writes; with two stopped a write fails within its deadline;
 // restarted, the members serve again, with their data.
 func TestEtcdClusterSurvivesOneMember(t *testing.T) {
-	s := fakes.EtcdCluster(t, 3)
+	s := etcdfake.NewCluster(t, 3)
 	if s.Real() {
 		t.Skip("needs embedded members to stop")
 	}
@@ -173,23 +174,23 @@ func TestEtcdClusterSurvivesOneMember(t *testing.T) {
 }
 
 func TestEtcdFollowsTheEnvironment(t *testing.T) {
-	s := fakes.Etcd(t)
-	if want := os.Getenv(fakes.EnvEtcdEndpoints) != ""; s.Real() != want {
-		t.Fatalf("Real() = %v with %s=%q", s.Real(), fakes.EnvEtcdEndpoints, os.Getenv(fakes.EnvEtcdEndpoints))
+	s := etcdfake.New(t)
+	if want := os.Getenv(etcdfake.EnvEndpoints) != ""; s.Real() != want {
+		t.Fatalf("Real() = %v with %s=%q", s.Real(), etcdfake.EnvEndpoints, os.Getenv(etcdfake.EnvEndpoints))
 	}
 }
 
 func TestEtcdUnreachableFailsClearly(t *testing.T) {
-	t.Setenv(fakes.EnvEtcdEndpoints, "http://"+closedAddr)
-	msg := fatalMessage(t, func(tb testing.TB) { fakes.Etcd(tb) })
-	if !strings.Contains(msg, fakes.EnvEtcdEndpoints) || !strings.Contains(msg, "does not answer") {
+	t.Setenv(etcdfake.EnvEndpoints, "http://"+faketest.ClosedAddr)
+	msg := faketest.FatalMessage(t, func(tb testing.TB) { etcdfake.New(tb) })
+	if !strings.Contains(msg, etcdfake.EnvEndpoints) || !strings.Contains(msg, "does not answer") {
 		t.Fatalf("Etcd with an unreachable server failed with %q", msg)
 	}
 }
 
 func TestEtcdClusterNeedsEnoughRealEndpoints(t *testing.T) {
-	t.Setenv(fakes.EnvEtcdEndpoints, "http://"+closedAddr)
-	msg := fatalMessage(t, func(tb testing.TB) { fakes.EtcdCluster(tb, 3) })
+	t.Setenv(etcdfake.EnvEndpoints, "http://"+faketest.ClosedAddr)
+	msg := faketest.FatalMessage(t, func(tb testing.TB) { etcdfake.NewCluster(tb, 3) })
 	if !strings.Contains(msg, "skip:") || !strings.Contains(msg, "3 members") {
 		t.Fatalf("EtcdCluster(3) with one real endpoint ended with %q", msg)
 	}

@@ -46,7 +46,7 @@ type etcdMember struct {
 // under a new temporary directory (s.dir, which Close removes), and waits
 // until every one of them is ready. A port taken by another process
 // between its reservation and the start is retried with fresh ports.
-func (s *EtcdServer) startMembers(n int) error {
+func (s *Server) startMembers(n int) error {
 	dir, err := os.MkdirTemp("", "lockproof-etcd-")
 	if err != nil {
 		return fmt.Errorf("etcd: %w", err)
@@ -82,7 +82,7 @@ func (s *EtcdServer) startMembers(n int) error {
 }
 
 // startAll starts every member, then waits for all to be ready.
-func (s *EtcdServer) startAll() error {
+func (s *Server) startAll() error {
 	for _, m := range s.members {
 		if err := s.start(m); err != nil {
 			return err
@@ -112,7 +112,7 @@ func freePorts(n int) ([]int, error) {
 }
 
 // initialCluster is the --initial-cluster of the members.
-func (s *EtcdServer) initialCluster() string {
+func (s *Server) initialCluster() string {
 	parts := make([]string, len(s.members))
 	for i, m := range s.members {
 		parts[i] = m.name + "=" + m.peerURL.String()
@@ -122,7 +122,7 @@ func (s *EtcdServer) initialCluster() string {
 
 // config is member m's configuration: loopback URLs, no fsync, logs into
 // the fake's buffer, no gRPC gateway or metrics listener.
-func (s *EtcdServer) config(m *etcdMember) *embed.Config {
+func (s *Server) config(m *etcdMember) *embed.Config {
 	cfg := embed.NewConfig()
 	cfg.Name = m.name
 	cfg.Dir = m.dir
@@ -143,7 +143,7 @@ func (s *EtcdServer) config(m *etcdMember) *embed.Config {
 }
 
 // start starts member m (its data directory decides whether it is new).
-func (s *EtcdServer) start(m *etcdMember) error {
+func (s *Server) start(m *etcdMember) error {
 	e, err := embed.StartEtcd(s.config(m))
 	if err != nil {
 		return fmt.Errorf("member %s (client %s, peer %s): %w", m.name, m.clientURL.Host, m.peerURL.Host, err)
@@ -153,7 +153,7 @@ func (s *EtcdServer) start(m *etcdMember) error {
 }
 
 // ready waits until member m has joined a cluster with a leader.
-func (s *EtcdServer) ready(m *etcdMember) error {
+func (s *Server) ready(m *etcdMember) error {
 	t := time.NewTimer(etcdReadyTimeout)
 	defer t.Stop()
 	select {
@@ -169,7 +169,7 @@ func (s *EtcdServer) ready(m *etcdMember) error {
 // stopMembers stops every running member. The clients must be closed first
 // (the cleanups are ordered so): a member waits up to seven seconds for
 // clients' open streams before it closes them.
-func (s *EtcdServer) stopMembers() {
+func (s *Server) stopMembers() {
 	var wg sync.WaitGroup
 	for _, m := range s.members {
 		if m != nil && m.e != nil {
@@ -197,15 +197,15 @@ func stopMember(m *etcdMember) {
 // sent while the followers still follow a dead leader would wait seconds
 // for the server's request timeout. Embedded members only: on a real
 // cluster the test is skipped.
-func (s *EtcdServer) Stop(i int) {
-	s.helper()
+func (s *Server) Stop(i int) {
+	s.owner.Helper()
 	m := s.member(i, "Stop")
 	if m.e == nil {
 		return
 	}
 	stopMember(m)
 	if err := s.awaitLeader(); err != nil {
-		s.fatalf("fakes: etcd Stop(%d): %v", i, err)
+		s.owner.Fatalf("fakes: etcd Stop(%d): %v", i, err)
 	}
 }
 
@@ -215,28 +215,28 @@ func (s *EtcdServer) Stop(i int) {
 // ready and all running members agree on a running leader. It fails the
 // test if the member cannot start (another process took its port
 // meanwhile).
-func (s *EtcdServer) Restart(i int) {
-	s.helper()
+func (s *Server) Restart(i int) {
+	s.owner.Helper()
 	m := s.member(i, "Restart")
 	if m.e != nil {
 		return
 	}
 	if err := s.start(m); err != nil {
-		s.fatalf("fakes: etcd Restart(%d): %v", i, err)
+		s.owner.Fatalf("fakes: etcd Restart(%d): %v", i, err)
 	}
 	if !s.quorum() {
 		return
 	}
 	if err := s.ready(m); err != nil {
-		s.fatalf("fakes: etcd Restart(%d): %v", i, err)
+		s.owner.Fatalf("fakes: etcd Restart(%d): %v", i, err)
 	}
 	if err := s.awaitLeader(); err != nil {
-		s.fatalf("fakes: etcd Restart(%d): %v", i, err)
+		s.owner.Fatalf("fakes: etcd Restart(%d): %v", i, err)
 	}
 }
 
 // running returns the members that run.
-func (s *EtcdServer) running() []*etcdMember {
+func (s *Server) running() []*etcdMember {
 	var up []*etcdMember
 	for _, m := range s.members {
 		if m.e != nil {
@@ -247,12 +247,12 @@ func (s *EtcdServer) running() []*etcdMember {
 }
 
 // quorum reports whether the running members are a majority.
-func (s *EtcdServer) quorum() bool { return 2*len(s.running()) > len(s.members) }
+func (s *Server) quorum() bool { return 2*len(s.running()) > len(s.members) }
 
 // awaitLeader waits, when the running members are a majority, until each
 // of them follows a leader that runs. It waits on leader-change
 // notifications, never on a timer alone.
-func (s *EtcdServer) awaitLeader() error {
+func (s *Server) awaitLeader() error {
 	if !s.quorum() {
 		return nil
 	}
@@ -284,8 +284,8 @@ func (s *EtcdServer) awaitLeader() error {
 }
 
 // Running reports whether member i runs (always true on a real cluster).
-func (s *EtcdServer) Running(i int) bool {
-	s.helper()
+func (s *Server) Running(i int) bool {
+	s.owner.Helper()
 	if s.members == nil {
 		s.Endpoint(i)
 		return true
@@ -295,21 +295,21 @@ func (s *EtcdServer) Running(i int) bool {
 
 // Embedded returns member i's embedded server, or nil while it is stopped
 // or on a real cluster.
-func (s *EtcdServer) Embedded(i int) *embed.Etcd {
-	s.helper()
+func (s *Server) Embedded(i int) *embed.Etcd {
+	s.owner.Helper()
 	if s.members == nil {
 		return nil
 	}
 	return s.member(i, "Embedded").e
 }
 
-func (s *EtcdServer) member(i int, what string) *etcdMember {
-	s.helper()
+func (s *Server) member(i int, what string) *etcdMember {
+	s.owner.Helper()
 	if s.members == nil {
-		s.skipf("fakes: %s needs embedded etcd members: a test cannot stop a real one (unset %s)", what, EnvEtcdEndpoints)
+		s.owner.Skipf("fakes: %s needs embedded etcd members: a test cannot stop a real one (unset %s)", what, EnvEndpoints)
 	}
 	if i < 0 || i >= len(s.members) {
-		s.fatalf("fakes: no etcd member %d in a cluster of %d", i, len(s.members))
+		s.owner.Fatalf("fakes: no etcd member %d in a cluster of %d", i, len(s.members))
 	}
 	return s.members[i]
 }

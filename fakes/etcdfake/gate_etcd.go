@@ -2,6 +2,7 @@ package etcdfake
 
 import (
 	"context"
+	"github.com/lockproof/lockproof/fakes/internal/gatehook"
 	"strings"
 	"sync"
 
@@ -26,18 +27,18 @@ import (
 //
 // clientv3 retries a failed unary call in an interceptor of its own, around
 // these: each attempt is a request of its own.
-func EtcdGateDialOptions() []grpc.DialOption {
+func GateDialOptions() []grpc.DialOption {
 	return []grpc.DialOption{
-		grpc.WithChainUnaryInterceptor(EtcdGateUnaryInterceptor),
-		grpc.WithChainStreamInterceptor(EtcdGateStreamInterceptor),
+		grpc.WithChainUnaryInterceptor(GateUnaryInterceptor),
+		grpc.WithChainStreamInterceptor(GateStreamInterceptor),
 	}
 }
 
 // EtcdGateUnaryInterceptor gates a unary call; see EtcdGateDialOptions.
-func EtcdGateUnaryInterceptor(ctx context.Context, method string, req, reply any,
+func GateUnaryInterceptor(ctx context.Context, method string, req, reply any,
 	cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption,
 ) error {
-	ctx, done := gate(ctx, etcdRequestName(method))
+	ctx, done := gatehook.Gate(ctx, etcdRequestName(method))
 	defer done()
 	return invoker(ctx, method, req, reply, cc, opts...)
 }
@@ -47,13 +48,13 @@ const etcdWatchMethod = "/etcdserverpb.Watch/Watch"
 
 // EtcdGateStreamInterceptor gates the opening of a stream until its first
 // reply (or its end); see EtcdGateDialOptions.
-func EtcdGateStreamInterceptor(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn,
+func GateStreamInterceptor(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn,
 	method string, streamer grpc.Streamer, opts ...grpc.CallOption,
 ) (grpc.ClientStream, error) {
-	if method == etcdWatchMethod || !gated(ctx) {
+	if method == etcdWatchMethod || !gatehook.Gated(ctx) {
 		return streamer(ctx, desc, cc, method, opts...)
 	}
-	gctx, done := gate(ctx, etcdRequestName(method))
+	gctx, done := gatehook.Gate(ctx, etcdRequestName(method))
 	cs, err := streamer(gctx, desc, cc, method, opts...)
 	if err != nil {
 		done()

@@ -3,24 +3,25 @@ package etcdfake_test
 import (
 	"context"
 	"fmt"
+	"github.com/lockproof/lockproof/fakes/etcdfake"
+	"github.com/lockproof/lockproof/fakes/internal/faketest"
 	"slices"
 	"testing"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/locks/etcdlock"
 )
 
 func etcdLockNames(t *testing.T) []string {
-	s := fakes.Etcd(t)
+	s := etcdfake.New(t)
 	l, err := etcdlock.New(s.NewClient(), "gated", s.LockOptions()...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	names := gatedRun(t, l, false)
-	ungatedRun(t, l)
+	names := faketest.GatedRun(t, l, false)
+	faketest.UngatedRun(t, l)
 	return names
 }
 
@@ -31,13 +32,13 @@ func TestEtcdGateSeesEtcdlock(t *testing.T) {
 			t.Errorf("no %q among %q", want, first)
 		}
 	}
-	sameNames(t, first, etcdLockNames(t))
+	faketest.SameNames(t, first, etcdLockNames(t))
 }
 
 func TestEtcdGateLeavesWatchesAlone(t *testing.T) {
-	s := fakes.Etcd(t)
+	s := etcdfake.New(t)
 	c := s.NewClient()
-	g := &recordingGate{}
+	g := &faketest.RecordingGate{}
 	ctx, cancel := context.WithCancel(locks.WithGate(context.Background(), g))
 	defer cancel()
 	key := s.Prefix() + "w"
@@ -51,13 +52,13 @@ func TestEtcdGateLeavesWatchesAlone(t *testing.T) {
 	cancel()
 	for range wch { // drained once the watch is cancelled
 	}
-	if got := g.names(t, "put and watch"); !slices.Equal(got, []string{"etcd KV/Put"}) {
+	if got := g.Names(t, "put and watch"); !slices.Equal(got, []string{"etcd KV/Put"}) {
 		t.Errorf("the gate saw %q, want only the put", got)
 	}
 }
 
 func TestEtcdGateHoldsTheRequest(t *testing.T) {
-	s := fakes.Etcd(t)
+	s := etcdfake.New(t)
 	l, err := etcdlock.New(s.NewClient(), "held", s.LockOptions()...)
 	if err != nil {
 		t.Fatal(err)
@@ -69,7 +70,7 @@ func TestEtcdGateHoldsTheRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	heldLock(t, l, func() error {
+	faketest.HeldLock(t, l, func() error {
 		keys, err := s.Client().Get(context.Background(), s.Prefix(), clientv3.WithPrefix(), clientv3.WithCountOnly())
 		if err != nil {
 			return err

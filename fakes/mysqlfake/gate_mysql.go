@@ -3,6 +3,7 @@ package mysqlfake
 import (
 	"context"
 	"database/sql/driver"
+	"github.com/lockproof/lockproof/fakes/internal/gatehook"
 	"strings"
 	"unicode"
 
@@ -29,7 +30,7 @@ import (
 // (arguments without interpolateParams: database/sql prepares it instead,
 // and that is gated), and a Rollback that database/sql sends by itself once
 // the transaction's context has ended.
-func GatedMySQLConnector(dsn string) (driver.Connector, error) {
+func GatedConnector(dsn string) (driver.Connector, error) {
 	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {
 		return nil, err
@@ -109,7 +110,7 @@ func (c *mysqlGateConn) BeginTx(ctx context.Context, opts driver.TxOptions) (dri
 	if !ok {
 		return nil, driver.ErrSkip
 	}
-	gctx, done := gate(ctx, "mysql BEGIN")
+	gctx, done := gatehook.Gate(ctx, "mysql BEGIN")
 	tx, err := b.BeginTx(gctx, opts)
 	done()
 	if err != nil {
@@ -125,7 +126,7 @@ func (c *mysqlGateConn) PrepareContext(ctx context.Context, query string) (drive
 		return nil, driver.ErrSkip
 	}
 	what := mysqlStatementName(query)
-	gctx, done := gate(ctx, "mysql PREPARE "+strings.TrimPrefix(what, "mysql "))
+	gctx, done := gatehook.Gate(ctx, "mysql PREPARE "+strings.TrimPrefix(what, "mysql "))
 	st, err := p.PrepareContext(gctx, query)
 	done()
 	if err != nil {
@@ -149,7 +150,7 @@ func (c *mysqlGateConn) ExecContext(ctx context.Context, query string, args []dr
 	if c.declines(args) {
 		return e.ExecContext(ctx, query, args)
 	}
-	gctx, done := gate(ctx, mysqlStatementName(query))
+	gctx, done := gatehook.Gate(ctx, mysqlStatementName(query))
 	defer done()
 	return e.ExecContext(gctx, query, args)
 }
@@ -163,7 +164,7 @@ func (c *mysqlGateConn) QueryContext(ctx context.Context, query string, args []d
 	if c.declines(args) {
 		return q.QueryContext(ctx, query, args)
 	}
-	gctx, done := gate(ctx, mysqlStatementName(query))
+	gctx, done := gatehook.Gate(ctx, mysqlStatementName(query))
 	defer done()
 	return q.QueryContext(gctx, query, args)
 }
@@ -174,7 +175,7 @@ func (c *mysqlGateConn) Ping(ctx context.Context) error {
 	if !ok {
 		return nil // database/sql's behaviour for a driver without Ping
 	}
-	gctx, done := gate(ctx, "mysql PING")
+	gctx, done := gatehook.Gate(ctx, "mysql PING")
 	defer done()
 	return p.Ping(gctx)
 }
@@ -211,7 +212,7 @@ type mysqlGateTx struct {
 
 // Commit commits, gated as "mysql COMMIT".
 func (t *mysqlGateTx) Commit() error {
-	_, done := gate(t.ctx, "mysql COMMIT")
+	_, done := gatehook.Gate(t.ctx, "mysql COMMIT")
 	defer done()
 	return t.base.Commit()
 }
@@ -223,7 +224,7 @@ func (t *mysqlGateTx) Rollback() error {
 	if t.ctx.Err() != nil {
 		return t.base.Rollback()
 	}
-	_, done := gate(t.ctx, "mysql ROLLBACK")
+	_, done := gatehook.Gate(t.ctx, "mysql ROLLBACK")
 	defer done()
 	return t.base.Rollback()
 }
@@ -264,7 +265,7 @@ func (s *mysqlGateStmt) ExecContext(ctx context.Context, args []driver.NamedValu
 	if !ok {
 		return nil, driver.ErrSkip
 	}
-	gctx, done := gate(ctx, s.what)
+	gctx, done := gatehook.Gate(ctx, s.what)
 	defer done()
 	return e.ExecContext(gctx, args)
 }
@@ -276,7 +277,7 @@ func (s *mysqlGateStmt) QueryContext(ctx context.Context, args []driver.NamedVal
 	if !ok {
 		return nil, driver.ErrSkip
 	}
-	gctx, done := gate(ctx, s.what)
+	gctx, done := gatehook.Gate(ctx, s.what)
 	defer done()
 	return q.QueryContext(gctx, args)
 }

@@ -3,19 +3,20 @@ package mysqlfake_test
 import (
 	"context"
 	"fmt"
+	"github.com/lockproof/lockproof/fakes/internal/faketest"
+	"github.com/lockproof/lockproof/fakes/mysqlfake"
 	"slices"
 	"testing"
 
-	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/locks/mysqllock"
 )
 
 // mysqlLock starts a server with a lock table and returns a mysqllock on a
 // pool of its own.
-func mysqlLock(t *testing.T, name string) (*fakes.MySQLServer, locks.Locker) {
+func mysqlLock(t *testing.T, name string) (*mysqlfake.Server, locks.Locker) {
 	t.Helper()
-	s := fakes.MySQL(t)
+	s := mysqlfake.New(t)
 	if err := mysqllock.CreateTable(context.Background(), s.DB(), mysqllock.DefaultTable); err != nil {
 		t.Fatal(err)
 	}
@@ -32,8 +33,8 @@ func mysqlLock(t *testing.T, name string) (*fakes.MySQLServer, locks.Locker) {
 
 func mysqlLockNames(t *testing.T) []string {
 	_, l := mysqlLock(t, "gated")
-	names := gatedRun(t, l, false)
-	ungatedRun(t, l)
+	names := faketest.GatedRun(t, l, false)
+	faketest.UngatedRun(t, l)
 	return names
 }
 
@@ -42,13 +43,13 @@ func TestMySQLGateSeesMysqllock(t *testing.T) {
 	if !slices.Contains(first, "unlock: mysql UPDATE") {
 		t.Errorf("no UPDATE in the unlock among %q", first)
 	}
-	sameNames(t, first, mysqlLockNames(t))
+	faketest.SameNames(t, first, mysqlLockNames(t))
 }
 
 func TestMySQLGateNames(t *testing.T) {
-	s := fakes.MySQL(t)
+	s := mysqlfake.New(t)
 	db := s.DB()
-	g := &recordingGate{}
+	g := &faketest.RecordingGate{}
 	ctx := locks.WithGate(context.Background(), g)
 	if err := db.PingContext(ctx); err != nil {
 		t.Fatal(err)
@@ -84,7 +85,7 @@ func TestMySQLGateNames(t *testing.T) {
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
 	}
-	got := g.names(t, "statements")
+	got := g.Names(t, "statements")
 	want := []string{
 		"mysql PING", "mysql CREATE TABLE",
 		"mysql BEGIN", "mysql INSERT", "mysql COMMIT",
@@ -98,7 +99,7 @@ func TestMySQLGateNames(t *testing.T) {
 
 func TestMySQLGateHoldsTheRequest(t *testing.T) {
 	s, l := mysqlLock(t, "held")
-	heldLock(t, l, func() error {
+	faketest.HeldLock(t, l, func() error {
 		var n int
 		if err := s.DB().QueryRowContext(context.Background(),
 			"SELECT COUNT(*) FROM "+mysqllock.DefaultTable+" WHERE owner <> ''").Scan(&n); err != nil {

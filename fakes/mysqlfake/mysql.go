@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/internal/fakeutil"
 	"net"
 	"regexp"
 	"strings"
@@ -33,7 +35,7 @@ import (
 // a database name, for a user that may create and drop databases, e.g.
 // "root@tcp(127.0.0.1:3306)/". Each MySQL call then creates a private
 // database and drops it at cleanup.
-const EnvMySQLDSN = "LOCKPROOF_MYSQL_DSN"
+const EnvDSN = "LOCKPROOF_MYSQL_DSN"
 
 // MySQLServer is a MySQL-protocol server with a database of its own:
 // github.com/dolthub/go-mysql-server with an in-memory database served over
@@ -61,9 +63,9 @@ const EnvMySQLDSN = "LOCKPROOF_MYSQL_DSN"
 // one. It accepts DO (mysql_wire.go). Not modelled: MySQL's deadlock
 // detection between sessions that wait for each other's named locks, and
 // its 64-character limit on names.
-type MySQLServer struct {
-	owner           // no control fails a test: kept for the helpers' sake
-	dsn      string // with the database name and the options the helpers set
+type Server struct {
+	owner    fakeutil.Owner // no control fails a test: kept for the helpers' sake
+	dsn      string         // with the database name and the options the helpers set
 	database string
 	real     bool
 	db       *sql.DB
@@ -80,7 +82,7 @@ type MySQLServer struct {
 var quietGMS sync.Once
 
 // MySQLOption configures StartMySQL (and MySQL).
-type MySQLOption func(*mysqlConfig)
+type Option func(*mysqlConfig)
 
 type mysqlConfig struct {
 	dsn           string // MySQLAt
@@ -93,19 +95,19 @@ type mysqlConfig struct {
 // that may create and drop databases ("root@tcp(127.0.0.1:3306)/"), instead
 // of starting the in-process server. Close drops the database. Default
 // (and with dsn ""): the in-process server.
-func MySQLAt(dsn string) MySQLOption { return func(c *mysqlConfig) { c.dsn = dsn } }
+func At(dsn string) Option { return func(c *mysqlConfig) { c.dsn = dsn } }
 
 // ForceEmbeddedMySQL uses the in-process server even when a real one is
 // given, by MySQLAt or, for MySQL, by EnvMySQLDSN. Default: a real server
 // when one is given.
-func ForceEmbeddedMySQL() MySQLOption { return func(c *mysqlConfig) { c.forceEmbedded = true } }
+func ForceEmbedded() Option { return func(c *mysqlConfig) { c.forceEmbedded = true } }
 
 // mysqlNamed names the real database after a test.
-func mysqlNamed(name string) MySQLOption { return func(c *mysqlConfig) { c.name = name } }
+func mysqlNamed(name string) Option { return func(c *mysqlConfig) { c.name = name } }
 
-func newMySQLConfig(opts []MySQLOption) mysqlConfig {
+func newMySQLConfig(opts []Option) mysqlConfig {
 	var c mysqlConfig
-	applyOptions(&c, opts)
+	fakeutil.ApplyOptions(&c, opts)
 	if c.forceEmbedded {
 		c.dsn = ""
 	}
@@ -119,11 +121,12 @@ func newMySQLConfig(opts []MySQLOption) mysqlConfig {
 // use; it fails the test if the server cannot be started or reached, and
 // everything is closed, and a real server's database dropped, at tb's
 // cleanup.
-func MySQL(tb testing.TB, opts ...MySQLOption) *MySQLServer {
+func New(tb testing.TB, opts ...Option) *Server {
 	tb.Helper()
-	return forTest(tb, "MySQL", EnvMySQLDSN, opts, MySQLAt,
-		func(o []MySQLOption) string { return newMySQLConfig(o).dsn },
-		func(o ...MySQLOption) (*MySQLServer, error) { return StartMySQL(append(o, mysqlNamed(tb.Name()))...) })
+	return fakeutil.ForTest(tb, "mysqlfake.New", EnvDSN, opts, At,
+		func(o []Option) string { return newMySQLConfig(o).dsn },
+		func(o ...Option) (*Server, error) { return Start(append(o, mysqlNamed(tb.Name()))...) },
+		func(s *Server, tb testing.TB) { s.owner.Own(tb) })
 }
 
 // StartMySQL starts go-mysql-server on a loopback port chosen by the kernel,
@@ -131,7 +134,7 @@ func MySQL(tb testing.TB, opts ...MySQLOption) *MySQLServer {
 // real server given by MySQLAt (unless ForceEmbeddedMySQL), for programs
 // and examples that have no testing.TB. Close stops it (or drops the
 // database).
-func StartMySQL(opts ...MySQLOption) (*MySQLServer, error) {
+func Start(opts ...Option) (*Server, error) {
 	cfg := newMySQLConfig(opts)
 	if cfg.dsn != "" {
 		return startRealMySQL(cfg.name, cfg.dsn)
@@ -141,7 +144,7 @@ func StartMySQL(opts ...MySQLOption) (*MySQLServer, error) {
 
 // startEmbeddedMySQL starts go-mysql-server with an empty in-memory
 // database.
-func startEmbeddedMySQL() (*MySQLServer, error) {
+func startEmbeddedMySQL() (*Server, error) {
 	quietGMS.Do(func() { logrus.SetLevel(logrus.ErrorLevel) })
 	const database = "lockproof"
 	db := memory.NewDatabase(database)
@@ -165,7 +168,7 @@ func startEmbeddedMySQL() (*MySQLServer, error) {
 	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Start() }()
-	s := &MySQLServer{
+	s := &Server{
 		dsn:      withParams("root@tcp(" + tcp.Addr().String() + ")/" + database),
 		database: database,
 		mem:      mem,
@@ -203,7 +206,7 @@ var nonIdent = regexp.MustCompile(`[^A-Za-z0-9_]`)
 // startRealMySQL creates a database named after test (if any) on the
 // server behind dsn and returns a MySQLServer whose pools use it; Close
 // drops it.
-func startRealMySQL(test, dsn string) (*MySQLServer, error) {
+func startRealMySQL(test, dsn string) (*Server, error) {
 	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("DSN %q: %w", dsn, err)
@@ -231,7 +234,7 @@ func startRealMySQL(test, dsn string) (*MySQLServer, error) {
 		return nil, fmt.Errorf("create database: %w", err)
 	}
 	cfg.DBName = database
-	s := &MySQLServer{dsn: withParams(cfg.FormatDSN()), database: database, real: true}
+	s := &Server{dsn: withParams(cfg.FormatDSN()), database: database, real: true}
 	s.closers = append(s.closers, func() error {
 		defer admin.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -250,16 +253,16 @@ func startRealMySQL(test, dsn string) (*MySQLServer, error) {
 
 // DB returns the server's ready connection pool, on its database, gated as
 // OpenDB's are.
-func (s *MySQLServer) DB() *sql.DB { return s.db }
+func (s *Server) DB() *sql.DB { return s.db }
 
 // DSN returns a go-sql-driver/mysql DSN for the server's database.
-func (s *MySQLServer) DSN() string { return s.dsn }
+func (s *Server) DSN() string { return s.dsn }
 
 // Database returns the name of the server's database.
-func (s *MySQLServer) Database() string { return s.database }
+func (s *Server) Database() string { return s.database }
 
 // Real reports whether the server is a real one (MySQLAt, EnvMySQLDSN).
-func (s *MySQLServer) Real() bool { return s.real }
+func (s *Server) Real() bool { return s.real }
 
 // OpenDB opens another connection pool on the server's database, as another
 // process would have, and checks that it answers; Close closes it. Like
@@ -270,8 +273,8 @@ func (s *MySQLServer) Real() bool { return s.real }
 // DSN's TCP port (which other clients, and proxies, use): a statement in
 // flight is then a runnable goroutine rather than bytes in the kernel, as
 // the property suite's scheduler needs (propertytest.Backend.InProcess).
-func (s *MySQLServer) OpenDB() (*sql.DB, error) {
-	var dial DialFunc
+func (s *Server) OpenDB() (*sql.DB, error) {
+	var dial fakes.DialFunc
 	if s.mem != nil {
 		dial = s.mem.Dial
 	}
@@ -280,7 +283,7 @@ func (s *MySQLServer) OpenDB() (*sql.DB, error) {
 
 // openDB is OpenDB with its connections dialed by dial (nil: the driver's
 // own dial of the DSN's address).
-func (s *MySQLServer) openDB(dial DialFunc) (*sql.DB, error) {
+func (s *Server) openDB(dial fakes.DialFunc) (*sql.DB, error) {
 	cfg, err := mysql.ParseDSN(s.dsn)
 	if err != nil {
 		return nil, err
@@ -309,7 +312,7 @@ func (s *MySQLServer) openDB(dial DialFunc) (*sql.DB, error) {
 
 // Close closes every pool opened on the server, then stops the in-process
 // server or drops the real server's database. Later calls do nothing.
-func (s *MySQLServer) Close() error {
+func (s *Server) Close() error {
 	s.mu.Lock()
 	closers := s.closers
 	s.closers, s.closed = nil, true
@@ -328,7 +331,7 @@ const DefaultLockTable = layout.MySQLDefaultTable
 
 // ExpireLock makes the lease recorded for lock name in DefaultLockTable end
 // now; see ExpireLockIn.
-func (s *MySQLServer) ExpireLock(ctx context.Context, name string) error {
+func (s *Server) ExpireLock(ctx context.Context, name string) error {
 	return s.ExpireLockIn(ctx, DefaultLockTable, name)
 }
 
@@ -337,20 +340,20 @@ func (s *MySQLServer) ExpireLock(ctx context.Context, name string) error {
 // table must be a lock table made by mysqllock.CreateTable (columns name,
 // owner, fence, expires_at). It fails when no live lease is recorded for
 // name, with an error wrapping ErrNoHolder.
-func (s *MySQLServer) ExpireLockIn(ctx context.Context, table, name string) error {
+func (s *Server) ExpireLockIn(ctx context.Context, table, name string) error {
 	if table == "" || nonIdent.MatchString(table) {
-		return fmt.Errorf("fakes.MySQL: invalid table name %q", table)
+		return fmt.Errorf("mysqlfake.New: invalid table name %q", table)
 	}
 	res, err := s.db.ExecContext(ctx, layout.MySQLExpire(table), name)
 	if err != nil {
-		return fmt.Errorf("fakes.MySQL: expire %q: %w", name, err)
+		return fmt.Errorf("mysqlfake.New: expire %q: %w", name, err)
 	}
 	n, err := res.RowsAffected()
 	switch {
 	case err != nil:
-		return fmt.Errorf("fakes.MySQL: expire %q: rows affected: %w", name, err)
+		return fmt.Errorf("mysqlfake.New: expire %q: rows affected: %w", name, err)
 	case n != 1:
-		return fmt.Errorf("fakes.MySQL: expire %q: %w (no live lease recorded, rows affected %d)", name, ErrNoHolder, n)
+		return fmt.Errorf("mysqlfake.New: expire %q: %w (no live lease recorded, rows affected %d)", name, fakes.ErrNoHolder, n)
 	}
 	return nil
 }
@@ -364,7 +367,7 @@ var gmsClock struct {
 
 // ErrMySQLClockTaken is FollowClock's error while another server follows a
 // clock: go-mysql-server has one time function per process.
-var ErrMySQLClockTaken = errors.New("fakes: another in-process MySQL server follows a clock (go-mysql-server has one clock per process)")
+var ErrClockTaken = errors.New("fakes: another in-process MySQL server follows a clock (go-mysql-server has one clock per process)")
 
 // FollowClock makes the in-process server read the time from clock until
 // Close: NOW(6) and the other time functions of its statements, so that
@@ -376,14 +379,14 @@ var ErrMySQLClockTaken = errors.New("fakes: another in-process MySQL server foll
 // this one does, and a second FollowClock, on any server, fails with
 // ErrMySQLClockTaken until this server's Close. A real server keeps its own
 // time: there FollowClock fails.
-func (s *MySQLServer) FollowClock(clock locks.Clock) error {
+func (s *Server) FollowClock(clock locks.Clock) error {
 	if s.real {
 		return errors.New("fakes: FollowClock needs the in-process MySQL server; a real one keeps its own time")
 	}
 	gmsClock.Lock()
 	defer gmsClock.Unlock()
 	if gmsClock.busy {
-		return ErrMySQLClockTaken
+		return ErrClockTaken
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

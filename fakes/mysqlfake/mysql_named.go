@@ -331,11 +331,11 @@ func lockName(ctx *gmssql.Context, v any) (string, error) {
 	}
 	s, _, err := types.LongText.Convert(ctx, v)
 	if err != nil {
-		return "", fmt.Errorf("fakes.MySQL: lock name %v: %w", v, err)
+		return "", fmt.Errorf("mysqlfake.New: lock name %v: %w", v, err)
 	}
 	name, _ := s.(string)
 	if name == "" {
-		return "", errors.New("fakes.MySQL: incorrect user-level lock name ''")
+		return "", errors.New("mysqlfake.New: incorrect user-level lock name ''")
 	}
 	return strings.ToLower(name), nil
 }
@@ -345,7 +345,7 @@ func lockName(ctx *gmssql.Context, v any) (string, error) {
 func lockTimeout(ctx *gmssql.Context, v any) (time.Duration, error) {
 	f, _, err := types.Float64.Convert(ctx, v)
 	if err != nil {
-		return 0, fmt.Errorf("fakes.MySQL: GET_LOCK timeout %v: %w", v, err)
+		return 0, fmt.Errorf("mysqlfake.New: GET_LOCK timeout %v: %w", v, err)
 	}
 	secs, _ := f.(float64)
 	switch {

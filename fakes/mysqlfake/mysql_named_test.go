@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"github.com/lockproof/lockproof/fakes"
 	"strings"
 	"testing"
 	"time"
@@ -21,7 +22,7 @@ import (
 func uniqueLockName(what string) string { return "lp_" + what + "_" + locks.NewOwner()[:12] }
 
 // session returns one connection of a new pool of s's: a MySQL session.
-func session(t *testing.T, s *MySQLServer) *sql.Conn {
+func session(t *testing.T, s *Server) *sql.Conn {
 	t.Helper()
 	c, err := mustOpen(t, s).Conn(context.Background())
 	if err != nil {
@@ -48,7 +49,7 @@ func scalar(t *testing.T, c interface {
 
 // awaitWaiters waits until n sessions wait in GET_LOCK on s: on the
 // in-process server by its own count, on a real one by its process list.
-func awaitWaiters(t *testing.T, s *MySQLServer, n int) {
+func awaitWaiters(t *testing.T, s *Server, n int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -97,7 +98,7 @@ func getAsync(ctx context.Context, c *sql.Conn, name string, timeout float64) <-
 // for ever, other sessions' statements run; the waiter gets the lock when
 // its holder releases it.
 func TestMySQLGetLockWaitLetsOthersRun(t *testing.T) {
-	s := MySQL(t)
+	s := New(t)
 	skipOnRealMySQL(t, s)
 	name := uniqueLockName("wait")
 	holder, waiter, other := session(t, s), session(t, s), session(t, s)
@@ -130,12 +131,12 @@ func TestMySQLGetLockWaitLetsOthersRun(t *testing.T) {
 // manual clock, a waiting GET_LOCK(name, 10) gives up when the clock
 // passes 10 s, not before, and not in wall time.
 func TestMySQLGetLockTimeoutFollowsTheClock(t *testing.T) {
-	s, err := StartMySQL(ForceEmbeddedMySQL())
+	s, err := Start(ForceEmbedded())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	clock := NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	clock := fakes.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	if err := s.FollowClock(clock); err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +177,7 @@ func TestMySQLGetLockTimeoutFollowsTheClock(t *testing.T) {
 // TestMySQLGetLockTimeoutInWallTime: without a manual clock, a waiting
 // GET_LOCK gives up after its timeout of wall time.
 func TestMySQLGetLockTimeoutInWallTime(t *testing.T) {
-	s := MySQL(t)
+	s := New(t)
 	name := uniqueLockName("wall")
 	holder, waiter := session(t, s), session(t, s)
 	scalar(t, holder, "SELECT GET_LOCK(?, 0)", name)
@@ -189,7 +190,7 @@ func TestMySQLGetLockTimeoutInWallTime(t *testing.T) {
 // when its connection closes, and the next waiter gets them; a waiter
 // whose client goes away leaves the queue.
 func TestMySQLNamedLocksEndWithTheConnection(t *testing.T) {
-	s := MySQL(t)
+	s := New(t)
 	skipOnRealMySQL(t, s)
 	name := uniqueLockName("close")
 	holderDB := mustOpen(t, s)
@@ -226,7 +227,7 @@ func TestMySQLNamedLocksEndWithTheConnection(t *testing.T) {
 // by one session is held until released twice; RELEASE_ALL_LOCKS counts
 // every taking.
 func TestMySQLReleaseLockAnswers(t *testing.T) {
-	s := MySQL(t)
+	s := New(t)
 	name, other := uniqueLockName("rel"), uniqueLockName("rel2")
 	a, b := session(t, s), session(t, s)
 	if n := scalar(t, a, "SELECT RELEASE_LOCK(?)", name); n != -1 {
@@ -276,7 +277,7 @@ func TestMySQLReleaseLockAnswers(t *testing.T) {
 // TestMySQLDo: DO evaluates its expressions and answers no rows, sent as
 // text (interpolateParams) and prepared alike.
 func TestMySQLDo(t *testing.T) {
-	s := MySQL(t)
+	s := New(t)
 	prepared, err := sql.Open("mysql", strings.Replace(s.DSN(), "interpolateParams=true", "interpolateParams=false", 1))
 	if err != nil {
 		t.Fatal(err)
@@ -345,7 +346,7 @@ func TestMySQLRewriteDo(t *testing.T) {
 // with DO RELEASE_LOCK(?), works on the fake: a second Obtain waits until
 // the first is released, ObtainTimeout gives up on a held lock.
 func TestMySQLGoMySQLLock(t *testing.T) {
-	s := MySQL(t)
+	s := New(t)
 	skipOnRealMySQL(t, s)
 	locker := gomysqllock.NewMysqlLocker(s.DB())
 	name := uniqueLockName("gml")
@@ -395,7 +396,7 @@ func TestMySQLGoMySQLLock(t *testing.T) {
 // on MariaDB 10.11 (CI's) a waiting GET_LOCK shows under another process
 // list state than the test looks for, and go-mysql-lock's Obtain failed
 // with its internal error, neither looked into yet.
-func skipOnRealMySQL(t *testing.T, s *MySQLServer) {
+func skipOnRealMySQL(t *testing.T, s *Server) {
 	t.Helper()
 	if s.Real() {
 		t.Skip("checked on the in-process fake only: its real-server branch fails on MariaDB 10.11, not yet looked into")

@@ -4,13 +4,14 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"github.com/lockproof/lockproof/fakes"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 )
 
-func mustOpen(t *testing.T, s *MySQLServer) *sql.DB {
+func mustOpen(t *testing.T, s *Server) *sql.DB {
 	t.Helper()
 	db, err := s.OpenDB()
 	if err != nil {
@@ -35,7 +36,7 @@ func mustExec(t *testing.T, db *sql.DB, query string, args ...any) int64 {
 // TestMySQLConcurrentWriters: increments from many connections at once are
 // all kept (go-mysql-server's memory engine alone loses some).
 func TestMySQLConcurrentWriters(t *testing.T) {
-	s := MySQL(t)
+	s := New(t)
 	mustExec(t, s.DB(), "CREATE TABLE counter (id INT PRIMARY KEY, n INT NOT NULL)")
 	mustExec(t, s.DB(), "INSERT INTO counter VALUES (1, 0)")
 	const pools, each = 8, 25
@@ -68,7 +69,7 @@ func TestMySQLConcurrentWriters(t *testing.T) {
 // before (the memory engine keeps the failed statement's copy of the table
 // unless the session is rolled back).
 func TestMySQLFailedStatementKeepsNoStaleCopy(t *testing.T) {
-	s := MySQL(t)
+	s := New(t)
 	a, b := mustOpen(t, s), mustOpen(t, s)
 	a.SetMaxOpenConns(1)
 	b.SetMaxOpenConns(1)
@@ -93,7 +94,7 @@ func TestMySQLFailedStatementKeepsNoStaleCopy(t *testing.T) {
 // TestMySQLExpireLock: the control expires a live lease on the server's
 // clock, and says so when there is none.
 func TestMySQLExpireLock(t *testing.T) {
-	s := MySQL(t)
+	s := New(t)
 	ctx := context.Background()
 	mustExec(t, s.DB(), "CREATE TABLE locks_t (name VARBINARY(256) NOT NULL PRIMARY KEY, owner VARCHAR(64) NOT NULL DEFAULT '',"+
 		" fence BIGINT UNSIGNED NOT NULL, expires_at DATETIME(6) NOT NULL)")
@@ -119,7 +120,7 @@ func TestMySQLExpireLock(t *testing.T) {
 // and closes everything it opened, twice without harm.
 func TestStartMySQL(t *testing.T) {
 	began := time.Now()
-	s, err := StartMySQL()
+	s, err := Start()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +142,7 @@ func TestStartMySQL(t *testing.T) {
 // BenchmarkStartMySQL: start-up to a ready pool, and shutdown.
 func BenchmarkStartMySQL(b *testing.B) {
 	for range b.N {
-		s, err := StartMySQL()
+		s, err := Start()
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -158,7 +159,7 @@ func BenchmarkStartMySQL(b *testing.B) {
 func TestMySQLFollowClock(t *testing.T) {
 	ctx := context.Background()
 	epoch := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	now := func(s *MySQLServer) time.Time {
+	now := func(s *Server) time.Time {
 		t.Helper()
 		var at time.Time
 		if err := s.DB().QueryRowContext(ctx, "SELECT NOW(6)").Scan(&at); err != nil {
@@ -166,12 +167,12 @@ func TestMySQLFollowClock(t *testing.T) {
 		}
 		return at
 	}
-	first, err := StartMySQL()
+	first, err := Start()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer first.Close()
-	clock := NewClock(epoch)
+	clock := fakes.NewClock(epoch)
 	if err := first.FollowClock(clock); err != nil {
 		t.Fatalf("FollowClock: %v", err)
 	}
@@ -183,19 +184,19 @@ func TestMySQLFollowClock(t *testing.T) {
 		t.Fatalf("NOW(6) after Advance = %v, want %v", got, epoch.Add(1500*time.Millisecond))
 	}
 
-	second, err := StartMySQL()
+	second, err := Start()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer second.Close()
-	if err := second.FollowClock(NewClock(epoch)); !errors.Is(err, ErrMySQLClockTaken) {
+	if err := second.FollowClock(fakes.NewClock(epoch)); !errors.Is(err, ErrClockTaken) {
 		t.Fatalf("a second FollowClock = %v, want ErrMySQLClockTaken", err)
 	}
 	if err := first.Close(); err != nil {
 		t.Fatal(err)
 	}
 	later := epoch.Add(time.Hour)
-	if err := second.FollowClock(NewClock(later)); err != nil {
+	if err := second.FollowClock(fakes.NewClock(later)); err != nil {
 		t.Fatalf("FollowClock after the first server's Close: %v", err)
 	}
 	if got := now(second); !got.Equal(later) {
@@ -207,7 +208,7 @@ func TestMySQLFollowClock(t *testing.T) {
 // reaches it over TCP, for clients built elsewhere; once closed, it
 // refuses in-memory dials as a closed port.
 func TestMySQLInMemoryAndTCP(t *testing.T) {
-	s, err := StartMySQL(ForceEmbeddedMySQL())
+	s, err := Start(ForceEmbedded())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package redisfake
 
 import (
 	"context"
+	"github.com/lockproof/lockproof/fakes/internal/gatehook"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -25,12 +26,12 @@ import (
 //
 // Dials are not gated: a new connection is dialed, and greeted with HELLO,
 // inside the window of the command that needed it.
-func RedisGateHook(label string) redis.Hook { return redisGate{label: label} }
+func GateHook(label string) redis.Hook { return redisGate{label: label} }
 
 // GateRedis adds RedisGateHook(label) to c, for a client the fakes did not
 // build (one on a chaos.Proxy's address, say): label as for the node the
 // client reaches in the end, "redis node 0".
-func GateRedis(c redis.UniversalClient, label string) { c.AddHook(RedisGateHook(label)) }
+func Gate(c redis.UniversalClient, label string) { c.AddHook(GateHook(label)) }
 
 // redisGate is the hook of RedisGateHook.
 type redisGate struct{ label string }
@@ -41,10 +42,10 @@ func (redisGate) DialHook(next redis.DialHook) redis.DialHook { return next }
 // ProcessHook gates one command.
 func (g redisGate) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if !gated(ctx) {
+		if !gatehook.Gated(ctx) {
 			return next(ctx, cmd) // no gate, or inside a gated request: as before, unnamed
 		}
-		ctx, done, err := gateSend(ctx, g.label+": "+redisCmdName(cmd))
+		ctx, done, err := gatehook.Send(ctx, g.label+": "+redisCmdName(cmd))
 		defer done()
 		if err != nil {
 			cmd.SetErr(err)
@@ -58,14 +59,14 @@ func (g redisGate) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 // request: it is one round trip.
 func (g redisGate) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
-		if !gated(ctx) {
+		if !gatehook.Gated(ctx) {
 			return next(ctx, cmds)
 		}
 		names := make([]string, len(cmds))
 		for i, c := range cmds {
 			names[i] = redisCmdName(c)
 		}
-		ctx, done, err := gateSend(ctx, g.label+": "+strings.Join(names, ", "))
+		ctx, done, err := gatehook.Send(ctx, g.label+": "+strings.Join(names, ", "))
 		defer done()
 		if err != nil {
 			for _, c := range cmds {

@@ -4,31 +4,29 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lockproof/lockproof/fakes/internal/faketest"
+	"github.com/lockproof/lockproof/fakes/redisfake"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/locks/redislock"
 	"github.com/lockproof/lockproof/locks/redlock"
 )
 
-var gateEpoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-
 // redisLockNames runs the gated operations of redislock on a fresh
 // miniredis.
 func redisLockNames(t *testing.T) []string {
-	r := fakes.Redis(t, fakes.ManualTime(gateEpoch), fakes.ForceMiniredis())
+	r := redisfake.New(t, redisfake.ManualTime(faketest.GateEpoch), redisfake.ForceMiniredis())
 	l, err := redislock.New(r.NewClient(), "gated", r.LockOptions()...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	names := gatedRun(t, l, false)
-	ungatedRun(t, l)
+	names := faketest.GatedRun(t, l, false)
+	faketest.UngatedRun(t, l)
 	return names
 }
 
@@ -39,17 +37,17 @@ func TestRedisGateSeesRedislock(t *testing.T) {
 			t.Errorf("request %q is not named after node 0", n)
 		}
 	}
-	sameNames(t, first, redisLockNames(t))
+	faketest.SameNames(t, first, redisLockNames(t))
 }
 
 func redlockNames(t *testing.T) []string {
-	g := fakes.RedisCluster(t, 3, fakes.ManualTime(gateEpoch), fakes.ForceMiniredis())
+	g := redisfake.NewCluster(t, 3, redisfake.ManualTime(faketest.GateEpoch), redisfake.ForceMiniredis())
 	l, err := redlock.New(g.NewClients(), "gated", g.LockOptions()...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	names := gatedRun(t, l, true)
-	ungatedRun(t, l)
+	names := faketest.GatedRun(t, l, true)
+	faketest.UngatedRun(t, l)
 	return names
 }
 
@@ -63,17 +61,17 @@ func TestRedisGateSeesRedlockOnEveryNode(t *testing.T) {
 			}
 		}
 	}
-	sameNames(t, first, redlockNames(t))
+	faketest.SameNames(t, first, redlockNames(t))
 }
 
 func TestRedisGateHoldsTheRequest(t *testing.T) {
-	r := fakes.Redis(t, fakes.ManualTime(gateEpoch), fakes.ForceMiniredis())
+	r := redisfake.New(t, redisfake.ManualTime(faketest.GateEpoch), redisfake.ForceMiniredis())
 	l, err := redislock.New(r.NewClient(), "held", r.LockOptions()...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	before := r.CommandCount()
-	heldLock(t, l, func() error {
+	faketest.HeldLock(t, l, func() error {
 		if n := r.CommandCount(); n != before {
 			return fmt.Errorf("the server processed %d command(s)", n-before)
 		}
@@ -82,8 +80,8 @@ func TestRedisGateHoldsTheRequest(t *testing.T) {
 }
 
 func TestRedisGatePipelineAndNesting(t *testing.T) {
-	r := fakes.Redis(t, fakes.ForceMiniredis())
-	g := &recordingGate{}
+	r := redisfake.New(t, redisfake.ForceMiniredis())
+	g := &faketest.RecordingGate{}
 	ctx := locks.WithGate(context.Background(), g)
 	// The client's first command dials and sends HELLO inside its window:
 	// one request, not two.
@@ -97,7 +95,7 @@ func TestRedisGatePipelineAndNesting(t *testing.T) {
 	if _, err := pipe.Exec(ctx); err != nil {
 		t.Fatal(err)
 	}
-	got := g.names(t, "set and pipeline")
+	got := g.Names(t, "set and pipeline")
 	want := []string{"redis node 0: SET", "redis node 0: MULTI, GET, SCRIPT LOAD, EXEC"}
 	if !slices.Equal(got, want) {
 		t.Errorf("the gate saw %q, want %q", got, want)
@@ -129,7 +127,7 @@ func (g endingGate) Request(_ context.Context, what string) func() {
 // sent it: a crashed operation's request released by the property
 // suite's scheduler was sent in one replay and not in another.
 func TestRedisGateSendsNothingWhoseContextEnded(t *testing.T) {
-	r := fakes.Redis(t, fakes.ManualTime(gateEpoch), fakes.ForceMiniredis())
+	r := redisfake.New(t, redisfake.ManualTime(faketest.GateEpoch), redisfake.ForceMiniredis())
 	c := r.NewClient()
 	if err := c.Ping(context.Background()).Err(); err != nil { // a connection in the pool: nothing left to dial
 		t.Fatal(err)

@@ -3,6 +3,8 @@ package redisfake
 import (
 	"context"
 	"fmt"
+	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/internal/fakeutil"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -21,11 +23,11 @@ import (
 // EnvRedisAddr names the environment variable that points Redis at a real
 // server (host:port) instead of miniredis. Tests share that server; each fake
 // works under its own Prefix and deletes its keys at cleanup.
-const EnvRedisAddr = "LOCKPROOF_REDIS_ADDR"
+const EnvAddr = "LOCKPROOF_REDIS_ADDR"
 
 // RedisOption configures StartRedis and StartRedisCluster (and Redis and
 // RedisCluster).
-type RedisOption func(*redisConfig)
+type Option func(*redisConfig)
 
 type redisConfig struct {
 	manual    bool
@@ -39,7 +41,7 @@ type redisConfig struct {
 // start that moves only with Advance, and the backend's TTLs and TIME move
 // with it. Default: real-time mode, where Clock is locks.SystemClock and TTLs
 // run on the wall clock.
-func ManualTime(start time.Time) RedisOption {
+func ManualTime(start time.Time) Option {
 	return func(c *redisConfig) { c.manual, c.start = true, start }
 }
 
@@ -48,14 +50,14 @@ func ManualTime(start time.Time) RedisOption {
 // keys at Close. Default (and with addr ""): miniredis. StartRedisCluster
 // ignores it (one server cannot stand for independent nodes: see
 // RedisNodesAt).
-func RedisAt(addr string) RedisOption {
+func At(addr string) Option {
 	return func(c *redisConfig) { c.addr = addr }
 }
 
 // RedisNodesAt makes StartRedisCluster use the real, independent servers at
 // addrs (host:port each, no address twice; the first n are used) instead of
 // miniredis. Default: miniredis. StartRedis ignores it.
-func RedisNodesAt(addrs ...string) RedisOption {
+func NodesAt(addrs ...string) Option {
 	return func(c *redisConfig) { c.addrs = append([]string(nil), addrs...) }
 }
 
@@ -63,13 +65,13 @@ func RedisNodesAt(addrs ...string) RedisOption {
 // RedisAt or RedisNodesAt or, for Redis and RedisCluster, by EnvRedisAddr or
 // EnvRedisAddrs. Default: a real server when one is given. Use it for tests
 // that need Stop, Restart or exact manual time.
-func ForceMiniredis() RedisOption {
+func ForceMiniredis() Option {
 	return func(c *redisConfig) { c.forceMini = true }
 }
 
-func newRedisConfig(opts []RedisOption) redisConfig {
+func newRedisConfig(opts []Option) redisConfig {
 	var c redisConfig
-	applyOptions(&c, opts)
+	fakeutil.ApplyOptions(&c, opts)
 	if c.forceMini {
 		c.addr, c.addrs = "", nil
 	}
@@ -78,11 +80,11 @@ func newRedisConfig(opts []RedisOption) redisConfig {
 
 // newClock returns the manual clock of the configuration, or nil in
 // real-time mode.
-func (c redisConfig) newClock() *Clock {
+func (c redisConfig) newClock() *fakes.Clock {
 	if !c.manual {
 		return nil
 	}
-	return NewClock(c.start)
+	return fakes.NewClock(c.start)
 }
 
 // RedisServer is one Redis backend: miniredis on a loopback port, or a real
@@ -104,12 +106,12 @@ func (c redisConfig) newClock() *Clock {
 // A control that cannot go on (Stop on a real server, Advance without
 // manual time) fails the test of a server from Redis, and panics on one
 // from StartRedis.
-type RedisServer struct {
-	owner
+type Server struct {
+	owner   fakeutil.Owner
 	prefix  string
-	clock   *Clock // nil in real-time mode
-	inGroup bool   // a RedisCluster node: the clock is shared
-	index   int    // the node's index in its RedisCluster; 0 for Redis
+	clock   *fakes.Clock // nil in real-time mode
+	inGroup bool         // a RedisCluster node: the clock is shared
+	index   int          // the node's index in its RedisCluster; 0 for Redis
 	addr    string
 	mini    *miniredis.Miniredis // nil on a real server
 	client  *redis.Client
@@ -129,7 +131,7 @@ type RedisServer struct {
 // to the real server given by RedisAt (unless ForceMiniredis), for a
 // program that has no test. It returns an error if the server cannot be
 // started or does not answer PING. Close stops it.
-func StartRedis(opts ...RedisOption) (*RedisServer, error) {
+func Start(opts ...Option) (*Server, error) {
 	cfg := newRedisConfig(opts)
 	return newNode(cfg.addr, newPrefix(), cfg.newClock(), false, 0)
 }
@@ -138,10 +140,11 @@ func StartRedis(opts ...RedisOption) (*RedisServer, error) {
 // server named by EnvRedisAddr (read here, as a RedisAt before opts) unless
 // ForceMiniredis is given. It fails the test if the backend cannot be
 // started or reached, and closes it at t's cleanup.
-func Redis(t testing.TB, opts ...RedisOption) *RedisServer {
+func New(t testing.TB, opts ...Option) *Server {
 	t.Helper()
-	return forTest(t, "Redis", EnvRedisAddr, opts, RedisAt,
-		func(o []RedisOption) string { return newRedisConfig(o).addr }, StartRedis)
+	return fakeutil.ForTest(t, "redisfake.New", EnvAddr, opts, At,
+		func(o []Option) string { return newRedisConfig(o).addr }, Start,
+		func(s *Server, tb testing.TB) { s.owner.Own(tb) })
 }
 
 // newPrefix returns a key prefix unique to one fake.
@@ -150,11 +153,11 @@ func newPrefix() string { return "lockproof-test-" + locks.NewOwner()[:8] + ":" 
 // newNode starts miniredis (addr == "") or connects to the real server at
 // addr, with the given prefix and clock (nil: real time), as node index of
 // its group.
-func newNode(addr, prefix string, clock *Clock, inGroup bool, index int) (*RedisServer, error) {
+func newNode(addr, prefix string, clock *fakes.Clock, inGroup bool, index int) (*Server, error) {
 	quietDialFailures.Do(func() {
 		redis.SetLogger(logging.NewBlacklistLogger([]string{"failed to dial"}))
 	})
-	r := &RedisServer{prefix: prefix, clock: clock, inGroup: inGroup, index: index, addr: addr}
+	r := &Server{prefix: prefix, clock: clock, inGroup: inGroup, index: index, addr: addr}
 	if addr == "" {
 		if err := r.startMiniredis(); err != nil {
 			return nil, err
@@ -178,7 +181,7 @@ func newNode(addr, prefix string, clock *Clock, inGroup bool, index int) (*Redis
 // logger set before the first fake; its other messages still go to stderr.
 var quietDialFailures sync.Once
 
-func (r *RedisServer) startMiniredis() error {
+func (r *Server) startMiniredis() error {
 	m := miniredis.NewMiniRedis()
 	if r.clock != nil {
 		m.SetTime(r.clock.Now())
@@ -219,7 +222,7 @@ const clientPoolSize = 1024
 // would go on by itself after the scheduler moved on, at a different step
 // in each replay of a seed. Waiting buys nothing there anyway: the
 // server's state changes only when the test acts.
-func (r *RedisServer) clientOptions() *redis.Options {
+func (r *Server) clientOptions() *redis.Options {
 	var dial func(ctx context.Context, network, addr string) (net.Conn, error)
 	minBackoff, maxBackoff := time.Millisecond, 4*time.Millisecond
 	if r.mini != nil {
@@ -246,7 +249,7 @@ func (r *RedisServer) clientOptions() *redis.Options {
 // a request in flight is a runnable goroutine, which the property suite's
 // scheduler sees (see propertytest.Backend.InProcess). A stopped server
 // refuses the dial as a closed port would.
-func (r *RedisServer) dialInMemory(ctx context.Context, _, _ string) (net.Conn, error) {
+func (r *Server) dialInMemory(ctx context.Context, _, _ string) (net.Conn, error) {
 	r.dialMu.Lock()
 	defer r.dialMu.Unlock()
 	srv := r.mini.Server()
@@ -259,9 +262,9 @@ func (r *RedisServer) dialInMemory(ctx context.Context, _, _ string) (net.Conn, 
 }
 
 // newClient returns a client with clientOptions and the gate hook.
-func (r *RedisServer) newClient() *redis.Client {
+func (r *Server) newClient() *redis.Client {
 	c := redis.NewClient(r.clientOptions())
-	GateRedis(c, r.GateLabel())
+	Gate(c, r.GateLabel())
 	return c
 }
 
@@ -269,12 +272,12 @@ func (r *RedisServer) newClient() *redis.Client {
 // locks.Gate sees them: "redis node <i>", i the node's index in its
 // RedisCluster, 0 for a single Redis. Pass it to GateRedis for a client of
 // the server built elsewhere (through a proxy, say).
-func (r *RedisServer) GateLabel() string { return fmt.Sprintf("redis node %d", r.index) }
+func (r *Server) GateLabel() string { return fmt.Sprintf("redis node %d", r.index) }
 
 // Close closes every client the server handed out and stops miniredis; on
 // a real server it first deletes every key under Prefix, and reports a
 // failure to. Closing twice does nothing.
-func (r *RedisServer) Close() error {
+func (r *Server) Close() error {
 	if r.closed.Swap(true) {
 		return nil
 	}
@@ -289,7 +292,7 @@ func (r *RedisServer) Close() error {
 }
 
 // closeAll closes every client, then the miniredis server.
-func (r *RedisServer) closeAll() {
+func (r *Server) closeAll() {
 	r.mu.Lock()
 	clients := r.clients
 	r.clients = nil
@@ -306,16 +309,16 @@ func (r *RedisServer) closeAll() {
 
 // Client returns the fake's own client, ready to use and closed by Close.
 // It is gated as NewClient's are.
-func (r *RedisServer) Client() redis.UniversalClient { return r.client }
+func (r *Server) Client() redis.UniversalClient { return r.client }
 
 // NewClient returns another client with its own connection pool, closed by
 // Close: a second process talking to the same server. Like the fake's own
 // client, it passes its commands through the locks.Gate of their context
 // (see RedisGateHook), as "redis node <i>: <COMMAND>".
-func (r *RedisServer) NewClient() *redis.Client { return r.keep(r.newClient()) }
+func (r *Server) NewClient() *redis.Client { return r.keep(r.newClient()) }
 
 // keep records c, to be closed by Close, and returns it.
-func (r *RedisServer) keep(c *redis.Client) *redis.Client {
+func (r *Server) keep(c *redis.Client) *redis.Client {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.clients = append(r.clients, c)
@@ -323,37 +326,25 @@ func (r *RedisServer) keep(c *redis.Client) *redis.Client {
 }
 
 // Addr returns the server's host:port.
-func (r *RedisServer) Addr() string { return r.addr }
+func (r *Server) Addr() string { return r.addr }
 
 // Prefix returns the key prefix unique to this fake ("lockproof-test-<8 hex>:").
 // Pass it to locks with locks.WithPrefix (LockOptions does).
-func (r *RedisServer) Prefix() string { return r.prefix }
+func (r *Server) Prefix() string { return r.prefix }
 
 // Clock returns the clock the backend's TTLs follow: locks.SystemClock in
 // real-time mode, the manual *Clock in manual mode.
-func (r *RedisServer) Clock() locks.Clock { return clockOf(r.clock) }
-
-// clockOf returns c, or locks.SystemClock when c is nil (real-time mode).
-func clockOf(c *Clock) locks.Clock {
-	if c == nil {
-		return locks.SystemClock{}
-	}
-	return c
-}
+func (r *Server) Clock() locks.Clock { return fakeutil.ClockOf(r.clock) }
 
 // LockOptions returns the options a test passes to a lock constructor so the
 // lock uses this fake's Prefix and Clock.
-func (r *RedisServer) LockOptions() []locks.Option { return lockOptions(r.prefix, r.clock) }
-
-func lockOptions(prefix string, c *Clock) []locks.Option {
-	return []locks.Option{locks.WithPrefix(prefix), locks.WithClock(clockOf(c))}
-}
+func (r *Server) LockOptions() []locks.Option { return fakeutil.LockOptions(r.prefix, r.clock) }
 
 // Miniredis returns the miniredis server, or nil on a real server.
-func (r *RedisServer) Miniredis() *miniredis.Miniredis { return r.mini }
+func (r *Server) Miniredis() *miniredis.Miniredis { return r.mini }
 
 // Real reports whether the fake talks to a real server.
-func (r *RedisServer) Real() bool { return r.mini == nil }
+func (r *Server) Real() bool { return r.mini == nil }
 
 // Advance moves time forward by d, in manual mode only: first the backend
 // (TTLs run down by d, keys that reach zero expire, TIME reads the new time),
@@ -363,23 +354,23 @@ func (r *RedisServer) Real() bool { return r.mini == nil }
 // shortens the TTL of every key under the prefix by d (whole milliseconds),
 // deleting those it would run out, while the server keeps counting down in
 // real time as well; TIME keeps the server's time.
-func (r *RedisServer) Advance(d time.Duration) {
-	r.helper()
+func (r *Server) Advance(d time.Duration) {
+	r.owner.Helper()
 	if r.inGroup {
-		r.fatalf("fakes: Advance on one node of a RedisCluster would move the clock shared by all nodes; " +
+		r.owner.Fatalf("fakes: Advance on one node of a RedisCluster would move the clock shared by all nodes; " +
 			"use RedisNodes.Advance (or Miniredis().FastForward to skew one node)")
 	}
-	advance(r.owner, r.clock, []*RedisServer{r}, d)
+	advance(r.owner, r.clock, []*Server{r}, d)
 }
 
 // advance moves the backends of nodes, then clock, forward by d.
-func advance(t owner, clock *Clock, nodes []*RedisServer, d time.Duration) {
-	t.helper()
+func advance(t fakeutil.Owner, clock *fakes.Clock, nodes []*Server, d time.Duration) {
+	t.Helper()
 	if clock == nil {
-		t.fatalf("fakes: Advance needs manual time: start the fake with fakes.ManualTime(start)")
+		t.Fatalf("fakes: Advance needs manual time: start the fake with redisfake.ManualTime(start)")
 	}
 	if d < 0 {
-		t.fatalf("fakes: Advance(%v): time cannot move backwards", d)
+		t.Fatalf("fakes: Advance(%v): time cannot move backwards", d)
 	}
 	now := clock.Now().Add(d)
 	for _, n := range nodes {
@@ -389,11 +380,11 @@ func advance(t owner, clock *Clock, nodes []*RedisServer, d time.Duration) {
 }
 
 // advanceBackend runs the backend's TTLs down by d and sets its time to now.
-func (r *RedisServer) advanceBackend(now time.Time, d time.Duration) {
-	r.helper()
+func (r *Server) advanceBackend(now time.Time, d time.Duration) {
+	r.owner.Helper()
 	if r.mini == nil {
 		if err := r.advanceReal(d); err != nil {
-			r.fatalf("fakes: Advance(%v) on %s: %v", d, r.addr, err)
+			r.owner.Fatalf("fakes: Advance(%v) on %s: %v", d, r.addr, err)
 		}
 		return
 	}
@@ -404,15 +395,15 @@ func (r *RedisServer) advanceBackend(now time.Time, d time.Duration) {
 // Stop shuts the server down: clients get connection errors until Restart.
 // Stopping a stopped server does nothing. miniredis only: on a real server
 // the test is skipped.
-func (r *RedisServer) Stop() {
-	r.helper()
+func (r *Server) Stop() {
+	r.owner.Helper()
 	r.requireMiniredis("Stop")
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.stopLocked()
 }
 
-func (r *RedisServer) stopLocked() {
+func (r *Server) stopLocked() {
 	if r.stopped {
 		return
 	}
@@ -429,8 +420,8 @@ func (r *RedisServer) stopLocked() {
 // Redis, so EVALSHA answers NOSCRIPT. Keys' TTLs keep running while the
 // server is down, in the mode's time. Clients reconnect by themselves.
 // miniredis only: on a real server the test is skipped.
-func (r *RedisServer) Restart(keepData bool) {
-	r.helper()
+func (r *Server) Restart(keepData bool) {
+	r.owner.Helper()
 	r.requireMiniredis("Restart")
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -452,16 +443,16 @@ func (r *RedisServer) Restart(keepData bool) {
 	r.stopped = err != nil
 	r.dialMu.Unlock()
 	if err != nil {
-		r.fatalf("fakes: cannot restart miniredis on %s: %v", r.addr, err)
+		r.owner.Fatalf("fakes: cannot restart miniredis on %s: %v", r.addr, err)
 	}
 	if err := r.flushScripts(); err != nil {
-		r.fatalf("fakes: restart of %s: emptying the script cache: %v", r.addr, err)
+		r.owner.Fatalf("fakes: restart of %s: emptying the script cache: %v", r.addr, err)
 	}
 }
 
 // flushScripts sends SCRIPT FLUSH on a connection of its own, not counted by
 // CommandCount.
-func (r *RedisServer) flushScripts() error {
+func (r *Server) flushScripts() error {
 	c := r.newClient()
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -472,14 +463,14 @@ func (r *RedisServer) flushScripts() error {
 	return err
 }
 
-func (r *RedisServer) requireMiniredis(what string) {
-	r.helper()
+func (r *Server) requireMiniredis(what string) {
+	r.owner.Helper()
 	if r.mini == nil {
-		env := EnvRedisAddr
+		env := EnvAddr
 		if r.inGroup {
-			env = EnvRedisAddrs
+			env = EnvAddrs
 		}
-		r.skipf("fakes: %s needs miniredis: cannot stop a real server from a test (unset %s, or use fakes.ForceMiniredis)",
+		r.owner.Skipf("fakes: %s needs miniredis: cannot stop a real server from a test (unset %s, or use redisfake.ForceMiniredis)",
 			what, env)
 	}
 }
@@ -488,8 +479,8 @@ func (r *RedisServer) requireMiniredis(what string) {
 // restarts, not counting those the fake sent itself. On a real server it is
 // the server's total_commands_processed: every client's commands since the
 // server started, and it fails the test if INFO cannot be read.
-func (r *RedisServer) CommandCount() int {
-	r.helper()
+func (r *Server) CommandCount() int {
+	r.owner.Helper()
 	if r.mini == nil {
 		return r.realCommandCount()
 	}
@@ -507,19 +498,19 @@ func (r *RedisServer) CommandCount() int {
 // redislock and redlock alike), as its expiry would. The fencing counter
 // and the waiters' queue stay. It fails, with an error wrapping
 // ErrNoHolder, when no lease is held.
-func (r *RedisServer) ExpireLock(ctx context.Context, name string) error {
+func (r *Server) ExpireLock(ctx context.Context, name string) error {
 	ok, err := r.expireKey(ctx, name)
 	if err != nil {
 		return fmt.Errorf("fakes: expire lock %q: %w", name, err)
 	}
 	if !ok {
-		return fmt.Errorf("fakes: expire lock %q: %w", name, ErrNoHolder)
+		return fmt.Errorf("fakes: expire lock %q: %w", name, fakes.ErrNoHolder)
 	}
 	return nil
 }
 
 // expireKey deletes the key of lock name and says whether it existed.
-func (r *RedisServer) expireKey(ctx context.Context, name string) (bool, error) {
+func (r *Server) expireKey(ctx context.Context, name string) (bool, error) {
 	n, err := r.client.Del(ctx, layout.RedisKey(r.prefix, name)).Result()
 	return n == 1, err
 }

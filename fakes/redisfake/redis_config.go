@@ -20,7 +20,7 @@ import (
 // fake and be reported as a deadlock, so the fake refuses to turn the
 // notifications on, and the lock's first CONFIG SET fails with this text.
 const ErrMiniredisNoKeyspaceNotifications = "ERR fakes: miniredis does not publish keyspace notifications: " +
-	"a lock that waits on them never wakes on the fake; test it against real Redis with " + EnvRedisAddr
+	"a lock that waits on them never wakes on the fake; test it against real Redis with " + EnvAddr
 
 // registerMiniredisConfig gives miniredis a CONFIG command that answers
 // for notify-keyspace-events only: SET to "" is accepted (nothing is

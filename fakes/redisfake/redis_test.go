@@ -2,6 +2,8 @@ package redisfake_test
 
 import (
 	"context"
+	"github.com/lockproof/lockproof/fakes/internal/faketest"
+	"github.com/lockproof/lockproof/fakes/redisfake"
 	"os"
 	"strings"
 	"testing"
@@ -9,13 +11,12 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/locks"
 )
 
 func TestRedisClientWorks(t *testing.T) {
 	ctx := context.Background()
-	s := fakes.Redis(t)
+	s := redisfake.New(t)
 	key := s.Prefix() + "k"
 	if err := s.Client().Set(ctx, key, "v", 0).Err(); err != nil {
 		t.Fatalf("SET: %v", err)
@@ -39,7 +40,7 @@ func TestRedisClientWorks(t *testing.T) {
 }
 
 func TestRedisPrefixIsUnique(t *testing.T) {
-	a, b := fakes.Redis(t), fakes.Redis(t)
+	a, b := redisfake.New(t), redisfake.New(t)
 	for _, p := range []string{a.Prefix(), b.Prefix()} {
 		if !strings.HasPrefix(p, "lockproof-test-") || !strings.HasSuffix(p, ":") {
 			t.Errorf("Prefix() = %q, want lockproof-test-<hex>:", p)
@@ -56,7 +57,7 @@ func TestRedisPrefixIsUnique(t *testing.T) {
 
 func TestRedisManualTimeExpiresKeysOnAdvance(t *testing.T) {
 	ctx := context.Background()
-	s := fakes.Redis(t, fakes.ManualTime(epoch))
+	s := redisfake.New(t, redisfake.ManualTime(faketest.Epoch))
 	c := s.Client()
 	key := s.Prefix() + "k"
 	// A real server also counts down by itself: leave it room.
@@ -76,7 +77,7 @@ func TestRedisManualTimeExpiresKeysOnAdvance(t *testing.T) {
 	if n := c.Exists(ctx, key).Val(); n != 0 {
 		t.Fatal("key still present after its TTL")
 	}
-	if got, want := s.Clock().Now(), epoch.Add(time.Second); !got.Equal(want) {
+	if got, want := s.Clock().Now(), faketest.Epoch.Add(time.Second); !got.Equal(want) {
 		t.Errorf("Clock().Now() = %v, want %v", got, want)
 	}
 	if s.Real() {
@@ -89,7 +90,7 @@ func TestRedisManualTimeExpiresKeysOnAdvance(t *testing.T) {
 
 func TestRedisAdvanceFiresTimersAfterTheBackend(t *testing.T) {
 	ctx := context.Background()
-	s := fakes.Redis(t, fakes.ManualTime(epoch))
+	s := redisfake.New(t, redisfake.ManualTime(faketest.Epoch))
 	c := s.Client()
 	key := s.Prefix() + "k"
 	if err := c.Set(ctx, key, "v", time.Second).Err(); err != nil {
@@ -106,7 +107,7 @@ func TestRedisAdvanceFiresTimersAfterTheBackend(t *testing.T) {
 
 func TestRedisRealTimeExpiresOnTheWallClock(t *testing.T) {
 	ctx := context.Background()
-	s := fakes.Redis(t)
+	s := redisfake.New(t)
 	c := s.Client()
 	key := s.Prefix() + "k"
 	const ttl = 50 * time.Millisecond
@@ -129,7 +130,7 @@ func TestRedisRealTimeExpiresOnTheWallClock(t *testing.T) {
 }
 
 func TestRedisAdvanceNeedsManualTime(t *testing.T) {
-	msg := fatalMessage(t, func(tb testing.TB) { fakes.Redis(tb).Advance(time.Second) })
+	msg := faketest.FatalMessage(t, func(tb testing.TB) { redisfake.New(tb).Advance(time.Second) })
 	if !strings.Contains(msg, "ManualTime") {
 		t.Fatalf("Advance in real-time mode failed with %q, want a hint at ManualTime", msg)
 	}
@@ -137,7 +138,7 @@ func TestRedisAdvanceNeedsManualTime(t *testing.T) {
 
 func TestRedisStopAndRestart(t *testing.T) {
 	ctx := context.Background()
-	s := fakes.Redis(t, fakes.ForceMiniredis())
+	s := redisfake.New(t, redisfake.ForceMiniredis())
 	c := s.Client()
 	key := s.Prefix() + "k"
 	if err := c.Set(ctx, key, "v", 0).Err(); err != nil {
@@ -163,7 +164,7 @@ func TestRedisStopAndRestart(t *testing.T) {
 // long outage, pipelines included, and leave no probe behind (TestMain).
 func TestRedisClientsReconnectAfterALongOutage(t *testing.T) {
 	ctx := context.Background()
-	s := fakes.Redis(t, fakes.ForceMiniredis())
+	s := redisfake.New(t, redisfake.ForceMiniredis())
 	c := s.Client()
 	s.Stop()
 	for range 8 { // 8 commands × 4 attempts: more failed dials than go-redis's default pools hold
@@ -185,10 +186,10 @@ func TestRedisClientsReconnectAfterALongOutage(t *testing.T) {
 }
 
 func TestRedisStopSkipsOnARealServer(t *testing.T) {
-	if os.Getenv(fakes.EnvRedisAddr) == "" {
-		t.Skipf("needs a real server: set %s", fakes.EnvRedisAddr)
+	if os.Getenv(redisfake.EnvAddr) == "" {
+		t.Skipf("needs a real server: set %s", redisfake.EnvAddr)
 	}
-	msg := fatalMessage(t, func(tb testing.TB) { fakes.Redis(tb).Stop() })
+	msg := faketest.FatalMessage(t, func(tb testing.TB) { redisfake.New(tb).Stop() })
 	if !strings.HasPrefix(msg, "skip: ") || !strings.Contains(msg, "ForceMiniredis") {
 		t.Fatalf("Stop on a real server ended with %q, want a skip pointing at ForceMiniredis", msg)
 	}
@@ -196,7 +197,7 @@ func TestRedisStopSkipsOnARealServer(t *testing.T) {
 
 func TestRedisRestartEmptiesScriptCache(t *testing.T) {
 	ctx := context.Background()
-	s := fakes.Redis(t, fakes.ForceMiniredis())
+	s := redisfake.New(t, redisfake.ForceMiniredis())
 	c := s.Client()
 	sha, err := c.ScriptLoad(ctx, "return 1").Result()
 	if err != nil {
@@ -211,7 +212,7 @@ func TestRedisRestartEmptiesScriptCache(t *testing.T) {
 
 func TestRedisBlockingCommandsAfterRestart(t *testing.T) {
 	ctx := context.Background()
-	s := fakes.Redis(t, fakes.ForceMiniredis())
+	s := redisfake.New(t, redisfake.ForceMiniredis())
 	s.Restart(true)
 	q := s.Prefix() + "q"
 	if err := s.Client().LPush(ctx, q, "v").Err(); err != nil {
@@ -225,7 +226,7 @@ func TestRedisBlockingCommandsAfterRestart(t *testing.T) {
 
 func TestRedisCommandCount(t *testing.T) {
 	ctx := context.Background()
-	s := fakes.Redis(t)
+	s := redisfake.New(t)
 	if err := s.Client().Ping(ctx).Err(); err != nil { // connects: HELLO counts too
 		t.Fatalf("PING: %v", err)
 	}
@@ -263,7 +264,7 @@ func TestRedisCommandCount(t *testing.T) {
 // also after a restart, and accepts the empty setting.
 func TestRedisKeyspaceNotifications(t *testing.T) {
 	ctx := context.Background()
-	s := fakes.Redis(t)
+	s := redisfake.New(t)
 	c := s.NewClient()
 	set := c.ConfigSet(ctx, "notify-keyspace-events", "Kg")
 	if !s.Real() {
@@ -272,9 +273,9 @@ func TestRedisKeyspaceNotifications(t *testing.T) {
 				s.Restart(true)
 				set = c.ConfigSet(ctx, "notify-keyspace-events", "Kg")
 			}
-			if err := set.Err(); err == nil || err.Error() != fakes.ErrMiniredisNoKeyspaceNotifications {
+			if err := set.Err(); err == nil || err.Error() != redisfake.ErrMiniredisNoKeyspaceNotifications {
 				t.Fatalf("CONFIG SET notify-keyspace-events Kg on miniredis (restarted %v): %v; want %q",
-					restart, err, fakes.ErrMiniredisNoKeyspaceNotifications)
+					restart, err, redisfake.ErrMiniredisNoKeyspaceNotifications)
 			}
 		}
 		if err := c.ConfigSet(ctx, "notify-keyspace-events", "").Err(); err != nil {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/internal/fakeutil"
 	"strings"
 	"testing"
 	"time"
@@ -17,17 +19,17 @@ import (
 // Redis servers for RedisCluster: comma-separated host:port, at least as many
 // as the test asks for. EnvRedisAddr alone does not apply to RedisCluster:
 // one server cannot stand for independent nodes.
-const EnvRedisAddrs = "LOCKPROOF_REDIS_ADDRS"
+const EnvAddrs = "LOCKPROOF_REDIS_ADDRS"
 
 // RedisNodes is a group of independent Redis servers, as Redlock uses: no
 // replication, no shared keys. All nodes share one Prefix and, in manual
 // mode, one Clock. It is not a Redis Cluster (no slots). Build it with
 // StartRedisCluster, or RedisCluster for a test; Close closes every node.
-type RedisNodes struct {
-	owner
+type Nodes struct {
+	owner  fakeutil.Owner
 	prefix string
-	clock  *Clock // nil in real-time mode
-	nodes  []*RedisServer
+	clock  *fakes.Clock // nil in real-time mode
+	nodes  []*Server
 }
 
 // StartRedisCluster starts n independent nodes for a program that has no
@@ -35,7 +37,7 @@ type RedisNodes struct {
 // RedisNodesAt (unless ForceMiniredis). It returns an error if n < 1,
 // RedisNodesAt lists an address twice or fewer than n, or a node cannot be
 // started or reached. Close stops them.
-func StartRedisCluster(n int, opts ...RedisOption) (*RedisNodes, error) {
+func StartCluster(n int, opts ...Option) (*Nodes, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("fakes: a Redis cluster needs at least one node, got %d", n)
 	}
@@ -48,7 +50,7 @@ func StartRedisCluster(n int, opts ...RedisOption) (*RedisNodes, error) {
 		}
 		copy(addrs, real)
 	}
-	g := &RedisNodes{prefix: newPrefix(), clock: cfg.newClock()}
+	g := &Nodes{prefix: newPrefix(), clock: cfg.newClock()}
 	for i, addr := range addrs {
 		node, err := newNode(addr, g.prefix, g.clock, true, i)
 		if err != nil {
@@ -66,25 +68,25 @@ func StartRedisCluster(n int, opts ...RedisOption) (*RedisNodes, error) {
 // fails the test if n < 1 or a node cannot be started, skips it when
 // EnvRedisAddrs lists fewer than n servers, and closes the nodes at t's
 // cleanup.
-func RedisCluster(t testing.TB, n int, opts ...RedisOption) *RedisNodes {
+func NewCluster(t testing.TB, n int, opts ...Option) *Nodes {
 	t.Helper()
-	return forTest(t, "RedisCluster", EnvRedisAddrs, opts,
-		func(v string) RedisOption { return RedisNodesAt(listOf(v)...) },
-		func(o []RedisOption) string { return strings.Join(newRedisConfig(o).addrs, ",") },
-		func(o ...RedisOption) (*RedisNodes, error) { return StartRedisCluster(n, o...) })
+	return fakeutil.ForTest(t, "redisfake.NewCluster", EnvAddrs, opts,
+		func(v string) Option { return NodesAt(fakeutil.ListOf(v)...) },
+		func(o []Option) string { return strings.Join(newRedisConfig(o).addrs, ",") },
+		func(o ...Option) (*Nodes, error) { return StartCluster(n, o...) }, (*Nodes).own)
 }
 
 // own makes tb the owner of the group and of every node.
-func (g *RedisNodes) own(tb testing.TB) {
-	g.tb = tb
+func (g *Nodes) own(tb testing.TB) {
+	g.owner.Own(tb)
 	for _, node := range g.nodes {
-		node.own(tb)
+		node.owner.Own(tb)
 	}
 }
 
 // Close closes every node (see RedisServer.Close) and returns their
 // errors, joined.
-func (g *RedisNodes) Close() error {
+func (g *Nodes) Close() error {
 	var errs []error
 	for i, n := range g.nodes {
 		if err := n.Close(); err != nil {
@@ -105,25 +107,25 @@ func realAddrs(addrs []string, n int) ([]string, error) {
 		seen[a] = true
 	}
 	if len(addrs) < n {
-		return nil, fmt.Errorf("%d independent Redis servers needed, %d given: %w", n, len(addrs), errTooFewServers)
+		return nil, fmt.Errorf("%d independent Redis servers needed, %d given: %w", n, len(addrs), fakeutil.ErrTooFewServers)
 	}
 	return addrs[:n], nil
 }
 
 // Nodes returns the nodes, in order.
-func (g *RedisNodes) Nodes() []*RedisServer { return g.nodes }
+func (g *Nodes) Nodes() []*Server { return g.nodes }
 
 // Node returns node i, failing the test if there is none.
-func (g *RedisNodes) Node(i int) *RedisServer {
-	g.helper()
+func (g *Nodes) Node(i int) *Server {
+	g.owner.Helper()
 	if i < 0 || i >= len(g.nodes) {
-		g.fatalf("fakes: no node %d in a group of %d", i, len(g.nodes))
+		g.owner.Fatalf("fakes: no node %d in a group of %d", i, len(g.nodes))
 	}
 	return g.nodes[i]
 }
 
 // Clients returns each node's own client, in node order.
-func (g *RedisNodes) Clients() []redis.UniversalClient {
+func (g *Nodes) Clients() []redis.UniversalClient {
 	cs := make([]redis.UniversalClient, len(g.nodes))
 	for i, n := range g.nodes {
 		cs[i] = n.Client()
@@ -136,7 +138,7 @@ func (g *RedisNodes) Clients() []redis.UniversalClient {
 // commands through the locks.Gate of their context as "redis node <i>: ..."
 // (see RedisGateHook), so the names of Redlock's parallel requests differ by
 // node and by nothing that changes from run to run.
-func (g *RedisNodes) NewClients() []redis.UniversalClient {
+func (g *Nodes) NewClients() []redis.UniversalClient {
 	cs := make([]redis.UniversalClient, len(g.nodes))
 	for i, n := range g.nodes {
 		cs[i] = n.NewClient()
@@ -145,32 +147,32 @@ func (g *RedisNodes) NewClients() []redis.UniversalClient {
 }
 
 // Prefix returns the key prefix shared by all nodes.
-func (g *RedisNodes) Prefix() string { return g.prefix }
+func (g *Nodes) Prefix() string { return g.prefix }
 
 // Clock returns the clock shared by all nodes: locks.SystemClock in real-time
 // mode, one manual *Clock in manual mode.
-func (g *RedisNodes) Clock() locks.Clock { return clockOf(g.clock) }
+func (g *Nodes) Clock() locks.Clock { return fakeutil.ClockOf(g.clock) }
 
 // LockOptions returns the options a test passes to a lock constructor so the
 // lock uses the group's Prefix and Clock.
-func (g *RedisNodes) LockOptions() []locks.Option { return lockOptions(g.prefix, g.clock) }
+func (g *Nodes) LockOptions() []locks.Option { return fakeutil.LockOptions(g.prefix, g.clock) }
 
 // Advance moves time forward by d on every node, stopped ones included, then
 // on the shared Clock; manual mode only. See RedisServer.Advance.
-func (g *RedisNodes) Advance(d time.Duration) {
-	g.helper()
+func (g *Nodes) Advance(d time.Duration) {
+	g.owner.Helper()
 	advance(g.owner, g.clock, g.nodes, d)
 }
 
 // Stop stops node i. See RedisServer.Stop.
-func (g *RedisNodes) Stop(i int) {
-	g.helper()
+func (g *Nodes) Stop(i int) {
+	g.owner.Helper()
 	g.Node(i).Stop()
 }
 
 // Restart restarts node i, with its data or empty. See RedisServer.Restart.
-func (g *RedisNodes) Restart(i int, keepData bool) {
-	g.helper()
+func (g *Nodes) Restart(i int, keepData bool) {
+	g.owner.Helper()
 	g.Node(i).Restart(keepData)
 }
 
@@ -179,10 +181,10 @@ func (g *RedisNodes) Restart(i int, keepData bool) {
 // shared Clock stay where they are. This is the clock jump that breaks
 // Redlock. Manual mode on miniredis, or any real server (whose key TTLs are
 // shortened by d).
-func (g *RedisNodes) JumpNode(i int, d time.Duration) {
-	g.helper()
+func (g *Nodes) JumpNode(i int, d time.Duration) {
+	g.owner.Helper()
 	if d < 0 {
-		g.fatalf("fakes: JumpNode(%d, %v): a jump goes forward", i, d)
+		g.owner.Fatalf("fakes: JumpNode(%d, %v): a jump goes forward", i, d)
 	}
 	n := g.Node(i)
 	if n.mini != nil {
@@ -190,14 +192,14 @@ func (g *RedisNodes) JumpNode(i int, d time.Duration) {
 		return
 	}
 	if err := n.advanceReal(d); err != nil {
-		g.fatalf("fakes: JumpNode(%d, %v): %v", i, d, err)
+		g.owner.Fatalf("fakes: JumpNode(%d, %v): %v", i, d, err)
 	}
 }
 
 // ExpireLock deletes the key of lock name (see RedisServer.ExpireLock) on
 // every node; it fails only when a node failed, or when no node held it
 // (an error wrapping ErrNoHolder).
-func (g *RedisNodes) ExpireLock(ctx context.Context, name string) error {
+func (g *Nodes) ExpireLock(ctx context.Context, name string) error {
 	found := false
 	for i, n := range g.nodes {
 		ok, err := n.expireKey(ctx, name)
@@ -207,7 +209,7 @@ func (g *RedisNodes) ExpireLock(ctx context.Context, name string) error {
 		found = found || ok
 	}
 	if !found {
-		return fmt.Errorf("fakes: expire lock %q: no node holds it: %w", name, ErrNoHolder)
+		return fmt.Errorf("fakes: expire lock %q: no node holds it: %w", name, fakes.ErrNoHolder)
 	}
 	return nil
 }

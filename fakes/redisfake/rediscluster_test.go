@@ -2,16 +2,16 @@ package redisfake_test
 
 import (
 	"context"
+	"github.com/lockproof/lockproof/fakes/internal/faketest"
+	"github.com/lockproof/lockproof/fakes/redisfake"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/lockproof/lockproof/fakes"
 )
 
 func TestRedisClusterNodesAreIndependent(t *testing.T) {
 	ctx := context.Background()
-	g := fakes.RedisCluster(t, 3)
+	g := redisfake.NewCluster(t, 3)
 	if n := len(g.Nodes()); n != 3 {
 		t.Fatalf("len(Nodes()) = %d, want 3", n)
 	}
@@ -43,7 +43,7 @@ func TestRedisClusterNodesAreIndependent(t *testing.T) {
 
 func TestRedisClusterStopOneNode(t *testing.T) {
 	ctx := context.Background()
-	g := fakes.RedisCluster(t, 3, fakes.ForceMiniredis())
+	g := redisfake.NewCluster(t, 3, redisfake.ForceMiniredis())
 	g.Stop(0)
 	if err := g.Clients()[0].Ping(ctx).Err(); err == nil {
 		t.Fatal("PING to the stopped node 0 succeeded")
@@ -61,7 +61,7 @@ func TestRedisClusterStopOneNode(t *testing.T) {
 
 func TestRedisClusterSharesOneClock(t *testing.T) {
 	ctx := context.Background()
-	g := fakes.RedisCluster(t, 3, fakes.ManualTime(epoch))
+	g := redisfake.NewCluster(t, 3, redisfake.ManualTime(faketest.Epoch))
 	key := g.Prefix() + "k"
 	for i, c := range g.Clients() {
 		if err := c.Set(ctx, key, "v", time.Second).Err(); err != nil {
@@ -88,14 +88,14 @@ func TestRedisClusterSharesOneClock(t *testing.T) {
 			t.Errorf("node %d: key present after its TTL", i)
 		}
 	}
-	if got, want := g.Clock().Now(), epoch.Add(time.Second); !got.Equal(want) {
+	if got, want := g.Clock().Now(), faketest.Epoch.Add(time.Second); !got.Equal(want) {
 		t.Errorf("Clock().Now() = %v, want %v", got, want)
 	}
 }
 
 func TestRedisClusterAdvanceReachesStoppedNodes(t *testing.T) {
 	ctx := context.Background()
-	g := fakes.RedisCluster(t, 2, fakes.ManualTime(epoch), fakes.ForceMiniredis())
+	g := redisfake.NewCluster(t, 2, redisfake.ManualTime(faketest.Epoch), redisfake.ForceMiniredis())
 	key := g.Prefix() + "k"
 	if err := g.Clients()[1].Set(ctx, key, "v", time.Second).Err(); err != nil {
 		t.Fatalf("SET on node 1: %v", err)
@@ -109,16 +109,16 @@ func TestRedisClusterAdvanceReachesStoppedNodes(t *testing.T) {
 }
 
 func TestRedisClusterMisuse(t *testing.T) {
-	if msg := fatalMessage(t, func(tb testing.TB) { fakes.RedisCluster(tb, 0) }); !strings.Contains(msg, "at least one node") {
+	if msg := faketest.FatalMessage(t, func(tb testing.TB) { redisfake.NewCluster(tb, 0) }); !strings.Contains(msg, "at least one node") {
 		t.Errorf("RedisCluster(0) failed with %q", msg)
 	}
-	msg := fatalMessage(t, func(tb testing.TB) {
-		fakes.RedisCluster(tb, 2, fakes.ManualTime(epoch)).Node(0).Advance(time.Second)
+	msg := faketest.FatalMessage(t, func(tb testing.TB) {
+		redisfake.NewCluster(tb, 2, redisfake.ManualTime(faketest.Epoch)).Node(0).Advance(time.Second)
 	})
 	if !strings.Contains(msg, "RedisNodes.Advance") {
 		t.Errorf("Advance on one node failed with %q, want a hint at RedisNodes.Advance", msg)
 	}
-	if msg := fatalMessage(t, func(tb testing.TB) { fakes.RedisCluster(tb, 2).Node(2) }); !strings.Contains(msg, "no node 2") {
+	if msg := faketest.FatalMessage(t, func(tb testing.TB) { redisfake.NewCluster(tb, 2).Node(2) }); !strings.Contains(msg, "no node 2") {
 		t.Errorf("Node(2) of 2 failed with %q", msg)
 	}
 }

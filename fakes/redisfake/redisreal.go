@@ -19,7 +19,7 @@ const realTimeout = 10 * time.Second
 const keyBatch = 256
 
 // pingReal returns an error unless the real server answers PING.
-func (r *RedisServer) pingReal() error {
+func (r *Server) pingReal() error {
 	ctx, cancel := context.WithTimeout(context.Background(), realTimeout)
 	defer cancel()
 	if err := r.client.Ping(ctx).Err(); err != nil {
@@ -30,7 +30,7 @@ func (r *RedisServer) pingReal() error {
 
 // prefixKeys returns every key under the prefix, each once (SCAN may return
 // a key more than once).
-func (r *RedisServer) prefixKeys(ctx context.Context) ([]string, error) {
+func (r *Server) prefixKeys(ctx context.Context) ([]string, error) {
 	seen := map[string]bool{}
 	var keys []string
 	var cursor uint64
@@ -65,7 +65,7 @@ func inBatches(keys []string, f func([]string) error) error {
 }
 
 // deletePrefix removes every key under the prefix.
-func (r *RedisServer) deletePrefix() error {
+func (r *Server) deletePrefix() error {
 	ctx, cancel := context.WithTimeout(context.Background(), realTimeout)
 	defer cancel()
 	keys, err := r.prefixKeys(ctx)
@@ -102,7 +102,7 @@ return 0
 
 // advanceReal emulates d passing on a real server for the keys under the
 // prefix.
-func (r *RedisServer) advanceReal(d time.Duration) error {
+func (r *Server) advanceReal(d time.Duration) error {
 	ms := d.Milliseconds()
 	if ms == 0 {
 		return nil
@@ -119,17 +119,17 @@ func (r *RedisServer) advanceReal(d time.Duration) error {
 }
 
 // realCommandCount reads total_commands_processed from INFO stats.
-func (r *RedisServer) realCommandCount() int {
-	r.helper()
+func (r *Server) realCommandCount() int {
+	r.owner.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), realTimeout)
 	defer cancel()
 	info, err := r.client.Info(ctx, "stats").Result()
 	if err != nil {
-		r.fatalf("fakes: CommandCount: INFO stats on %s: %v", r.addr, err)
+		r.owner.Fatalf("fakes: CommandCount: INFO stats on %s: %v", r.addr, err)
 	}
 	n, err := infoField(info, "total_commands_processed")
 	if err != nil {
-		r.fatalf("fakes: CommandCount: INFO stats on %s: %v", r.addr, err)
+		r.owner.Fatalf("fakes: CommandCount: INFO stats on %s: %v", r.addr, err)
 	}
 	return n
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/internal/fakeutil"
 	"net"
 	"sync"
 	"testing"
@@ -20,10 +22,10 @@ import (
 // EnvZKAddr names the environment variable that points ZooKeeper at a real
 // server (host:port) instead of minizk. Tests share that server; each fake
 // works under its own Prefix and deletes it at cleanup.
-const EnvZKAddr = "LOCKPROOF_ZK_ADDR"
+const EnvAddr = "LOCKPROOF_ZK_ADDR"
 
 // ZooKeeperOption configures ZooKeeper and StartZooKeeper.
-type ZooKeeperOption func(*zkConfig)
+type Option func(*zkConfig)
 
 type zkConfig struct {
 	manual    bool
@@ -36,13 +38,13 @@ type zkConfig struct {
 // ZooKeeperAt makes the fake use the real server at addr (host:port)
 // instead of minizk. The fake works under its own Prefix there and deletes
 // it at Close. Default (and with addr ""): minizk.
-func ZooKeeperAt(addr string) ZooKeeperOption { return func(c *zkConfig) { c.addr = addr } }
+func At(addr string) Option { return func(c *zkConfig) { c.addr = addr } }
 
 // ZooKeeperManualTime runs minizk on a manual *Clock reading start:
 // sessions expire only when Advance moves it past their timeout. Default:
 // real time. A real server's clock cannot be stopped: there the option only
 // makes Advance sleep.
-func ZooKeeperManualTime(start time.Time) ZooKeeperOption {
+func ManualTime(start time.Time) Option {
 	return func(c *zkConfig) { c.manual, c.start = true, start }
 }
 
@@ -51,23 +53,23 @@ func ZooKeeperManualTime(start time.Time) ZooKeeperOption {
 // given. Use it for tests that need minizk's
 // controls (ExpireSession, DropConnections, Pause, Restart) or exact manual
 // time.
-func ForceMinizk() ZooKeeperOption { return func(c *zkConfig) { c.forceMini = true } }
+func ForceMinizk() Option { return func(c *zkConfig) { c.forceMini = true } }
 
 // ZooKeeperTickTime sets minizk's tickTime (default minizk.DefaultTickTime,
 // 2s, ZooKeeper's): session timeouts are clamped to [2, 20] ticks. A real
 // server keeps its own.
-func ZooKeeperTickTime(d time.Duration) ZooKeeperOption {
+func TickTime(d time.Duration) Option {
 	return func(c *zkConfig) { c.tick = d }
 }
 
 // ZooKeeperServer is one ZooKeeper server: minizk on a loopback port, or
 // a real server (ZooKeeperAt, or EnvZKAddr for ZooKeeper). Close stops minizk and closes every
 // client Connect handed out; on a real server it deletes Prefix first.
-type ZooKeeperServer struct {
-	owner
+type Server struct {
+	owner  fakeutil.Owner
 	addr   string
 	prefix string
-	clock  *Clock // nil: real time
+	clock  *fakes.Clock // nil: real time
 	manual bool
 	mini   *minizk.Server
 
@@ -80,17 +82,18 @@ type ZooKeeperServer struct {
 // or the real server of EnvZKAddr (read here, as a ZooKeeperAt before
 // opts) unless ForceMinizk is given. Everything is closed by t.Cleanup; it
 // fails the test if the server cannot be started or reached.
-func ZooKeeper(t testing.TB, opts ...ZooKeeperOption) *ZooKeeperServer {
+func New(t testing.TB, opts ...Option) *Server {
 	t.Helper()
-	return forTest(t, "ZooKeeper", EnvZKAddr, opts, ZooKeeperAt,
-		func(o []ZooKeeperOption) string { return newZKConfig(o).addr }, StartZooKeeper)
+	return fakeutil.ForTest(t, "zkfake.New", EnvAddr, opts, At,
+		func(o []Option) string { return newZKConfig(o).addr }, Start,
+		func(s *Server, tb testing.TB) { s.owner.Own(tb) })
 }
 
 // StartZooKeeper starts minizk on a loopback port chosen by the kernel, or
 // connects to the real server given by ZooKeeperAt (unless ForceMinizk),
 // for programs and examples that have no testing.TB. It returns an error
 // if the server cannot be started or gives no session. Close stops it.
-func StartZooKeeper(opts ...ZooKeeperOption) (*ZooKeeperServer, error) {
+func Start(opts ...Option) (*Server, error) {
 	cfg := newZKConfig(opts)
 	if cfg.addr != "" {
 		return realZooKeeper(cfg.addr, cfg)
@@ -98,21 +101,21 @@ func StartZooKeeper(opts ...ZooKeeperOption) (*ZooKeeperServer, error) {
 	return startMinizk(cfg)
 }
 
-func newZKConfig(opts []ZooKeeperOption) zkConfig {
+func newZKConfig(opts []Option) zkConfig {
 	c := zkConfig{tick: minizk.DefaultTickTime}
-	applyOptions(&c, opts)
+	fakeutil.ApplyOptions(&c, opts)
 	if c.forceMini {
 		c.addr = ""
 	}
 	return c
 }
 
-func startMinizk(cfg zkConfig) (*ZooKeeperServer, error) {
-	z := &ZooKeeperServer{prefix: zkPrefix(), manual: cfg.manual}
+func startMinizk(cfg zkConfig) (*Server, error) {
+	z := &Server{prefix: zkPrefix(), manual: cfg.manual}
 	if cfg.manual {
-		z.clock = NewClock(cfg.start)
+		z.clock = fakes.NewClock(cfg.start)
 	}
-	s, err := minizk.Start(minizk.WithClock(clockOf(z.clock)), minizk.WithTickTime(cfg.tick))
+	s, err := minizk.Start(minizk.WithClock(fakeutil.ClockOf(z.clock)), minizk.WithTickTime(cfg.tick))
 	if err != nil {
 		return nil, err
 	}
@@ -122,13 +125,13 @@ func startMinizk(cfg zkConfig) (*ZooKeeperServer, error) {
 
 // realZooKeeper checks that the server at addr answers and returns the
 // fake for it.
-func realZooKeeper(addr string, cfg zkConfig) (*ZooKeeperServer, error) {
+func realZooKeeper(addr string, cfg zkConfig) (*Server, error) {
 	nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	if err != nil {
 		return nil, fmt.Errorf("zookeeper at %s: %w", addr, err)
 	}
 	_ = nc.Close()
-	z := &ZooKeeperServer{addr: addr, prefix: zkPrefix(), manual: cfg.manual}
+	z := &Server{addr: addr, prefix: zkPrefix(), manual: cfg.manual}
 	c, _, err := z.Connect(10 * time.Second)
 	if err == nil {
 		_, _, err = c.Exists("/")
@@ -159,7 +162,7 @@ func (zkQuiet) Printf(string, ...any) {}
 // go-zookeeper's requests take no context, so there is no seam to pass
 // them through a locks.Gate: unlike the other fakes' clients, these are not
 // gated.
-func (z *ZooKeeperServer) Connect(sessionTimeout time.Duration) (*zk.Conn, <-chan zk.Event, error) {
+func (z *Server) Connect(sessionTimeout time.Duration) (*zk.Conn, <-chan zk.Event, error) {
 	return z.connect(z.addr, sessionTimeout)
 }
 
@@ -190,7 +193,7 @@ func (z *ZooKeeperServer) Connect(sessionTimeout time.Duration) (*zk.Conn, <-cha
 // needs to replay a seed exactly (propertytest.Backend.InProcess), and a
 // stopped server refuses the dial as its closed port would. Through any
 // other address (a proxy), or to a real server, it dials TCP.
-func (z *ZooKeeperServer) ConnectManual(addr string, sessionTimeout time.Duration, onRequest func(opcode int32)) (*zk.Conn, error) {
+func (z *Server) ConnectManual(addr string, sessionTimeout time.Duration, onRequest func(opcode int32)) (*zk.Conn, error) {
 	d := &zkManualDialer{onRequest: onRequest}
 	if z.mini != nil && addr == z.addr {
 		d.inMemory = z.mini.DialInMemory
@@ -199,7 +202,7 @@ func (z *ZooKeeperServer) ConnectManual(addr string, sessionTimeout time.Duratio
 	return c, err
 }
 
-func (z *ZooKeeperServer) connect(addr string, sessionTimeout time.Duration, opts ...func(*zk.Conn)) (*zk.Conn, <-chan zk.Event, error) {
+func (z *Server) connect(addr string, sessionTimeout time.Duration, opts ...func(*zk.Conn)) (*zk.Conn, <-chan zk.Event, error) {
 	session := make(chan struct{})
 	events := make(chan zk.Event, 256)
 	var once sync.Once
@@ -245,7 +248,7 @@ func (z *ZooKeeperServer) connect(addr string, sessionTimeout time.Duration, opt
 // Close closes every client Connect handed out and stops minizk; on a real
 // server it first deletes everything under Prefix. Closing twice does
 // nothing.
-func (z *ZooKeeperServer) Close() error {
+func (z *Server) Close() error {
 	var err error
 	if z.mini == nil {
 		// A client of its own: the test may have closed all of its.
@@ -293,42 +296,42 @@ func deleteTree(c *zk.Conn, p string) error {
 }
 
 // Addr returns the server's host:port.
-func (z *ZooKeeperServer) Addr() string { return z.addr }
+func (z *Server) Addr() string { return z.addr }
 
 // Servers returns the server list to pass to zk.Connect.
-func (z *ZooKeeperServer) Servers() []string { return []string{z.addr} }
+func (z *Server) Servers() []string { return []string{z.addr} }
 
 // Prefix returns a znode path unique to this fake ("/lockproof-test-<8
 // hex>"), not created: LockOptions passes it to locks.
-func (z *ZooKeeperServer) Prefix() string { return z.prefix }
+func (z *Server) Prefix() string { return z.prefix }
 
 // Clock returns the clock the server's time follows: the manual *Clock
 // with ZooKeeperManualTime on minizk, else locks.SystemClock.
-func (z *ZooKeeperServer) Clock() locks.Clock { return clockOf(z.clock) }
+func (z *Server) Clock() locks.Clock { return fakeutil.ClockOf(z.clock) }
 
 // LockOptions returns the options a test passes to a lock constructor so
 // that the lock uses this fake's Prefix and Clock.
-func (z *ZooKeeperServer) LockOptions() []locks.Option { return lockOptions(z.prefix, z.clock) }
+func (z *Server) LockOptions() []locks.Option { return fakeutil.LockOptions(z.prefix, z.clock) }
 
 // Real reports whether the server is a real one (ZooKeeperAt, EnvZKAddr).
-func (z *ZooKeeperServer) Real() bool { return z.mini == nil }
+func (z *Server) Real() bool { return z.mini == nil }
 
 // Minizk returns the minizk server, or nil on a real server. Its controls
 // (ExpireSession, DropConnections, Pause, Restart, Get, Children, WaitFor)
 // are the chaos a test can apply.
-func (z *ZooKeeperServer) Minizk() *minizk.Server { return z.mini }
+func (z *Server) Minizk() *minizk.Server { return z.mini }
 
 // RequireMinizk skips the test on a real server, saying why.
-func (z *ZooKeeperServer) RequireMinizk(t testing.TB, why string) {
+func (z *Server) RequireMinizk(t testing.TB, why string) {
 	t.Helper()
 	if z.mini == nil {
-		t.Skipf("fakes: needs minizk (%s); use fakes.ForceMinizk to run it", why)
+		t.Skipf("fakes: needs minizk (%s); use zkfake.ForceMinizk to run it", why)
 	}
 }
 
 // ErrZooKeeperNotManual is returned by AdvanceTime without
 // ZooKeeperManualTime.
-var ErrZooKeeperNotManual = errors.New("fakes: Advance needs manual time: start the fake with fakes.ZooKeeperManualTime(start)")
+var ErrNotManual = errors.New("fakes: Advance needs manual time: start the fake with zkfake.ManualTime(start)")
 
 // AdvanceTime moves time forward by d. On minizk with ZooKeeperManualTime
 // it moves the manual clock, and sessions whose timeout passed are expired
@@ -336,12 +339,12 @@ var ErrZooKeeperNotManual = errors.New("fakes: Advance needs manual time: start 
 // ZooKeeperManualTime AdvanceTime sleeps d so that the same test runs on
 // both, slower. Without ZooKeeperManualTime it returns
 // ErrZooKeeperNotManual, and an error for a negative d.
-func (z *ZooKeeperServer) AdvanceTime(d time.Duration) error {
+func (z *Server) AdvanceTime(d time.Duration) error {
 	switch {
 	case d < 0:
 		return fmt.Errorf("fakes: Advance(%v): time cannot move backwards", d)
 	case !z.manual:
-		return ErrZooKeeperNotManual
+		return ErrNotManual
 	case z.mini != nil:
 		return z.mini.Advance(d)
 	}
@@ -354,19 +357,19 @@ func (z *ZooKeeperServer) AdvanceTime(d time.Duration) error {
 // StartZooKeeper, which has no test to fail, an error is a programming
 // error (no manual time, or a negative d) and panics: call AdvanceTime
 // there.
-func (z *ZooKeeperServer) Advance(d time.Duration) {
+func (z *Server) Advance(d time.Duration) {
 	if err := z.AdvanceTime(d); err != nil {
-		z.helper()
-		z.fatalf("%v", err)
+		z.owner.Helper()
+		z.owner.Fatalf("%v", err)
 	}
 }
 
 // ExpireSession expires session id now on minizk (see
 // minizk.Server.ExpireSession). A real server gives no way to expire
 // another client's session: there it returns an error.
-func (z *ZooKeeperServer) ExpireSession(id int64) error {
+func (z *Server) ExpireSession(id int64) error {
 	if z.mini == nil {
-		return errors.New("fakes: ExpireSession needs minizk (use fakes.ForceMinizk)")
+		return errors.New("fakes: ExpireSession needs minizk (use zkfake.ForceMinizk)")
 	}
 	return z.mini.ExpireSession(id)
 }
@@ -379,9 +382,9 @@ func (z *ZooKeeperServer) ExpireSession(id int64) error {
 // places. It fails, with an error wrapping ErrNoHolder, when nobody holds
 // the lock; on a real server, which cannot expire another client's
 // session, it fails as ExpireSession does.
-func (z *ZooKeeperServer) ExpireLock(ctx context.Context, name string) error {
+func (z *Server) ExpireLock(ctx context.Context, name string) error {
 	if z.mini == nil {
-		return errors.New("fakes: ExpireLock needs minizk (use fakes.ForceMinizk)")
+		return errors.New("fakes: ExpireLock needs minizk (use zkfake.ForceMinizk)")
 	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("fakes: expire zookeeper lock %q: %w", name, err)
@@ -389,15 +392,15 @@ func (z *ZooKeeperServer) ExpireLock(ctx context.Context, name string) error {
 	node := layout.ZKNode(z.prefix, name)
 	kids, err := z.mini.Children(node)
 	if err != nil {
-		return fmt.Errorf("fakes: expire zookeeper lock %q: no node %s (%v): %w", name, node, err, ErrNoHolder)
+		return fmt.Errorf("fakes: expire zookeeper lock %q: no node %s (%v): %w", name, node, err, fakes.ErrNoHolder)
 	}
 	holder, ok := layout.ZKHolder(kids)
 	if !ok {
-		return fmt.Errorf("fakes: expire zookeeper lock %q: %w", name, ErrNoHolder)
+		return fmt.Errorf("fakes: expire zookeeper lock %q: %w", name, fakes.ErrNoHolder)
 	}
 	_, st, err := z.mini.Get(node + "/" + holder)
 	if err != nil || st.EphemeralOwner == 0 {
-		return fmt.Errorf("fakes: expire zookeeper lock %q: the holder's node went meanwhile: %w", name, ErrNoHolder)
+		return fmt.Errorf("fakes: expire zookeeper lock %q: the holder's node went meanwhile: %w", name, fakes.ErrNoHolder)
 	}
 	if err := z.mini.ExpireSession(st.EphemeralOwner); err != nil {
 		return fmt.Errorf("fakes: expire zookeeper lock %q: %w", name, err)

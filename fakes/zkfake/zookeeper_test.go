@@ -2,6 +2,8 @@ package zkfake_test
 
 import (
 	"errors"
+	"github.com/lockproof/lockproof/fakes/internal/faketest"
+	"github.com/lockproof/lockproof/fakes/zkfake"
 	"os"
 	"slices"
 	"strings"
@@ -10,16 +12,15 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/locks"
 )
 
 var zkACL = zk.WorldACL(zk.PermAll)
 
 func TestZooKeeperFollowsTheEnvironment(t *testing.T) {
-	z := fakes.ZooKeeper(t)
-	if want := os.Getenv(fakes.EnvZKAddr) != ""; z.Real() != want {
-		t.Fatalf("Real() = %v with %s=%q", z.Real(), fakes.EnvZKAddr, os.Getenv(fakes.EnvZKAddr))
+	z := zkfake.New(t)
+	if want := os.Getenv(zkfake.EnvAddr) != ""; z.Real() != want {
+		t.Fatalf("Real() = %v with %s=%q", z.Real(), zkfake.EnvAddr, os.Getenv(zkfake.EnvAddr))
 	}
 	c, _, err := z.Connect(10 * time.Second)
 	if err != nil {
@@ -34,27 +35,27 @@ func TestZooKeeperFollowsTheEnvironment(t *testing.T) {
 	if !strings.HasPrefix(z.Prefix(), "/lockproof-test-") {
 		t.Errorf("prefix %q", z.Prefix())
 	}
-	if err := z.AdvanceTime(time.Second); !errors.Is(err, fakes.ErrZooKeeperNotManual) {
+	if err := z.AdvanceTime(time.Second); !errors.Is(err, zkfake.ErrNotManual) {
 		t.Errorf("AdvanceTime in real time = %v", err)
 	}
-	msg := fatalMessage(t, func(tb testing.TB) { fakes.ZooKeeper(tb).Advance(time.Second) })
+	msg := faketest.FatalMessage(t, func(tb testing.TB) { zkfake.New(tb).Advance(time.Second) })
 	if !strings.Contains(msg, "ZooKeeperManualTime") {
 		t.Errorf("Advance in real time failed with %q", msg)
 	}
 }
 
 func TestZooKeeperUnreachableServerFailsClearly(t *testing.T) {
-	t.Setenv(fakes.EnvZKAddr, closedAddr)
-	msg := fatalMessage(t, func(tb testing.TB) { fakes.ZooKeeper(tb) })
-	if !strings.Contains(msg, fakes.EnvZKAddr) || !strings.Contains(msg, "refused") {
+	t.Setenv(zkfake.EnvAddr, faketest.ClosedAddr)
+	msg := faketest.FatalMessage(t, func(tb testing.TB) { zkfake.New(tb) })
+	if !strings.Contains(msg, zkfake.EnvAddr) || !strings.Contains(msg, "refused") {
 		t.Fatalf("ZooKeeper with an unreachable server failed with %q", msg)
 	}
 }
 
 func TestZooKeeperManualTimeExpiresSessions(t *testing.T) {
-	t.Setenv(fakes.EnvZKAddr, closedAddr)
+	t.Setenv(zkfake.EnvAddr, faketest.ClosedAddr)
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	z := fakes.ZooKeeper(t, fakes.ForceMinizk(), fakes.ZooKeeperManualTime(start))
+	z := zkfake.New(t, zkfake.ForceMinizk(), zkfake.ManualTime(start))
 	if z.Real() || z.Minizk() == nil {
 		t.Fatal("ForceMinizk did not start minizk")
 	}
@@ -86,7 +87,7 @@ func TestZooKeeperManualTimeExpiresSessions(t *testing.T) {
 }
 
 func TestStartZooKeeperWithoutATest(t *testing.T) {
-	z, err := fakes.StartZooKeeper(fakes.ZooKeeperTickTime(100 * time.Millisecond))
+	z, err := zkfake.Start(zkfake.TickTime(100 * time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +120,7 @@ func TestStartZooKeeperWithoutATest(t *testing.T) {
 // requests (no ping), and reports each one's opcode.
 func TestZooKeeperConnectManual(t *testing.T) {
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	z := fakes.ZooKeeper(t, fakes.ForceMinizk(), fakes.ZooKeeperManualTime(start), fakes.ZooKeeperTickTime(time.Second))
+	z := zkfake.New(t, zkfake.ForceMinizk(), zkfake.ManualTime(start), zkfake.TickTime(time.Second))
 	ops := make(chan int32, 16)
 	c, err := z.ConnectManual(z.Addr(), 10*time.Second, func(op int32) {
 		select {

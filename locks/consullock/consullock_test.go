@@ -3,6 +3,7 @@ package consullock
 import (
 	"context"
 	"errors"
+	"github.com/lockproof/lockproof/fakes/consulfake"
 	"net/http"
 	"strings"
 	"sync"
@@ -177,8 +178,8 @@ func TestTokenMonotoneAcrossKeyDeletion(t *testing.T) {
 // with servers started to accept it.
 const shortTTL = time.Second
 
-func shortTTLServer(t *testing.T) *fakes.ConsulServer {
-	return server(t, fakes.ConsulSessionTTLMin(shortTTL))
+func shortTTLServer(t *testing.T) *consulfake.Server {
+	return server(t, consulfake.SessionTTLMin(shortTTL))
 }
 
 // shortTTLOptions are lock options for shortTTL (a request timeout above
@@ -218,7 +219,7 @@ func TestWatchdogKeepsLease(t *testing.T) {
 // ErrLeaseExpired (hashicorp/consul#18271: api.Lock could report the lock
 // as held long after). miniconsul only: it stops the server.
 func TestUnreachableServerEndsLease(t *testing.T) {
-	c := server(t, fakes.ForceMiniconsul())
+	c := server(t, consulfake.ForceMiniconsul())
 	l := newLocker(t, c, nil, "res", Session{})
 	lease := mustLock(t, l)
 	if lease == nil {
@@ -513,7 +514,7 @@ func TestNextIndex(t *testing.T) {
 // contends on the server (one session, one blocking query), and all get the
 // lock in turn once the holder releases it.
 func TestLocalTurns(t *testing.T) {
-	c := server(t, fakes.ForceMiniconsul())
+	c := server(t, consulfake.ForceMiniconsul())
 	l := newLocker(t, c, nil, "res", Session{})
 	first := mustLock(t, l)
 	if first == nil {
@@ -584,7 +585,7 @@ func (g *gatedAcquire) RoundTrip(r *http.Request) (*http.Response, error) {
 // lock-delay, and it must try again at once, not wait out a lock-delay (the
 // clock never moves here: such a wait would never end).
 func TestRefusedByFasterWaiterIsNoLockDelay(t *testing.T) {
-	c := server(t, fakes.ForceMiniconsul())
+	c := server(t, consulfake.ForceMiniconsul())
 	tr := &http.Transport{}
 	t.Cleanup(tr.CloseIdleConnections)
 	gate := &gatedAcquire{next: tr, arrived: make(chan struct{}), before: make(chan struct{}), after: make(chan struct{}), sent: make(chan struct{})}

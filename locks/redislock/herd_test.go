@@ -3,6 +3,7 @@ package redislock
 import (
 	"context"
 	"fmt"
+	"github.com/lockproof/lockproof/fakes/redisfake"
 	"strings"
 	"sync"
 	"testing"
@@ -55,7 +56,7 @@ func (c *counted) total() (int, string) {
 }
 
 // countedClient is a client of its own that counts its commands into c.
-func countedClient(r *fakes.RedisServer, c *counted) *redis.Client {
+func countedClient(r *redisfake.Server, c *counted) *redis.Client {
 	cl := r.NewClient()
 	cl.AddHook(c)
 	return cl

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lockproof/lockproof/fakes/etcdfake"
 	"strconv"
 	"sync"
 	"time"
@@ -12,7 +13,6 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/propertytest"
 )
@@ -42,9 +42,9 @@ func init() {
 }
 
 // etcdWaiterWithoutRecheck is the Factory of blindWaiter on a one-member
-// embedded etcd (fakes.StartEtcd with ForceEmbeddedEtcd), in real time as propertytest.EtcdLock.
+// embedded etcd (etcdfake.Start with ForceEmbeddedEtcd), in real time as propertytest.EtcdLock.
 func etcdWaiterWithoutRecheck(env propertytest.Env) (*propertytest.Backend, error) {
-	s, err := fakes.StartEtcd(fakes.ForceEmbeddedEtcd())
+	s, err := etcdfake.Start(etcdfake.ForceEmbedded())
 	if err != nil {
 		return nil, fmt.Errorf("mutant: %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lockproof/lockproof/fakes/zkfake"
 	"slices"
 	"strings"
 	"sync"
@@ -12,7 +13,6 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/propertytest"
 )
@@ -96,7 +96,7 @@ type zkFlaws struct {
 // no pings of wall time and redial at once).
 func zkRecipe(f zkFlaws) propertytest.Factory {
 	return func(env propertytest.Env) (*propertytest.Backend, error) {
-		z, err := fakes.StartZooKeeper(fakes.ZooKeeperManualTime(zkEpoch), fakes.ForceMinizk(), fakes.ZooKeeperTickTime(zkSession/20))
+		z, err := zkfake.Start(zkfake.ManualTime(zkEpoch), zkfake.ForceMinizk(), zkfake.TickTime(zkSession/20))
 		if err != nil {
 			return nil, err
 		}

@@ -3,6 +3,7 @@ package thirdparty_test
 import (
 	"context"
 	"errors"
+	"github.com/lockproof/lockproof/fakes/redisfake"
 	"math"
 	"strings"
 	"testing"
@@ -29,7 +30,7 @@ import (
 // mapping is redsyncLock's otherwise.
 func redsyncRedigoLock(inMemory bool) propertytest.Factory {
 	return func(env propertytest.Env) (*propertytest.Backend, error) {
-		r, err := fakes.StartRedis(fakes.ManualTime(epoch), fakes.ForceMiniredis())
+		r, err := redisfake.Start(redisfake.ManualTime(epoch), redisfake.ForceMiniredis())
 		if err != nil {
 			return nil, err
 		}

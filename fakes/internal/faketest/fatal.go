@@ -1,3 +1,6 @@
+// Package faketest holds the test helpers the fakes' tests share: gates
+// that record or hold requests, and a testing.TB that records how a helper
+// failed.
 package faketest
 
 import (
@@ -35,9 +38,9 @@ func (r *fatalRecorder) Fatal(args ...any) {
 	runtime.Goexit()
 }
 
-// fatalMessage runs f in a goroutine of its own and returns the message it
+// FatalMessage runs f in a goroutine of its own and returns the message it
 // failed with; it fails t if f did not fail.
-func fatalMessage(t *testing.T, f func(testing.TB)) string {
+func FatalMessage(t *testing.T, f func(testing.TB)) string {
 	t.Helper()
 	rec := &fatalRecorder{TB: t}
 	done := make(chan struct{})

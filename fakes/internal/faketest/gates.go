@@ -10,16 +10,17 @@ import (
 	"github.com/lockproof/lockproof/locks"
 )
 
-// recordingGate is a locks.Gate that records the name of every request and
+// RecordingGate is a locks.Gate that records the name of every request and
 // counts those whose done function has not been called yet.
-type recordingGate struct {
+type RecordingGate struct {
 	mu      sync.Mutex
 	seen    []string
 	open    int
 	doubles int // done functions called more than once
 }
 
-func (g *recordingGate) Request(_ context.Context, what string) func() {
+// Request records what and returns the function that marks it over.
+func (g *RecordingGate) Request(_ context.Context, what string) func() {
 	g.mu.Lock()
 	g.seen = append(g.seen, what)
 	g.open++
@@ -37,9 +38,9 @@ func (g *recordingGate) Request(_ context.Context, what string) func() {
 	}
 }
 
-// names returns the requests seen so far; it fails t if one of them has not
+// Names returns the requests seen so far; it fails t if one of them has not
 // been told it is over, or has been told twice.
-func (g *recordingGate) names(t *testing.T, op string) []string {
+func (g *RecordingGate) Names(t *testing.T, op string) []string {
 	t.Helper()
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -52,24 +53,24 @@ func (g *recordingGate) names(t *testing.T, op string) []string {
 // opTimeout bounds each operation of these tests.
 const opTimeout = 10 * time.Second
 
-// gatedRun runs Lock, Renew and Unlock on l, each with a recordingGate of
+// GatedRun runs Lock, Renew and Unlock on l, each with a recordingGate of
 // its own in its context, and returns, per operation, the names the gate
 // saw ("lock: redis node 0: EVALSHA"). It fails t if an operation fails, if
 // one made no request, or if a request was not closed once. With sorted,
 // the names of each operation are sorted: requests sent in parallel arrive
 // in any order.
-func gatedRun(t *testing.T, l locks.Locker, sorted bool) []string {
+func GatedRun(t *testing.T, l locks.Locker, sorted bool) []string {
 	t.Helper()
 	var all []string
 	run := func(op string, f func(ctx context.Context) error) {
 		t.Helper()
-		g := &recordingGate{}
+		g := &RecordingGate{}
 		ctx, cancel := context.WithTimeout(locks.WithGate(context.Background(), g), opTimeout)
 		defer cancel()
 		if err := f(ctx); err != nil {
 			t.Fatalf("%s: %v", op, err)
 		}
-		names := g.names(t, op)
+		names := g.Names(t, op)
 		if len(names) == 0 {
 			t.Errorf("%s: the gate saw no request", op)
 		}
@@ -87,9 +88,9 @@ func gatedRun(t *testing.T, l locks.Locker, sorted bool) []string {
 	return all
 }
 
-// ungatedRun runs Lock, Renew and Unlock on l without a gate: they must work
+// UngatedRun runs Lock, Renew and Unlock on l without a gate: they must work
 // as before.
-func ungatedRun(t *testing.T, l locks.Locker) {
+func UngatedRun(t *testing.T, l locks.Locker) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
@@ -105,9 +106,9 @@ func ungatedRun(t *testing.T, l locks.Locker) {
 	}
 }
 
-// sameNames fails t unless two runs of the same operations on two fresh
+// SameNames fails t unless two runs of the same operations on two fresh
 // servers saw the same requests.
-func sameNames(t *testing.T, a, b []string) {
+func SameNames(t *testing.T, a, b []string) {
 	t.Helper()
 	if !slices.Equal(a, b) {
 		t.Errorf("the requests differ between two fresh servers:\n first: %q\nsecond: %q", a, b)
@@ -140,11 +141,11 @@ func (g *holdingGate) Request(ctx context.Context, what string) func() {
 	return func() {}
 }
 
-// heldLock starts l.Lock with a holdingGate and waits until its first
+// HeldLock starts l.Lock with a holdingGate and waits until its first
 // request is held. check runs while it is held and must find that the
 // request has not reached the server; then the gate lets go and the lock
 // must be granted. It fails t if the operation ends while held.
-func heldLock(t *testing.T, l locks.Locker, check func() error) {
+func HeldLock(t *testing.T, l locks.Locker, check func() error) {
 	t.Helper()
 	g := newHoldingGate()
 	ctx, cancel := context.WithTimeout(locks.WithGate(context.Background(), g), opTimeout)
@@ -181,3 +182,6 @@ func heldLock(t *testing.T, l locks.Locker, check func() error) {
 		t.Fatalf("Unlock: %v", err)
 	}
 }
+
+// GateEpoch is the start of the manual clocks in the gate tests.
+var GateEpoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
