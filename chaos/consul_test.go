@@ -3,13 +3,13 @@ package chaos_test
 import (
 	"context"
 	"errors"
-	"github.com/lockproof/lockproof/fakes/consulfake"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/consul/api"
 
 	"github.com/lockproof/lockproof/chaos"
+	"github.com/lockproof/lockproof/fakes/consulfake"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/locks/consullock"
 )

@@ -3,7 +3,6 @@ package chaos_test
 import (
 	"context"
 	"errors"
-	"github.com/lockproof/lockproof/fakes/etcdfake"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/lockproof/lockproof/chaos"
 	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/etcdfake"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/locks/etcdlock"
 )

@@ -2,12 +2,12 @@ package chaos_test
 
 import (
 	"context"
-	"github.com/lockproof/lockproof/fakes/redisfake"
 	"testing"
 	"time"
 
 	"github.com/lockproof/lockproof/chaos"
 	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/redisfake"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/locks/redislock"
 	"github.com/lockproof/lockproof/locks/redlock"

@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
 	"github.com/lockproof/lockproof/fakes/etcdfake"
 	"github.com/lockproof/lockproof/fakes/redisfake"
-
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/locks/etcdlock"
 	"github.com/lockproof/lockproof/locks/redislock"

@@ -3,11 +3,11 @@ package fakes_test
 import (
 	"context"
 	"errors"
-	"github.com/lockproof/lockproof/fakes/internal/faketest"
 	"slices"
 	"testing"
 
 	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/internal/faketest"
 	"github.com/lockproof/lockproof/locks"
 )
 

@@ -44,3 +44,17 @@ type ManualTimer interface {
 // holds the lock, so there is no lease to end: a caller that expires "the
 // holder, if any" can tell it from a failure with errors.Is.
 var ErrNoHolder = errors.New("nobody holds the lock")
+
+// SessionExpirer is a server whose clients hold their locks through
+// sessions (consulfake's, string ids; zkfake's, int64 ids as go-zookeeper's
+// Conn.SessionID).
+type SessionExpirer[ID comparable] interface {
+	// ExpireSession ends session id now, as its timeout would. It returns
+	// an error wrapping ErrNoSession when there is no such session, and an
+	// error when the server cannot expire another client's session.
+	ExpireSession(id ID) error
+}
+
+// ErrNoSession is wrapped by the error of ExpireSession when the server
+// knows no such session.
+var ErrNoSession = errors.New("no such session")

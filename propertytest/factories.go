@@ -2,15 +2,16 @@ package propertytest
 
 import (
 	"fmt"
-	"github.com/lockproof/lockproof/fakes/redisfake"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/lockproof/lockproof/chaos"
 	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/redisfake"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/locks/redislock"
 	"github.com/lockproof/lockproof/locks/redlock"
-	"github.com/redis/go-redis/v9"
 )
 
 // epoch is where the manual clocks of the built-in factories start.

@@ -1,10 +1,11 @@
 package propertytest
 
 import (
-	"github.com/lockproof/lockproof/fakes/consulfake"
 	"os"
 	"testing"
 	"time"
+
+	"github.com/lockproof/lockproof/fakes/consulfake"
 )
 
 // envConsulAddr names the environment variable that points

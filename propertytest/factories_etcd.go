@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/lockproof/lockproof/fakes/etcdfake"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/etcdfake"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/locks/etcdlock"
-	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // etcdTimeout bounds the housekeeping requests of the etcd factories.

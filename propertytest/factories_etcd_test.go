@@ -2,13 +2,14 @@ package propertytest
 
 import (
 	"flag"
-	"github.com/lockproof/lockproof/fakes/etcdfake"
 	"os"
 	"strconv"
 	"strings"
 	"testing"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/lockproof/lockproof/fakes/etcdfake"
 )
 
 // etcdRecipes runs the etcd semaphore's and read-write mutex's suites,

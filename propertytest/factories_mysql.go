@@ -5,10 +5,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"github.com/lockproof/lockproof/fakes/mysqlfake"
 	"time"
 
 	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/mysqlfake"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/locks/mysqllock"
 )

@@ -2,12 +2,12 @@ package propertytest
 
 import (
 	"errors"
-	"github.com/lockproof/lockproof/fakes/mysqlfake"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/lockproof/lockproof/fakes/mysqlfake"
 	"github.com/lockproof/lockproof/locks"
 )
 

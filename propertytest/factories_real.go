@@ -2,10 +2,10 @@ package propertytest
 
 import (
 	"fmt"
-	"github.com/lockproof/lockproof/fakes/redisfake"
 	"io"
 	"time"
 
+	"github.com/lockproof/lockproof/fakes/redisfake"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/locks/redislock"
 	"github.com/lockproof/lockproof/locks/redlock"

@@ -1,8 +1,9 @@
 package propertytest
 
 import (
-	"github.com/lockproof/lockproof/fakes/redisfake"
 	"testing"
+
+	"github.com/lockproof/lockproof/fakes/redisfake"
 )
 
 // TestRedisLockOnAMiniredisAddress smoke-tests RedisLockOn's real-server

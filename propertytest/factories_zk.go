@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/lockproof/lockproof/fakes/zkfake"
 	"maps"
 	"slices"
 	"sync"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/lockproof/lockproof/chaos"
 	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/zkfake"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/locks/zklock"
 )

@@ -3,11 +3,11 @@ package propertytest
 import (
 	"errors"
 	"fmt"
-	"github.com/lockproof/lockproof/fakes/zkfake"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/lockproof/lockproof/fakes/zkfake"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/locks/zklock"
 )

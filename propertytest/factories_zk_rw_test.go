@@ -1,9 +1,10 @@
 package propertytest
 
 import (
-	"github.com/lockproof/lockproof/fakes/zkfake"
 	"os"
 	"testing"
+
+	"github.com/lockproof/lockproof/fakes/zkfake"
 )
 
 // The read-write mutex on minizk, clients locking in either mode: no

@@ -2,7 +2,6 @@ package propertytest
 
 import (
 	"errors"
-	"github.com/lockproof/lockproof/fakes/zkfake"
 	"os"
 	"slices"
 	"testing"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/lockproof/lockproof/fakes/zkfake"
 	"github.com/lockproof/lockproof/internal/zkrace"
 	"github.com/lockproof/lockproof/locks"
 )

@@ -3,11 +3,11 @@ package propertytest
 import (
 	"context"
 	"fmt"
-	"github.com/lockproof/lockproof/fakes/redisfake"
 	"slices"
 	"sync"
 	"testing"
 
+	"github.com/lockproof/lockproof/fakes/redisfake"
 	"github.com/lockproof/lockproof/locks"
 )
 

@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"errors"
 	"flag"
-	"github.com/lockproof/lockproof/fakes/redisfake"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/redisfake"
 	"github.com/lockproof/lockproof/locks"
 )
 

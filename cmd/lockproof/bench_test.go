@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/lockproof/lockproof/fakes/zkfake"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockproof/lockproof/fakes/zkfake"
 	"github.com/lockproof/lockproof/locks"
 )
 

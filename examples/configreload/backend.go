@@ -2,12 +2,12 @@ package main
 
 import (
 	"fmt"
+	"time"
+
 	"github.com/lockproof/lockproof/fakes/consulfake"
 	"github.com/lockproof/lockproof/fakes/etcdfake"
 	"github.com/lockproof/lockproof/fakes/redisfake"
 	"github.com/lockproof/lockproof/fakes/zkfake"
-	"time"
-
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/locks/consullock"
 	"github.com/lockproof/lockproof/locks/etcdlock"

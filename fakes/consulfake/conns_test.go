@@ -2,14 +2,14 @@ package consulfake_test
 
 import (
 	"errors"
-	"github.com/lockproof/lockproof/fakes/consulfake"
-	"github.com/lockproof/lockproof/fakes/internal/faketest"
 	"net/http"
 	"testing"
 
 	"github.com/hashicorp/consul/api"
 
 	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/consulfake"
+	"github.com/lockproof/lockproof/fakes/internal/faketest"
 )
 
 func TestConnsSeverConsul(t *testing.T) {

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/lockproof/lockproof/fakes"
-	"github.com/lockproof/lockproof/fakes/internal/fakeutil"
 	"net/http"
 	"os"
 	"os/exec"
@@ -17,18 +15,20 @@ import (
 
 	"github.com/hashicorp/consul/api"
 
+	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/internal/fakeutil"
 	"github.com/lockproof/lockproof/fakes/miniconsul"
 	"github.com/lockproof/lockproof/internal/layout"
 	"github.com/lockproof/lockproof/locks"
 )
 
-// EnvConsulBin names the environment variable that gives the path of a
+// EnvBin names the environment variable that gives the path of a
 // consul binary (as built by tools/consul). With it, or with a consul on
-// PATH, Consul starts a real agent; otherwise miniconsul. StartConsul
-// reads neither: it runs an agent only with ConsulAgent.
+// PATH, Consul starts a real agent; otherwise miniconsul. Start
+// reads neither: it runs an agent only with Agent.
 const EnvBin = "LOCKPROOF_CONSUL_BIN"
 
-// ConsulOption configures StartConsul (and Consul).
+// Option configures Start (and Consul).
 type Option func(*consulConfig)
 
 type consulConfig struct {
@@ -41,15 +41,15 @@ type consulConfig struct {
 	multiplier int // ConsulSessionTTLMultiplier; 0: not given
 }
 
-// ConsulAgent makes the fake run a real agent from the consul binary at bin
+// Agent makes the fake run a real agent from the consul binary at bin
 // (a file named consul, as tools/consul builds it) instead of miniconsul.
-// Default: miniconsul for StartConsul; for Consul, the binary of
-// EnvConsulBin or PATH (ConsulBinary). sdk/testutil runs "consul" from
+// Default: miniconsul for Start; for Consul, the binary of
+// EnvBin or PATH (Binary). sdk/testutil runs "consul" from
 // PATH and has no other way to be told the binary: the first agent puts
 // bin's directory at the head of the process's PATH, once.
 func Agent(bin string) Option { return func(c *consulConfig) { c.bin = bin } }
 
-// ConsulSessionTTLMin sets the shortest session TTL the server accepts (its
+// SessionTTLMin sets the shortest session TTL the server accepts (its
 // session_ttl_min; default Consul's 10s), on miniconsul and on a real agent
 // alike. Tests that watch sessions expire on a real agent lower it to keep
 // the wait short.
@@ -57,14 +57,14 @@ func SessionTTLMin(d time.Duration) Option {
 	return func(c *consulConfig) { c.ttlMin = d }
 }
 
-// ConsulSessionTTLMultiplier sets after how many TTLs without a renewal
+// SessionTTLMultiplier sets after how many TTLs without a renewal
 // miniconsul invalidates a session: n = 1 ends it exactly at its TTL, the
 // earliest moment Consul's contract allows, to test a client against the
 // strictest server. Default 2 (miniconsul.DefaultSessionTTLMultiplier): at
 // twice the TTL, the latest moment a real server reaches. A real agent
 // invalidates a session somewhere in between, by a multiplier of its own
-// that no setting changes: with ConsulAgent (and not ForceMiniconsul)
-// StartConsul fails, naming this option, and n < 1 fails on miniconsul.
+// that no setting changes: with Agent (and not ForceMiniconsul)
+// Start fails, naming this option, and n < 1 fails on miniconsul.
 func SessionTTLMultiplier(n int) Option {
 	return func(c *consulConfig) {
 		c.multiplier = n
@@ -74,7 +74,7 @@ func SessionTTLMultiplier(n int) Option {
 	}
 }
 
-// ConsulManualTime runs miniconsul on a manual *Clock reading start: session
+// ManualTime runs miniconsul on a manual *Clock reading start: session
 // TTLs, lock-delays and blocking-query waits stand still until Advance.
 // Default: real time. A real agent cannot stop its clock: with it the option
 // only makes Advance sleep (see Advance).
@@ -83,24 +83,24 @@ func ManualTime(start time.Time) Option {
 }
 
 // ForceMiniconsul uses miniconsul even when a consul binary is given
-// (ConsulAgent) or, for Consul, found. Default: a real agent when a binary
+// (Agent) or, for Consul, found. Default: a real agent when a binary
 // is given or found. Use it for tests that need
 // exact manual time or miniconsul's controls.
 func ForceMiniconsul() Option { return func(c *consulConfig) { c.forceMini = true } }
 
-// ForceConsulAgent uses a real agent: StartConsul fails without
-// ConsulAgent, and Consul skips the test when no consul binary is found.
+// ForceAgent uses a real agent: Start fails without
+// Agent, and Consul skips the test when no consul binary is found.
 // Default: a real agent when a binary is given or found.
 func ForceAgent() Option { return func(c *consulConfig) { c.forceAgent = true } }
 
-// ConsulServer is one Consul server: miniconsul on a loopback port, or a
+// Server is one Consul server: miniconsul on a loopback port, or a
 // real agent started through github.com/hashicorp/consul/sdk/testutil
 // (single server, loopback ports chosen by the kernel, logs kept in memory:
 // Logs). Close stops everything it started, after closing every client it
 // handed out.
 //
 // A control that cannot go on (Advance without manual time) fails the test
-// of a server from Consul, and panics on one from StartConsul.
+// of a server from Consul, and panics on one from Start.
 type Server struct {
 	owner   fakeutil.Owner
 	prefix  string
@@ -117,23 +117,23 @@ type Server struct {
 	transports []*http.Transport
 }
 
-// StartConsul starts miniconsul on a loopback port chosen by the kernel,
-// or a real agent with ConsulAgent (unless ForceMiniconsul), for a program
+// Start starts miniconsul on a loopback port chosen by the kernel,
+// or a real agent with Agent (unless ForceMiniconsul), for a program
 // that has no test. It returns an error if the server cannot start, or on
-// ForceConsulAgent without ConsulAgent. Close stops it.
+// ForceAgent without Agent. Close stops it.
 func Start(opts ...Option) (*Server, error) {
 	cfg := newConsulConfig(opts)
 	if cfg.forceMini && cfg.forceAgent {
-		return nil, errors.New("ForceMiniconsul and ForceConsulAgent exclude each other")
+		return nil, errors.New("ForceMiniconsul and ForceAgent exclude each other")
 	}
 	if cfg.forceAgent && cfg.bin == "" {
-		return nil, errors.New("ForceConsulAgent needs a consul binary: pass ConsulAgent(bin)")
+		return nil, errors.New("ForceAgent needs a consul binary: pass Agent(bin)")
 	}
 	c := &Server{prefix: "lockproof-test-" + locks.NewOwner()[:8] + "/", ttlMin: cfg.ttlMin}
 	began := time.Now()
 	if cfg.bin != "" && !cfg.forceMini {
 		if cfg.multiplier != 0 {
-			return nil, errors.New("fakes: ConsulSessionTTLMultiplier needs miniconsul: a real agent invalidates a session" +
+			return nil, errors.New("fakes: SessionTTLMultiplier needs miniconsul: a real agent invalidates a session" +
 				" between TTL and 2×TTL by a multiplier of its own (add ForceMiniconsul)")
 		}
 		agent, err := startAgent(cfg.bin, cfg.ttlMin)
@@ -155,10 +155,10 @@ func Start(opts ...Option) (*Server, error) {
 	return c, nil
 }
 
-// Consul starts a Consul server for t with StartConsul: a real agent when
-// a consul binary is found (ConsulBinary: EnvConsulBin, then PATH, read
-// here, as a ConsulAgent before opts), else miniconsul; ForceMiniconsul
-// and ForceConsulAgent decide instead (the latter skips the test when no
+// New starts a Consul server for t with Start: a real agent when
+// a consul binary is found (Binary: EnvBin, then PATH, read
+// here, as a Agent before opts), else miniconsul; ForceMiniconsul
+// and ForceAgent decide instead (the latter skips the test when no
 // binary is found). It fails the test if the server cannot start, closes
 // it at t's cleanup, and prints a real agent's output if the test failed.
 func New(t testing.TB, opts ...Option) *Server {
@@ -241,8 +241,8 @@ func (c *Server) Logs() string {
 	return c.agent.host.logs.String()
 }
 
-// ConsulBinary returns the consul binary Consul would run: the path in
-// EnvConsulBin, else consul on PATH, else "".
+// Binary returns the consul binary Consul would run: the path in
+// EnvBin, else consul on PATH, else "".
 func Binary() string {
 	if p := os.Getenv(EnvBin); p != "" {
 		return p
@@ -256,7 +256,7 @@ func Binary() string {
 // NewClient returns another api client with its own connections, closed
 // by Close: a second process talking to the same server. Like the fake's
 // own client, it passes every request through the locks.Gate of its
-// context, as "consul <METHOD> <endpoint>" (see GateConsulTransport), on
+// context, as "consul <METHOD> <endpoint>" (see GateTransport), on
 // miniconsul and on a real agent alike. On miniconsul its connections are
 // in memory (miniconsul.Server.DialInMemory), not through Addr: clients
 // of other programs, or behind a proxy, reach the server on Addr.
@@ -313,7 +313,7 @@ func (c *Server) Addr() string { return c.addr }
 func (c *Server) Prefix() string { return c.prefix }
 
 // Clock returns the clock the server's time follows: the manual *Clock
-// with ConsulManualTime on miniconsul, else locks.SystemClock.
+// with ManualTime on miniconsul, else locks.SystemClock.
 func (c *Server) Clock() locks.Clock { return fakeutil.ClockOf(c.clock) }
 
 // LockOptions returns the options a test passes to a lock constructor so
@@ -333,11 +333,11 @@ func (c *Server) Startup() time.Duration { return c.startup }
 // SessionTTLMin returns the shortest session TTL the server accepts.
 func (c *Server) SessionTTLMin() time.Duration { return c.ttlMin }
 
-// Advance moves time forward by d. On miniconsul with ConsulManualTime it
+// Advance moves time forward by d. On miniconsul with ManualTime it
 // moves the manual clock (and with it session TTLs, lock-delays and
 // blocking waits). A real agent's clock cannot be moved: with
-// ConsulManualTime, Advance sleeps d so that the same test runs on both,
-// slower. Without ConsulManualTime it fails the test.
+// ManualTime, Advance sleeps d so that the same test runs on both,
+// slower. Without ManualTime it fails the test.
 func (c *Server) Advance(d time.Duration) {
 	c.owner.Helper()
 	if d < 0 {
@@ -363,17 +363,20 @@ func (c *Server) RequireMiniconsul(why string) {
 
 // ExpireSession invalidates session id now, as a TTL expiry would: its
 // locks are released and lock-delay starts on them. On miniconsul it is
-// InvalidateSession; on a real agent an explicit destroy, which Consul
+// InvalidateSession, and an unknown id is an error wrapping
+// fakes.ErrNoSession; on a real agent an explicit destroy, which Consul
 // handles by the same invalidation.
-func (c *Server) ExpireSession(id string) {
-	c.owner.Helper()
+func (c *Server) ExpireSession(id string) error {
 	if c.mini != nil {
-		c.mini.InvalidateSession(id)
-		return
+		if !c.mini.InvalidateSession(id) {
+			return fmt.Errorf("fakes: expire consul session %s: %w", id, fakes.ErrNoSession)
+		}
+		return nil
 	}
 	if _, err := c.client.Session().Destroy(id, nil); err != nil {
-		c.owner.Fatalf("fakes: destroying session %s: %v", id, err)
+		return fmt.Errorf("fakes: destroying consul session %s: %w", id, err)
 	}
+	return nil
 }
 
 // ExpireLock ends the current lease of consullock's lock name, under this
@@ -388,8 +391,11 @@ func (c *Server) ExpireLock(ctx context.Context, name string) error {
 	if kv == nil || kv.Session == "" {
 		return fmt.Errorf("fakes: expire consul lock %q: %w", name, fakes.ErrNoHolder)
 	}
-	c.ExpireSession(kv.Session)
-	return nil
+	err = c.ExpireSession(kv.Session)
+	if errors.Is(err, fakes.ErrNoSession) { // it ended since the read: the lock is free
+		return fmt.Errorf("fakes: expire consul lock %q: %w", name, fakes.ErrNoHolder)
+	}
+	return err
 }
 
 // WaitBlocked waits (at most 10 s of wall time) until n blocking queries are
@@ -482,3 +488,9 @@ func (c *Server) WaitParked(key string, index uint64, n int) {
 		c.owner.Fatalf("fakes: %v", err)
 	}
 }
+
+var (
+	_ fakes.Server                 = (*Server)(nil)
+	_ fakes.ManualTimer            = (*Server)(nil)
+	_ fakes.SessionExpirer[string] = (*Server)(nil)
+)

@@ -3,7 +3,6 @@ package consulfake_test
 import (
 	"errors"
 	"fmt"
-	"github.com/lockproof/lockproof/fakes/consulfake"
 	"io"
 	"net/http"
 	"strings"
@@ -11,6 +10,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/consul/api"
+
+	"github.com/lockproof/lockproof/fakes/consulfake"
 )
 
 // TestConsulDifferential runs the same API-level scenarios on miniconsul and

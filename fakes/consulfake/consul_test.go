@@ -2,7 +2,6 @@ package consulfake_test
 
 import (
 	"context"
-	"github.com/lockproof/lockproof/fakes/consulfake"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +9,7 @@ import (
 	"github.com/hashicorp/consul/api"
 
 	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/consulfake"
 	"github.com/lockproof/lockproof/locks"
 )
 
@@ -65,7 +65,9 @@ func TestConsulMiniconsul(t *testing.T) {
 	if ok, _, _ := cl.KV().Acquire(&api.KVPair{Key: key, Session: id2}, nil); !ok {
 		t.Fatal("acquire after the lock-delay failed")
 	}
-	c.ExpireSession(id2)
+	if err := c.ExpireSession(id2); err != nil {
+		t.Fatal(err)
+	}
 	if p, _, _ := cl.KV().Get(key, nil); p.Session != "" {
 		t.Fatal("ExpireSession left the lock held")
 	}
@@ -76,7 +78,7 @@ func TestConsulMiniconsul(t *testing.T) {
 	}
 }
 
-// TestConsulRealTimeAdvanceFails: without ConsulManualTime, Advance is a
+// TestConsulRealTimeAdvanceFails: without ManualTime, Advance is a
 // test bug on miniconsul.
 func TestConsulRealTimeAdvanceFails(t *testing.T) {
 	c := consulfake.New(t, consulfake.ForceMiniconsul())
@@ -111,7 +113,7 @@ func TestConsulAgentStartup(t *testing.T) {
 	mini := consulfake.New(t, consulfake.ForceMiniconsul())
 	c := consulfake.New(t, consulfake.ForceAgent())
 	if !c.Real() {
-		t.Fatal("ForceConsulAgent gave miniconsul")
+		t.Fatal("ForceAgent gave miniconsul")
 	}
 	t.Logf("start-up: miniconsul %v, real agent %v (%.0f×)", mini.Startup(), c.Startup(),
 		float64(c.Startup())/float64(max(mini.Startup(), time.Microsecond)))
@@ -125,7 +127,7 @@ func TestConsulAgentStartup(t *testing.T) {
 }
 
 // TestConsulSessionTTLMultiplier: by default miniconsul invalidates a
-// session at twice its TTL; with ConsulSessionTTLMultiplier(1), exactly at
+// session at twice its TTL; with SessionTTLMultiplier(1), exactly at
 // its TTL. A real agent refuses the option, and a multiplier below 1 is
 // refused.
 func TestConsulSessionTTLMultiplier(t *testing.T) {
@@ -164,13 +166,13 @@ func TestConsulSessionTTLMultiplier(t *testing.T) {
 		})
 	}
 	if _, err := consulfake.Start(consulfake.Agent("/nonexistent/consul"), consulfake.SessionTTLMultiplier(1)); err == nil ||
-		!strings.Contains(err.Error(), "ConsulSessionTTLMultiplier") {
-		t.Fatalf("a real agent with ConsulSessionTTLMultiplier: %v, want an error naming the option", err)
+		!strings.Contains(err.Error(), "SessionTTLMultiplier") {
+		t.Fatalf("a real agent with SessionTTLMultiplier: %v, want an error naming the option", err)
 	}
 	for _, n := range []int{0, -1} {
 		if s, err := consulfake.Start(consulfake.SessionTTLMultiplier(n)); err == nil {
 			_ = s.Close()
-			t.Fatalf("ConsulSessionTTLMultiplier(%d) started", n)
+			t.Fatalf("SessionTTLMultiplier(%d) started", n)
 		}
 	}
 }

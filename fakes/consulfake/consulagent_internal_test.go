@@ -7,7 +7,7 @@ import (
 
 // An agent whose first ports include one another process holds fails with
 // "address already in use"; startAgent tries again on new ports and starts.
-// It needs a consul binary (EnvConsulBin or PATH), as CI's step 8 has.
+// It needs a consul binary (EnvBin or PATH), as CI's step 8 has.
 func TestAgentStartsAgainOnATakenPort(t *testing.T) {
 	bin := Binary()
 	if bin == "" {

@@ -2,17 +2,19 @@ package consulfake
 
 import (
 	"context"
+	"net"
+
 	"github.com/hashicorp/consul/api"
+
 	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/fakes/internal/fakeutil"
-	"net"
 )
 
 // DialContext connects to the server, whatever network and addr say, as
 // the fake's own clients do: in memory on miniconsul
 // (miniconsul.Server.DialInMemory), TCP to Addr on a real agent. Hand it
 // to an http.Transport (DialContext) of a client a library builds, and
-// gate that transport with GateConsulTransport.
+// gate that transport with GateTransport.
 func (c *Server) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
 	if c.mini != nil {
 		return c.mini.DialInMemory(ctx, network, addr)

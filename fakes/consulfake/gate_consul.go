@@ -2,13 +2,14 @@ package consulfake
 
 import (
 	"bytes"
-	"github.com/lockproof/lockproof/fakes/internal/gatehook"
 	"io"
 	"net/http"
 	"strings"
+
+	"github.com/lockproof/lockproof/fakes/internal/gatehook"
 )
 
-// GateConsulTransport wraps base (http.DefaultTransport when nil) in an
+// GateTransport wraps base (http.DefaultTransport when nil) in an
 // http.RoundTripper that passes every request through the locks.Gate of the
 // request's context (see locks.GateRequest; the Consul api client puts the
 // context of QueryOptions.WithContext and WriteOptions.WithContext there).
@@ -32,10 +33,10 @@ func GateTransport(base http.RoundTripper) http.RoundTripper {
 	return consulGate{base: base}
 }
 
-// consulGate is the RoundTripper of GateConsulTransport.
+// consulGate is the RoundTripper of GateTransport.
 type consulGate struct{ base http.RoundTripper }
 
-// RoundTrip gates one request; see GateConsulTransport.
+// RoundTrip gates one request; see GateTransport.
 func (g consulGate) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !gatehook.Gated(req.Context()) {
 		return g.base.RoundTrip(req) // no gate: as before
@@ -70,7 +71,7 @@ func (r errReader) Read([]byte) (int, error) {
 // in the order they are named.
 var consulKVFlags = []string{"acquire", "release", "cas", "recurse", "keys", "flags"}
 
-// consulRequestName is the name of req for a Gate; see GateConsulTransport.
+// consulRequestName is the name of req for a Gate; see GateTransport.
 func consulRequestName(req *http.Request) string {
 	path := req.URL.Path
 	q := req.URL.Query()

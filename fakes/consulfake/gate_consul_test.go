@@ -3,14 +3,14 @@ package consulfake_test
 import (
 	"context"
 	"fmt"
-	"github.com/lockproof/lockproof/fakes/consulfake"
-	"github.com/lockproof/lockproof/fakes/internal/faketest"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/hashicorp/consul/api"
 
+	"github.com/lockproof/lockproof/fakes/consulfake"
+	"github.com/lockproof/lockproof/fakes/internal/faketest"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/locks/consullock"
 )

@@ -2,11 +2,11 @@ package etcdfake_test
 
 import (
 	"context"
-	"github.com/lockproof/lockproof/fakes/etcdfake"
 	"testing"
 	"time"
 
 	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/etcdfake"
 )
 
 func TestConnsSeverEtcd(t *testing.T) {

@@ -3,12 +3,14 @@ package etcdfake
 import (
 	"context"
 	"fmt"
-	"github.com/lockproof/lockproof/fakes"
-	"github.com/lockproof/lockproof/fakes/internal/fakeutil"
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"google.golang.org/grpc"
 	"net"
 	"net/url"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc"
+
+	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/internal/fakeutil"
 )
 
 // DialContext connects over TCP to addr, which must be the host:port of

@@ -4,8 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/lockproof/lockproof/fakes"
-	"github.com/lockproof/lockproof/fakes/internal/fakeutil"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -18,11 +17,13 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 
+	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/internal/fakeutil"
 	"github.com/lockproof/lockproof/internal/layout"
 	"github.com/lockproof/lockproof/locks"
 )
 
-// EnvEtcdEndpoints names the environment variable that points Etcd and
+// EnvEndpoints names the environment variable that points Etcd and
 // EtcdCluster at a real etcd cluster instead of embedded members:
 // comma-separated client URLs ("http://127.0.0.1:2379"). Tests share that
 // cluster; each fake works under its own Prefix and deletes its keys at
@@ -37,7 +38,7 @@ const (
 	etcdReadyCheck = 3 * time.Second
 )
 
-// EtcdOption configures StartEtcd and StartEtcdCluster (and Etcd and
+// Option configures Start and StartCluster (and Etcd and
 // EtcdCluster).
 type Option func(*etcdConfig)
 
@@ -46,7 +47,7 @@ type etcdConfig struct {
 	forceEmbedded bool
 }
 
-// EtcdAt makes the fake use the real etcd cluster at endpoints (client
+// At makes the fake use the real etcd cluster at endpoints (client
 // URLs, "http://127.0.0.1:2379") instead of embedded members. The fake
 // works under its own Prefix there and deletes its keys at Close. Default
 // (and with no endpoints): embedded members.
@@ -54,8 +55,8 @@ func At(endpoints ...string) Option {
 	return func(c *etcdConfig) { c.endpoints = append([]string(nil), endpoints...) }
 }
 
-// ForceEmbeddedEtcd uses embedded members even when a real cluster is
-// given, by EtcdAt or, for Etcd and EtcdCluster, by EnvEtcdEndpoints.
+// ForceEmbedded uses embedded members even when a real cluster is
+// given, by At or, for Etcd and EtcdCluster, by EnvEndpoints.
 // Default: a real cluster when one is given. Use it for tests that need
 // Stop, Restart or the members themselves.
 func ForceEmbedded() Option { return func(c *etcdConfig) { c.forceEmbedded = true } }
@@ -69,14 +70,14 @@ func newEtcdConfig(opts []Option) etcdConfig {
 	return c
 }
 
-// EtcdServer is one etcd cluster: embedded members (see StartEtcd and
-// StartEtcdCluster) or a real cluster (EtcdAt). Close closes everything it
+// Server is one etcd cluster: embedded members (see Start and
+// StartCluster) or a real cluster (At). Close closes everything it
 // opened: first every client it handed out, then the members, so that no
 // open stream holds up a member's shutdown, then their data directory.
 //
 // A control that cannot go on (Stop on a real cluster, a member index out
 // of range) fails the test of a server from Etcd or EtcdCluster, and
-// panics on one from StartEtcd or StartEtcdCluster.
+// panics on one from Start or StartCluster.
 type Server struct {
 	owner   fakeutil.Owner
 	prefix  string
@@ -95,9 +96,9 @@ type Server struct {
 	clients []*clientv3.Client
 }
 
-// StartEtcd starts a one-member etcd embedded in the process (data in a
+// Start starts a one-member etcd embedded in the process (data in a
 // temporary directory, loopback ports chosen by the kernel, no fsync), or
-// connects to the real cluster given by EtcdAt (unless ForceEmbeddedEtcd),
+// connects to the real cluster given by At (unless ForceEmbedded),
 // for a program that has no test. It returns an error if the cluster
 // cannot be started or does not answer. The member's logs are kept in
 // memory (Logs). Close stops it.
@@ -105,9 +106,9 @@ func Start(opts ...Option) (*Server, error) {
 	return startEtcd(1, newEtcdConfig(opts))
 }
 
-// StartEtcdCluster starts an n-member etcd cluster, every member embedded
+// StartCluster starts an n-member etcd cluster, every member embedded
 // in the process on its own loopback client and peer ports, or connects to
-// the real cluster given by EtcdAt if it lists at least n distinct
+// the real cluster given by At if it lists at least n distinct
 // endpoints (one per member; an error otherwise). Stop and Restart fail a
 // member and bring it back. Close stops them.
 func StartCluster(n int, opts ...Option) (*Server, error) {
@@ -117,9 +118,9 @@ func StartCluster(n int, opts ...Option) (*Server, error) {
 	return startEtcd(n, newEtcdConfig(opts))
 }
 
-// Etcd starts a one-member etcd for t with StartEtcd, or connects to the
-// real cluster named by EnvEtcdEndpoints (read here, as an EtcdAt before
-// opts) unless ForceEmbeddedEtcd is given. It fails the test if the
+// New starts a one-member etcd for t with Start, or connects to the
+// real cluster named by EnvEndpoints (read here, as an At before
+// opts) unless ForceEmbedded is given. It fails the test if the
 // cluster cannot be started or reached, closes it at t's cleanup, and
 // prints the members' logs if the test failed.
 func New(t testing.TB, opts ...Option) *Server {
@@ -127,9 +128,9 @@ func New(t testing.TB, opts ...Option) *Server {
 	return etcdFor(t, "etcdfake.New", 1, opts)
 }
 
-// EtcdCluster starts an n-member etcd cluster for t with
-// StartEtcdCluster, every member embedded in the test process. With
-// EnvEtcdEndpoints set (and no ForceEmbeddedEtcd) it uses that real
+// NewCluster starts an n-member etcd cluster for t with
+// StartCluster, every member embedded in the test process. With
+// EnvEndpoints set (and no ForceEmbedded) it uses that real
 // cluster instead if it lists at least n endpoints, and skips the test
 // otherwise. It closes the cluster at t's cleanup.
 func NewCluster(t testing.TB, n int, opts ...Option) *Server {
@@ -242,7 +243,7 @@ func (s *Server) checkReady() error {
 
 // clientConfig is the configuration of every client the fake hands out:
 // all members' endpoints, logs into the fake's buffer, the gate's
-// interceptors (EtcdGateDialOptions) and then dialOpts.
+// interceptors (GateDialOptions) and then dialOpts.
 func (s *Server) clientConfig(dialOpts []grpc.DialOption) clientv3.Config {
 	return clientv3.Config{
 		Endpoints:   s.Endpoints(),
@@ -261,7 +262,7 @@ func (s *Server) Client() *clientv3.Client { return s.client }
 // connections and the given extra gRPC dial options (interceptors, for
 // instance), closed by Close before the members stop: a second process.
 // Its requests pass through the locks.Gate of their context as
-// "etcd <Service>/<Method>" (see EtcdGateDialOptions); interceptors in
+// "etcd <Service>/<Method>" (see GateDialOptions); interceptors in
 // dialOpts run inside the gate's. clientv3.New only fails on a bad
 // configuration: that fails the test (or panics, without one).
 func (s *Server) NewClient(dialOpts ...grpc.DialOption) *clientv3.Client {
@@ -308,7 +309,7 @@ func (s *Server) closeClients() {
 }
 
 // Endpoints returns the client URL of every member, in member order (on a
-// real cluster, those of EnvEtcdEndpoints).
+// real cluster, those of EnvEndpoints).
 func (s *Server) Endpoints() []string {
 	if s.members == nil {
 		return append([]string(nil), s.real...)
@@ -413,3 +414,18 @@ func (s *Server) deleteKeys() error {
 	}
 	return nil
 }
+
+// Addr returns the host:port of every endpoint, joined by commas (the
+// form of EnvEndpoints without the scheme).
+func (s *Server) Addr() string {
+	eps := s.Endpoints()
+	for i, ep := range eps {
+		if u, err := url.Parse(ep); err == nil && u.Host != "" {
+			eps[i] = u.Host
+		}
+	}
+	return strings.Join(eps, ",")
+}
+
+// etcd's leases run on the server's wall clock: there is no ManualTimer.
+var _ fakes.Server = (*Server)(nil)

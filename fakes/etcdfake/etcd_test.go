@@ -3,8 +3,6 @@ package etcdfake_test
 import (
 	"context"
 	"errors"
-	"github.com/lockproof/lockproof/fakes/etcdfake"
-	"github.com/lockproof/lockproof/fakes/internal/faketest"
 	"os"
 	"slices"
 	"strings"
@@ -13,6 +11,8 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/lockproof/lockproof/fakes/etcdfake"
+	"github.com/lockproof/lockproof/fakes/internal/faketest"
 	"github.com/lockproof/lockproof/locks"
 )
 
@@ -184,7 +184,7 @@ func TestEtcdUnreachableFailsClearly(t *testing.T) {
 	t.Setenv(etcdfake.EnvEndpoints, "http://"+faketest.ClosedAddr)
 	msg := faketest.FatalMessage(t, func(tb testing.TB) { etcdfake.New(tb) })
 	if !strings.Contains(msg, etcdfake.EnvEndpoints) || !strings.Contains(msg, "does not answer") {
-		t.Fatalf("Etcd with an unreachable server failed with %q", msg)
+		t.Fatalf("New with an unreachable server failed with %q", msg)
 	}
 }
 
@@ -192,6 +192,6 @@ func TestEtcdClusterNeedsEnoughRealEndpoints(t *testing.T) {
 	t.Setenv(etcdfake.EnvEndpoints, "http://"+faketest.ClosedAddr)
 	msg := faketest.FatalMessage(t, func(tb testing.TB) { etcdfake.NewCluster(tb, 3) })
 	if !strings.Contains(msg, "skip:") || !strings.Contains(msg, "3 members") {
-		t.Fatalf("EtcdCluster(3) with one real endpoint ended with %q", msg)
+		t.Fatalf("NewCluster(3) with one real endpoint ended with %q", msg)
 	}
 }

@@ -2,14 +2,15 @@ package etcdfake
 
 import (
 	"context"
-	"github.com/lockproof/lockproof/fakes/internal/gatehook"
 	"strings"
 	"sync"
 
 	"google.golang.org/grpc"
+
+	"github.com/lockproof/lockproof/fakes/internal/gatehook"
 )
 
-// EtcdGateDialOptions returns the gRPC dial options (for
+// GateDialOptions returns the gRPC dial options (for
 // clientv3.Config.DialOptions) that pass the requests of an etcd client
 // through the locks.Gate of their context (see locks.GateRequest): every
 // unary call, named "etcd " and its service and method ("etcd KV/Txn",
@@ -34,7 +35,7 @@ func GateDialOptions() []grpc.DialOption {
 	}
 }
 
-// EtcdGateUnaryInterceptor gates a unary call; see EtcdGateDialOptions.
+// GateUnaryInterceptor gates a unary call; see GateDialOptions.
 func GateUnaryInterceptor(ctx context.Context, method string, req, reply any,
 	cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption,
 ) error {
@@ -46,8 +47,8 @@ func GateUnaryInterceptor(ctx context.Context, method string, req, reply any,
 // etcdWatchMethod is the method of the stream that is not gated.
 const etcdWatchMethod = "/etcdserverpb.Watch/Watch"
 
-// EtcdGateStreamInterceptor gates the opening of a stream until its first
-// reply (or its end); see EtcdGateDialOptions.
+// GateStreamInterceptor gates the opening of a stream until its first
+// reply (or its end); see GateDialOptions.
 func GateStreamInterceptor(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn,
 	method string, streamer grpc.Streamer, opts ...grpc.CallOption,
 ) (grpc.ClientStream, error) {

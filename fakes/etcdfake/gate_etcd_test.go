@@ -3,13 +3,13 @@ package etcdfake_test
 import (
 	"context"
 	"fmt"
-	"github.com/lockproof/lockproof/fakes/etcdfake"
-	"github.com/lockproof/lockproof/fakes/internal/faketest"
 	"slices"
 	"testing"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/lockproof/lockproof/fakes/etcdfake"
+	"github.com/lockproof/lockproof/fakes/internal/faketest"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/locks/etcdlock"
 )

@@ -3,13 +3,13 @@ package mysqlfake_test
 import (
 	"database/sql"
 	"errors"
-	"github.com/lockproof/lockproof/fakes/internal/faketest"
-	"github.com/lockproof/lockproof/fakes/mysqlfake"
 	"testing"
 
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/internal/faketest"
+	"github.com/lockproof/lockproof/fakes/mysqlfake"
 )
 
 func TestConnsSeverMySQL(t *testing.T) {

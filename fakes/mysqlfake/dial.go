@@ -3,9 +3,11 @@ package mysqlfake
 import (
 	"context"
 	"database/sql"
-	"github.com/go-sql-driver/mysql"
-	"github.com/lockproof/lockproof/fakes"
 	"net"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/lockproof/lockproof/fakes"
 )
 
 // DialContext connects to the server, whatever network and addr say, as
@@ -26,7 +28,7 @@ func (s *Server) DialContext(ctx context.Context, network, addr string) (net.Con
 
 // OpenDBThrough is OpenDB with every connection dialed through conns:
 // after conns.Sever its statements fail and it cannot reconnect. Gated
-// as OpenDB's (GatedMySQLConnector), closed by Close.
+// as OpenDB's (GatedConnector), closed by Close.
 func (s *Server) OpenDBThrough(conns *fakes.Conns) (*sql.DB, error) {
 	return s.openDB(conns.Dial(s.DialContext))
 }

@@ -3,14 +3,15 @@ package mysqlfake
 import (
 	"context"
 	"database/sql/driver"
-	"github.com/lockproof/lockproof/fakes/internal/gatehook"
 	"strings"
 	"unicode"
 
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/lockproof/lockproof/fakes/internal/gatehook"
 )
 
-// GatedMySQLConnector returns a database/sql connector for the
+// GatedConnector returns a database/sql connector for the
 // go-sql-driver/mysql DSN dsn (open it with sql.OpenDB) whose connections
 // pass every round trip through the locks.Gate of its context (see
 // locks.GateRequest), named "mysql " and the statement's first keyword:
@@ -21,7 +22,7 @@ import (
 // ("mysql COMMIT", "mysql ROLLBACK", on the context given to BeginTx, which
 // database/sql passes no further), PrepareContext ("mysql PREPARE UPDATE")
 // and the execution of a prepared statement ("mysql UPDATE"). The pools of
-// MySQLServer (DB and OpenDB) use it, on the in-process engine and on a
+// Server (DB and OpenDB) use it, on the in-process engine and on a
 // real server alike.
 //
 // Not gated: opening a connection (its dial and login depend on the state
@@ -38,7 +39,7 @@ func GatedConnector(dsn string) (driver.Connector, error) {
 	return gatedMySQLConnector(cfg)
 }
 
-// gatedMySQLConnector is GatedMySQLConnector of a parsed DSN.
+// gatedMySQLConnector is GatedConnector of a parsed DSN.
 func gatedMySQLConnector(cfg *mysql.Config) (driver.Connector, error) {
 	c, err := mysql.NewConnector(cfg)
 	if err != nil {
@@ -47,13 +48,13 @@ func gatedMySQLConnector(cfg *mysql.Config) (driver.Connector, error) {
 	return mysqlGateConnector{base: c, interpolates: cfg.InterpolateParams}, nil
 }
 
-// mysqlGateConnector is the connector of GatedMySQLConnector.
+// mysqlGateConnector is the connector of GatedConnector.
 type mysqlGateConnector struct {
 	base         driver.Connector
 	interpolates bool // statements with arguments are sent as text, not declined
 }
 
-// Connect opens a connection, ungated; see GatedMySQLConnector.
+// Connect opens a connection, ungated; see GatedConnector.
 func (c mysqlGateConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	conn, err := c.base.Connect(ctx)
 	if err != nil {

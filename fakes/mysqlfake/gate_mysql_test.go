@@ -3,11 +3,11 @@ package mysqlfake_test
 import (
 	"context"
 	"fmt"
-	"github.com/lockproof/lockproof/fakes/internal/faketest"
-	"github.com/lockproof/lockproof/fakes/mysqlfake"
 	"slices"
 	"testing"
 
+	"github.com/lockproof/lockproof/fakes/internal/faketest"
+	"github.com/lockproof/lockproof/fakes/mysqlfake"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/locks/mysqllock"
 )

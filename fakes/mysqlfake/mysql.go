@@ -5,8 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"github.com/lockproof/lockproof/fakes"
-	"github.com/lockproof/lockproof/fakes/internal/fakeutil"
 	"net"
 	"regexp"
 	"strings"
@@ -25,28 +23,30 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/sirupsen/logrus"
 
+	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/internal/fakeutil"
 	"github.com/lockproof/lockproof/internal/layout"
 	"github.com/lockproof/lockproof/internal/memnet"
 	"github.com/lockproof/lockproof/locks"
 )
 
-// EnvMySQLDSN names the environment variable that points MySQL at a real
+// EnvDSN names the environment variable that points MySQL at a real
 // server instead of the in-process engine: a go-sql-driver/mysql DSN without
 // a database name, for a user that may create and drop databases, e.g.
 // "root@tcp(127.0.0.1:3306)/". Each MySQL call then creates a private
 // database and drops it at cleanup.
 const EnvDSN = "LOCKPROOF_MYSQL_DSN"
 
-// MySQLServer is a MySQL-protocol server with a database of its own:
+// Server is a MySQL-protocol server with a database of its own:
 // github.com/dolthub/go-mysql-server with an in-memory database served over
-// the wire protocol on a loopback port, or a real server (MySQLAt, or for
-// MySQL(t) the one named by EnvMySQLDSN).
+// the wire protocol on a loopback port, or a real server (At, or for
+// New(t) the one named by EnvDSN).
 //
 // go-mysql-server's in-memory database is not safe for concurrent writers
 // (its README says so: concurrent statements lose each other's updates) and
 // treats BEGIN/COMMIT/ROLLBACK as no-ops. The fake therefore runs one
 // statement at a time, server-wide: every statement is atomic and isolated,
-// but a multi-statement transaction is not. Use a real server (EnvMySQLDSN)
+// but a multi-statement transaction is not. Use a real server (EnvDSN)
 // for those.
 //
 // The in-process server has MySQL's named locks (mysql_named.go):
@@ -71,8 +71,10 @@ type Server struct {
 	db       *sql.DB
 	mem      *memnet.Listener // the in-process server's in-memory connections; nil on a real server
 	named    *mysqlNamedLocks // the in-process server's GET_LOCK and kin; nil on a real server
+	manual   *fakes.Clock     // ManualTime's clock; nil otherwise
 
 	mu      sync.Mutex
+	clock   locks.Clock    // the clock FollowClock follows; nil: the system's
 	closers []func() error // run by Close, last first
 	closed  bool
 }
@@ -81,24 +83,30 @@ type Server struct {
 // logrus's standard logger at Info. Only its errors remain, on stderr.
 var quietGMS sync.Once
 
-// MySQLOption configures StartMySQL (and MySQL).
+// Option configures Start (and MySQL).
 type Option func(*mysqlConfig)
 
 type mysqlConfig struct {
 	dsn           string // MySQLAt
 	name          string // part of a real database's name: the test's
 	forceEmbedded bool
+	manual        *time.Time // ManualTime's start
 }
 
-// MySQLAt makes the fake create a private database on the real server
+// ManualTime starts the in-process server on a manual fakes.Clock at
+// start, which it follows (FollowClock) until Close: time moves only by
+// Advance. A real server keeps its own time: Start fails with the option.
+func ManualTime(start time.Time) Option { return func(c *mysqlConfig) { c.manual = &start } }
+
+// At makes the fake create a private database on the real server
 // behind dsn, a go-sql-driver/mysql DSN without a database name for a user
 // that may create and drop databases ("root@tcp(127.0.0.1:3306)/"), instead
 // of starting the in-process server. Close drops the database. Default
 // (and with dsn ""): the in-process server.
 func At(dsn string) Option { return func(c *mysqlConfig) { c.dsn = dsn } }
 
-// ForceEmbeddedMySQL uses the in-process server even when a real one is
-// given, by MySQLAt or, for MySQL, by EnvMySQLDSN. Default: a real server
+// ForceEmbedded uses the in-process server even when a real one is
+// given, by At or, for MySQL, by EnvDSN. Default: a real server
 // when one is given.
 func ForceEmbedded() Option { return func(c *mysqlConfig) { c.forceEmbedded = true } }
 
@@ -114,10 +122,10 @@ func newMySQLConfig(opts []Option) mysqlConfig {
 	return c
 }
 
-// MySQL starts a server for one test with StartMySQL: the in-process
-// server, or a private database on the real server of EnvMySQLDSN (read
-// here, as a MySQLAt before opts, the database named after the test)
-// unless ForceEmbeddedMySQL is given. The returned server's DB is ready to
+// New starts a server for one test with Start: the in-process
+// server, or a private database on the real server of EnvDSN (read
+// here, as a At before opts, the database named after the test)
+// unless ForceEmbedded is given. The returned server's DB is ready to
 // use; it fails the test if the server cannot be started or reached, and
 // everything is closed, and a real server's database dropped, at tb's
 // cleanup.
@@ -129,17 +137,30 @@ func New(tb testing.TB, opts ...Option) *Server {
 		func(s *Server, tb testing.TB) { s.owner.Own(tb) })
 }
 
-// StartMySQL starts go-mysql-server on a loopback port chosen by the kernel,
+// Start starts go-mysql-server on a loopback port chosen by the kernel,
 // with an empty in-memory database, or creates a private database on the
-// real server given by MySQLAt (unless ForceEmbeddedMySQL), for programs
+// real server given by At (unless ForceEmbedded), for programs
 // and examples that have no testing.TB. Close stops it (or drops the
 // database).
 func Start(opts ...Option) (*Server, error) {
 	cfg := newMySQLConfig(opts)
 	if cfg.dsn != "" {
+		if cfg.manual != nil {
+			return nil, errors.New("fakes: ManualTime needs the in-process MySQL server; a real one keeps its own time")
+		}
 		return startRealMySQL(cfg.name, cfg.dsn)
 	}
-	return startEmbeddedMySQL()
+	s, err := startEmbeddedMySQL()
+	if err != nil || cfg.manual == nil {
+		return s, err
+	}
+	manual := fakes.NewClock(*cfg.manual)
+	if err := s.FollowClock(manual); err != nil {
+		_ = s.Close()
+		return nil, err
+	}
+	s.manual = manual
+	return s, nil
 }
 
 // startEmbeddedMySQL starts go-mysql-server with an empty in-memory
@@ -204,7 +225,7 @@ func withParams(dsn string) string {
 var nonIdent = regexp.MustCompile(`[^A-Za-z0-9_]`)
 
 // startRealMySQL creates a database named after test (if any) on the
-// server behind dsn and returns a MySQLServer whose pools use it; Close
+// server behind dsn and returns a Server whose pools use it; Close
 // drops it.
 func startRealMySQL(test, dsn string) (*Server, error) {
 	cfg, err := mysql.ParseDSN(dsn)
@@ -261,13 +282,13 @@ func (s *Server) DSN() string { return s.dsn }
 // Database returns the name of the server's database.
 func (s *Server) Database() string { return s.database }
 
-// Real reports whether the server is a real one (MySQLAt, EnvMySQLDSN).
+// Real reports whether the server is a real one (At, EnvDSN).
 func (s *Server) Real() bool { return s.real }
 
 // OpenDB opens another connection pool on the server's database, as another
 // process would have, and checks that it answers; Close closes it. Like
 // DB's, its connections pass every round trip through the locks.Gate of the
-// statement's context, as "mysql <KEYWORD>" (see GatedMySQLConnector).
+// statement's context, as "mysql <KEYWORD>" (see GatedConnector).
 //
 // On the in-process server its connections are in memory, not through the
 // DSN's TCP port (which other clients, and proxies, use): a statement in
@@ -365,7 +386,7 @@ var gmsClock struct {
 	busy bool
 }
 
-// ErrMySQLClockTaken is FollowClock's error while another server follows a
+// ErrClockTaken is FollowClock's error while another server follows a
 // clock: go-mysql-server has one time function per process.
 var ErrClockTaken = errors.New("fakes: another in-process MySQL server follows a clock (go-mysql-server has one clock per process)")
 
@@ -377,7 +398,7 @@ var ErrClockTaken = errors.New("fakes: another in-process MySQL server follows a
 // go-mysql-server reads the time through one function for the whole
 // process, so every in-process server in the process follows clock while
 // this one does, and a second FollowClock, on any server, fails with
-// ErrMySQLClockTaken until this server's Close. A real server keeps its own
+// ErrClockTaken until this server's Close. A real server keeps its own
 // time: there FollowClock fails.
 func (s *Server) FollowClock(clock locks.Clock) error {
 	if s.real {
@@ -408,12 +429,16 @@ func (s *Server) FollowClock(clock locks.Clock) error {
 	}()
 	<-set
 	s.named.setClock(clock)
+	s.clock = clock
 	// Closers run last first: this one goes first so that it runs last,
 	// once the server has stopped.
 	s.closers = append([]func() error{func() error {
 		close(release)
 		<-restored
 		s.named.setClock(locks.SystemClock{})
+		s.mu.Lock()
+		s.clock = nil
+		s.mu.Unlock()
 		gmsClock.Lock()
 		gmsClock.busy = false
 		gmsClock.Unlock()
@@ -423,7 +448,7 @@ func (s *Server) FollowClock(clock locks.Clock) error {
 }
 
 // serialHandler runs the statements of all connections one at a time (see
-// MySQLServer), but for a GET_LOCK that waits, which lets the others run
+// Server), but for a GET_LOCK that waits, which lets the others run
 // (pause); and it keeps the named locks of each connection's session.
 type serialHandler struct {
 	vtmysql.Handler
@@ -571,3 +596,47 @@ func (l *eitherListener) Close() error {
 
 // Addr is the TCP listener's address.
 func (l *eitherListener) Addr() net.Addr { return l.tcp.Addr() }
+
+// Addr returns the host:port of the server's DSN.
+func (s *Server) Addr() string {
+	cfg, err := mysql.ParseDSN(s.dsn)
+	if err != nil { // every DSN a Server keeps was parsed when it started
+		return ""
+	}
+	return cfg.Addr
+}
+
+// Clock returns the clock the in-process server follows (FollowClock,
+// ManualTime), or locks.SystemClock.
+func (s *Server) Clock() locks.Clock {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.clock == nil {
+		return locks.SystemClock{}
+	}
+	return s.clock
+}
+
+// LockOptions returns the options a lock needs on this server: its Clock.
+// mysqllock keeps its leases in a table of the server's database and takes
+// no key prefix.
+func (s *Server) LockOptions() []locks.Option { return []locks.Option{locks.WithClock(s.Clock())} }
+
+// Advance moves the manual clock of ManualTime forward by d. Without
+// ManualTime it fails the server's test (or panics without a test).
+func (s *Server) Advance(d time.Duration) {
+	s.owner.Helper()
+	switch {
+	case s.manual == nil:
+		s.owner.Fatalf("fakes: Advance needs manual time: start the fake with mysqlfake.ManualTime(start)")
+	case d < 0:
+		s.owner.Fatalf("fakes: Advance(%v): time cannot move backwards", d)
+	default:
+		s.manual.Advance(d)
+	}
+}
+
+var (
+	_ fakes.Server      = (*Server)(nil)
+	_ fakes.ManualTimer = (*Server)(nil)
+)

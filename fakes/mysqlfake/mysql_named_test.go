@@ -4,13 +4,13 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"github.com/lockproof/lockproof/fakes"
 	"strings"
 	"testing"
 	"time"
 
 	gomysqllock "github.com/sanketplus/go-mysql-lock"
 
+	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/locks"
 )
 

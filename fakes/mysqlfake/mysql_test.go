@@ -4,11 +4,12 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"github.com/lockproof/lockproof/fakes"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/lockproof/lockproof/fakes"
 )
 
 func mustOpen(t *testing.T, s *Server) *sql.DB {
@@ -124,7 +125,7 @@ func TestStartMySQL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("StartMySQL: ready in %v", time.Since(began))
+	t.Logf("Start: ready in %v", time.Since(began))
 	if _, err := s.OpenDB(); err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +191,7 @@ func TestMySQLFollowClock(t *testing.T) {
 	}
 	defer second.Close()
 	if err := second.FollowClock(fakes.NewClock(epoch)); !errors.Is(err, ErrClockTaken) {
-		t.Fatalf("a second FollowClock = %v, want ErrMySQLClockTaken", err)
+		t.Fatalf("a second FollowClock = %v, want ErrClockTaken", err)
 	}
 	if err := first.Close(); err != nil {
 		t.Fatal(err)

@@ -3,13 +3,13 @@ package redisfake_test
 import (
 	"context"
 	"errors"
-	"github.com/lockproof/lockproof/fakes/internal/faketest"
-	"github.com/lockproof/lockproof/fakes/redisfake"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/internal/faketest"
+	"github.com/lockproof/lockproof/fakes/redisfake"
 )
 
 func TestConnsSeverRedis(t *testing.T) {

@@ -2,10 +2,12 @@ package redisfake
 
 import (
 	"context"
+	"net"
+
+	"github.com/redis/go-redis/v9"
+
 	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/fakes/internal/fakeutil"
-	"github.com/redis/go-redis/v9"
-	"net"
 )
 
 // DialContext connects to the server, whatever network and addr say, as

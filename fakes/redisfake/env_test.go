@@ -1,11 +1,12 @@
 package redisfake_test
 
 import (
-	"github.com/lockproof/lockproof/fakes/internal/faketest"
-	"github.com/lockproof/lockproof/fakes/redisfake"
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/lockproof/lockproof/fakes/internal/faketest"
+	"github.com/lockproof/lockproof/fakes/redisfake"
 )
 
 func TestRedisFollowsTheEnvironment(t *testing.T) {
@@ -19,7 +20,7 @@ func TestRedisUnreachableServerFailsClearly(t *testing.T) {
 	t.Setenv(redisfake.EnvAddr, faketest.ClosedAddr)
 	msg := faketest.FatalMessage(t, func(tb testing.TB) { redisfake.New(tb) })
 	if !strings.Contains(msg, redisfake.EnvAddr) || !strings.Contains(msg, "PING") {
-		t.Fatalf("Redis with an unreachable server failed with %q", msg)
+		t.Fatalf("New with an unreachable server failed with %q", msg)
 	}
 }
 
@@ -27,10 +28,10 @@ func TestForceMiniredisIgnoresTheEnvironment(t *testing.T) {
 	t.Setenv(redisfake.EnvAddr, faketest.ClosedAddr)
 	t.Setenv(redisfake.EnvAddrs, faketest.ClosedAddr)
 	if s := redisfake.New(t, redisfake.ForceMiniredis()); s.Real() {
-		t.Error("Redis(ForceMiniredis()) uses the real server")
+		t.Error("New(ForceMiniredis()) uses the real server")
 	}
 	if g := redisfake.NewCluster(t, 2, redisfake.ForceMiniredis()); g.Node(0).Real() {
-		t.Error("RedisCluster(ForceMiniredis()) uses real servers")
+		t.Error("NewCluster(ForceMiniredis()) uses real servers")
 	}
 }
 
@@ -38,7 +39,7 @@ func TestRedisClusterIgnoresTheSingleServer(t *testing.T) {
 	t.Setenv(redisfake.EnvAddr, faketest.ClosedAddr)
 	t.Setenv(redisfake.EnvAddrs, "")
 	if g := redisfake.NewCluster(t, 2); g.Node(0).Real() {
-		t.Errorf("RedisCluster uses %s, which names one server", redisfake.EnvAddr)
+		t.Errorf("NewCluster uses %s, which names one server", redisfake.EnvAddr)
 	}
 }
 
@@ -50,7 +51,7 @@ func TestRedisClusterRealServers(t *testing.T) {
 		t.Setenv(redisfake.EnvAddrs, tc.addrs)
 		msg := faketest.FatalMessage(t, func(tb testing.TB) { redisfake.NewCluster(tb, 2) })
 		if !strings.Contains(msg, tc.want) {
-			t.Errorf("%s=%q: RedisCluster(2) ended with %q, want %q", redisfake.EnvAddrs, tc.addrs, msg, tc.want)
+			t.Errorf("%s=%q: NewCluster(2) ended with %q, want %q", redisfake.EnvAddrs, tc.addrs, msg, tc.want)
 		}
 	}
 }

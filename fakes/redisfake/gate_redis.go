@@ -2,13 +2,14 @@ package redisfake
 
 import (
 	"context"
-	"github.com/lockproof/lockproof/fakes/internal/gatehook"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockproof/lockproof/fakes/internal/gatehook"
 )
 
-// RedisGateHook returns a go-redis hook that passes every command and
+// GateHook returns a go-redis hook that passes every command and
 // pipeline the client sends through the locks.Gate of the command's context
 // (see locks.GateRequest), naming it label + ": " + the command in upper
 // case ("redis node 0: EVALSHA"), or the commands of a pipeline joined by
@@ -19,7 +20,7 @@ import (
 // change from run to run, such as "redis node 2" for the third node of a
 // group; never its address. Every client the fakes hand out has the hook,
 // labelled "redis node <i>" with i the node's index in its RedisCluster (0
-// for a single Redis). Use GateRedis for a client built elsewhere.
+// for a single Redis). Use Gate for a client built elsewhere.
 //
 // A command or pipeline whose context ended while the gate held it is not
 // sent: it fails with the context's error (see gateSend).
@@ -28,15 +29,15 @@ import (
 // inside the window of the command that needed it.
 func GateHook(label string) redis.Hook { return redisGate{label: label} }
 
-// GateRedis adds RedisGateHook(label) to c, for a client the fakes did not
+// Gate adds GateHook(label) to c, for a client the fakes did not
 // build (one on a chaos.Proxy's address, say): label as for the node the
 // client reaches in the end, "redis node 0".
 func Gate(c redis.UniversalClient, label string) { c.AddHook(GateHook(label)) }
 
-// redisGate is the hook of RedisGateHook.
+// redisGate is the hook of GateHook.
 type redisGate struct{ label string }
 
-// DialHook leaves dials alone; see RedisGateHook.
+// DialHook leaves dials alone; see GateHook.
 func (redisGate) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 // ProcessHook gates one command.

@@ -3,8 +3,6 @@ package redisfake
 import (
 	"context"
 	"fmt"
-	"github.com/lockproof/lockproof/fakes"
-	"github.com/lockproof/lockproof/fakes/internal/fakeutil"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -15,17 +13,19 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/logging"
 
+	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/internal/fakeutil"
 	"github.com/lockproof/lockproof/internal/layout"
 	"github.com/lockproof/lockproof/internal/memnet"
 	"github.com/lockproof/lockproof/locks"
 )
 
-// EnvRedisAddr names the environment variable that points Redis at a real
+// EnvAddr names the environment variable that points Redis at a real
 // server (host:port) instead of miniredis. Tests share that server; each fake
 // works under its own Prefix and deletes its keys at cleanup.
 const EnvAddr = "LOCKPROOF_REDIS_ADDR"
 
-// RedisOption configures StartRedis and StartRedisCluster (and Redis and
+// Option configures Start and StartCluster (and Redis and
 // RedisCluster).
 type Option func(*redisConfig)
 
@@ -45,25 +45,25 @@ func ManualTime(start time.Time) Option {
 	return func(c *redisConfig) { c.manual, c.start = true, start }
 }
 
-// RedisAt makes StartRedis use the real server at addr (host:port) instead
+// At makes Start use the real server at addr (host:port) instead
 // of miniredis. The fake works under its own Prefix there and deletes its
-// keys at Close. Default (and with addr ""): miniredis. StartRedisCluster
+// keys at Close. Default (and with addr ""): miniredis. StartCluster
 // ignores it (one server cannot stand for independent nodes: see
-// RedisNodesAt).
+// NodesAt).
 func At(addr string) Option {
 	return func(c *redisConfig) { c.addr = addr }
 }
 
-// RedisNodesAt makes StartRedisCluster use the real, independent servers at
+// NodesAt makes StartCluster use the real, independent servers at
 // addrs (host:port each, no address twice; the first n are used) instead of
-// miniredis. Default: miniredis. StartRedis ignores it.
+// miniredis. Default: miniredis. Start ignores it.
 func NodesAt(addrs ...string) Option {
 	return func(c *redisConfig) { c.addrs = append([]string(nil), addrs...) }
 }
 
 // ForceMiniredis uses miniredis even when a real server is given, by
-// RedisAt or RedisNodesAt or, for Redis and RedisCluster, by EnvRedisAddr or
-// EnvRedisAddrs. Default: a real server when one is given. Use it for tests
+// At or NodesAt or, for Redis and RedisCluster, by EnvAddr or
+// EnvAddrs. Default: a real server when one is given. Use it for tests
 // that need Stop, Restart or exact manual time.
 func ForceMiniredis() Option {
 	return func(c *redisConfig) { c.forceMini = true }
@@ -87,9 +87,9 @@ func (c redisConfig) newClock() *fakes.Clock {
 	return fakes.NewClock(c.start)
 }
 
-// RedisServer is one Redis backend: miniredis on a loopback port, or a real
-// server (RedisAt). Build it with StartRedis, or Redis for a test (or as a
-// node of a RedisNodes); Close closes everything it opened.
+// Server is one Redis backend: miniredis on a loopback port, or a real
+// server (At). Build it with Start, or Redis for a test (or as a
+// node of a Nodes); Close closes everything it opened.
 //
 // In real-time mode miniredis counts TTLs down on the wall clock (its
 // ClockTTL mode, which expires keys as any command touches the server): a
@@ -105,7 +105,7 @@ func (c redisConfig) newClock() *fakes.Clock {
 //
 // A control that cannot go on (Stop on a real server, Advance without
 // manual time) fails the test of a server from Redis, and panics on one
-// from StartRedis.
+// from Start.
 type Server struct {
 	owner   fakeutil.Owner
 	prefix  string
@@ -127,8 +127,8 @@ type Server struct {
 	ownCmds  int // commands sent by the fake itself, not counted
 }
 
-// StartRedis starts miniredis on a port chosen by the kernel, or connects
-// to the real server given by RedisAt (unless ForceMiniredis), for a
+// Start starts miniredis on a port chosen by the kernel, or connects
+// to the real server given by At (unless ForceMiniredis), for a
 // program that has no test. It returns an error if the server cannot be
 // started or does not answer PING. Close stops it.
 func Start(opts ...Option) (*Server, error) {
@@ -136,8 +136,8 @@ func Start(opts ...Option) (*Server, error) {
 	return newNode(cfg.addr, newPrefix(), cfg.newClock(), false, 0)
 }
 
-// Redis starts a backend for t with StartRedis: miniredis, or the real
-// server named by EnvRedisAddr (read here, as a RedisAt before opts) unless
+// New starts a backend for t with Start: miniredis, or the real
+// server named by EnvAddr (read here, as a At before opts) unless
 // ForceMiniredis is given. It fails the test if the backend cannot be
 // started or reached, and closes it at t's cleanup.
 func New(t testing.TB, opts ...Option) *Server {
@@ -270,7 +270,7 @@ func (r *Server) newClient() *redis.Client {
 
 // GateLabel is the label of the requests of this server's clients as a
 // locks.Gate sees them: "redis node <i>", i the node's index in its
-// RedisCluster, 0 for a single Redis. Pass it to GateRedis for a client of
+// RedisCluster, 0 for a single Redis. Pass it to Gate for a client of
 // the server built elsewhere (through a proxy, say).
 func (r *Server) GateLabel() string { return fmt.Sprintf("redis node %d", r.index) }
 
@@ -314,7 +314,7 @@ func (r *Server) Client() redis.UniversalClient { return r.client }
 // NewClient returns another client with its own connection pool, closed by
 // Close: a second process talking to the same server. Like the fake's own
 // client, it passes its commands through the locks.Gate of their context
-// (see RedisGateHook), as "redis node <i>: <COMMAND>".
+// (see GateHook), as "redis node <i>: <COMMAND>".
 func (r *Server) NewClient() *redis.Client { return r.keep(r.newClient()) }
 
 // keep records c, to be closed by Close, and returns it.
@@ -357,8 +357,8 @@ func (r *Server) Real() bool { return r.mini == nil }
 func (r *Server) Advance(d time.Duration) {
 	r.owner.Helper()
 	if r.inGroup {
-		r.owner.Fatalf("fakes: Advance on one node of a RedisCluster would move the clock shared by all nodes; " +
-			"use RedisNodes.Advance (or Miniredis().FastForward to skew one node)")
+		r.owner.Fatalf("fakes: Advance on one node of a redisfake.Nodes would move the clock shared by all nodes; " +
+			"use Nodes.Advance (or Miniredis().FastForward to skew one node)")
 	}
 	advance(r.owner, r.clock, []*Server{r}, d)
 }

@@ -9,7 +9,7 @@ import (
 
 // ErrMiniredisNoKeyspaceNotifications is the text of the error with which
 // miniredis answers CONFIG SET notify-keyspace-events with a non-empty
-// value (see RedisServer).
+// value (see Server).
 //
 // miniredis v2.40.0 has no CONFIG command and publishes no keyspace or
 // keyevent notifications (__keyspace@<db>__:<key>, __keyevent@<db>__:<event>):

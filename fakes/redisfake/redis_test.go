@@ -2,8 +2,6 @@ package redisfake_test
 
 import (
 	"context"
-	"github.com/lockproof/lockproof/fakes/internal/faketest"
-	"github.com/lockproof/lockproof/fakes/redisfake"
 	"os"
 	"strings"
 	"testing"
@@ -11,6 +9,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockproof/lockproof/fakes/internal/faketest"
+	"github.com/lockproof/lockproof/fakes/redisfake"
 	"github.com/lockproof/lockproof/locks"
 )
 

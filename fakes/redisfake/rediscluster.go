@@ -4,27 +4,27 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/lockproof/lockproof/fakes"
-	"github.com/lockproof/lockproof/fakes/internal/fakeutil"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/internal/fakeutil"
 	"github.com/lockproof/lockproof/locks"
 )
 
-// EnvRedisAddrs names the environment variable listing real, independent
+// EnvAddrs names the environment variable listing real, independent
 // Redis servers for RedisCluster: comma-separated host:port, at least as many
-// as the test asks for. EnvRedisAddr alone does not apply to RedisCluster:
+// as the test asks for. EnvAddr alone does not apply to RedisCluster:
 // one server cannot stand for independent nodes.
 const EnvAddrs = "LOCKPROOF_REDIS_ADDRS"
 
-// RedisNodes is a group of independent Redis servers, as Redlock uses: no
+// Nodes is a group of independent Redis servers, as Redlock uses: no
 // replication, no shared keys. All nodes share one Prefix and, in manual
 // mode, one Clock. It is not a Redis Cluster (no slots). Build it with
-// StartRedisCluster, or RedisCluster for a test; Close closes every node.
+// StartCluster, or RedisCluster for a test; Close closes every node.
 type Nodes struct {
 	owner  fakeutil.Owner
 	prefix string
@@ -32,10 +32,10 @@ type Nodes struct {
 	nodes  []*Server
 }
 
-// StartRedisCluster starts n independent nodes for a program that has no
+// StartCluster starts n independent nodes for a program that has no
 // test: miniredis servers, or the first n real servers given by
-// RedisNodesAt (unless ForceMiniredis). It returns an error if n < 1,
-// RedisNodesAt lists an address twice or fewer than n, or a node cannot be
+// NodesAt (unless ForceMiniredis). It returns an error if n < 1,
+// NodesAt lists an address twice or fewer than n, or a node cannot be
 // started or reached. Close stops them.
 func StartCluster(n int, opts ...Option) (*Nodes, error) {
 	if n < 1 {
@@ -62,11 +62,11 @@ func StartCluster(n int, opts ...Option) (*Nodes, error) {
 	return g, nil
 }
 
-// RedisCluster starts n independent nodes for t with StartRedisCluster:
-// miniredis servers, or the first n real servers of EnvRedisAddrs (read
-// here, as a RedisNodesAt before opts) unless ForceMiniredis is given. It
+// NewCluster starts n independent nodes for t with StartCluster:
+// miniredis servers, or the first n real servers of EnvAddrs (read
+// here, as a NodesAt before opts) unless ForceMiniredis is given. It
 // fails the test if n < 1 or a node cannot be started, skips it when
-// EnvRedisAddrs lists fewer than n servers, and closes the nodes at t's
+// EnvAddrs lists fewer than n servers, and closes the nodes at t's
 // cleanup.
 func NewCluster(t testing.TB, n int, opts ...Option) *Nodes {
 	t.Helper()
@@ -84,7 +84,7 @@ func (g *Nodes) own(tb testing.TB) {
 	}
 }
 
-// Close closes every node (see RedisServer.Close) and returns their
+// Close closes every node (see Server.Close) and returns their
 // errors, joined.
 func (g *Nodes) Close() error {
 	var errs []error
@@ -136,7 +136,7 @@ func (g *Nodes) Clients() []redis.UniversalClient {
 // NewClients returns a fresh client per node, in node order, closed by
 // Close: the view of a second process. Node i's client passes its
 // commands through the locks.Gate of their context as "redis node <i>: ..."
-// (see RedisGateHook), so the names of Redlock's parallel requests differ by
+// (see GateHook), so the names of Redlock's parallel requests differ by
 // node and by nothing that changes from run to run.
 func (g *Nodes) NewClients() []redis.UniversalClient {
 	cs := make([]redis.UniversalClient, len(g.nodes))
@@ -158,19 +158,19 @@ func (g *Nodes) Clock() locks.Clock { return fakeutil.ClockOf(g.clock) }
 func (g *Nodes) LockOptions() []locks.Option { return fakeutil.LockOptions(g.prefix, g.clock) }
 
 // Advance moves time forward by d on every node, stopped ones included, then
-// on the shared Clock; manual mode only. See RedisServer.Advance.
+// on the shared Clock; manual mode only. See Server.Advance.
 func (g *Nodes) Advance(d time.Duration) {
 	g.owner.Helper()
 	advance(g.owner, g.clock, g.nodes, d)
 }
 
-// Stop stops node i. See RedisServer.Stop.
+// Stop stops node i. See Server.Stop.
 func (g *Nodes) Stop(i int) {
 	g.owner.Helper()
 	g.Node(i).Stop()
 }
 
-// Restart restarts node i, with its data or empty. See RedisServer.Restart.
+// Restart restarts node i, with its data or empty. See Server.Restart.
 func (g *Nodes) Restart(i int, keepData bool) {
 	g.owner.Helper()
 	g.Node(i).Restart(keepData)
@@ -196,7 +196,7 @@ func (g *Nodes) JumpNode(i int, d time.Duration) {
 	}
 }
 
-// ExpireLock deletes the key of lock name (see RedisServer.ExpireLock) on
+// ExpireLock deletes the key of lock name (see Server.ExpireLock) on
 // every node; it fails only when a node failed, or when no node held it
 // (an error wrapping ErrNoHolder).
 func (g *Nodes) ExpireLock(ctx context.Context, name string) error {
@@ -213,3 +213,23 @@ func (g *Nodes) ExpireLock(ctx context.Context, name string) error {
 	}
 	return nil
 }
+
+// Addr returns the nodes' addresses, joined by commas (the form of
+// EnvAddrs).
+func (g *Nodes) Addr() string {
+	addrs := make([]string, len(g.nodes))
+	for i, n := range g.nodes {
+		addrs[i] = n.Addr()
+	}
+	return strings.Join(addrs, ",")
+}
+
+// Real reports whether the nodes are real servers.
+func (g *Nodes) Real() bool { return len(g.nodes) > 0 && g.nodes[0].Real() }
+
+var (
+	_ fakes.Server      = (*Nodes)(nil)
+	_ fakes.ManualTimer = (*Nodes)(nil)
+	_ fakes.Server      = (*Server)(nil)
+	_ fakes.ManualTimer = (*Server)(nil)
+)

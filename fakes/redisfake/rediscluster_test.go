@@ -2,11 +2,12 @@ package redisfake_test
 
 import (
 	"context"
-	"github.com/lockproof/lockproof/fakes/internal/faketest"
-	"github.com/lockproof/lockproof/fakes/redisfake"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lockproof/lockproof/fakes/internal/faketest"
+	"github.com/lockproof/lockproof/fakes/redisfake"
 )
 
 func TestRedisClusterNodesAreIndependent(t *testing.T) {
@@ -110,13 +111,13 @@ func TestRedisClusterAdvanceReachesStoppedNodes(t *testing.T) {
 
 func TestRedisClusterMisuse(t *testing.T) {
 	if msg := faketest.FatalMessage(t, func(tb testing.TB) { redisfake.NewCluster(tb, 0) }); !strings.Contains(msg, "at least one node") {
-		t.Errorf("RedisCluster(0) failed with %q", msg)
+		t.Errorf("NewCluster(0) failed with %q", msg)
 	}
 	msg := faketest.FatalMessage(t, func(tb testing.TB) {
 		redisfake.NewCluster(tb, 2, redisfake.ManualTime(faketest.Epoch)).Node(0).Advance(time.Second)
 	})
-	if !strings.Contains(msg, "RedisNodes.Advance") {
-		t.Errorf("Advance on one node failed with %q, want a hint at RedisNodes.Advance", msg)
+	if !strings.Contains(msg, "Nodes.Advance") {
+		t.Errorf("Advance on one node failed with %q, want a hint at Nodes.Advance", msg)
 	}
 	if msg := faketest.FatalMessage(t, func(tb testing.TB) { redisfake.NewCluster(tb, 2).Node(2) }); !strings.Contains(msg, "no node 2") {
 		t.Errorf("Node(2) of 2 failed with %q", msg)

@@ -2,11 +2,13 @@ package zkfake
 
 import (
 	"context"
-	"github.com/go-zookeeper/zk"
-	"github.com/lockproof/lockproof/fakes"
-	"github.com/lockproof/lockproof/fakes/internal/fakeutil"
 	"net"
 	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/internal/fakeutil"
 )
 
 // DialContext connects to the server, whatever network and addr say: in

@@ -3,12 +3,12 @@ package zkfake_test
 import (
 	"errors"
 	"fmt"
-	"github.com/lockproof/lockproof/fakes/zkfake"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 
 	"github.com/lockproof/lockproof/fakes/minizk"
+	"github.com/lockproof/lockproof/fakes/zkfake"
 )
 
 func ExampleStart() {

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/lockproof/lockproof/fakes"
-	"github.com/lockproof/lockproof/fakes/internal/fakeutil"
 	"net"
 	"sync"
 	"testing"
@@ -13,18 +11,20 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/internal/fakeutil"
 	"github.com/lockproof/lockproof/fakes/minizk"
 	"github.com/lockproof/lockproof/internal/layout"
 	"github.com/lockproof/lockproof/internal/zkrace"
 	"github.com/lockproof/lockproof/locks"
 )
 
-// EnvZKAddr names the environment variable that points ZooKeeper at a real
+// EnvAddr names the environment variable that points ZooKeeper at a real
 // server (host:port) instead of minizk. Tests share that server; each fake
 // works under its own Prefix and deletes it at cleanup.
 const EnvAddr = "LOCKPROOF_ZK_ADDR"
 
-// ZooKeeperOption configures ZooKeeper and StartZooKeeper.
+// Option configures ZooKeeper and Start.
 type Option func(*zkConfig)
 
 type zkConfig struct {
@@ -35,12 +35,12 @@ type zkConfig struct {
 	tick      time.Duration
 }
 
-// ZooKeeperAt makes the fake use the real server at addr (host:port)
+// At makes the fake use the real server at addr (host:port)
 // instead of minizk. The fake works under its own Prefix there and deletes
 // it at Close. Default (and with addr ""): minizk.
 func At(addr string) Option { return func(c *zkConfig) { c.addr = addr } }
 
-// ZooKeeperManualTime runs minizk on a manual *Clock reading start:
+// ManualTime runs minizk on a manual *Clock reading start:
 // sessions expire only when Advance moves it past their timeout. Default:
 // real time. A real server's clock cannot be stopped: there the option only
 // makes Advance sleep.
@@ -48,22 +48,22 @@ func ManualTime(start time.Time) Option {
 	return func(c *zkConfig) { c.manual, c.start = true, start }
 }
 
-// ForceMinizk uses minizk even when a real server is given, by ZooKeeperAt
-// or, for ZooKeeper, by EnvZKAddr. Default: a real server when one is
+// ForceMinizk uses minizk even when a real server is given, by At
+// or, for ZooKeeper, by EnvAddr. Default: a real server when one is
 // given. Use it for tests that need minizk's
 // controls (ExpireSession, DropConnections, Pause, Restart) or exact manual
 // time.
 func ForceMinizk() Option { return func(c *zkConfig) { c.forceMini = true } }
 
-// ZooKeeperTickTime sets minizk's tickTime (default minizk.DefaultTickTime,
+// TickTime sets minizk's tickTime (default minizk.DefaultTickTime,
 // 2s, ZooKeeper's): session timeouts are clamped to [2, 20] ticks. A real
 // server keeps its own.
 func TickTime(d time.Duration) Option {
 	return func(c *zkConfig) { c.tick = d }
 }
 
-// ZooKeeperServer is one ZooKeeper server: minizk on a loopback port, or
-// a real server (ZooKeeperAt, or EnvZKAddr for ZooKeeper). Close stops minizk and closes every
+// Server is one ZooKeeper server: minizk on a loopback port, or
+// a real server (At, or EnvAddr for ZooKeeper). Close stops minizk and closes every
 // client Connect handed out; on a real server it deletes Prefix first.
 type Server struct {
 	owner  fakeutil.Owner
@@ -78,8 +78,8 @@ type Server struct {
 	closed  bool
 }
 
-// ZooKeeper starts a ZooKeeper server for t with StartZooKeeper: minizk,
-// or the real server of EnvZKAddr (read here, as a ZooKeeperAt before
+// New starts a ZooKeeper server for t with Start: minizk,
+// or the real server of EnvAddr (read here, as a At before
 // opts) unless ForceMinizk is given. Everything is closed by t.Cleanup; it
 // fails the test if the server cannot be started or reached.
 func New(t testing.TB, opts ...Option) *Server {
@@ -89,8 +89,8 @@ func New(t testing.TB, opts ...Option) *Server {
 		func(s *Server, tb testing.TB) { s.owner.Own(tb) })
 }
 
-// StartZooKeeper starts minizk on a loopback port chosen by the kernel, or
-// connects to the real server given by ZooKeeperAt (unless ForceMinizk),
+// Start starts minizk on a loopback port chosen by the kernel, or
+// connects to the real server given by At (unless ForceMinizk),
 // for programs and examples that have no testing.TB. It returns an error
 // if the server cannot be started or gives no session. Close stops it.
 func Start(opts ...Option) (*Server, error) {
@@ -306,14 +306,14 @@ func (z *Server) Servers() []string { return []string{z.addr} }
 func (z *Server) Prefix() string { return z.prefix }
 
 // Clock returns the clock the server's time follows: the manual *Clock
-// with ZooKeeperManualTime on minizk, else locks.SystemClock.
+// with ManualTime on minizk, else locks.SystemClock.
 func (z *Server) Clock() locks.Clock { return fakeutil.ClockOf(z.clock) }
 
 // LockOptions returns the options a test passes to a lock constructor so
 // that the lock uses this fake's Prefix and Clock.
 func (z *Server) LockOptions() []locks.Option { return fakeutil.LockOptions(z.prefix, z.clock) }
 
-// Real reports whether the server is a real one (ZooKeeperAt, EnvZKAddr).
+// Real reports whether the server is a real one (At, EnvAddr).
 func (z *Server) Real() bool { return z.mini == nil }
 
 // Minizk returns the minizk server, or nil on a real server. Its controls
@@ -329,16 +329,16 @@ func (z *Server) RequireMinizk(t testing.TB, why string) {
 	}
 }
 
-// ErrZooKeeperNotManual is returned by AdvanceTime without
-// ZooKeeperManualTime.
+// ErrNotManual is returned by AdvanceTime without
+// ManualTime.
 var ErrNotManual = errors.New("fakes: Advance needs manual time: start the fake with zkfake.ManualTime(start)")
 
-// AdvanceTime moves time forward by d. On minizk with ZooKeeperManualTime
+// AdvanceTime moves time forward by d. On minizk with ManualTime
 // it moves the manual clock, and sessions whose timeout passed are expired
 // before it returns. A real server's clock cannot be moved: with
-// ZooKeeperManualTime AdvanceTime sleeps d so that the same test runs on
-// both, slower. Without ZooKeeperManualTime it returns
-// ErrZooKeeperNotManual, and an error for a negative d.
+// ManualTime AdvanceTime sleeps d so that the same test runs on
+// both, slower. Without ManualTime it returns
+// ErrNotManual, and an error for a negative d.
 func (z *Server) AdvanceTime(d time.Duration) error {
 	switch {
 	case d < 0:
@@ -353,8 +353,8 @@ func (z *Server) AdvanceTime(d time.Duration) error {
 }
 
 // Advance is AdvanceTime for tests, with the other fakes'
-// signature: an error fails the test of ZooKeeper(t). On a server from
-// StartZooKeeper, which has no test to fail, an error is a programming
+// signature: an error fails the test of New(t). On a server from
+// Start, which has no test to fail, an error is a programming
 // error (no manual time, or a negative d) and panics: call AdvanceTime
 // there.
 func (z *Server) Advance(d time.Duration) {
@@ -365,13 +365,18 @@ func (z *Server) Advance(d time.Duration) {
 }
 
 // ExpireSession expires session id now on minizk (see
-// minizk.Server.ExpireSession). A real server gives no way to expire
-// another client's session: there it returns an error.
+// minizk.Server.ExpireSession); an unknown id is an error wrapping
+// fakes.ErrNoSession. A real server gives no way to expire another
+// client's session: there it returns an error.
 func (z *Server) ExpireSession(id int64) error {
 	if z.mini == nil {
 		return errors.New("fakes: ExpireSession needs minizk (use zkfake.ForceMinizk)")
 	}
-	return z.mini.ExpireSession(id)
+	err := z.mini.ExpireSession(id)
+	if errors.Is(err, minizk.ErrNoSession) {
+		return fmt.Errorf("fakes: expire zookeeper session %#x: %w (%w)", id, fakes.ErrNoSession, err)
+	}
+	return err
 }
 
 // ExpireLock ends the current lease of zklock's lock name, under this
@@ -407,3 +412,9 @@ func (z *Server) ExpireLock(ctx context.Context, name string) error {
 	}
 	return nil
 }
+
+var (
+	_ fakes.Server                = (*Server)(nil)
+	_ fakes.ManualTimer           = (*Server)(nil)
+	_ fakes.SessionExpirer[int64] = (*Server)(nil)
+)

@@ -2,8 +2,6 @@ package zkfake_test
 
 import (
 	"errors"
-	"github.com/lockproof/lockproof/fakes/internal/faketest"
-	"github.com/lockproof/lockproof/fakes/zkfake"
 	"os"
 	"slices"
 	"strings"
@@ -12,6 +10,8 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/lockproof/lockproof/fakes/internal/faketest"
+	"github.com/lockproof/lockproof/fakes/zkfake"
 	"github.com/lockproof/lockproof/locks"
 )
 
@@ -39,7 +39,7 @@ func TestZooKeeperFollowsTheEnvironment(t *testing.T) {
 		t.Errorf("AdvanceTime in real time = %v", err)
 	}
 	msg := faketest.FatalMessage(t, func(tb testing.TB) { zkfake.New(tb).Advance(time.Second) })
-	if !strings.Contains(msg, "ZooKeeperManualTime") {
+	if !strings.Contains(msg, "zkfake.ManualTime") {
 		t.Errorf("Advance in real time failed with %q", msg)
 	}
 }
@@ -48,7 +48,7 @@ func TestZooKeeperUnreachableServerFailsClearly(t *testing.T) {
 	t.Setenv(zkfake.EnvAddr, faketest.ClosedAddr)
 	msg := faketest.FatalMessage(t, func(tb testing.TB) { zkfake.New(tb) })
 	if !strings.Contains(msg, zkfake.EnvAddr) || !strings.Contains(msg, "refused") {
-		t.Fatalf("ZooKeeper with an unreachable server failed with %q", msg)
+		t.Fatalf("New with an unreachable server failed with %q", msg)
 	}
 }
 

@@ -38,7 +38,6 @@ package consullock_test
 
 import (
 	"context"
-	"github.com/lockproof/lockproof/fakes/consulfake"
 	"net/http"
 	"sync/atomic"
 	"testing"
@@ -46,6 +45,7 @@ import (
 
 	"github.com/hashicorp/consul/api"
 
+	"github.com/lockproof/lockproof/fakes/consulfake"
 	"github.com/lockproof/lockproof/fakes/miniconsul"
 	"github.com/lockproof/lockproof/internal/locktest"
 	"github.com/lockproof/lockproof/locks"

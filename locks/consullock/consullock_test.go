@@ -3,7 +3,6 @@ package consullock
 import (
 	"context"
 	"errors"
-	"github.com/lockproof/lockproof/fakes/consulfake"
 	"net/http"
 	"strings"
 	"sync"
@@ -14,6 +13,7 @@ import (
 	"github.com/hashicorp/consul/api"
 
 	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/consulfake"
 	"github.com/lockproof/lockproof/internal/locktest"
 	"github.com/lockproof/lockproof/locks"
 )
@@ -80,7 +80,9 @@ func TestSessionDestroyedUnderHolder(t *testing.T) {
 	c.WaitParked(l.Key(), idx, 2) // the holder's monitor and the waiter
 
 	began := time.Now()
-	c.ExpireSession(sess)
+	if err := c.ExpireSession(sess); err != nil {
+		t.Fatal(err)
+	}
 	waitDone(t, old, "the holder's Done after its session was invalidated")
 	if !errors.Is(old.Err(), locks.ErrNotHeld) {
 		t.Fatalf("stale lease Err = %v, want ErrNotHeld", old.Err())
@@ -327,7 +329,9 @@ func TestTryLock(t *testing.T) {
 	}
 	tok := token(t, lease)
 	sess, _ := holder(t, c, l)
-	c.ExpireSession(sess)
+	if err := c.ExpireSession(sess); err != nil {
+		t.Fatal(err)
+	}
 	waitDone(t, lease, "Done after the session expired")
 	if _, err := l.TryLock(ctx); !errors.Is(err, locks.ErrLocked) {
 		t.Fatalf("TryLock during the lock-delay: %v, want ErrLocked", err)

@@ -2,12 +2,12 @@ package consullock
 
 import (
 	"context"
-	"github.com/lockproof/lockproof/fakes/consulfake"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/consul/api"
 
+	"github.com/lockproof/lockproof/fakes/consulfake"
 	"github.com/lockproof/lockproof/locks"
 )
 

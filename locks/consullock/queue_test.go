@@ -2,7 +2,6 @@ package consullock
 
 import (
 	"context"
-	"github.com/lockproof/lockproof/fakes/consulfake"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/hashicorp/consul/api"
 
+	"github.com/lockproof/lockproof/fakes/consulfake"
 	"github.com/lockproof/lockproof/internal/locktest"
 	"github.com/lockproof/lockproof/locks"
 )
@@ -142,7 +142,9 @@ func TestQueueSkipsAnInvalidatedWaiter(t *testing.T) {
 	c.WaitParked(entries[0].Key, entries[0].ModifyIndex, 1) // C, behind B
 
 	dead := entries[0].Session // B's
-	c.ExpireSession(dead)
+	if err := c.ExpireSession(dead); err != nil {
+		t.Fatal(err)
+	}
 	waitUntil(t, "C to delete B's released entry", func() bool {
 		left := queueEntries(t, c, a)
 		return len(left) == 1 && left[0].Key == entries[1].Key && left[0].Session != ""

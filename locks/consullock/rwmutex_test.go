@@ -3,7 +3,6 @@ package consullock
 import (
 	"context"
 	"errors"
-	"github.com/lockproof/lockproof/fakes/consulfake"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -13,6 +12,7 @@ import (
 	"github.com/hashicorp/consul/api"
 
 	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/consulfake"
 	"github.com/lockproof/lockproof/internal/locktest"
 	"github.com/lockproof/lockproof/locks"
 )
@@ -231,7 +231,9 @@ func TestRWMutexInvalidatedReaderKeepsWriterOut(t *testing.T) {
 	writer := locktest.LockAsync(context.Background(), newRW(t, c, s).Locker())
 	pairs, idx := readerKeys(t, c, m)
 	c.WaitParked("", idx, 1)
-	c.ExpireSession(pairs[0].Session)
+	if err := c.ExpireSession(pairs[0].Session); err != nil {
+		t.Fatal(err)
+	}
 	locktest.Closed(t, "the invalidated reader's Done", r.Done())
 	if !errors.Is(r.Err(), locks.ErrNotHeld) {
 		t.Fatalf("the invalidated reader's Err = %v, want ErrNotHeld", r.Err())
@@ -600,7 +602,9 @@ func TestRWMutexLostTurnstileEndsTheLock(t *testing.T) {
 	<-hold.held
 	refusedTry(t, newRW(t, c, Session{}).RLocker())
 	sess, _ := writerKey(t, c, m)
-	c.ExpireSession(sess)
+	if err := c.ExpireSession(sess); err != nil {
+		t.Fatal(err)
+	}
 	close(hold.release)
 	r := locktest.Receive(t, reader)
 	if r.Err == nil || errors.Is(r.Err, locks.ErrLocked) {

@@ -3,13 +3,13 @@ package consullock
 import (
 	"context"
 	"errors"
-	"github.com/lockproof/lockproof/fakes/consulfake"
 	"net/http"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/consul/api"
 
+	"github.com/lockproof/lockproof/fakes/consulfake"
 	"github.com/lockproof/lockproof/internal/layout"
 	"github.com/lockproof/lockproof/internal/locktest"
 	"github.com/lockproof/lockproof/locks"
@@ -168,7 +168,11 @@ func TestSemaphoreDeadSessionPermitReclaimed(t *testing.T) {
 	holders, idx := permitIndex(t, c, s)
 	c.WaitParked("", idx, 1)
 
-	c.ExpireSession(holders[0])
+	if err := c.ExpireSession(holders[0]); err != nil {
+
+		t.Fatal(err)
+
+	}
 	locktest.Closed(t, "the invalidated holder's Done", old.Done())
 	if !errors.Is(old.Err(), locks.ErrNotHeld) {
 		t.Fatalf("stale lease Err = %v, want ErrNotHeld", old.Err())

@@ -3,10 +3,10 @@ package etcdlock
 import (
 	"context"
 	"errors"
-	"github.com/lockproof/lockproof/fakes/etcdfake"
 	"testing"
 	"time"
 
+	"github.com/lockproof/lockproof/fakes/etcdfake"
 	"github.com/lockproof/lockproof/internal/locktest"
 	"github.com/lockproof/lockproof/locks"
 )

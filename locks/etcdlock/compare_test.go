@@ -36,7 +36,6 @@ package etcdlock_test
 import (
 	"context"
 	"fmt"
-	"github.com/lockproof/lockproof/fakes/etcdfake"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -45,6 +44,7 @@ import (
 	"go.etcd.io/etcd/client/v3/concurrency"
 	recipe "go.etcd.io/etcd/client/v3/experimental/recipes"
 
+	"github.com/lockproof/lockproof/fakes/etcdfake"
 	"github.com/lockproof/lockproof/internal/locktest"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/locks/etcdlock"

@@ -3,7 +3,6 @@ package etcdlock
 import (
 	"context"
 	"errors"
-	"github.com/lockproof/lockproof/fakes/etcdfake"
 	"os"
 	"strconv"
 	"sync"
@@ -14,6 +13,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/etcdfake"
 	"github.com/lockproof/lockproof/internal/locktest"
 	"github.com/lockproof/lockproof/locks"
 )

@@ -2,13 +2,13 @@ package etcdlock
 
 import (
 	"context"
-	"github.com/lockproof/lockproof/fakes/etcdfake"
 	"testing"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/lockproof/lockproof/fakes/etcdfake"
 	"github.com/lockproof/lockproof/locks"
 )
 

@@ -2,11 +2,11 @@ package etcdlock_test
 
 import (
 	"context"
-	"github.com/lockproof/lockproof/fakes/etcdfake"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/lockproof/lockproof/fakes/etcdfake"
 	"github.com/lockproof/lockproof/locks/lockbench/peers"
 )
 

@@ -1,11 +1,11 @@
 package etcdlock
 
 import (
-	"github.com/lockproof/lockproof/fakes/etcdfake"
 	"testing"
 	"time"
 
 	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/etcdfake"
 	"github.com/lockproof/lockproof/internal/locktest"
 	"github.com/lockproof/lockproof/locks"
 )

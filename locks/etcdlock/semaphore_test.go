@@ -3,12 +3,12 @@ package etcdlock
 import (
 	"context"
 	"errors"
-	"github.com/lockproof/lockproof/fakes/etcdfake"
 	"testing"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/lockproof/lockproof/fakes/etcdfake"
 	"github.com/lockproof/lockproof/internal/locktest"
 	"github.com/lockproof/lockproof/locks"
 )

@@ -3,8 +3,8 @@ package mysqllock_test
 import (
 	"context"
 	"fmt"
-	"github.com/lockproof/lockproof/fakes/mysqlfake"
 
+	"github.com/lockproof/lockproof/fakes/mysqlfake"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/locks/mysqllock"
 )

@@ -46,7 +46,6 @@ package redislock_test
 import (
 	"context"
 	"fmt"
-	"github.com/lockproof/lockproof/fakes/redisfake"
 	"os"
 	"strconv"
 	"strings"
@@ -57,6 +56,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockproof/lockproof/fakes/redisfake"
 	"github.com/lockproof/lockproof/internal/locktest"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/locks/lockbench"

@@ -1,10 +1,10 @@
 package redislock
 
 import (
-	"github.com/lockproof/lockproof/fakes/redisfake"
 	"testing"
 	"time"
 
+	"github.com/lockproof/lockproof/fakes/redisfake"
 	"github.com/lockproof/lockproof/internal/locktest"
 	"github.com/lockproof/lockproof/locks"
 )

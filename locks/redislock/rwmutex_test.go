@@ -3,11 +3,11 @@ package redislock
 import (
 	"context"
 	"errors"
-	"github.com/lockproof/lockproof/fakes/redisfake"
 	"testing"
 	"time"
 
 	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/redisfake"
 	"github.com/lockproof/lockproof/internal/locktest"
 	"github.com/lockproof/lockproof/locks"
 )

@@ -3,15 +3,16 @@ package redislock
 import (
 	"context"
 	"errors"
-	"github.com/lockproof/lockproof/fakes"
-	"github.com/lockproof/lockproof/fakes/redisfake"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/redisfake"
 	"github.com/lockproof/lockproof/internal/locktest"
 	"github.com/lockproof/lockproof/locks"
-	"github.com/redis/go-redis/v9"
 )
 
 // failRecheck fails, once armed, every re-check script its client sends

@@ -2,13 +2,13 @@ package redlock
 
 import (
 	"errors"
-	"github.com/lockproof/lockproof/fakes/redisfake"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockproof/lockproof/fakes/redisfake"
 	"github.com/lockproof/lockproof/internal/locktest"
 	"github.com/lockproof/lockproof/locks"
 )

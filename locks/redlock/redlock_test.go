@@ -3,13 +3,13 @@ package redlock
 import (
 	"context"
 	"errors"
-	"github.com/lockproof/lockproof/fakes/redisfake"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/redisfake"
 	"github.com/lockproof/lockproof/internal/locktest"
 	"github.com/lockproof/lockproof/locks"
 )

@@ -5,7 +5,6 @@ import (
 	"cmp"
 	"encoding/binary"
 	"errors"
-	"github.com/lockproof/lockproof/fakes/zkfake"
 	"io"
 	"net"
 	"strings"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/lockproof/lockproof/fakes/zkfake"
 	"github.com/lockproof/lockproof/internal/locktest"
 	"github.com/lockproof/lockproof/internal/zkrace"
 	"github.com/lockproof/lockproof/locks"

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"github.com/lockproof/lockproof/fakes/zkfake"
 	"regexp"
 	"slices"
 	"sync"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/fakes/minizk"
+	"github.com/lockproof/lockproof/fakes/zkfake"
 	"github.com/lockproof/lockproof/internal/layout"
 	"github.com/lockproof/lockproof/internal/locktest"
 	"github.com/lockproof/lockproof/locks"

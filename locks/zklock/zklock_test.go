@@ -3,7 +3,6 @@ package zklock
 import (
 	"context"
 	"errors"
-	"github.com/lockproof/lockproof/fakes/zkfake"
 	"log/slog"
 	"regexp"
 	"slices"
@@ -16,6 +15,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/zkfake"
 	"github.com/lockproof/lockproof/internal/locktest"
 	"github.com/lockproof/lockproof/locks"
 )

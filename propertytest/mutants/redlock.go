@@ -3,11 +3,11 @@ package mutants
 import (
 	"context"
 	"fmt"
-	"github.com/lockproof/lockproof/fakes/redisfake"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockproof/lockproof/fakes/redisfake"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/locks/redlock"
 	"github.com/lockproof/lockproof/propertytest"

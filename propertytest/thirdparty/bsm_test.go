@@ -3,13 +3,13 @@ package thirdparty_test
 import (
 	"context"
 	"errors"
-	"github.com/lockproof/lockproof/fakes/redisfake"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/bsm/redislock"
 
+	"github.com/lockproof/lockproof/fakes/redisfake"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/propertytest"
 	"github.com/lockproof/lockproof/propertytest/adapter"

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/lockproof/lockproof/fakes/redisfake"
 	"sync"
 	"testing"
 	"time"
@@ -12,6 +11,7 @@ import (
 	kvredis "github.com/kvtools/redis"
 	"github.com/kvtools/valkeyrie/store"
 
+	"github.com/lockproof/lockproof/fakes/redisfake"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/propertytest"
 	"github.com/lockproof/lockproof/propertytest/adapter"

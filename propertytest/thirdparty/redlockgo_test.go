@@ -3,13 +3,13 @@ package thirdparty_test
 import (
 	"context"
 	"errors"
-	"github.com/lockproof/lockproof/fakes/redisfake"
 	"math"
 	"testing"
 	"time"
 
 	"github.com/amyangfei/redlock-go/v3/redlock"
 
+	"github.com/lockproof/lockproof/fakes/redisfake"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/propertytest"
 	"github.com/lockproof/lockproof/propertytest/adapter"

@@ -3,7 +3,6 @@ package thirdparty_test
 import (
 	"context"
 	"errors"
-	"github.com/lockproof/lockproof/fakes/redisfake"
 	"math"
 	"strings"
 	"testing"
@@ -14,6 +13,7 @@ import (
 	redigolib "github.com/gomodule/redigo/redis"
 
 	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/redisfake"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/propertytest"
 	"github.com/lockproof/lockproof/propertytest/adapter"

@@ -2,11 +2,12 @@ package faketest
 
 import (
 	"context"
-	"github.com/lockproof/lockproof/fakes"
 	"net"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lockproof/lockproof/fakes"
 )
 
 // CloseOK closes a fake and fails t if Close fails, the first time or the

@@ -2,10 +2,6 @@ package peers_test
 
 import (
 	"context"
-	"github.com/lockproof/lockproof/fakes/consulfake"
-	"github.com/lockproof/lockproof/fakes/etcdfake"
-	"github.com/lockproof/lockproof/fakes/redisfake"
-	"github.com/lockproof/lockproof/fakes/zkfake"
 	"testing"
 	"time"
 
@@ -13,6 +9,10 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/consulfake"
+	"github.com/lockproof/lockproof/fakes/etcdfake"
+	"github.com/lockproof/lockproof/fakes/redisfake"
+	"github.com/lockproof/lockproof/fakes/zkfake"
 	"github.com/lockproof/lockproof/locks/lockbench"
 	"github.com/lockproof/lockproof/locks/lockbench/peers"
 )
