@@ -9,7 +9,7 @@ import (
 	"github.com/hashicorp/consul/api"
 
 	"github.com/lockproof/lockproof/chaos"
-	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/consulfake"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/locks/consullock"
 )
@@ -21,7 +21,7 @@ import (
 // Meanwhile its session expires on the server and a waiter takes over with
 // a higher token.
 func TestConsulBlackholedHolderNoticesWithinTTL(t *testing.T) {
-	c := fakes.Consul(t, fakes.ForceMiniconsul(), fakes.ConsulManualTime(epoch))
+	c := consulfake.New(t, consulfake.ForceMiniconsul(), consulfake.ManualTime(epoch))
 	const ttl = 10 * time.Second
 	ctx := context.Background()
 	p := chaos.TestProxy(t, c.Addr())
@@ -106,7 +106,7 @@ func TestConsulBlackholedHolderNoticesWithinTTL(t *testing.T) {
 // TestConsulExpireLock: the fake's control invalidates the holder's session:
 // the holder's Done() closes, and a second call finds nobody holding.
 func TestConsulExpireLock(t *testing.T) {
-	c := fakes.Consul(t, fakes.ForceMiniconsul(), fakes.ConsulManualTime(epoch))
+	c := consulfake.New(t, consulfake.ForceMiniconsul(), consulfake.ManualTime(epoch))
 	ctx := context.Background()
 	l, err := consullock.New(c.Client(), "job", c.LockOptions()...)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/lockproof/lockproof/chaos"
 	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/etcdfake"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/locks/etcdlock"
 )
@@ -20,7 +21,7 @@ import (
 // Done() fires, a waiter is granted with a higher token, and the cut-off
 // holder's fenced write is refused once it can write again.
 func TestEtcdPartitionedHolderLosesItsLease(t *testing.T) {
-	e := fakes.Etcd(t)
+	e := etcdfake.New(t)
 	ctx := context.Background()
 	const ttl = 2 * time.Second
 	p := chaos.TestProxy(t, strings.TrimPrefix(e.Endpoint(0), "http://"))
@@ -96,7 +97,7 @@ func TestEtcdPartitionedHolderLosesItsLease(t *testing.T) {
 // etcdlock lock (the fake knows its key layout, escaped names included),
 // and the waiter takes over.
 func TestEtcdExpireLock(t *testing.T) {
-	e := fakes.Etcd(t)
+	e := etcdfake.New(t)
 	ctx := context.Background()
 	const name = "jobs/nightly%1"
 	a, err := etcdlock.New(e.Client(), name, e.LockOptions()...)

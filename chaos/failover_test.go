@@ -9,7 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockproof/lockproof/chaos"
-	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/redisfake"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/locks/redislock"
 )
@@ -19,10 +19,10 @@ const replicationLag = 200 * time.Millisecond
 // failover: A takes the lock on a primary replicated to a replica with
 // replicationLag; once settled(replica) is true the proxy fails over to the
 // replica, and B tries the lock there.
-func failover(t *testing.T, settled func(ctx context.Context, replica *fakes.RedisServer, key string) bool) (a, b locks.Lease, lost int64, bErr error) {
+func failover(t *testing.T, settled func(ctx context.Context, replica *redisfake.Server, key string) bool) (a, b locks.Lease, lost int64, bErr error) {
 	t.Helper()
-	primary := fakes.Redis(t, fakes.ForceMiniredis())
-	replica := fakes.Redis(t, fakes.ForceMiniredis())
+	primary := redisfake.New(t, redisfake.ForceMiniredis())
+	replica := redisfake.New(t, redisfake.ForceMiniredis())
 	p := chaos.TestProxy(t, primary.Addr())
 	if err := p.Replicate(replica.Addr(), replicationLag); err != nil {
 		t.Fatal(err)
@@ -66,7 +66,7 @@ func failover(t *testing.T, settled func(ctx context.Context, replica *fakes.Red
 // above A's — a Fence cannot tell them apart. Single-node Redis does not
 // claim to survive this; the test proves the scenario is real.
 func TestRedisFailoverWithLagDoubleGrant(t *testing.T) {
-	a, b, lost, bErr := failover(t, func(context.Context, *fakes.RedisServer, string) bool { return true })
+	a, b, lost, bErr := failover(t, func(context.Context, *redisfake.Server, string) bool { return true })
 	if bErr != nil {
 		t.Fatalf("B on the promoted replica: %v; the failover should have lost A's key", bErr)
 	}
@@ -86,7 +86,7 @@ func TestRedisFailoverWithLagDoubleGrant(t *testing.T) {
 // TestRedisFailoverAfterReplicationIsSafe: once A's acquisition has reached
 // the replica, the failover keeps it, and B is refused.
 func TestRedisFailoverAfterReplicationIsSafe(t *testing.T) {
-	_, _, _, bErr := failover(t, func(ctx context.Context, replica *fakes.RedisServer, key string) bool {
+	_, _, _, bErr := failover(t, func(ctx context.Context, replica *redisfake.Server, key string) bool {
 		return replica.Client().Exists(ctx, key).Val() == 1
 	})
 	if !errors.Is(bErr, locks.ErrLocked) {
@@ -95,7 +95,7 @@ func TestRedisFailoverAfterReplicationIsSafe(t *testing.T) {
 }
 
 func TestReplicateRejectsBadUse(t *testing.T) {
-	r := fakes.Redis(t, fakes.ForceMiniredis())
+	r := redisfake.New(t, redisfake.ForceMiniredis())
 	p := chaos.TestProxy(t, r.Addr())
 	if _, err := p.Promote(); err == nil {
 		t.Error("Promote without a replica succeeded")

@@ -7,6 +7,7 @@ import (
 
 	"github.com/lockproof/lockproof/chaos"
 	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/redisfake"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/locks/redislock"
 	"github.com/lockproof/lockproof/locks/redlock"
@@ -17,7 +18,7 @@ import (
 // early, and B wins nodes 2, 3, 4 while A's lease is live.
 func TestRedlockClockJumpDoubleGrant(t *testing.T) {
 	const ttl = 10 * time.Second
-	g := fakes.RedisCluster(t, 5, fakes.ForceMiniredis(), fakes.ManualTime(epoch))
+	g := redisfake.NewCluster(t, 5, redisfake.ForceMiniredis(), redisfake.ManualTime(epoch))
 	ctx := context.Background()
 	opts := append(g.LockOptions(), locks.WithTTL(ttl), locks.WithWatchdog(false))
 	la, err := redlock.New(g.Clients(), "job", opts...)
@@ -56,7 +57,7 @@ func TestRedlockClockJumpDoubleGrant(t *testing.T) {
 // freedom); a live client's watchdog keeps the same lock held.
 func TestCrashedHolderLosesTheLockWithinTTL(t *testing.T) {
 	for _, crash := range []bool{false, true} {
-		r := fakes.Redis(t, fakes.ManualTime(epoch))
+		r := redisfake.New(t, redisfake.ManualTime(epoch))
 		const ttl = time.Second
 		ctx := context.Background()
 		c := chaos.CrashAt(0)
@@ -108,7 +109,7 @@ func TestCrashedHolderLosesTheLockWithinTTL(t *testing.T) {
 
 // TestExpireLock: the control ends a live lease, and says when there is none.
 func TestExpireLock(t *testing.T) {
-	r := fakes.Redis(t, fakes.ManualTime(epoch))
+	r := redisfake.New(t, redisfake.ManualTime(epoch))
 	ctx := context.Background()
 	l, err := redislock.New(r.Client(), "job", r.LockOptions()...)
 	if err != nil {

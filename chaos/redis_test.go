@@ -9,6 +9,7 @@ import (
 
 	"github.com/lockproof/lockproof/chaos"
 	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/redisfake"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/locks/redislock"
 )
@@ -49,7 +50,7 @@ func (r *plain) value() int { r.mu.Lock(); defer r.mu.Unlock(); return r.v }
 // increments were reported successful and A's write error.
 func pausedHolder(t *testing.T, reg register) (succeeded int, aErr error) {
 	t.Helper()
-	r := fakes.Redis(t, fakes.ManualTime(epoch))
+	r := redisfake.New(t, redisfake.ManualTime(epoch))
 	clock := r.Clock()
 	const ttl = time.Second
 	ctx := context.Background()

@@ -8,7 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockproof/lockproof/chaos"
-	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/redisfake"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/locks/redlock"
 )
@@ -25,7 +25,7 @@ func doubleGrant(a locks.Lease, now time.Time) bool {
 func redlockNodeRestart(t *testing.T, wait time.Duration) (a, b locks.Lease, now func() time.Time) {
 	t.Helper()
 	const ttl = 10 * time.Second
-	g := fakes.RedisCluster(t, 5, fakes.ForceMiniredis(), fakes.ManualTime(epoch))
+	g := redisfake.NewCluster(t, 5, redisfake.ForceMiniredis(), redisfake.ManualTime(epoch))
 	ctx := context.Background()
 	opts := append(g.LockOptions(), locks.WithTTL(ttl), locks.WithWatchdog(false))
 	la, err := redlock.New(g.Clients(), "job", opts...)
@@ -83,7 +83,7 @@ func TestRedlockDelayedRestartIsSafe(t *testing.T) {
 // every node, and B gets the lock at once instead of after the TTL.
 func TestRedlockLostReplyReleasesEverywhere(t *testing.T) {
 	const ttl = 10 * time.Second
-	g := fakes.RedisCluster(t, 5, fakes.ForceMiniredis())
+	g := redisfake.NewCluster(t, 5, redisfake.ForceMiniredis())
 	ctx := context.Background()
 	var links []*chaos.Proxy // A's link to each node
 	var viaProxy []redis.UniversalClient

@@ -1,93 +1,133 @@
-// Package fakes provides test backends for lockproof: real protocol servers
-// that start in a process, with or without a test, and in-memory stand-ins,
-// all with time as an input.
+// Package fakes is the light core of lockproof's test backends: a manual
+// clock, an in-memory lock, severable connections, a goroutine-leak check,
+// and the interfaces every backend's fake satisfies. It imports no backend
+// client; each backend's fake lives in a package of its own, so that a test
+// of a Redis lock compiles miniredis and go-redis, not etcd:
 //
-// Every server starts two ways, as miniredis has Run beside RunT: a Start
-// function (StartRedis, StartRedisCluster, StartEtcd, StartEtcdCluster,
-// StartConsul, StartMySQL, StartZooKeeper) returns the server and an error,
-// for a program or a test alike, and Close stops it. A real server is
-// chosen by an option (RedisAt, RedisNodesAt, EtcdAt, ConsulAgent,
-// MySQLAt, ZooKeeperAt), never by the environment. The testing.TB helpers
-// (Redis, RedisCluster, Etcd, EtcdCluster, Consul, MySQL, ZooKeeper) are
-// thin wrappers: they read the LOCKPROOF_* environment variables (and
-// there only) into those options unless a Force option (ForceMiniredis,
-// ForceEmbeddedEtcd, ForceMiniconsul, ForceEmbeddedMySQL, ForceMinizk)
-// says to ignore them, call the Start function, fail the test on its
-// error, and Close at t.Cleanup. A control that cannot go on (Advance
+//   - redisfake: miniredis or a real Redis; Nodes for Redlock.
+//   - etcdfake: embedded etcd (one member or a cluster) or a real cluster.
+//   - consulfake: miniconsul (fakes/miniconsul) or a real agent.
+//   - mysqlfake: go-mysql-server in the process or a real MySQL.
+//   - zkfake: minizk (fakes/minizk) or a real ZooKeeper.
+//
+// Each starts two ways, as miniredis has Run beside RunT: Start returns the
+// server and an error, for a program or a test alike, and Close stops it;
+// New(t) is a thin wrapper that reads the backend's LOCKPROOF_* environment
+// variable into the option that picks a real server (At; NodesAt for Redis
+// nodes) unless a Force option says not to, fails t on Start's error and
+// closes the server at t's cleanup. A control that cannot go on (Advance
 // without manual time, Stop on a real server) fails the test of a server
-// from a helper, and panics on one from a Start function.
+// from New, and panics on one from Start. Every backend says manual time
+// with one option, ManualTime(start), but etcd, whose leases run on the
+// server's own clock.
 //
-// ExpireLock (on each server but MemLock's) finds a lock's state where the
-// lock keeps it: the key, row or node the lock package exports
-// (redislock.Key, etcdlock.Key, consullock.Key, mysqllock.DefaultTable,
-// zklock.NodePath), from the one definition both read. It fails with an
-// error wrapping ErrNoHolder when nobody holds the lock.
+// The core:
 //
-// The index:
-//
+//   - Server: Addr, Close, LockOptions, ExpireLock, Real; every backend's
+//     server satisfies it (a compile-time assertion in each package).
+//     ManualTimer (Clock, Advance) is a server in manual time;
+//     SessionExpirer (ExpireSession(id) error) one whose locks live in
+//     sessions (Consul's, ZooKeeper's). ExpireLock finds a lock's state where
+//     the lock keeps it, from the one definition both read
+//     (internal/layout), and fails with an error wrapping ErrNoHolder when
+//     nobody holds the lock.
 //   - Clock (clock.go): a manual locks.Clock. Time stands still until
 //     Advance; WaitTimers lets a test wait until a goroutine has armed the
 //     timer it is about to advance past.
-//   - StartRedis and Redis (redis.go): a RedisServer, miniredis on a
-//     loopback port or a real server (RedisAt, LOCKPROOF_REDIS_ADDR). It
-//     gives clients, a unique key Prefix, the Clock to pass to locks
-//     (LockOptions), Advance in manual mode (ManualTime), and Stop and
-//     Restart to fail the server. miniredis publishes no keyspace
-//     notifications: CONFIG SET notify-keyspace-events fails there with
-//     ErrMiniredisNoKeyspaceNotifications (redis_config.go).
-//   - StartRedisCluster and RedisCluster (rediscluster.go): RedisNodes, n
-//     independent servers for Redlock with one Prefix and one Clock; real
-//     servers come from RedisNodesAt (LOCKPROOF_REDIS_ADDRS).
-//   - StartEtcd, StartEtcdCluster, Etcd and EtcdCluster (etcd.go,
-//     etcdembed.go): etcd's embed server, one member or n on loopback, data
-//     in a temporary directory, or a real cluster (EtcdAt,
-//     LOCKPROOF_ETCD_ENDPOINTS). Controls: RevokeLease, ExpireLock, Stop and
-//     Restart of one member; Logs.
-//   - StartConsul and Consul (consul.go, consulagent.go): miniconsul
-//     (package fakes/miniconsul, an in-memory Consul HTTP API with a manual
-//     clock), or a real agent through sdk/testutil (ConsulAgent; for Consul,
-//     the binary of LOCKPROOF_CONSUL_BIN or PATH). Controls: Advance,
-//     ExpireSession, ExpireLock; ConsulSessionTTLMultiplier(1) makes
-//     miniconsul end a session exactly at its TTL (default: at 2×TTL).
-//   - StartZooKeeper and ZooKeeper (zookeeper.go): minizk (package
-//     fakes/minizk, an in-process ZooKeeper on the real wire protocol, with
-//     a manual clock), or a real server (ZooKeeperAt, LOCKPROOF_ZK_ADDR).
-//     Connect hands out go-zookeeper clients; controls: Advance and
-//     AdvanceTime (ZooKeeperManualTime), ExpireSession, ExpireLock, and minizk's own
-//     (DropConnections, Pause, Restart). go-zookeeper's requests take no
-//     context, so its clients are not gated.
-//   - StartMySQL and MySQL (mysql.go): go-mysql-server with an in-memory
-//     database on loopback, one statement at a time, or a private database
-//     on a real server (MySQLAt, LOCKPROOF_MYSQL_DSN). Controls: ExpireLock,
-//     and FollowClock (the in-process server's time read from a manual
-//     clock, GET_LOCK's timeouts too). Named locks (GET_LOCK and kin) and
-//     DO work as in MySQL; a GET_LOCK that waits does not block the others.
-//   - Conns (conns.go): connections a client dialed through it, cut all
-//     at once by Sever (a crashed process's), later dials refused with
-//     ErrSevered. Every server's DialContext reaches it as its own clients
-//     do, for a client a library builds from an address; NewClientThrough
-//     (Redis, Consul, etcd), OpenDBThrough (MySQL) and ConnectThrough
-//     (ZooKeeper) make clients whose connections go through a Conns.
+//   - Conns (conns.go): connections a client dialed through it, cut all at
+//     once by Sever (a crashed process's), later dials refused with
+//     ErrSevered. Every server's DialContext connects as its own clients
+//     do, in memory on the in-process servers (etcd's excepted: see
+//     etcdfake) and over TCP on real ones; NewClientThrough, OpenDBThrough
+//     and ConnectThrough make clients whose connections go through a Conns.
 //   - VerifyNoLeaks (leaks.go): goleak for TestMain, with the grace that
 //     embedded etcd members' HTTP connections need.
 //   - MemLock (memlock.go): an in-memory locks.Locker with fencing tokens,
-//     TTLs on the injected clock, and fault injection (ExpireNow, FailNext),
-//     for unit tests of code that uses a lock.
-//   - Gating (gate*.go): every client the fakes hand out passes each request
-//     through the locks.Gate of its context (locks.WithGate), under a name
-//     that is the same from run to run: RedisGateHook ("redis node 1:
-//     EVALSHA"; GateRedis for a client built elsewhere, with
-//     RedisServer.GateLabel), GateConsulTransport ("consul PUT
-//     /v1/kv?acquire", "consul GET /v1/kv (blocking)"), GatedMySQLConnector
-//     ("mysql UPDATE", "mysql COMMIT"), EtcdGateDialOptions ("etcd KV/Txn"),
-//     and MemLock itself ("memlock acquire"). Dials, watches and requests
-//     sent with a context that carries no Gate go as before.
+//     TTLs on the injected clock, and fault injection (ExpireNow,
+//     FailNext), for unit tests of code that uses a lock. Its requests pass
+//     through the locks.Gate of their context ("memlock acquire"), as every
+//     backend client's do (see each backend's Gate hooks).
 //
-// Every helper that takes a testing.TB cleans up with t.Cleanup and fails
-// the test with a message that says what to do. Nothing prints unless a test
-// fails. Example_withoutATest is a program that uses StartRedis and
-// StartEtcd. No test needs to sleep out a TTL: start the fake with manual time
-// (ManualTime, ConsulManualTime), pass LockOptions to the lock, and
-// Advance; where the server keeps its own time (etcd, MySQL), expire the
-// lease with the fake's control instead.
+// Nothing prints unless a test fails. No test needs to sleep out a TTL:
+// start the fake with ManualTime, pass LockOptions to the lock, and
+// Advance; where the server keeps its own time (etcd), expire the lease
+// with ExpireLock instead.
+//
+// # Migration from the single package
+//
+// Before the split every name below lived in package fakes. The core kept
+// Clock, NewClock, Conns, NewConns, DialFunc, ErrSevered, ErrNoHolder,
+// MemLock, NewMemLock, VerifyNoLeaks, ZKFlushWedge, IgnoreConsulPorts and
+// EtcdPeerGrace under their names. The rest moved:
+//
+//	fakes.Redis                               redisfake.New
+//	fakes.StartRedis                          redisfake.Start
+//	fakes.RedisServer                         redisfake.Server
+//	fakes.RedisCluster                        redisfake.NewCluster
+//	fakes.StartRedisCluster                   redisfake.StartCluster
+//	fakes.RedisNodes                          redisfake.Nodes
+//	fakes.RedisOption                         redisfake.Option
+//	fakes.ManualTime                          redisfake.ManualTime
+//	fakes.ForceMiniredis                      redisfake.ForceMiniredis
+//	fakes.RedisAt                             redisfake.At
+//	fakes.RedisNodesAt                        redisfake.NodesAt
+//	fakes.RedisGateHook                       redisfake.GateHook
+//	fakes.GateRedis                           redisfake.Gate
+//	fakes.ErrMiniredisNoKeyspaceNotifications redisfake.ErrMiniredisNoKeyspaceNotifications
+//	fakes.EnvRedisAddr                        redisfake.EnvAddr
+//	fakes.EnvRedisAddrs                       redisfake.EnvAddrs
+//	fakes.Etcd                                etcdfake.New
+//	fakes.StartEtcd                           etcdfake.Start
+//	fakes.EtcdServer                          etcdfake.Server
+//	fakes.EtcdCluster                         etcdfake.NewCluster
+//	fakes.StartEtcdCluster                    etcdfake.StartCluster
+//	fakes.EtcdOption                          etcdfake.Option
+//	fakes.EtcdAt                              etcdfake.At
+//	fakes.ForceEmbeddedEtcd                   etcdfake.ForceEmbedded
+//	fakes.EtcdGateDialOptions                 etcdfake.GateDialOptions
+//	fakes.EtcdGateUnaryInterceptor            etcdfake.GateUnaryInterceptor
+//	fakes.EtcdGateStreamInterceptor           etcdfake.GateStreamInterceptor
+//	fakes.EnvEtcdEndpoints                    etcdfake.EnvEndpoints
+//	fakes.Consul                              consulfake.New
+//	fakes.StartConsul                         consulfake.Start
+//	fakes.ConsulServer                        consulfake.Server
+//	fakes.ConsulOption                        consulfake.Option
+//	fakes.ConsulManualTime                    consulfake.ManualTime
+//	fakes.ConsulAgent                         consulfake.Agent
+//	fakes.ConsulSessionTTLMin                 consulfake.SessionTTLMin
+//	fakes.ConsulSessionTTLMultiplier          consulfake.SessionTTLMultiplier
+//	fakes.ForceConsulAgent                    consulfake.ForceAgent
+//	fakes.ForceMiniconsul                     consulfake.ForceMiniconsul
+//	fakes.GateConsulTransport                 consulfake.GateTransport
+//	fakes.ConsulBinary                        consulfake.Binary
+//	fakes.EnvConsulBin                        consulfake.EnvBin
+//	fakes.MySQL                               mysqlfake.New
+//	fakes.StartMySQL                          mysqlfake.Start
+//	fakes.MySQLServer                         mysqlfake.Server
+//	fakes.MySQLOption                         mysqlfake.Option
+//	fakes.MySQLAt                             mysqlfake.At
+//	fakes.ForceEmbeddedMySQL                  mysqlfake.ForceEmbedded
+//	fakes.GatedMySQLConnector                 mysqlfake.GatedConnector
+//	fakes.DefaultLockTable                    mysqlfake.DefaultLockTable
+//	fakes.ErrMySQLClockTaken                  mysqlfake.ErrClockTaken
+//	fakes.EnvMySQLDSN                         mysqlfake.EnvDSN
+//	fakes.ZooKeeper                           zkfake.New
+//	fakes.StartZooKeeper                      zkfake.Start
+//	fakes.ZooKeeperServer                     zkfake.Server
+//	fakes.ZooKeeperOption                     zkfake.Option
+//	fakes.ZooKeeperManualTime                 zkfake.ManualTime
+//	fakes.ZooKeeperTickTime                   zkfake.TickTime
+//	fakes.ZooKeeperAt                         zkfake.At
+//	fakes.ForceMinizk                         zkfake.ForceMinizk
+//	fakes.ErrZooKeeperNotManual               zkfake.ErrNotManual
+//	fakes.EnvZKAddr                           zkfake.EnvAddr
+//
+// Changed signatures: ConsulServer.ExpireSession(id) failed the test and
+// now returns an error (wrapping ErrNoSession for an unknown session), as
+// zkfake's ExpireSession(int64) error does. New: mysqlfake.ManualTime and
+// mysqlfake.Server's Addr, Clock, LockOptions and Advance;
+// redisfake.Nodes' Addr and Real; etcdfake.Server's Addr. minizk's and
+// miniconsul's WithClock take any clock whose AfterFunc timer can be
+// stopped (a locks.Clock, a fakes.Clock) and their Server.Clock returns
+// their own Clock type, so that neither imports package locks.
 package fakes

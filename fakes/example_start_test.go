@@ -5,7 +5,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/etcdfake"
+	"github.com/lockproof/lockproof/fakes/redisfake"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/locks/etcdlock"
 	"github.com/lockproof/lockproof/locks/redislock"
@@ -13,16 +14,16 @@ import (
 
 // A program, not a test: it starts miniredis and a one-member embedded
 // etcd with the Start functions (no testing.T anywhere), takes a lock on
-// each, unlocks it, and closes both fakes. Pass fakes.RedisAt or
-// fakes.EtcdAt to run the same program on real servers.
+// each, unlocks it, and closes both fakes. Pass redisfake.At or
+// etcdfake.At to run the same program on real servers.
 func Example_withoutATest() {
 	ctx := context.Background()
-	r, err := fakes.StartRedis()
+	r, err := redisfake.Start()
 	if err != nil {
 		fmt.Println("start redis:", err)
 		return
 	}
-	e, err := fakes.StartEtcd()
+	e, err := etcdfake.Start()
 	if err != nil {
 		fmt.Println("start etcd:", err, r.Close())
 		return

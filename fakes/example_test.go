@@ -6,10 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/go-zookeeper/zk"
-
 	"github.com/lockproof/lockproof/fakes"
-	"github.com/lockproof/lockproof/fakes/minizk"
 	"github.com/lockproof/lockproof/locks"
 )
 
@@ -56,32 +53,6 @@ func ExampleMemLock() {
 	// unlock: <nil>
 }
 
-// A ZooKeeper server without a test (fakes.ZooKeeper(t) in a test): minizk
+// A ZooKeeper server without a test (zkfake.New(t) in a test): minizk
 // on a manual clock, where a session expires when the clock passes its
 // timeout, and its ephemeral node with it.
-func ExampleStartZooKeeper() {
-	z, err := fakes.StartZooKeeper(fakes.ZooKeeperManualTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer z.Close()
-	conn, _, err := z.Connect(4 * time.Second)
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	acl := zk.WorldACL(zk.PermAll)
-	if _, err := conn.Create(z.Prefix(), nil, zk.FlagEphemeral, acl); err != nil {
-		fmt.Println(err)
-		return
-	}
-	if err := z.AdvanceTime(4 * time.Second); err != nil {
-		fmt.Println(err)
-		return
-	}
-	_, _, err = z.Minizk().Get(z.Prefix())
-	fmt.Println("ephemeral gone:", errors.Is(err, minizk.ErrNoNode))
-	// Output:
-	// ephemeral gone: true
-}

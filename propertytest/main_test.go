@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/redisfake"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/locks/redlock"
 	"github.com/lockproof/lockproof/propertytest/suitemain"
@@ -39,7 +40,7 @@ func memLock() Factory {
 // redlockOf3 is Redlock on three miniredis nodes in manual time, with the
 // node controls of backends.Redlock(3) and none of its faults.
 func redlockOf3(t *testing.T) *Backend {
-	g, err := fakes.StartRedisCluster(3, fakes.ManualTime(epoch), fakes.ForceMiniredis())
+	g, err := redisfake.StartCluster(3, redisfake.ManualTime(epoch), redisfake.ForceMiniredis())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -58,7 +58,7 @@ import (
 // and the Go runtime (randomly, under -race) picks. What follows is the
 // history before.
 //
-// zklock: its clients (fakes.ZooKeeperServer.ConnectManual) dial minizk
+// zklock: its clients (zkfake.Server.ConnectManual) dial minizk
 // in memory, send no pings of wall time and redial at once after a lost
 // connection, so the reconnection after the fault that expires the
 // holder's session (and the new session, a transaction that takes a zxid,

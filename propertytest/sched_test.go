@@ -7,7 +7,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/redisfake"
 	"github.com/lockproof/lockproof/locks"
 )
 
@@ -55,7 +55,7 @@ func TestRequestsAfterAPointGoInOrder(t *testing.T) {
 // Redlock attempt with a node down looked blocked, went on by itself a
 // moment later, and two replays of a seed parted at the next step.
 func TestRequestToAStoppedNodeEndsBeforeQuiescence(t *testing.T) {
-	g, err := fakes.StartRedisCluster(1, fakes.ManualTime(epoch), fakes.ForceMiniredis())
+	g, err := redisfake.StartCluster(1, redisfake.ManualTime(epoch), redisfake.ForceMiniredis())
 	if err != nil {
 		t.Fatal(err)
 	}

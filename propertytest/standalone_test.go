@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/redisfake"
 	"github.com/lockproof/lockproof/locks"
 )
 
@@ -100,7 +101,7 @@ func TestRunStandaloneWithoutVerdict(t *testing.T) {
 // not answer gives ErrNoVerdict with that cause.
 func TestRunStandaloneKeepsTheFactorysCause(t *testing.T) {
 	down := func(Env) (*Backend, error) {
-		_, err := fakes.StartRedis(fakes.RedisAt("127.0.0.1:1"))
+		_, err := redisfake.Start(redisfake.At("127.0.0.1:1"))
 		return nil, err
 	}
 	_, err := RunStandalone(down, Options{}, Standalone{Name: "down", Checks: 1, Seed: 1})

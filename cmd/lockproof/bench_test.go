@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/zkfake"
 	"github.com/lockproof/lockproof/locks"
 )
 
@@ -163,7 +163,7 @@ func TestBenchSemaphores(t *testing.T) {
 // under contention, and a -zk server is left without the bench's nodes.
 func TestBenchZK(t *testing.T) {
 	t.Parallel()
-	z := fakes.ZooKeeper(t, fakes.ForceMinizk())
+	z := zkfake.New(t, zkfake.ForceMinizk())
 	for _, extra := range [][]string{nil, {"-zk", z.Addr()}} {
 		jsonPath := filepath.Join(t.TempDir(), "b.json")
 		var out, errOut bytes.Buffer

@@ -14,7 +14,10 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
-	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/consulfake"
+	"github.com/lockproof/lockproof/fakes/etcdfake"
+	"github.com/lockproof/lockproof/fakes/redisfake"
+	"github.com/lockproof/lockproof/fakes/zkfake"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/locks/consullock"
 	"github.com/lockproof/lockproof/locks/etcdlock"
@@ -92,18 +95,18 @@ const (
 	libRecipeRWWriter = "recipe-rw(w)"
 )
 
-// --- Redis: miniredis or a real server (fakes.StartRedis), one counted
+// --- Redis: miniredis or a real server (redisfake.Start), one counted
 // go-redis client with go-redis's default options (not the fake's own
 // clients, which are gated and tuned for stopped servers).
 
 type redisBench struct {
-	fake    *fakes.RedisServer
+	fake    *redisfake.Server
 	client  *redis.Client
 	counter *cmdCounter
 }
 
 func startRedisBench(f benchFlags) (benchServer, error) {
-	fake, err := fakes.StartRedis(fakes.RedisAt(f.redis)) // "": miniredis
+	fake, err := redisfake.Start(redisfake.At(f.redis)) // "": miniredis
 	if err != nil {
 		return nil, err
 	}
@@ -170,16 +173,16 @@ func (h *cmdCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 	}
 }
 
-// --- etcd: one embedded member (fakes.StartEtcd: no fsync), a counted
+// --- etcd: one embedded member (etcdfake.Start: no fsync), a counted
 // client per worker.
 
 type etcdBench struct {
-	fake    *fakes.EtcdServer
+	fake    *etcdfake.Server
 	counter *peers.EtcdCounter
 }
 
 func startEtcdBench(benchFlags) (benchServer, error) {
-	fake, err := fakes.StartEtcd()
+	fake, err := etcdfake.Start()
 	if err != nil {
 		return nil, err
 	}
@@ -255,18 +258,18 @@ func (s *etcdBench) wakeups() int64  { return s.counter.Events() }
 
 func (s *etcdBench) close() error { return s.fake.Close() }
 
-// --- Consul: miniconsul on the wall clock (fakes.StartConsul), one client
+// --- Consul: miniconsul on the wall clock (consulfake.Start), one client
 // counting its HTTP requests (blocking queries included).
 
 type consulBench struct {
-	fake   *fakes.ConsulServer
+	fake   *consulfake.Server
 	tr     *http.Transport
 	count  *countingTransport
 	client *api.Client
 }
 
 func startConsulBench(benchFlags) (benchServer, error) {
-	fake, err := fakes.StartConsul(fakes.ForceMiniconsul())
+	fake, err := consulfake.Start(consulfake.ForceMiniconsul())
 	if err != nil {
 		return nil, err
 	}
@@ -341,7 +344,7 @@ func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return resp, err
 }
 
-// --- ZooKeeper: minizk or a real server (-zk) through fakes.StartZooKeeper
+// --- ZooKeeper: minizk or a real server (-zk) through zkfake.Start
 // (wall clock), a connection and so a session per worker, counted at the
 // dialer.
 
@@ -349,14 +352,14 @@ func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 const zkSession = 10 * time.Second
 
 type zkBench struct {
-	fake    *fakes.ZooKeeperServer
+	fake    *zkfake.Server
 	addr    string
 	prefix  string // every lock node of this server's runs is below it: the fake's Prefix, deleted by its Close
 	counter *peers.ZKCounter
 }
 
 func startZKBench(f benchFlags) (benchServer, error) {
-	fake, err := fakes.StartZooKeeper(fakes.ZooKeeperAt(f.zk)) // "": minizk
+	fake, err := zkfake.Start(zkfake.At(f.zk)) // "": minizk
 	if err != nil {
 		return nil, err
 	}
@@ -453,9 +456,9 @@ type zkQuiet struct{}
 func (zkQuiet) Printf(string, ...any) {}
 
 // probeZK checks, before any work, that addr takes TCP connections and
-// grants a ZooKeeper session (fakes.StartZooKeeper does both).
+// grants a ZooKeeper session (zkfake.Start does both).
 func probeZK(addr string) error {
-	z, err := fakes.StartZooKeeper(fakes.ZooKeeperAt(addr))
+	z, err := zkfake.Start(zkfake.At(addr))
 	if err != nil {
 		return err
 	}

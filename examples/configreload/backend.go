@@ -4,7 +4,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/consulfake"
+	"github.com/lockproof/lockproof/fakes/etcdfake"
+	"github.com/lockproof/lockproof/fakes/redisfake"
+	"github.com/lockproof/lockproof/fakes/zkfake"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/locks/consullock"
 	"github.com/lockproof/lockproof/locks/etcdlock"
@@ -37,7 +40,7 @@ const backends = "redis, etcd, consul or zk"
 func startBackend(name string) (*backend, error) {
 	switch name {
 	case "redis":
-		r, err := fakes.StartRedis(fakes.ForceMiniredis())
+		r, err := redisfake.Start(redisfake.ForceMiniredis())
 		if err != nil {
 			return nil, err
 		}
@@ -50,7 +53,7 @@ func startBackend(name string) (*backend, error) {
 				return rwLock{read: m.RLocker(), write: m.Locker()}, nil
 			}}, nil
 	case "etcd":
-		e, err := fakes.StartEtcd(fakes.ForceEmbeddedEtcd())
+		e, err := etcdfake.Start(etcdfake.ForceEmbedded())
 		if err != nil {
 			return nil, err
 		}
@@ -63,7 +66,7 @@ func startBackend(name string) (*backend, error) {
 				return rwLock{read: m.RLocker(), write: m.Locker()}, nil
 			}}, nil
 	case "consul":
-		c, err := fakes.StartConsul(fakes.ForceMiniconsul())
+		c, err := consulfake.Start(consulfake.ForceMiniconsul())
 		if err != nil {
 			return nil, err
 		}
@@ -76,7 +79,7 @@ func startBackend(name string) (*backend, error) {
 				return rwLock{read: m.RLocker(), write: m.Locker()}, nil
 			}}, nil
 	case "zk":
-		z, err := fakes.StartZooKeeper(fakes.ForceMinizk())
+		z, err := zkfake.Start(zkfake.ForceMinizk())
 		if err != nil {
 			return nil, err
 		}

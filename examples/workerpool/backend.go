@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/consulfake"
+	"github.com/lockproof/lockproof/fakes/redisfake"
+	"github.com/lockproof/lockproof/fakes/zkfake"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/locks/consullock"
 	"github.com/lockproof/lockproof/locks/redislock"
@@ -27,7 +29,7 @@ const zkSession = 10 * time.Second
 func startBackend(name string) (*backend, error) {
 	switch name {
 	case "redis":
-		r, err := fakes.StartRedis(fakes.ForceMiniredis())
+		r, err := redisfake.Start(redisfake.ForceMiniredis())
 		if err != nil {
 			return nil, err
 		}
@@ -36,7 +38,7 @@ func startBackend(name string) (*backend, error) {
 				return redislock.NewSemaphore(r.NewClient(), n, permits, r.LockOptions()...)
 			}}, nil
 	case "consul":
-		c, err := fakes.StartConsul(fakes.ForceMiniconsul())
+		c, err := consulfake.Start(consulfake.ForceMiniconsul())
 		if err != nil {
 			return nil, err
 		}
@@ -45,7 +47,7 @@ func startBackend(name string) (*backend, error) {
 				return consullock.NewSemaphore(c.NewClient(), n, permits, c.LockOptions()...)
 			}}, nil
 	case "zk":
-		z, err := fakes.StartZooKeeper(fakes.ForceMinizk())
+		z, err := zkfake.Start(zkfake.ForceMinizk())
 		if err != nil {
 			return nil, err
 		}

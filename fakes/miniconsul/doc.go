@@ -4,7 +4,7 @@
 // millisecond and whose time is an input.
 //
 // Start a Server with Start (127.0.0.1, a port chosen by the kernel) and
-// point api.Config.Address at Addr. In tests, fakes.Consul does that and
+// point api.Config.Address at Addr. In tests, consulfake.New does that and
 // cleans up.
 //
 // What it serves, with Consul's semantics and messages (checked against a

@@ -10,7 +10,7 @@ import (
 )
 
 func Example() {
-	srv, err := miniconsul.Start() // in a test, use fakes.Consul(t)
+	srv, err := miniconsul.Start() // in a test, use consulfake.New(t)
 	if err != nil {
 		panic(err)
 	}

@@ -160,7 +160,8 @@ func (s *Server) block(ctx context.Context, q query, key string, eval func() res
 	}
 	// The timer is armed before the query counts as parked: a test that
 	// saw it parked and then advances a manual clock must fire it.
-	timer := s.cfg.clock.NewTimer(q.wait)
+	waited := make(chan struct{})
+	timer := s.cfg.clock.AfterFunc(q.wait, func() { close(waited) })
 	defer timer.Stop()
 	p := &parkedQuery{key: key, minIndex: q.minIndex}
 	st.parked[p] = true
@@ -176,7 +177,7 @@ func (s *Server) block(ctx context.Context, q query, key string, eval func() res
 	for {
 		select {
 		case <-res.watch:
-		case <-timer.C():
+		case <-waited:
 			return
 		case <-ctx.Done():
 			return

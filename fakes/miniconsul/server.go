@@ -11,8 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lockproof/lockproof/fakes/internal/anyclock"
 	"github.com/lockproof/lockproof/internal/memnet"
-	"github.com/lockproof/lockproof/locks"
 )
 
 // Defaults of a Server, as on a Consul agent with its default configuration.
@@ -47,16 +47,30 @@ const (
 type Option func(*config)
 
 type config struct {
-	clock      locks.Clock
+	clock      anyclock.Clock
 	ttlMin     time.Duration
 	multiplier int
 	node       string
 }
 
+// Timer is what the server needs of a timer its Clock starts: a way to
+// stop it. *time.Timer and lockproof's locks.Timer are Timers.
+type Timer = interface{ Stop() bool }
+
+// Clock is the time a server follows: Now, and AfterFunc, which calls f
+// after d unless its timer is stopped first. Its timers may be of any
+// type T that can be stopped, so that a clock of another package fits as
+// it is (lockproof's locks.Clock and its manual fakes.Clock); a clock
+// with an Advance(time.Duration) method is a manual one.
+type Clock[T Timer] interface {
+	Now() time.Time
+	AfterFunc(d time.Duration, f func()) T
+}
+
 // WithClock sets the clock that session TTLs, lock-delays and blocking-query
-// waits follow (default locks.SystemClock). Pass a manual clock
-// (fakes.Clock) to make time an input of a test.
-func WithClock(c locks.Clock) Option { return func(o *config) { o.clock = c } }
+// waits follow (default: the time package's). Pass a manual clock
+// (lockproof's fakes.Clock) to make time an input of a test.
+func WithClock[T Timer](c Clock[T]) Option { return func(o *config) { o.clock = anyclock.Wrap(c) } }
 
 // WithSessionTTLMin sets the shortest session TTL accepted (default
 // DefaultSessionTTLMin, 10s), as Consul's session_ttl_min does.
@@ -89,7 +103,7 @@ type Server struct {
 
 // Start starts a server on 127.0.0.1 with a port chosen by the kernel.
 func Start(opts ...Option) (*Server, error) {
-	cfg := config{clock: locks.SystemClock{}, ttlMin: DefaultSessionTTLMin,
+	cfg := config{clock: anyclock.System{}, ttlMin: DefaultSessionTTLMin,
 		multiplier: DefaultSessionTTLMultiplier, node: DefaultNodeName}
 	for _, opt := range opts {
 		if opt != nil {
@@ -161,7 +175,7 @@ func (s *Server) Addr() string { return s.ln.Addr().String() }
 func (s *Server) URL() string { return s.url }
 
 // Clock returns the clock the server's time follows.
-func (s *Server) Clock() locks.Clock { return s.cfg.clock }
+func (s *Server) Clock() Clock[Timer] { return s.cfg.clock }
 
 // NodeName returns the node sessions are created on.
 func (s *Server) NodeName() string { return s.cfg.node }

@@ -40,7 +40,7 @@ func TestStartupTime(t *testing.T) {
 
 func TestStartRejectsBadOptions(t *testing.T) {
 	for name, opt := range map[string]miniconsul.Option{
-		"nil clock":       miniconsul.WithClock(nil),
+		"nil clock":       miniconsul.WithClock[miniconsul.Timer](nil),
 		"zero TTL min":    miniconsul.WithSessionTTLMin(0),
 		"multiplier 0":    miniconsul.WithSessionTTLMultiplier(0),
 		"empty node":      miniconsul.WithNodeName(""),

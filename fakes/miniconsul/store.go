@@ -5,8 +5,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/lockproof/lockproof/locks"
 )
 
 // entry is a KV entry, in the JSON shape of Consul's DirEntry.
@@ -48,7 +46,7 @@ type session struct {
 
 	ttl     time.Duration // parsed TTL; 0: none
 	expires time.Time     // when the server invalidates it; zero without TTL
-	timer   locks.Timer
+	timer   Timer
 }
 
 // store is the server's state: one index shared by every write, as Consul's

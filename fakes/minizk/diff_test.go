@@ -9,7 +9,7 @@ import (
 
 // envZKAddr names the real server the differential tests compare minizk
 // with (host:port). Spelled here because minizk cannot import package fakes,
-// which exports it as fakes.EnvZKAddr.
+// which exports it as zkfake.EnvAddr.
 const envZKAddr = "LOCKPROOF_ZK_ADDR"
 
 // How a reply's body is decoded for comparison.

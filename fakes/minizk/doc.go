@@ -5,7 +5,7 @@
 // whose time is an input.
 //
 // Start a Server with Start (127.0.0.1, a port chosen by the kernel) and
-// give its Addr to zk.Connect. In tests, fakes.ZooKeeper does that, cleans
+// give its Addr to zk.Connect. In tests, zkfake.New does that, cleans
 // up, and switches to a real server when LOCKPROOF_ZK_ADDR is set.
 //
 // What it serves, checked against ZooKeeper 3.8 byte for byte (zxids,

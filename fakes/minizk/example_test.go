@@ -12,7 +12,7 @@ import (
 )
 
 func Example() {
-	srv, err := minizk.Start() // in a test, use fakes.ZooKeeper(t)
+	srv, err := minizk.Start() // in a test, use zkfake.New(t)
 	if err != nil {
 		panic(err)
 	}

@@ -6,7 +6,7 @@ import (
 	"net"
 	"testing"
 
-	"github.com/lockproof/lockproof/locks"
+	"github.com/lockproof/lockproof/fakes/internal/anyclock"
 )
 
 // packet builds a request packet body: header, then the fields.
@@ -192,7 +192,7 @@ func FuzzHandlePackets(f *testing.F) {
 	}
 	f.Add(all)
 	f.Fuzz(func(t *testing.T, in []byte) {
-		s := &Server{cfg: config{clock: locks.SystemClock{}, tick: DefaultTickTime}, changed: make(chan struct{})}
+		s := &Server{cfg: config{clock: anyclock.System{}, tick: DefaultTickTime}, changed: make(chan struct{})}
 		s.resetLocked()
 		c, other := pipeConn(t, s), pipeConn(t, s) // other: a second session, whose watches fire too
 		for _, cn := range []*conn{c, other} {

@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lockproof/lockproof/fakes/internal/anyclock"
 	"github.com/lockproof/lockproof/internal/memnet"
-	"github.com/lockproof/lockproof/locks"
 )
 
 // DefaultTickTime is ZooKeeper's default tickTime: sessions may last from 2
@@ -24,15 +24,30 @@ const maxPacket = 0xfffff
 type Option func(*config)
 
 type config struct {
-	clock locks.Clock
+	clock anyclock.Clock
 	tick  time.Duration
 	addr  string
 }
 
+// Timer is what the server needs of a timer its Clock starts: a way to
+// stop it. *time.Timer and lockproof's locks.Timer are Timers.
+type Timer = interface{ Stop() bool }
+
+// Clock is the time a server follows: Now, and AfterFunc, which calls f
+// after d unless its timer is stopped first. Its timers may be of any
+// type T that can be stopped, so that a clock of another package fits as
+// it is (lockproof's locks.Clock and its manual fakes.Clock); a clock
+// with an Advance(time.Duration) method is a manual one.
+type Clock[T Timer] interface {
+	Now() time.Time
+	AfterFunc(d time.Duration, f func()) T
+}
+
 // WithClock sets the clock that session expiry and znode times follow
-// (default locks.SystemClock). With a manual clock (fakes.Clock) a session
-// expires only when the clock is advanced past its deadline.
-func WithClock(c locks.Clock) Option { return func(o *config) { o.clock = c } }
+// (default: the time package's). With a manual clock (lockproof's
+// fakes.Clock) a session expires only when the clock is advanced past its
+// deadline.
+func WithClock[T Timer](c Clock[T]) Option { return func(o *config) { o.clock = anyclock.Wrap(c) } }
 
 // WithTickTime sets the server's tickTime (default DefaultTickTime, 2s): a
 // client's requested session timeout is clamped to [2, 20] ticks.
@@ -68,7 +83,7 @@ type Server struct {
 // Start starts a server listening on 127.0.0.1 with a port chosen by the
 // kernel (see WithAddr).
 func Start(opts ...Option) (*Server, error) {
-	cfg := config{clock: locks.SystemClock{}, tick: DefaultTickTime, addr: "127.0.0.1:0"}
+	cfg := config{clock: anyclock.System{}, tick: DefaultTickTime, addr: "127.0.0.1:0"}
 	for _, opt := range opts {
 		if opt != nil {
 			opt(&cfg)
@@ -199,7 +214,7 @@ func (s *Server) unlistenLocked() net.Listener {
 func (s *Server) Addr() string { return s.addr }
 
 // Clock returns the clock the server's time follows.
-func (s *Server) Clock() locks.Clock { return s.cfg.clock }
+func (s *Server) Clock() Clock[Timer] { return s.cfg.clock }
 
 // TickTime returns the server's tickTime.
 func (s *Server) TickTime() time.Duration { return s.cfg.tick }

@@ -6,7 +6,7 @@ import (
 	"net"
 	"time"
 
-	"github.com/lockproof/lockproof/locks"
+	"github.com/lockproof/lockproof/fakes/internal/anyclock"
 )
 
 // session is a client session: it outlives its connections until it is
@@ -16,7 +16,7 @@ type session struct {
 	passwd    []byte
 	timeout   time.Duration
 	lastHeard time.Time
-	timer     locks.Timer
+	timer     Timer
 	conn      *conn // the connection it is attached to, or nil
 	auth      bool  // credentials were added (the "auth" ACL scheme)
 }
@@ -259,14 +259,14 @@ func (s *Server) Restart(keepData bool) error {
 	return nil
 }
 
-// advancer is a clock that a test moves by hand (fakes.Clock).
+// advancer is a clock that a test moves by hand (lockproof's fakes.Clock).
 type advancer interface{ Advance(time.Duration) }
 
 // Advance moves the server's manual clock forward by d and expires every
 // session whose timeout passed, before it returns. It returns ErrNotManual
 // if the clock has no Advance method.
 func (s *Server) Advance(d time.Duration) error {
-	a, ok := s.cfg.clock.(advancer)
+	a, ok := anyclock.Underlying(s.cfg.clock).(advancer)
 	if !ok {
 		return ErrNotManual
 	}

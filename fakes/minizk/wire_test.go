@@ -339,7 +339,7 @@ func TestControls(t *testing.T) {
 	if err := wall.Restart(true); !errors.Is(err, minizk.ErrClosed) {
 		t.Errorf("Restart after Close = %v", err)
 	}
-	if _, err := minizk.Start(minizk.WithClock(nil)); err == nil {
+	if _, err := minizk.Start(minizk.WithClock[minizk.Timer](nil)); err == nil {
 		t.Error("Start with a nil clock succeeded")
 	}
 	if _, err := minizk.Start(minizk.WithTickTime(0)); err == nil {

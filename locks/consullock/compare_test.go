@@ -1,6 +1,6 @@
 // Benchmarks of this lock against api.Lock from github.com/hashicorp/consul/api,
 // in the same run, each sub-benchmark on its own fresh server: miniconsul, and
-// a real agent when a consul binary is found (fakes.EnvConsulBin or PATH;
+// a real agent when a consul binary is found (consulfake.EnvBin or PATH;
 // skipped otherwise).
 //
 // Run the comparison table:
@@ -45,7 +45,7 @@ import (
 
 	"github.com/hashicorp/consul/api"
 
-	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/consulfake"
 	"github.com/lockproof/lockproof/fakes/miniconsul"
 	"github.com/lockproof/lockproof/internal/locktest"
 	"github.com/lockproof/lockproof/locks"
@@ -132,24 +132,24 @@ func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // compareServer is one server and a counting client on it.
 type compareServer struct {
-	c      *fakes.ConsulServer
+	c      *consulfake.Server
 	client *api.Client
 	count  *countingTransport
 }
 
 type serverKind struct {
 	name string
-	opt  fakes.ConsulOption
+	opt  consulfake.Option
 }
 
 var serverKinds = []serverKind{
-	{"miniconsul", fakes.ForceMiniconsul()},
-	{"agent", fakes.ForceConsulAgent()},
+	{"miniconsul", consulfake.ForceMiniconsul()},
+	{"agent", consulfake.ForceAgent()},
 }
 
 func startCompareServer(b *testing.B, kind serverKind) *compareServer {
 	b.Helper()
-	c := fakes.Consul(b, kind.opt)
+	c := consulfake.New(b, kind.opt)
 	tr := &http.Transport{MaxIdleConnsPerHost: 64}
 	b.Cleanup(tr.CloseIdleConnections)
 	count := &countingTransport{next: tr}
@@ -249,13 +249,13 @@ func BenchmarkStartup(b *testing.B) {
 		b.ReportMetric(float64(total)/float64(b.N)/float64(time.Millisecond), "ms/start")
 	})
 	b.Run("agent", func(b *testing.B) {
-		if fakes.ConsulBinary() == "" {
-			b.Skipf("no consul binary: set %s or put consul on PATH", fakes.EnvConsulBin)
+		if consulfake.Binary() == "" {
+			b.Skipf("no consul binary: set %s or put consul on PATH", consulfake.EnvBin)
 		}
 		var total time.Duration
 		for range b.N {
 			tb := &cleanupTB{TB: b}
-			c := fakes.Consul(tb, fakes.ForceConsulAgent())
+			c := consulfake.New(tb, consulfake.ForceAgent())
 			total += c.Startup()
 			tb.run()
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/consul/api"
 
 	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/consulfake"
 	"github.com/lockproof/lockproof/internal/locktest"
 	"github.com/lockproof/lockproof/locks"
 )
@@ -79,7 +80,9 @@ func TestSessionDestroyedUnderHolder(t *testing.T) {
 	c.WaitParked(l.Key(), idx, 2) // the holder's monitor and the waiter
 
 	began := time.Now()
-	c.ExpireSession(sess)
+	if err := c.ExpireSession(sess); err != nil {
+		t.Fatal(err)
+	}
 	waitDone(t, old, "the holder's Done after its session was invalidated")
 	if !errors.Is(old.Err(), locks.ErrNotHeld) {
 		t.Fatalf("stale lease Err = %v, want ErrNotHeld", old.Err())
@@ -177,8 +180,8 @@ func TestTokenMonotoneAcrossKeyDeletion(t *testing.T) {
 // with servers started to accept it.
 const shortTTL = time.Second
 
-func shortTTLServer(t *testing.T) *fakes.ConsulServer {
-	return server(t, fakes.ConsulSessionTTLMin(shortTTL))
+func shortTTLServer(t *testing.T) *consulfake.Server {
+	return server(t, consulfake.SessionTTLMin(shortTTL))
 }
 
 // shortTTLOptions are lock options for shortTTL (a request timeout above
@@ -218,7 +221,7 @@ func TestWatchdogKeepsLease(t *testing.T) {
 // ErrLeaseExpired (hashicorp/consul#18271: api.Lock could report the lock
 // as held long after). miniconsul only: it stops the server.
 func TestUnreachableServerEndsLease(t *testing.T) {
-	c := server(t, fakes.ForceMiniconsul())
+	c := server(t, consulfake.ForceMiniconsul())
 	l := newLocker(t, c, nil, "res", Session{})
 	lease := mustLock(t, l)
 	if lease == nil {
@@ -326,7 +329,9 @@ func TestTryLock(t *testing.T) {
 	}
 	tok := token(t, lease)
 	sess, _ := holder(t, c, l)
-	c.ExpireSession(sess)
+	if err := c.ExpireSession(sess); err != nil {
+		t.Fatal(err)
+	}
 	waitDone(t, lease, "Done after the session expired")
 	if _, err := l.TryLock(ctx); !errors.Is(err, locks.ErrLocked) {
 		t.Fatalf("TryLock during the lock-delay: %v, want ErrLocked", err)
@@ -513,7 +518,7 @@ func TestNextIndex(t *testing.T) {
 // contends on the server (one session, one blocking query), and all get the
 // lock in turn once the holder releases it.
 func TestLocalTurns(t *testing.T) {
-	c := server(t, fakes.ForceMiniconsul())
+	c := server(t, consulfake.ForceMiniconsul())
 	l := newLocker(t, c, nil, "res", Session{})
 	first := mustLock(t, l)
 	if first == nil {
@@ -584,7 +589,7 @@ func (g *gatedAcquire) RoundTrip(r *http.Request) (*http.Response, error) {
 // lock-delay, and it must try again at once, not wait out a lock-delay (the
 // clock never moves here: such a wait would never end).
 func TestRefusedByFasterWaiterIsNoLockDelay(t *testing.T) {
-	c := server(t, fakes.ForceMiniconsul())
+	c := server(t, consulfake.ForceMiniconsul())
 	tr := &http.Transport{}
 	t.Cleanup(tr.CloseIdleConnections)
 	gate := &gatedAcquire{next: tr, arrived: make(chan struct{}), before: make(chan struct{}), after: make(chan struct{}), sent: make(chan struct{})}

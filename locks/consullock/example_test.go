@@ -14,7 +14,7 @@ import (
 )
 
 func Example() {
-	srv, err := miniconsul.Start() // in a test, use fakes.Consul(t)
+	srv, err := miniconsul.Start() // in a test, use consulfake.New(t)
 	if err != nil {
 		panic(err)
 	}
@@ -56,7 +56,7 @@ func Example() {
 }
 
 func ExampleNewRWMutex() {
-	srv, err := miniconsul.Start() // in a test, use fakes.Consul(t)
+	srv, err := miniconsul.Start() // in a test, use consulfake.New(t)
 	if err != nil {
 		panic(err)
 	}

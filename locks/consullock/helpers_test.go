@@ -7,7 +7,7 @@ import (
 
 	"github.com/hashicorp/consul/api"
 
-	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/consulfake"
 	"github.com/lockproof/lockproof/locks"
 )
 
@@ -15,12 +15,12 @@ var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // server starts the Consul of a test on manual time: miniconsul, or a real
 // agent when a consul binary is found (Advance then sleeps).
-func server(t testing.TB, opts ...fakes.ConsulOption) *fakes.ConsulServer {
+func server(t testing.TB, opts ...consulfake.Option) *consulfake.Server {
 	t.Helper()
-	return fakes.Consul(t, append([]fakes.ConsulOption{fakes.ConsulManualTime(epoch)}, opts...)...)
+	return consulfake.New(t, append([]consulfake.Option{consulfake.ManualTime(epoch)}, opts...)...)
 }
 
-func newLocker(t testing.TB, c *fakes.ConsulServer, client *api.Client, name string, s Session, opts ...locks.Option) *Locker {
+func newLocker(t testing.TB, c *consulfake.Server, client *api.Client, name string, s Session, opts ...locks.Option) *Locker {
 	t.Helper()
 	if client == nil {
 		client = c.Client()
@@ -54,7 +54,7 @@ func token(t testing.TB, lease locks.Lease) locks.Token {
 }
 
 // holder returns the session holding l's key and the key's ModifyIndex.
-func holder(t testing.TB, c *fakes.ConsulServer, l *Locker) (string, uint64) {
+func holder(t testing.TB, c *consulfake.Server, l *Locker) (string, uint64) {
 	t.Helper()
 	p, _, err := c.Client().KV().Get(l.Key(), nil)
 	if err != nil {

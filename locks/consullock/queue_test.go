@@ -10,7 +10,7 @@ import (
 
 	"github.com/hashicorp/consul/api"
 
-	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/consulfake"
 	"github.com/lockproof/lockproof/internal/locktest"
 	"github.com/lockproof/lockproof/locks"
 )
@@ -32,7 +32,7 @@ func (c *wakeCounter) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // queueEntries lists l's queue.
-func queueEntries(t testing.TB, c *fakes.ConsulServer, l *Locker) api.KVPairs {
+func queueEntries(t testing.TB, c *consulfake.Server, l *Locker) api.KVPairs {
 	t.Helper()
 	pairs, _, err := c.Client().KV().List(l.queuePrefix(), nil)
 	if err != nil {
@@ -101,7 +101,7 @@ func TestQueueWakesOnlyTheNext(t *testing.T) {
 
 // waitEntries waits until l's queue shows n entries and returns them, in
 // queue order.
-func waitEntries(t *testing.T, c *fakes.ConsulServer, l *Locker, n int) api.KVPairs {
+func waitEntries(t *testing.T, c *consulfake.Server, l *Locker, n int) api.KVPairs {
 	t.Helper()
 	var pairs api.KVPairs
 	waitUntil(t, "the queue to have its entries", func() bool {
@@ -126,7 +126,7 @@ func sortByCreate(pairs api.KVPairs) {
 // and gets the lock at the next release, before B, whose Lock call starts
 // over with a new session at the back of the queue.
 func TestQueueSkipsAnInvalidatedWaiter(t *testing.T) {
-	c := server(t, fakes.ForceMiniconsul())
+	c := server(t, consulfake.ForceMiniconsul())
 	s := Session{LockDelay: time.Second}
 	a := newLocker(t, c, nil, "res", s)
 	b := newLocker(t, c, c.NewClient(), "res", s)
@@ -142,7 +142,9 @@ func TestQueueSkipsAnInvalidatedWaiter(t *testing.T) {
 	c.WaitParked(entries[0].Key, entries[0].ModifyIndex, 1) // C, behind B
 
 	dead := entries[0].Session // B's
-	c.ExpireSession(dead)
+	if err := c.ExpireSession(dead); err != nil {
+		t.Fatal(err)
+	}
 	waitUntil(t, "C to delete B's released entry", func() bool {
 		left := queueEntries(t, c, a)
 		return len(left) == 1 && left[0].Key == entries[1].Key && left[0].Session != ""
@@ -189,7 +191,7 @@ func TestQueueSkipsAnInvalidatedWaiter(t *testing.T) {
 // hear of it; once its wait times out (TTL/2, when it renews its session)
 // it looks at the lock, finds it free and takes it.
 func TestQueueStalledEntryDoesNotBlock(t *testing.T) {
-	c := server(t, fakes.ForceMiniconsul())
+	c := server(t, consulfake.ForceMiniconsul())
 	s := Session{LockDelay: time.Second}
 	h := newLocker(t, c, nil, "res", s)
 	w := newLocker(t, c, c.NewClient(), "res", s)

@@ -12,13 +12,14 @@ import (
 	"github.com/hashicorp/consul/api"
 
 	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/consulfake"
 	"github.com/lockproof/lockproof/internal/locktest"
 	"github.com/lockproof/lockproof/locks"
 )
 
 // newRW returns the read-write mutex "cfg" on a client of its own, as
 // another process would have.
-func newRW(t testing.TB, c *fakes.ConsulServer, s Session, opts ...locks.Option) *RWMutex {
+func newRW(t testing.TB, c *consulfake.Server, s Session, opts ...locks.Option) *RWMutex {
 	t.Helper()
 	m, err := NewRWMutexWithSession(c.NewClient(), "cfg", s, append(c.LockOptions(), opts...)...)
 	if err != nil {
@@ -29,7 +30,7 @@ func newRW(t testing.TB, c *fakes.ConsulServer, s Session, opts ...locks.Option)
 
 // readerKeys lists the mutex's readers' keys and returns them with the
 // index a blocking query on them parks at.
-func readerKeys(t testing.TB, c *fakes.ConsulServer, m *RWMutex) (api.KVPairs, uint64) {
+func readerKeys(t testing.TB, c *consulfake.Server, m *RWMutex) (api.KVPairs, uint64) {
 	t.Helper()
 	pairs, meta, err := c.Client().KV().List(m.readers, nil)
 	if err != nil {
@@ -40,7 +41,7 @@ func readerKeys(t testing.TB, c *fakes.ConsulServer, m *RWMutex) (api.KVPairs, u
 
 // writerKey returns the session holding the writer's key ("" if none) and
 // the key's index.
-func writerKey(t testing.TB, c *fakes.ConsulServer, m *RWMutex) (string, uint64) {
+func writerKey(t testing.TB, c *consulfake.Server, m *RWMutex) (string, uint64) {
 	t.Helper()
 	return holder(t, c, m.write)
 }
@@ -66,7 +67,7 @@ func pending(t testing.TB, what string, ch <-chan locktest.Result) {
 }
 
 // nothingLeft checks that no session, reader's key or queue entry is left.
-func nothingLeft(t testing.TB, c *fakes.ConsulServer, m *RWMutex) {
+func nothingLeft(t testing.TB, c *consulfake.Server, m *RWMutex) {
 	t.Helper()
 	if got := sessions(t, c); len(got) != 0 {
 		t.Errorf("sessions left: %v", got)
@@ -108,7 +109,7 @@ func TestNewRWMutexValidates(t *testing.T) {
 // readers and writers are refused; every grant's token is above the one
 // before, in either mode; nothing is left on the server at the end.
 func TestRWMutexReadersShareWriterExcludes(t *testing.T) {
-	c := server(t, fakes.ForceMiniconsul()) // WaitParked orders its steps: miniconsul only
+	c := server(t, consulfake.ForceMiniconsul()) // WaitParked orders its steps: miniconsul only
 	a, b := newRW(t, c, Session{}), newRW(t, c, Session{})
 	r1 := locktest.MustTryLock(t, a.RLocker())
 	r2 := locktest.MustTryLock(t, b.RLocker())
@@ -157,7 +158,7 @@ func TestRWMutexReadersShareWriterExcludes(t *testing.T) {
 // writer in, not the queued readers; its unlock lets the three in, who then
 // hold together. The clock never moves: every hand-off is notified.
 func TestRWMutexWaitingWriterIsNotStarved(t *testing.T) {
-	c := server(t, fakes.ForceMiniconsul()) // WaitParked orders its steps: miniconsul only
+	c := server(t, consulfake.ForceMiniconsul()) // WaitParked orders its steps: miniconsul only
 	m := newRW(t, c, Session{})
 	r1 := locktest.MustTryLock(t, m.RLocker())
 	r2 := locktest.MustTryLock(t, newRW(t, c, Session{}).RLocker())
@@ -222,7 +223,7 @@ func TestRWMutexWaitingWriterIsNotStarved(t *testing.T) {
 // key. A writer that took a released key for a reader gone would be
 // granted at once.
 func TestRWMutexInvalidatedReaderKeepsWriterOut(t *testing.T) {
-	c := server(t, fakes.ForceMiniconsul())
+	c := server(t, consulfake.ForceMiniconsul())
 	const delay = 2 * time.Second
 	s := Session{LockDelay: delay}
 	m := newRW(t, c, s)
@@ -230,7 +231,9 @@ func TestRWMutexInvalidatedReaderKeepsWriterOut(t *testing.T) {
 	writer := locktest.LockAsync(context.Background(), newRW(t, c, s).Locker())
 	pairs, idx := readerKeys(t, c, m)
 	c.WaitParked("", idx, 1)
-	c.ExpireSession(pairs[0].Session)
+	if err := c.ExpireSession(pairs[0].Session); err != nil {
+		t.Fatal(err)
+	}
 	locktest.Closed(t, "the invalidated reader's Done", r.Done())
 	if !errors.Is(r.Err(), locks.ErrNotHeld) {
 		t.Fatalf("the invalidated reader's Err = %v, want ErrNotHeld", r.Err())
@@ -313,7 +316,7 @@ func TestRWMutexCrashedHoldersExpire(t *testing.T) {
 // advanceUntil moves the clock of a shortTTL server in steps of a quarter
 // TTL, so that waiters keep renewing their sessions, until cond holds (at
 // most 12 steps: three TTLs).
-func advanceUntil(t *testing.T, c *fakes.ConsulServer, cond func() bool) {
+func advanceUntil(t *testing.T, c *consulfake.Server, cond func() bool) {
 	t.Helper()
 	for range 12 {
 		if cond() {
@@ -330,7 +333,7 @@ func advanceUntil(t *testing.T, c *fakes.ConsulServer, cond func() bool) {
 // behind a writer, and a writer that stops waiting for a reader, leave
 // neither a session nor a key in the way: a TryLock right after succeeds.
 func TestRWMutexCancelledWaiterLeavesNothing(t *testing.T) {
-	c := server(t, fakes.ForceMiniconsul()) // WaitParked orders its steps: miniconsul only
+	c := server(t, consulfake.ForceMiniconsul()) // WaitParked orders its steps: miniconsul only
 	m := newRW(t, c, Session{})
 	w := locktest.MustTryLock(t, m.Locker())
 	ctx, cancel := context.WithCancel(context.Background())
@@ -364,7 +367,7 @@ func TestRWMutexCancelledWaiterLeavesNothing(t *testing.T) {
 // the fake's ExpireLock, which finds the writer's key through the same
 // layout, ends a writer's lease.
 func TestRWKeysAreWhereTheLockLives(t *testing.T) {
-	c := server(t, fakes.ForceMiniconsul()) // WaitParked orders its steps: miniconsul only
+	c := server(t, consulfake.ForceMiniconsul()) // WaitParked orders its steps: miniconsul only
 	writerK, readersP, queueP := RWKeys(c.Prefix(), "orders/42")
 	m, err := NewRWMutexWithSession(c.NewClient(), "orders/42", Session{LockDelay: time.Second}, c.LockOptions()...)
 	if err != nil {
@@ -528,7 +531,7 @@ func (h *heldRenewal) RoundTrip(r *http.Request) (*http.Response, error) {
 // another reader shared the lock with, then a writer refused for 2.25 s
 // after every lease had ended.)
 func TestRenewalAfterTheDeadlineGivesTheKeyUp(t *testing.T) {
-	c := server(t, fakes.ForceMiniconsul())
+	c := server(t, consulfake.ForceMiniconsul())
 	tr := &http.Transport{}
 	t.Cleanup(tr.CloseIdleConnections)
 	hold := &heldRenewal{next: tr, held: make(chan struct{}), release: make(chan struct{})}
@@ -583,7 +586,7 @@ func (h *heldReaderKey) RoundTrip(r *http.Request) (*http.Response, error) {
 // exclusivity: the refused TryLock, a writer's grant, then the stalled
 // reader's grant with a higher token.)
 func TestRWMutexLostTurnstileEndsTheLock(t *testing.T) {
-	c := server(t, fakes.ForceMiniconsul())
+	c := server(t, consulfake.ForceMiniconsul())
 	tr := &http.Transport{}
 	t.Cleanup(tr.CloseIdleConnections)
 	hold := &heldReaderKey{next: tr, held: make(chan struct{}), release: make(chan struct{})}
@@ -599,7 +602,9 @@ func TestRWMutexLostTurnstileEndsTheLock(t *testing.T) {
 	<-hold.held
 	refusedTry(t, newRW(t, c, Session{}).RLocker())
 	sess, _ := writerKey(t, c, m)
-	c.ExpireSession(sess)
+	if err := c.ExpireSession(sess); err != nil {
+		t.Fatal(err)
+	}
 	close(hold.release)
 	r := locktest.Receive(t, reader)
 	if r.Err == nil || errors.Is(r.Err, locks.ErrLocked) {
@@ -613,7 +618,7 @@ func TestRWMutexLostTurnstileEndsTheLock(t *testing.T) {
 // when its budget is spent on the manual clock, and gives the writer's key
 // back: a reader's TryLock right after succeeds.
 func TestRWMutexWriterWaitBudget(t *testing.T) {
-	c := server(t, fakes.ForceMiniconsul()) // WaitParked orders its steps: miniconsul only
+	c := server(t, consulfake.ForceMiniconsul()) // WaitParked orders its steps: miniconsul only
 	m := newRW(t, c, Session{})
 	r := locktest.MustTryLock(t, m.RLocker())
 	writer := locktest.LockAsync(context.Background(), newRW(t, c, Session{}, locks.WithWaitBudget(3*time.Second)).Locker())

@@ -9,13 +9,13 @@ import (
 
 	"github.com/hashicorp/consul/api"
 
-	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/consulfake"
 	"github.com/lockproof/lockproof/internal/layout"
 	"github.com/lockproof/lockproof/internal/locktest"
 	"github.com/lockproof/lockproof/locks"
 )
 
-func newSemaphore(t testing.TB, c *fakes.ConsulServer, permits int, s Session, opts ...locks.Option) *Semaphore {
+func newSemaphore(t testing.TB, c *consulfake.Server, permits int, s Session, opts ...locks.Option) *Semaphore {
 	t.Helper()
 	sem, err := NewSemaphoreWithSession(c.NewClient(), "pool", permits, s, append(c.LockOptions(), opts...)...)
 	if err != nil {
@@ -27,7 +27,7 @@ func newSemaphore(t testing.TB, c *fakes.ConsulServer, permits int, s Session, o
 // permitIndex lists the semaphore's permits: the sessions holding them
 // (in permit order, "" for a free one) and the index a waiter's blocking
 // query parks at.
-func permitIndex(t testing.TB, c *fakes.ConsulServer, s *Semaphore) ([]string, uint64) {
+func permitIndex(t testing.TB, c *consulfake.Server, s *Semaphore) ([]string, uint64) {
 	t.Helper()
 	pairs, meta, err := c.Client().KV().List(layout.ConsulPermits(s.Key()), nil)
 	if err != nil {
@@ -45,7 +45,7 @@ func permitIndex(t testing.TB, c *fakes.ConsulServer, s *Semaphore) ([]string, u
 }
 
 // sessions returns the IDs of the sessions alive on the server.
-func sessions(t testing.TB, c *fakes.ConsulServer) []string {
+func sessions(t testing.TB, c *consulfake.Server) []string {
 	t.Helper()
 	list, _, err := c.Client().Session().List(nil)
 	if err != nil {
@@ -168,7 +168,11 @@ func TestSemaphoreDeadSessionPermitReclaimed(t *testing.T) {
 	holders, idx := permitIndex(t, c, s)
 	c.WaitParked("", idx, 1)
 
-	c.ExpireSession(holders[0])
+	if err := c.ExpireSession(holders[0]); err != nil {
+
+		t.Fatal(err)
+
+	}
 	locktest.Closed(t, "the invalidated holder's Done", old.Done())
 	if !errors.Is(old.Err(), locks.ErrNotHeld) {
 		t.Fatalf("stale lease Err = %v, want ErrNotHeld", old.Err())

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/etcdfake"
 	"github.com/lockproof/lockproof/internal/locktest"
 	"github.com/lockproof/lockproof/locks"
 )
@@ -18,7 +18,7 @@ import (
 // members back, the lock works again.
 func TestClusterAvailability(t *testing.T) {
 	t.Parallel()
-	s := fakes.EtcdCluster(t, 3)
+	s := etcdfake.NewCluster(t, 3)
 	if s.Real() {
 		t.Skip("needs embedded members to stop")
 	}

@@ -3,8 +3,8 @@
 // writers against the write lock of experimental/recipes's RWMutex (the
 // "-rw-writer" rows: both queue by revision, each writer watching the key
 // before its own), in one run on one embedded
-// etcd member (fakes.Etcd: no fsync), or on the real etcd named by
-// fakes.EnvEtcdEndpoints.
+// etcd member (etcdfake.New: no fsync), or on the real etcd named by
+// etcdfake.EnvEndpoints.
 //
 // Run the comparison table (about a minute on 2 cores):
 //
@@ -29,7 +29,7 @@
 //     reqs/acq: requests per acquisition, counted as in reqs/op.
 //
 // The library's own memory use is mixed with the embedded server's, which
-// runs in the same process; point fakes.EnvEtcdEndpoints at a real etcd to
+// runs in the same process; point etcdfake.EnvEndpoints at a real etcd to
 // see the client's alone.
 package etcdlock_test
 
@@ -44,7 +44,7 @@ import (
 	"go.etcd.io/etcd/client/v3/concurrency"
 	recipe "go.etcd.io/etcd/client/v3/experimental/recipes"
 
-	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/etcdfake"
 	"github.com/lockproof/lockproof/internal/locktest"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/locks/etcdlock"
@@ -159,7 +159,7 @@ func (w *concurrencyWorker) close()                           { _ = w.s.Close() 
 
 // bench is the state shared by the sub-benchmarks: one server.
 type bench struct {
-	s   *fakes.EtcdServer
+	s   *etcdfake.Server
 	seq atomic.Int64
 }
 
@@ -186,7 +186,7 @@ func (bn *bench) workers(b testing.TB, lib library, n int, c *peers.EtcdCounter)
 
 // BenchmarkCompare runs the whole table on one server.
 func BenchmarkCompare(b *testing.B) {
-	bn := &bench{s: fakes.Etcd(b)}
+	bn := &bench{s: etcdfake.New(b)}
 	b.Run("Uncontended", func(b *testing.B) {
 		for _, lib := range libraries {
 			b.Run(lib.name, func(b *testing.B) { bn.uncontended(b, lib) })

@@ -13,6 +13,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/etcdfake"
 	"github.com/lockproof/lockproof/internal/locktest"
 	"github.com/lockproof/lockproof/locks"
 )
@@ -37,7 +38,7 @@ func TestExclusionThroughFence(t *testing.T) {
 		{"naive", 10, NewNaive},
 	} {
 		t.Run(mode.name, func(t *testing.T) {
-			s := fakes.Etcd(t)
+			s := etcdfake.New(t)
 			const procs, perProc = 4, 8
 			var fence locks.Fence[int]
 			var inside atomic.Int32
@@ -75,7 +76,7 @@ func TestExclusionThroughFence(t *testing.T) {
 // is refused.
 func TestHolderLeaseRevoked(t *testing.T) {
 	t.Parallel()
-	s := fakes.Etcd(t)
+	s := etcdfake.New(t)
 	ctx := context.Background()
 	holder := newLocker(t, s, "job", locks.WithTTL(time.Second))
 	waiter := newLocker(t, s, "job", locks.WithTTL(time.Second))
@@ -137,7 +138,7 @@ func TestWaiterLeaseRevoked(t *testing.T) {
 		{"found by re-check", time.Minute, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := fakes.Etcd(t)
+			s := etcdfake.New(t)
 			ctx := context.Background()
 			holder := newLocker(t, s, "job", locks.WithTTL(tc.ttl))
 			waiter := newLocker(t, s, "job", locks.WithTTL(tc.ttl))
@@ -183,7 +184,7 @@ func TestWaiterLeaseRevoked(t *testing.T) {
 // waits on the holder and gets the lock when the holder unlocks.
 func TestPredecessorGivesUp(t *testing.T) {
 	t.Parallel()
-	s := fakes.Etcd(t)
+	s := etcdfake.New(t)
 	ctx := context.Background()
 	a, b, c := newLocker(t, s, "res"), newLocker(t, s, "res"), newLocker(t, s, "res")
 	held := mustLock(t, a)
@@ -213,7 +214,7 @@ func TestPredecessorGivesUp(t *testing.T) {
 
 func TestBadInput(t *testing.T) {
 	t.Parallel()
-	s := fakes.Etcd(t)
+	s := etcdfake.New(t)
 	c := s.Client()
 	cases := []struct {
 		name string
@@ -250,7 +251,7 @@ func TestBadInput(t *testing.T) {
 
 func TestDoubleUnlockAndRenewAfterUnlock(t *testing.T) {
 	t.Parallel()
-	s := fakes.Etcd(t)
+	s := etcdfake.New(t)
 	ctx := context.Background()
 	l := newLocker(t, s, "res")
 	lease := mustLock(t, l)
@@ -267,7 +268,7 @@ func TestDoubleUnlockAndRenewAfterUnlock(t *testing.T) {
 // acquisition's revision leaves the holder's key alone.
 func TestForeignReleaseCannotTouch(t *testing.T) {
 	t.Parallel()
-	s := fakes.Etcd(t)
+	s := etcdfake.New(t)
 	ctx := context.Background()
 	l := newLocker(t, s, "res")
 	lease := mustLock(t, l)
@@ -292,7 +293,7 @@ func TestForeignReleaseCannotTouch(t *testing.T) {
 // free the next holder's lock.
 func TestUnlockAfterTakeover(t *testing.T) {
 	t.Parallel()
-	s := fakes.Etcd(t)
+	s := etcdfake.New(t)
 	ctx := context.Background()
 	l := newLocker(t, s, "res", locks.WithWatchdog(false))
 	old := mustLock(t, l)
@@ -316,7 +317,7 @@ func TestUnlockAfterTakeover(t *testing.T) {
 
 func TestCancelledContext(t *testing.T) {
 	t.Parallel()
-	s := fakes.Etcd(t)
+	s := etcdfake.New(t)
 	ctx := context.Background()
 	l := newLocker(t, s, "res")
 	cancelled, cancel := context.WithCancel(ctx)
@@ -354,7 +355,7 @@ func TestCancelledContext(t *testing.T) {
 // context.DeadlineExceeded, in about the time given.
 func TestContextDeadlineWhileWaiting(t *testing.T) {
 	t.Parallel()
-	s := fakes.Etcd(t)
+	s := etcdfake.New(t)
 	ctx := context.Background()
 	l := newLocker(t, s, "res")
 	holder := mustLock(t, l)
@@ -372,7 +373,7 @@ func TestContextDeadlineWhileWaiting(t *testing.T) {
 
 func TestWaitBudget(t *testing.T) {
 	t.Parallel()
-	s := fakes.Etcd(t)
+	s := etcdfake.New(t)
 	ctx := context.Background()
 	l := newLocker(t, s, "res", locks.WithWaitBudget(100*time.Millisecond))
 	holder := mustLock(t, l)
@@ -390,7 +391,7 @@ func TestWaitBudget(t *testing.T) {
 func TestTryLock(t *testing.T) {
 	t.Parallel()
 	for _, make := range []func(*clientv3.Client, string, ...locks.Option) (*Locker, error){New, NewNaive} {
-		s := fakes.Etcd(t)
+		s := etcdfake.New(t)
 		ctx := context.Background()
 		l, err := make(s.Client(), "res", s.LockOptions()...)
 		if err != nil {
@@ -426,7 +427,7 @@ func TestTryLock(t *testing.T) {
 // "a".
 func TestNamesDoNotOverlap(t *testing.T) {
 	t.Parallel()
-	s := fakes.Etcd(t)
+	s := etcdfake.New(t)
 	ctx := context.Background()
 	ab := mustLock(t, newLocker(t, s, "a/b"))
 	defer ab.Unlock(ctx)
@@ -446,7 +447,7 @@ func TestNamesDoNotOverlap(t *testing.T) {
 // lease. A change of the layout on either side fails here.
 func TestKeyIsWhereTheLockLives(t *testing.T) {
 	t.Parallel()
-	s := fakes.Etcd(t)
+	s := etcdfake.New(t)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 	l := newLocker(t, s, "a/b%")
@@ -473,7 +474,7 @@ func TestKeyIsWhereTheLockLives(t *testing.T) {
 // the lock.
 func TestWatchdogOffExpires(t *testing.T) {
 	t.Parallel()
-	s := fakes.Etcd(t)
+	s := etcdfake.New(t)
 	ctx := context.Background()
 	crashed := newLocker(t, s, "job", locks.WithTTL(time.Second), locks.WithWatchdog(false))
 	waiter := newLocker(t, s, "job", locks.WithTTL(time.Second))

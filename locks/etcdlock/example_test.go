@@ -14,7 +14,7 @@ import (
 // Two acquisitions one after the other; the fencing token, the key's create
 // revision, travels with each write, so the store refuses a stale holder.
 // (It needs an etcd server, so it is compiled but not run; in a test, use
-// fakes.Etcd(t).)
+// etcdfake.New(t).)
 func Example() {
 	client, err := clientv3.New(clientv3.Config{Endpoints: []string{"http://127.0.0.1:2379"}, DialTimeout: 5 * time.Second})
 	if err != nil {

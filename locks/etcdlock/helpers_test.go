@@ -8,14 +8,14 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/etcdfake"
 	"github.com/lockproof/lockproof/locks"
 )
 
 // testTimeout bounds every wait of a test for something the lock does.
 const testTimeout = 10 * time.Second
 
-func newLocker(t testing.TB, s *fakes.EtcdServer, name string, opts ...locks.Option) *Locker {
+func newLocker(t testing.TB, s *etcdfake.Server, name string, opts ...locks.Option) *Locker {
 	t.Helper()
 	l, err := New(s.Client(), name, append(s.LockOptions(), opts...)...)
 	if err != nil {

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/etcdfake"
 	"github.com/lockproof/lockproof/locks/lockbench/peers"
 )
 
@@ -28,7 +28,7 @@ const herdHold = 5 * time.Millisecond
 
 func TestWatchEventsPerHandoff(t *testing.T) {
 	const workers, perWorker = 8, 5
-	s := fakes.Etcd(t)
+	s := etcdfake.New(t)
 	bn := &bench{s: s}
 	var queued float64 // queue mode's events per hand-off
 	for _, tc := range []struct {

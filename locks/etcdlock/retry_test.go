@@ -12,7 +12,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/etcdfake"
 	"github.com/lockproof/lockproof/locks"
 )
 
@@ -43,7 +43,7 @@ func TestAdoptsOwnKey(t *testing.T) {
 	t.Parallel()
 	for _, naive := range []bool{false, true} {
 		t.Run(fmt.Sprintf("naive=%v", naive), func(t *testing.T) {
-			s := fakes.Etcd(t)
+			s := etcdfake.New(t)
 			ctx := context.Background()
 			l, err := build(s.Client(), "res", naive, DefaultPrefix, 1, s.LockOptions())
 			if err != nil {

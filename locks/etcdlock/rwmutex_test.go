@@ -6,12 +6,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/etcdfake"
 	"github.com/lockproof/lockproof/internal/locktest"
 	"github.com/lockproof/lockproof/locks"
 )
 
-func newRW(t testing.TB, s *fakes.EtcdServer, opts ...locks.Option) *RWMutex {
+func newRW(t testing.TB, s *etcdfake.Server, opts ...locks.Option) *RWMutex {
 	t.Helper()
 	m, err := NewRWMutex(s.Client(), "cfg", append(s.LockOptions(), opts...)...)
 	if err != nil {
@@ -32,7 +32,7 @@ func refusedTry(t testing.TB, l *Locker) {
 
 func TestNewRWMutexValidates(t *testing.T) {
 	t.Parallel()
-	s := fakes.Etcd(t)
+	s := etcdfake.New(t)
 	if _, err := NewRWMutex(nil, "cfg"); !errors.Is(err, locks.ErrNilClient) {
 		t.Errorf("nil client: %v, want ErrNilClient", err)
 	}
@@ -51,7 +51,7 @@ func TestNewRWMutexValidates(t *testing.T) {
 // grant in either mode.
 func TestRWMutexQueue(t *testing.T) {
 	t.Parallel()
-	s := fakes.Etcd(t)
+	s := etcdfake.New(t)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 	m := newRW(t, s)
@@ -91,7 +91,7 @@ func TestRWMutexQueue(t *testing.T) {
 // write leases: a writer is never inside with anyone.
 func TestRWMutexReadersOrOneWriter(t *testing.T) {
 	t.Parallel()
-	s := fakes.Etcd(t)
+	s := etcdfake.New(t)
 	var readers, writers []locks.Locker
 	for range 2 {
 		readers = append(readers, newRW(t, s).RLocker())

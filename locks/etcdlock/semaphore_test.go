@@ -8,12 +8,12 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/etcdfake"
 	"github.com/lockproof/lockproof/internal/locktest"
 	"github.com/lockproof/lockproof/locks"
 )
 
-func newSemaphore(t testing.TB, s *fakes.EtcdServer, permits int, opts ...locks.Option) *Locker {
+func newSemaphore(t testing.TB, s *etcdfake.Server, permits int, opts ...locks.Option) *Locker {
 	t.Helper()
 	l, err := NewSemaphore(s.Client(), "pool", permits, append(s.LockOptions(), opts...)...)
 	if err != nil {
@@ -24,7 +24,7 @@ func newSemaphore(t testing.TB, s *fakes.EtcdServer, permits int, opts ...locks.
 
 func TestNewSemaphoreValidates(t *testing.T) {
 	t.Parallel()
-	s := fakes.Etcd(t)
+	s := etcdfake.New(t)
 	for _, n := range []int{0, -1} {
 		if _, err := NewSemaphore(s.Client(), "pool", n); !errors.Is(err, locks.ErrInvalidOption) {
 			t.Errorf("%d permits: %v, want ErrInvalidOption", n, err)
@@ -46,7 +46,7 @@ func TestNewSemaphoreValidates(t *testing.T) {
 // refused and leaves no key; after an Unlock a TryLock holds again.
 func TestSemaphorePermits(t *testing.T) {
 	t.Parallel()
-	s := fakes.Etcd(t)
+	s := etcdfake.New(t)
 	const n = 3
 	l := newSemaphore(t, s, n)
 	var leases []locks.Lease
@@ -81,7 +81,7 @@ func TestSemaphorePermits(t *testing.T) {
 // waits after the first got its permit.
 func TestSemaphoreWaitersInTurn(t *testing.T) {
 	t.Parallel()
-	s := fakes.Etcd(t)
+	s := etcdfake.New(t)
 	ctx := context.Background()
 	l := newSemaphore(t, s, 2)
 	a, b := locktest.MustTryLock(t, l), locktest.MustTryLock(t, l)
@@ -100,7 +100,7 @@ func TestSemaphoreWaitersInTurn(t *testing.T) {
 // first holder's release).
 func TestSemaphoreLaterHolderReleasesFirst(t *testing.T) {
 	t.Parallel()
-	s := fakes.Etcd(t)
+	s := etcdfake.New(t)
 	l := newSemaphore(t, s, 2)
 	a, b := locktest.MustTryLock(t, l), locktest.MustTryLock(t, l)
 	got := locktest.LockAsync(context.Background(), newSemaphore(t, s, 2))
@@ -119,7 +119,7 @@ func TestSemaphoreLaterHolderReleasesFirst(t *testing.T) {
 // cannot touch the permits of others.
 func TestSemaphoreHolderLeaseRevoked(t *testing.T) {
 	t.Parallel()
-	s := fakes.Etcd(t)
+	s := etcdfake.New(t)
 	ctx := context.Background()
 	l := newSemaphore(t, s, 2, locks.WithTTL(time.Second))
 	old, other := locktest.MustTryLock(t, l), locktest.MustTryLock(t, l)
@@ -139,7 +139,7 @@ func TestSemaphoreHolderLeaseRevoked(t *testing.T) {
 // semaphore of 3: never more than 3 inside at once.
 func TestSemaphoreAtMostN(t *testing.T) {
 	t.Parallel()
-	s := fakes.Etcd(t)
+	s := etcdfake.New(t)
 	lockers := []locks.Locker{newSemaphore(t, s, 3), newSemaphore(t, s, 3), newSemaphore(t, s, 3)}
 	t.Logf("at most %d holders at once", locktest.AtMostPermits(t, 3, lockers, 3, 8, time.Millisecond))
 }

@@ -14,7 +14,7 @@ import (
 )
 
 // Benchmarks on the in-process engine (or the server of
-// fakes.EnvMySQLDSN):
+// mysqlfake.EnvDSN):
 //
 //	go test -run '^$' -bench . -benchtime 300x -count 5 ./locks/mysqllock/
 //

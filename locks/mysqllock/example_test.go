@@ -4,13 +4,13 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/mysqlfake"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/locks/mysqllock"
 )
 
 func Example() {
-	srv, err := fakes.StartMySQL() // in a test, fakes.MySQL(t); in production, sql.Open("mysql", dsn)
+	srv, err := mysqlfake.Start() // in a test, mysqlfake.New(t); in production, sql.Open("mysql", dsn)
 	if err != nil {
 		panic(err)
 	}

@@ -11,15 +11,16 @@ import (
 	"time"
 
 	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/mysqlfake"
 	"github.com/lockproof/lockproof/internal/locktest"
 	"github.com/lockproof/lockproof/locks"
 )
 
 // newServer starts the MySQL fake (or the real server of
-// fakes.EnvMySQLDSN) and creates the default lock table on it.
-func newServer(t testing.TB) *fakes.MySQLServer {
+// mysqlfake.EnvDSN) and creates the default lock table on it.
+func newServer(t testing.TB) *mysqlfake.Server {
 	t.Helper()
-	s := fakes.MySQL(t)
+	s := mysqlfake.New(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := CreateTable(ctx, s.DB(), ""); err != nil {
@@ -29,7 +30,7 @@ func newServer(t testing.TB) *fakes.MySQLServer {
 }
 
 // openDB opens another pool on s, as another process would have.
-func openDB(t testing.TB, s *fakes.MySQLServer) *sql.DB {
+func openDB(t testing.TB, s *mysqlfake.Server) *sql.DB {
 	t.Helper()
 	db, err := s.OpenDB()
 	if err != nil {
@@ -325,7 +326,7 @@ func TestBadInput(t *testing.T) {
 // TestMissingTable: a lock on a table that does not exist fails with the
 // database's error, never as "held" or "locked".
 func TestMissingTable(t *testing.T) {
-	s := fakes.MySQL(t)
+	s := mysqlfake.New(t)
 	l := newLocker(t, s.DB(), "x", locks.WithPrefix("no_such_table"))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -338,12 +339,12 @@ func TestMissingTable(t *testing.T) {
 }
 
 // TestFakeKnowsTheRow: a held lock is the row of its name in DefaultTable,
-// owned, and fakes.MySQLServer.ExpireLock, which finds the row through the
+// owned, and mysqlfake.Server.ExpireLock, which finds the row through the
 // same layout, ends its lease. A change of the table or its columns on
 // either side fails here.
 func TestFakeKnowsTheRow(t *testing.T) {
-	if fakes.DefaultLockTable != DefaultTable {
-		t.Fatalf("fakes.DefaultLockTable = %q, DefaultTable = %q", fakes.DefaultLockTable, DefaultTable)
+	if mysqlfake.DefaultLockTable != DefaultTable {
+		t.Fatalf("mysqlfake.DefaultLockTable = %q, DefaultTable = %q", mysqlfake.DefaultLockTable, DefaultTable)
 	}
 	s := newServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

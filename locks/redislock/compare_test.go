@@ -39,7 +39,7 @@
 //
 // allocs/op on miniredis include the server's (it runs in this process, and
 // each script run builds a Lua state). To see the clients alone, point
-// LOCKPROOF_REDIS_ADDR (fakes.EnvRedisAddr) at a real Redis; the same table
+// LOCKPROOF_REDIS_ADDR (redisfake.EnvAddr) at a real Redis; the same table
 // then runs there, counting srv-cmds from INFO commandstats.
 package redislock_test
 
@@ -56,7 +56,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/redisfake"
 	"github.com/lockproof/lockproof/internal/locktest"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/locks/lockbench"
@@ -129,7 +129,7 @@ func (h *countingHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis
 }
 
 // compareServer is the server of one benchmark run and one counted client
-// on it: a fresh miniredis, or the real Redis named by fakes.EnvRedisAddr.
+// on it: a fresh miniredis, or the real Redis named by redisfake.EnvAddr.
 type compareServer struct {
 	client *redis.Client
 	hook   *countingHook
@@ -143,13 +143,13 @@ type compareServer struct {
 // countingHook; both are closed by tb.Cleanup. miniredis never expires keys
 // on its own, which these benchmarks do not need: every lock is released.
 //
-// With fakes.EnvRedisAddr set, the run uses that real server instead: the
+// With redisfake.EnvAddr set, the run uses that real server instead: the
 // server's work then leaves this process, so ns/op and allocs/op are the
 // client's own. Commands are counted from INFO commandstats.
 func startCompareServer(tb testing.TB) *compareServer {
 	tb.Helper()
 	s := &compareServer{hook: &countingHook{}, suffix: "-" + locks.NewOwner()[:8]}
-	addr := os.Getenv(fakes.EnvRedisAddr)
+	addr := os.Getenv(redisfake.EnvAddr)
 	if addr == "" {
 		m := miniredis.NewMiniRedis()
 		if err := m.StartAddr("127.0.0.1:0"); err != nil {
@@ -175,7 +175,7 @@ func (s *compareServer) useReal(tb testing.TB, addr string) {
 	tb.Cleanup(func() { _ = admin.Close() })
 	ctx := context.Background()
 	if err := admin.Ping(ctx).Err(); err != nil {
-		tb.Fatalf("%s=%s: %v", fakes.EnvRedisAddr, addr, err)
+		tb.Fatalf("%s=%s: %v", redisfake.EnvAddr, addr, err)
 	}
 	s.executed = func() int64 {
 		info, err := admin.Info(ctx, "commandstats").Result()
@@ -234,7 +234,7 @@ func (s *compareServer) counters() counters {
 func (s *compareServer) reportPer(b *testing.B, since counters, n int, unit string) {
 	now := s.counters()
 	srv := now.srv - since.srv
-	if os.Getenv(fakes.EnvRedisAddr) != "" {
+	if os.Getenv(redisfake.EnvAddr) != "" {
 		srv--
 	}
 	b.ReportMetric(float64(srv)/float64(n), "srv-cmds/"+unit)

@@ -13,7 +13,7 @@ import (
 )
 
 func Example() {
-	srv, err := miniredis.Run() // in a test, use fakes.Redis(t)
+	srv, err := miniredis.Run() // in a test, use redisfake.New(t)
 	if err != nil {
 		panic(err)
 	}
@@ -49,7 +49,7 @@ func Example() {
 }
 
 func ExampleNewSemaphore() {
-	srv, err := miniredis.Run() // in a test, use fakes.Redis(t)
+	srv, err := miniredis.Run() // in a test, use redisfake.New(t)
 	if err != nil {
 		panic(err)
 	}
@@ -88,7 +88,7 @@ func ExampleNewSemaphore() {
 }
 
 func ExampleNewRWMutex() {
-	srv, err := miniredis.Run() // in a test, use fakes.Redis(t)
+	srv, err := miniredis.Run() // in a test, use redisfake.New(t)
 	if err != nil {
 		panic(err)
 	}

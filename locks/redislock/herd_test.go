@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/redisfake"
 	"github.com/lockproof/lockproof/internal/locktest"
 	"github.com/lockproof/lockproof/locks"
 )
@@ -55,7 +56,7 @@ func (c *counted) total() (int, string) {
 }
 
 // countedClient is a client of its own that counts its commands into c.
-func countedClient(r *fakes.RedisServer, c *counted) *redis.Client {
+func countedClient(r *redisfake.Server, c *counted) *redis.Client {
 	cl := r.NewClient()
 	cl.AddHook(c)
 	return cl

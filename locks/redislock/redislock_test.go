@@ -12,13 +12,14 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/redisfake"
 	"github.com/lockproof/lockproof/internal/locktest"
 	"github.com/lockproof/lockproof/locks"
 )
 
 var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-func newLocker(t testing.TB, r *fakes.RedisServer, name string, opts ...locks.Option) *Locker {
+func newLocker(t testing.TB, r *redisfake.Server, name string, opts ...locks.Option) *Locker {
 	t.Helper()
 	l, err := New(r.Client(), name, append(r.LockOptions(), opts...)...)
 	if err != nil {
@@ -44,7 +45,7 @@ func waitUntil(t testing.TB, what string, cond func() bool) {
 // client and Locker) × 200 acquisitions, each a read-modify-write through a
 // Fence. No update may be lost and no write refused.
 func TestExclusionThroughFence(t *testing.T) {
-	r := fakes.Redis(t)
+	r := redisfake.New(t)
 	const procs, perProc, rounds = 4, 8, 200
 	var fence locks.Fence[int]
 	var inside atomic.Int32
@@ -82,7 +83,7 @@ func TestExclusionThroughFence(t *testing.T) {
 // loses the lock after its TTL; the waiter gets it, and the stale holder's
 // fenced write is refused.
 func TestCrashedHolderExpires(t *testing.T) {
-	r := fakes.Redis(t, fakes.ManualTime(epoch))
+	r := redisfake.New(t, redisfake.ManualTime(epoch))
 	clock := r.Clock().(*fakes.Clock)
 	const ttl = time.Second
 	crashed := newLocker(t, r, "job", locks.WithTTL(ttl), locks.WithWatchdog(false))
@@ -133,7 +134,7 @@ func TestCrashedHolderExpires(t *testing.T) {
 // TestForeignOwnerCannotTouch: the backend operations with another owner's
 // value return ErrNotHeld and leave the lock held.
 func TestForeignOwnerCannotTouch(t *testing.T) {
-	r := fakes.Redis(t, fakes.ManualTime(epoch))
+	r := redisfake.New(t, redisfake.ManualTime(epoch))
 	l := newLocker(t, r, "res")
 	lease := locktest.MustLock(t, l)
 	foreign := leaseOps{l: l, owner: locks.NewOwner()}
@@ -154,7 +155,7 @@ func TestForeignOwnerCannotTouch(t *testing.T) {
 // renew reports ErrNotHeld, closes Done, and its unlock does not free the
 // new holder's lock.
 func TestTakenOverLease(t *testing.T) {
-	r := fakes.Redis(t, fakes.ManualTime(epoch))
+	r := redisfake.New(t, redisfake.ManualTime(epoch))
 	l := newLocker(t, r, "res", locks.WithWatchdog(false))
 	ctx := context.Background()
 	old := locktest.MustLock(t, l)
@@ -175,7 +176,7 @@ func TestTakenOverLease(t *testing.T) {
 }
 
 func TestBadInput(t *testing.T) {
-	r := fakes.Redis(t)
+	r := redisfake.New(t)
 	cases := []struct {
 		name string
 		err  error
@@ -202,7 +203,7 @@ func TestBadInput(t *testing.T) {
 }
 
 func TestCancelledContext(t *testing.T) {
-	r := fakes.Redis(t, fakes.ManualTime(epoch))
+	r := redisfake.New(t, redisfake.ManualTime(epoch))
 	l := newLocker(t, r, "res")
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -238,7 +239,7 @@ func TestCancelledContext(t *testing.T) {
 }
 
 func TestWaitBudget(t *testing.T) {
-	r := fakes.Redis(t, fakes.ManualTime(epoch))
+	r := redisfake.New(t, redisfake.ManualTime(epoch))
 	clock := r.Clock().(*fakes.Clock)
 	l := newLocker(t, r, "res", locks.WithWaitBudget(200*time.Millisecond))
 	holder := locktest.MustLock(t, l)
@@ -259,7 +260,7 @@ func TestWaitBudget(t *testing.T) {
 // that never moves, so no timer can have woken it; the token grows (by two:
 // the waiter's first attempt, lost, also took a number).
 func TestHandoverIsNotified(t *testing.T) {
-	r := fakes.Redis(t, fakes.ManualTime(epoch))
+	r := redisfake.New(t, redisfake.ManualTime(epoch))
 	a := newLocker(t, r, "res")
 	b := newLocker(t, r, "res")
 	ctx := context.Background()
@@ -282,7 +283,7 @@ func TestHandoverIsNotified(t *testing.T) {
 // TestDeadWaiterSkipped: a queued waiter whose Locker no longer listens (a
 // crashed process) is skipped by the hand-over instead of being granted.
 func TestDeadWaiterSkipped(t *testing.T) {
-	r := fakes.Redis(t, fakes.ManualTime(epoch))
+	r := redisfake.New(t, redisfake.ManualTime(epoch))
 	l := newLocker(t, r, "res")
 	ctx := context.Background()
 	lease := locktest.MustLock(t, l)
@@ -305,7 +306,7 @@ func TestDeadWaiterSkipped(t *testing.T) {
 // TestWatchdogKeepsAndLoses: the watchdog renews across several TTLs and
 // closes Done with ErrNotHeld once the key is gone.
 func TestWatchdogKeepsAndLoses(t *testing.T) {
-	r := fakes.Redis(t, fakes.ManualTime(epoch))
+	r := redisfake.New(t, redisfake.ManualTime(epoch))
 	clock := r.Clock().(*fakes.Clock)
 	const ttl = 900 * time.Millisecond
 	l := newLocker(t, r, "res", locks.WithTTL(ttl))
@@ -338,7 +339,7 @@ func TestWatchdogKeepsAndLoses(t *testing.T) {
 }
 
 func TestTryLockHeld(t *testing.T) {
-	r := fakes.Redis(t, fakes.ManualTime(epoch))
+	r := redisfake.New(t, redisfake.ManualTime(epoch))
 	l := newLocker(t, r, "res")
 	ctx := context.Background()
 	lease, err := l.TryLock(ctx)
@@ -389,7 +390,7 @@ func (s slowReplies) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 // TestGrantTooLateIsNotHeld: an acquisition whose answer arrives after the
 // lease's validity is released and reported, never returned as held.
 func TestGrantTooLateIsNotHeld(t *testing.T) {
-	r := fakes.Redis(t, fakes.ManualTime(epoch))
+	r := redisfake.New(t, redisfake.ManualTime(epoch))
 	clock := r.Clock().(*fakes.Clock)
 	client := r.NewClient()
 	client.AddHook(slowReplies{clock: clock, by: 2 * time.Second})
@@ -410,7 +411,7 @@ func TestGrantTooLateIsNotHeld(t *testing.T) {
 // holder left finds no holder to hand it over; it must take the lock then
 // and leave the queue, not sleep until a re-check.
 func TestEnqueueOnFreeLockTakesIt(t *testing.T) {
-	r := fakes.Redis(t, fakes.ManualTime(epoch))
+	r := redisfake.New(t, redisfake.ManualTime(epoch))
 	l := newLocker(t, r, "res")
 	ctx := context.Background()
 	owner := locks.NewOwner()
@@ -436,7 +437,7 @@ func TestEnqueueOnFreeLockTakesIt(t *testing.T) {
 // holder with a long one keeps the queue alive for three of the holder's
 // TTLs, so its place is not lost while the holder works.
 func TestQueueOutlivesLongerHolder(t *testing.T) {
-	r := fakes.Redis(t, fakes.ManualTime(epoch))
+	r := redisfake.New(t, redisfake.ManualTime(epoch))
 	holder := newLocker(t, r, "res", locks.WithTTL(time.Minute))
 	waiter := newLocker(t, r, "res", locks.WithTTL(time.Second))
 	ctx := context.Background()
@@ -459,7 +460,7 @@ func TestQueueOutlivesLongerHolder(t *testing.T) {
 // still get the lock, one after the other, by their re-check timers and the
 // hand-over, and the queue is gone at the end.
 func TestWaitersBehindCrashedHolder(t *testing.T) {
-	r := fakes.Redis(t, fakes.ManualTime(epoch))
+	r := redisfake.New(t, redisfake.ManualTime(epoch))
 	clock := r.Clock().(*fakes.Clock)
 	const ttl = time.Second
 	crashed := newLocker(t, r, "job", locks.WithTTL(ttl), locks.WithWatchdog(false))
@@ -500,7 +501,7 @@ func TestWaitersBehindCrashedHolder(t *testing.T) {
 // key through the same layout, ends the lease. A change of the key on
 // either side fails here.
 func TestKeyIsWhereTheLockLives(t *testing.T) {
-	r := fakes.Redis(t)
+	r := redisfake.New(t)
 	ctx := context.Background()
 	l := newLocker(t, r, "orders/42")
 	want := Key(r.Prefix(), "orders/42")
@@ -564,7 +565,7 @@ func isRecheck(name, script any) bool {
 // seed 10970203701218661923 of TestRedisLockKeepsItsProperties.)
 func TestStaleHandoverIsNotAGrant(t *testing.T) {
 	const ttl = time.Second
-	r := fakes.Redis(t, fakes.ManualTime(epoch))
+	r := redisfake.New(t, redisfake.ManualTime(epoch))
 	clock := r.Clock().(*fakes.Clock)
 	ctx := context.Background()
 	hold := &heldRecheck{held: make(chan struct{}), release: make(chan struct{})}

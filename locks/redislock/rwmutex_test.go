@@ -7,13 +7,14 @@ import (
 	"time"
 
 	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/redisfake"
 	"github.com/lockproof/lockproof/internal/locktest"
 	"github.com/lockproof/lockproof/locks"
 )
 
 // newRW returns the read-write mutex "cfg" on a client of its own, as
 // another process would have.
-func newRW(t testing.TB, r *fakes.RedisServer, opts ...locks.Option) *RWMutex {
+func newRW(t testing.TB, r *redisfake.Server, opts ...locks.Option) *RWMutex {
 	t.Helper()
 	m, err := NewRWMutex(r.NewClient(), "cfg", append(r.LockOptions(), opts...)...)
 	if err != nil {
@@ -24,8 +25,8 @@ func newRW(t testing.TB, r *fakes.RedisServer, opts ...locks.Option) *RWMutex {
 
 // manualRedis is miniredis in manual time: the scripts read the server's
 // TIME, which only miniredis follows.
-func manualRedis(t testing.TB) (*fakes.RedisServer, *fakes.Clock) {
-	r := fakes.Redis(t, fakes.ManualTime(epoch), fakes.ForceMiniredis())
+func manualRedis(t testing.TB) (*redisfake.Server, *fakes.Clock) {
+	r := redisfake.New(t, redisfake.ManualTime(epoch), redisfake.ForceMiniredis())
 	return r, r.Clock().(*fakes.Clock)
 }
 
@@ -218,7 +219,7 @@ func TestRWMutexWaitFallsBackOnTTL(t *testing.T) {
 // TestRWMutexReadersOrOneWriter: goroutines of four clients take read
 // and write leases in real time: a writer is never inside with anyone.
 func TestRWMutexReadersOrOneWriter(t *testing.T) {
-	r := fakes.Redis(t)
+	r := redisfake.New(t)
 	var readers, writers []locks.Locker
 	for range 2 {
 		readers = append(readers, newRW(t, r).RLocker())

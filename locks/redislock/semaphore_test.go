@@ -7,13 +7,14 @@ import (
 	"time"
 
 	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/redisfake"
 	"github.com/lockproof/lockproof/internal/locktest"
 	"github.com/lockproof/lockproof/locks"
 )
 
 // newSemaphore returns the semaphore "pool" of permits permits on a client
 // of its own, as another process would have.
-func newSemaphore(t testing.TB, r *fakes.RedisServer, permits int, opts ...locks.Option) *Semaphore {
+func newSemaphore(t testing.TB, r *redisfake.Server, permits int, opts ...locks.Option) *Semaphore {
 	t.Helper()
 	s, err := NewSemaphore(r.NewClient(), "pool", permits, append(r.LockOptions(), opts...)...)
 	if err != nil {
@@ -44,7 +45,7 @@ func refusedTry(t testing.TB, l locks.Locker) {
 }
 
 func TestNewSemaphoreValidates(t *testing.T) {
-	r := fakes.Redis(t, fakes.ManualTime(epoch), fakes.ForceMiniredis())
+	r := redisfake.New(t, redisfake.ManualTime(epoch), redisfake.ForceMiniredis())
 	if _, err := NewSemaphore(nil, "pool", 2); !errors.Is(err, locks.ErrNilClient) {
 		t.Errorf("nil client: %v, want ErrNilClient", err)
 	}
@@ -72,7 +73,7 @@ func TestNewSemaphoreValidates(t *testing.T) {
 // tokens that increase from grant to grant; the N+1st is refused until one
 // unlocks.
 func TestSemaphorePermits(t *testing.T) {
-	r := fakes.Redis(t, fakes.ManualTime(epoch), fakes.ForceMiniredis())
+	r := redisfake.New(t, redisfake.ManualTime(epoch), redisfake.ForceMiniredis())
 	const n = 3
 	var leases []locks.Lease
 	var last locks.Token
@@ -106,7 +107,7 @@ func TestSemaphorePermits(t *testing.T) {
 // taken again, and the expired one can be neither renewed nor released on
 // the server (the scripts prune it first), nor through its lease.
 func TestSemaphoreExpiredPermitReused(t *testing.T) {
-	r := fakes.Redis(t, fakes.ManualTime(epoch), fakes.ForceMiniredis())
+	r := redisfake.New(t, redisfake.ManualTime(epoch), redisfake.ForceMiniredis())
 	const ttl = time.Second
 	s := newSemaphore(t, r, 2, locks.WithTTL(ttl), locks.WithWatchdog(false))
 	a, b := tryLock(t, s), tryLock(t, s)
@@ -144,7 +145,7 @@ func TestSemaphoreExpiredPermitReused(t *testing.T) {
 // ran out on the server fails with ErrNotHeld and adds nothing, even when
 // nobody took the permit meanwhile.
 func TestSemaphoreRenewDoesNotResurrect(t *testing.T) {
-	r := fakes.Redis(t, fakes.ManualTime(epoch), fakes.ForceMiniredis())
+	r := redisfake.New(t, redisfake.ManualTime(epoch), redisfake.ForceMiniredis())
 	const ttl = time.Second
 	s := newSemaphore(t, r, 1, locks.WithTTL(ttl), locks.WithWatchdog(false))
 	owner := locks.NewOwner()
@@ -168,7 +169,7 @@ func TestSemaphoreRenewDoesNotResurrect(t *testing.T) {
 // (another process's bug, a flush) fails the holder's Renew with
 // ErrNotHeld, which closes Done; its Unlock then reports the loss.
 func TestSemaphoreLostPermit(t *testing.T) {
-	r := fakes.Redis(t, fakes.ManualTime(epoch), fakes.ForceMiniredis())
+	r := redisfake.New(t, redisfake.ManualTime(epoch), redisfake.ForceMiniredis())
 	s := newSemaphore(t, r, 2, locks.WithWatchdog(false))
 	lease := tryLock(t, s)
 	if err := r.Client().Del(context.Background(), s.Key()).Err(); err != nil {
@@ -186,7 +187,7 @@ func TestSemaphoreLostPermit(t *testing.T) {
 // TestSemaphoreWaitWakesOnRelease: with every permit held, Lock waits;
 // an Unlock through another client wakes it at once, without time moving.
 func TestSemaphoreWaitWakesOnRelease(t *testing.T) {
-	r := fakes.Redis(t, fakes.ManualTime(epoch), fakes.ForceMiniredis())
+	r := redisfake.New(t, redisfake.ManualTime(epoch), redisfake.ForceMiniredis())
 	clock := r.Clock().(*fakes.Clock)
 	holders := newSemaphore(t, r, 2, locks.WithWatchdog(false))
 	a, b := tryLock(t, holders), tryLock(t, holders)
@@ -215,7 +216,7 @@ func TestSemaphoreWaitWakesOnRelease(t *testing.T) {
 // TestSemaphoreWaitFallsBackOnTTL: a holder that crashed never publishes;
 // the waiter tries again once the earliest permit's TTL has passed.
 func TestSemaphoreWaitFallsBackOnTTL(t *testing.T) {
-	r := fakes.Redis(t, fakes.ManualTime(epoch), fakes.ForceMiniredis())
+	r := redisfake.New(t, redisfake.ManualTime(epoch), redisfake.ForceMiniredis())
 	clock := r.Clock().(*fakes.Clock)
 	const ttl = time.Second
 	crashed := newSemaphore(t, r, 1, locks.WithTTL(ttl), locks.WithWatchdog(false))
@@ -241,7 +242,7 @@ func TestSemaphoreWaitFallsBackOnTTL(t *testing.T) {
 // TestSemaphoreWaitBudget: Lock gives up with ErrWaitBudget and takes no
 // permit.
 func TestSemaphoreWaitBudget(t *testing.T) {
-	r := fakes.Redis(t, fakes.ManualTime(epoch), fakes.ForceMiniredis())
+	r := redisfake.New(t, redisfake.ManualTime(epoch), redisfake.ForceMiniredis())
 	clock := r.Clock().(*fakes.Clock)
 	s := newSemaphore(t, r, 1, locks.WithTTL(10*time.Second), locks.WithWaitBudget(time.Second), locks.WithWatchdog(false))
 	held := tryLock(t, s)
@@ -262,7 +263,7 @@ func TestSemaphoreWaitBudget(t *testing.T) {
 // TestSemaphoreAtMostN: goroutines of four clients take permits of a
 // semaphore of 3 in real time: never more than 3 inside at once.
 func TestSemaphoreAtMostN(t *testing.T) {
-	r := fakes.Redis(t)
+	r := redisfake.New(t)
 	var lockers []locks.Locker
 	for range 4 {
 		lockers = append(lockers, newSemaphore(t, r, 3))
@@ -271,14 +272,14 @@ func TestSemaphoreAtMostN(t *testing.T) {
 }
 
 func TestSemaphoreMaxHold(t *testing.T) {
-	r := fakes.Redis(t, fakes.ManualTime(epoch), fakes.ForceMiniredis())
+	r := redisfake.New(t, redisfake.ManualTime(epoch), redisfake.ForceMiniredis())
 	ttl := locks.WithTTL(10 * time.Second)
 	locktest.MaxHold(t, r.Clock(), r.Advance, 3*time.Second,
 		newSemaphore(t, r, 1, ttl, locks.WithMaxHold(3*time.Second)), newSemaphore(t, r, 1, ttl))
 }
 
 func TestSemaphoreReentrantByOwner(t *testing.T) {
-	r := fakes.Redis(t, fakes.ManualTime(epoch), fakes.ForceMiniredis())
+	r := redisfake.New(t, redisfake.ManualTime(epoch), redisfake.ForceMiniredis())
 	locktest.Reentrant(t, newSemaphore(t, r, 1, locks.WithOwner("job-7")),
 		newSemaphore(t, r, 1), newSemaphore(t, r, 1, locks.WithOwner("job-7")))
 }

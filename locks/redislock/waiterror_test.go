@@ -7,10 +7,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/redisfake"
 	"github.com/lockproof/lockproof/internal/locktest"
 	"github.com/lockproof/lockproof/locks"
-	"github.com/redis/go-redis/v9"
 )
 
 // failRecheck fails, once armed, every re-check script its client sends
@@ -39,7 +41,7 @@ func (f *failRecheck) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 // that a manual clock never ends.
 func TestWaitReturnsARedisError(t *testing.T) {
 	const ttl = time.Second
-	r := fakes.Redis(t, fakes.ManualTime(epoch))
+	r := redisfake.New(t, redisfake.ManualTime(epoch))
 	clock := r.Clock().(*fakes.Clock)
 	injected := errors.New("LOADING Redis is loading the dataset in memory")
 	fail := &failRecheck{err: injected}

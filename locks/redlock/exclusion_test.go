@@ -11,7 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/redisfake"
 	"github.com/lockproof/lockproof/locks"
 )
 
@@ -25,7 +25,7 @@ import (
 // The number of rounds per goroutine depends on the build and the backend
 // (see exclusionRounds): the target, 200, on real servers.
 func TestExclusion(t *testing.T) {
-	g := fakes.RedisCluster(t, 5)
+	g := redisfake.NewCluster(t, 5)
 	const procs, perProc = 4, 8
 	rounds := exclusionRounds(g.Node(0).Real())
 	var inside, overlaps, noQuorum atomic.Int32

@@ -8,7 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/redisfake"
 	"github.com/lockproof/lockproof/internal/locktest"
 	"github.com/lockproof/lockproof/locks"
 )
@@ -33,7 +33,7 @@ func nodeErrors(err error) []*NodeError {
 
 // With 2 of 5 nodes down the lock works as usual: a majority is still there.
 func TestMinorityDown(t *testing.T) {
-	g, clock := manual(t, 5, fakes.ForceMiniredis())
+	g, clock := manual(t, 5, redisfake.ForceMiniredis())
 	g.Stop(0)
 	g.Stop(3)
 	l := newLocker(t, g, nil)
@@ -70,7 +70,7 @@ func TestMinorityDown(t *testing.T) {
 // With 3 of 5 nodes down no majority can be reached: TryLock and Lock fail
 // at once with ErrNoQuorum and leave nothing on the live nodes.
 func TestMajorityDown(t *testing.T) {
-	g := fakes.RedisCluster(t, 5, fakes.ForceMiniredis())
+	g := redisfake.NewCluster(t, 5, redisfake.ForceMiniredis())
 	down := []int{0, 2, 4}
 	for _, i := range down {
 		g.Stop(i)
@@ -101,7 +101,7 @@ func TestMajorityDown(t *testing.T) {
 // A node that set the key but whose reply was lost counts as failed, and the
 // failed attempt still deletes the key there.
 func TestLostRepliesAreCleanedUp(t *testing.T) {
-	g := fakes.RedisCluster(t, 5)
+	g := redisfake.NewCluster(t, 5)
 	clients := g.NewClients()
 	var applied atomic.Int32
 	for _, c := range clients[:3] {
@@ -125,7 +125,7 @@ func TestLostRepliesAreCleanedUp(t *testing.T) {
 // A split vote, two owners on two nodes each, is ErrLocked; the one node
 // this attempt won is cleaned up and the other owners' keys stay.
 func TestSplitVote(t *testing.T) {
-	g := fakes.RedisCluster(t, 5)
+	g := redisfake.NewCluster(t, 5)
 	l := newLocker(t, g, nil)
 	ctx := testCtx(t)
 	foreign := []string{"a", "a", "b", "b", ""}
@@ -199,7 +199,7 @@ func TestTakenOverWhileValid(t *testing.T) {
 	})
 }
 
-func deleteOn(t testing.TB, g *fakes.RedisNodes, key string, nodes ...int) {
+func deleteOn(t testing.TB, g *redisfake.Nodes, key string, nodes ...int) {
 	t.Helper()
 	for _, i := range nodes {
 		if err := g.Node(i).Client().Del(testCtx(t), key).Err(); err != nil && !errors.Is(err, redis.Nil) {

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/redisfake"
 	"github.com/lockproof/lockproof/locks"
 )
 
@@ -21,16 +22,16 @@ var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 const testTTL = time.Second
 
 // manual starts n nodes in manual time and returns them with their clock.
-func manual(t testing.TB, n int, opts ...fakes.RedisOption) (*fakes.RedisNodes, *fakes.Clock) {
+func manual(t testing.TB, n int, opts ...redisfake.Option) (*redisfake.Nodes, *fakes.Clock) {
 	t.Helper()
-	g := fakes.RedisCluster(t, n, append([]fakes.RedisOption{fakes.ManualTime(epoch)}, opts...)...)
+	g := redisfake.NewCluster(t, n, append([]redisfake.Option{redisfake.ManualTime(epoch)}, opts...)...)
 	return g, g.Clock().(*fakes.Clock)
 }
 
 // newLocker returns a Locker on g's nodes through clients (g.Clients() when
 // nil), with g's prefix and clock, the test TTL and request timeout, then
 // opts.
-func newLocker(t testing.TB, g *fakes.RedisNodes, clients []redis.UniversalClient, opts ...locks.Option) *Locker {
+func newLocker(t testing.TB, g *redisfake.Nodes, clients []redis.UniversalClient, opts ...locks.Option) *Locker {
 	t.Helper()
 	if clients == nil {
 		clients = g.Clients()
@@ -65,7 +66,7 @@ func mustTryLock(t testing.TB, l *Locker) locks.Lease {
 
 // owners returns what every running node stores under key ("" when absent),
 // read through the nodes' own clients; stopped nodes are skipped.
-func owners(t testing.TB, g *fakes.RedisNodes, key string, skip ...int) []string {
+func owners(t testing.TB, g *redisfake.Nodes, key string, skip ...int) []string {
 	t.Helper()
 	out := make([]string, len(g.Nodes()))
 	for i, n := range g.Nodes() {
@@ -82,7 +83,7 @@ func owners(t testing.TB, g *fakes.RedisNodes, key string, skip ...int) []string
 }
 
 // requireNoKey fails unless EXISTS key is 0 on every node not in skip.
-func requireNoKey(t testing.TB, g *fakes.RedisNodes, key string, skip ...int) {
+func requireNoKey(t testing.TB, g *redisfake.Nodes, key string, skip ...int) {
 	t.Helper()
 	for i, n := range g.Nodes() {
 		if contains(skip, i) {

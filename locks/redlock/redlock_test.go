@@ -9,12 +9,13 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/redisfake"
 	"github.com/lockproof/lockproof/internal/locktest"
 	"github.com/lockproof/lockproof/locks"
 )
 
 func TestNewValidates(t *testing.T) {
-	g := fakes.RedisCluster(t, 3)
+	g := redisfake.NewCluster(t, 3)
 	clients := g.Clients()
 	var nilClient *redis.Client
 	tests := []struct {
@@ -44,7 +45,7 @@ func TestNewValidates(t *testing.T) {
 }
 
 func TestKeyAndQuorum(t *testing.T) {
-	g := fakes.RedisCluster(t, 4)
+	g := redisfake.NewCluster(t, 4)
 	l := newLocker(t, g, nil)
 	if want := g.Prefix() + "{job}"; l.Key() != want {
 		t.Errorf("Key() = %q, want %q", l.Key(), want)
@@ -58,7 +59,7 @@ func TestKeyAndQuorum(t *testing.T) {
 }
 
 func TestLeaseHasNoFencingToken(t *testing.T) {
-	g := fakes.RedisCluster(t, 3)
+	g := redisfake.NewCluster(t, 3)
 	lease := mustTryLock(t, newLocker(t, g, nil))
 	defer lease.Unlock(testCtx(t))
 	if tok, ok := lease.Token(); ok || tok != 0 {
@@ -67,7 +68,7 @@ func TestLeaseHasNoFencingToken(t *testing.T) {
 }
 
 func TestTryLockHoldsEveryNodeUntilUnlock(t *testing.T) {
-	g := fakes.RedisCluster(t, 5)
+	g := redisfake.NewCluster(t, 5)
 	l := newLocker(t, g, nil)
 	lease := mustTryLock(t, l)
 	got := owners(t, g, l.Key())
@@ -88,7 +89,7 @@ func TestTryLockHoldsEveryNodeUntilUnlock(t *testing.T) {
 }
 
 func TestDoubleUnlock(t *testing.T) {
-	g := fakes.RedisCluster(t, 3)
+	g := redisfake.NewCluster(t, 3)
 	lease := mustTryLock(t, newLocker(t, g, nil))
 	ctx := testCtx(t)
 	if err := lease.Unlock(ctx); err != nil {
@@ -103,7 +104,7 @@ func TestDoubleUnlock(t *testing.T) {
 }
 
 func TestCancelledContext(t *testing.T) {
-	g := fakes.RedisCluster(t, 3)
+	g := redisfake.NewCluster(t, 3)
 	l := newLocker(t, g, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -132,7 +133,7 @@ func TestLockCancelledWhileWaiting(t *testing.T) {
 }
 
 func TestObserverSeesAcquisition(t *testing.T) {
-	g := fakes.RedisCluster(t, 3)
+	g := redisfake.NewCluster(t, 3)
 	var obs events
 	lease := mustTryLock(t, newLocker(t, g, nil, locks.WithObserver(&obs)))
 	want := locks.Event{Point: locks.PointAcquired, Name: "job"}
@@ -145,7 +146,7 @@ func TestObserverSeesAcquisition(t *testing.T) {
 }
 
 func TestRenewResetsTTLOnEveryNode(t *testing.T) {
-	g, clock := manual(t, 3, fakes.ForceMiniredis())
+	g, clock := manual(t, 3, redisfake.ForceMiniredis())
 	l := newLocker(t, g, nil, locks.WithWatchdog(false))
 	lease := mustTryLock(t, l)
 	g.Advance(600 * time.Millisecond)

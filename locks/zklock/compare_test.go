@@ -1,6 +1,6 @@
 // Benchmarks of this lock against go-zookeeper's own zk.Lock, in one run on
-// one server: minizk in real time (fakes.ZooKeeper), or the real server
-// named by fakes.EnvZKAddr.
+// one server: minizk in real time (zkfake.New), or the real server
+// named by zkfake.EnvAddr.
 //
 // Run the comparison table:
 //
@@ -37,7 +37,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/zkfake"
 	"github.com/lockproof/lockproof/internal/locktest"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/locks/lockbench"
@@ -84,7 +84,7 @@ var libraries = []library{
 
 // bench is the state shared by the sub-benchmarks: one server.
 type bench struct {
-	z   *fakes.ZooKeeperServer
+	z   *zkfake.Server
 	seq atomic.Int64
 }
 
@@ -136,7 +136,7 @@ func (benchQuiet) Printf(string, ...any) {}
 
 // BenchmarkCompare runs the whole table on one server.
 func BenchmarkCompare(b *testing.B) {
-	bn := &bench{z: fakes.ZooKeeper(b)}
+	bn := &bench{z: zkfake.New(b)}
 	b.Run("Uncontended", func(b *testing.B) {
 		for _, lib := range libraries {
 			b.Run(lib.name, func(b *testing.B) { bn.uncontended(b, lib) })

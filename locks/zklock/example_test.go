@@ -9,7 +9,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/zkfake"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/locks/zklock"
 )
@@ -54,7 +54,7 @@ func Example() {
 // holds once they are gone, with a fencing token above theirs. It runs on
 // minizk, the module's in-process ZooKeeper.
 func ExampleNewRWMutex() {
-	z, err := fakes.StartZooKeeper(fakes.ForceMinizk())
+	z, err := zkfake.Start(zkfake.ForceMinizk())
 	if err != nil {
 		panic(err)
 	}

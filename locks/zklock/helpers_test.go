@@ -14,7 +14,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/zkfake"
 	"github.com/lockproof/lockproof/internal/locktest"
 	"github.com/lockproof/lockproof/internal/zkrace"
 	"github.com/lockproof/lockproof/locks"
@@ -35,7 +35,7 @@ type zkServer struct {
 	prefix string
 }
 
-// server returns the test's ZooKeeper server: fakes.ZooKeeper, which is
+// server returns the test's ZooKeeper server: zkfake.New, which is
 // minizk in real time with a 200 ms tick (sessions of 0.4 to 4 s), or the
 // real server at LOCKPROOF_ZK_ADDR (host:port). A real server must grant
 // the tests' session timeouts: one with tickTime=200, minSessionTimeout=400
@@ -45,7 +45,7 @@ type zkServer struct {
 // granted as 4 s, which only delays the waiter).
 func server(t testing.TB) *zkServer {
 	t.Helper()
-	z := fakes.ZooKeeper(t, fakes.ZooKeeperTickTime(200*time.Millisecond))
+	z := zkfake.New(t, zkfake.TickTime(200*time.Millisecond))
 	s := &zkServer{addr: z.Addr(), prefix: z.Prefix() + "/" + strings.NewReplacer("/", "_").Replace(t.Name())}
 	t.Cleanup(func() { s.removeAll(t) })
 	return s

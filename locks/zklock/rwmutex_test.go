@@ -14,6 +14,7 @@ import (
 
 	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/fakes/minizk"
+	"github.com/lockproof/lockproof/fakes/zkfake"
 	"github.com/lockproof/lockproof/internal/layout"
 	"github.com/lockproof/lockproof/internal/locktest"
 	"github.com/lockproof/lockproof/locks"
@@ -30,10 +31,10 @@ const (
 )
 
 // manualZK returns minizk in manual time for one test.
-func manualZK(t testing.TB) *fakes.ZooKeeperServer {
+func manualZK(t testing.TB) *zkfake.Server {
 	t.Helper()
-	return fakes.ZooKeeper(t, fakes.ForceMinizk(), fakes.ZooKeeperTickTime(rwSession/20),
-		fakes.ZooKeeperManualTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))
+	return zkfake.New(t, zkfake.ForceMinizk(), zkfake.TickTime(rwSession/20),
+		zkfake.ManualTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))
 }
 
 // rwClient is one client of the test's read-write mutex "cfg": a
@@ -43,7 +44,7 @@ type rwClient struct {
 	m    *RWMutex
 }
 
-func newRWClient(t testing.TB, z *fakes.ZooKeeperServer, opts ...locks.Option) rwClient {
+func newRWClient(t testing.TB, z *zkfake.Server, opts ...locks.Option) rwClient {
 	t.Helper()
 	conn, err := z.ConnectManual(z.Addr(), rwSession, nil)
 	if err != nil {
@@ -58,7 +59,7 @@ func newRWClient(t testing.TB, z *fakes.ZooKeeperServer, opts ...locks.Option) r
 }
 
 // rwClients returns n clients of the test's mutex, one connection each.
-func rwClients(t testing.TB, z *fakes.ZooKeeperServer, n int) []rwClient {
+func rwClients(t testing.TB, z *zkfake.Server, n int) []rwClient {
 	t.Helper()
 	out := make([]rwClient, n)
 	for i := range out {
@@ -70,7 +71,7 @@ func rwClients(t testing.TB, z *fakes.ZooKeeperServer, n int) []rwClient {
 // queue returns the mutex's contenders, in queue order, as minizk lists
 // them, once there are n: it waits (on the server's changes, no polling)
 // until then.
-func queue(t testing.TB, z *fakes.ZooKeeperServer, m *RWMutex, n int) []string {
+func queue(t testing.TB, z *zkfake.Server, m *RWMutex, n int) []string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
@@ -92,7 +93,7 @@ func queue(t testing.TB, z *fakes.ZooKeeperServer, m *RWMutex, n int) []string {
 // counts it last saw after testTimeout. Every waiter watches its own node
 // and what it waits for; a holder watches its own node, or, if it found
 // its node alone, the lock node's children until the next change to them.
-func watches(t testing.TB, z *fakes.ZooKeeperServer, m *RWMutex, kids []string, want ...int) {
+func watches(t testing.TB, z *zkfake.Server, m *RWMutex, kids []string, want ...int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
@@ -115,7 +116,7 @@ func watches(t testing.TB, z *fakes.ZooKeeperServer, m *RWMutex, kids []string, 
 
 // childWatches waits until m's node has want watches on its children,
 // from minizk's counts; it fails the test after testTimeout.
-func childWatches(t testing.TB, z *fakes.ZooKeeperServer, m *RWMutex, want int) {
+func childWatches(t testing.TB, z *zkfake.Server, m *RWMutex, want int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()

@@ -15,6 +15,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/zkfake"
 	"github.com/lockproof/lockproof/internal/locktest"
 	"github.com/lockproof/lockproof/locks"
 )
@@ -712,7 +713,7 @@ func TestGivingUpWithCreateCutOffOnStoppedClock(t *testing.T) {
 // the layout on either side fails here.
 func TestNodePathIsWhereTheLockLives(t *testing.T) {
 	t.Parallel()
-	z := fakes.ZooKeeper(t, fakes.ForceMinizk(), fakes.ZooKeeperTickTime(200*time.Millisecond))
+	z := zkfake.New(t, zkfake.ForceMinizk(), zkfake.TickTime(200*time.Millisecond))
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 	conn, _, err := z.Connect(sessionTimeout)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/redisfake"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/propertytest"
 	"github.com/lockproof/lockproof/propertytest/adapter"
@@ -79,7 +79,7 @@ func myNotHeld(err error) error {
 // TryLock gives up before a second SET (the first was refused), and the
 // SET that granted is the lease's start.
 func myFactory(env propertytest.Env) (*propertytest.Backend, error) {
-	r, err := fakes.StartRedis(fakes.ManualTime(epoch), fakes.ForceMiniredis())
+	r, err := redisfake.Start(redisfake.ManualTime(epoch), redisfake.ForceMiniredis())
 	if err != nil {
 		return nil, err
 	}

@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/hashicorp/consul/api"
+
 	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/consulfake"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/locks/consullock"
 	"github.com/lockproof/lockproof/propertytest"
@@ -32,7 +34,7 @@ func ConsulLockOnOptions() propertytest.Options {
 }
 
 // ConsulLock is the Factory of consullock on miniconsul in manual time
-// (fakes.Consul with ConsulManualTime and ForceMiniconsul: never a real
+// (consulfake.New with ConsulManualTime and ForceMiniconsul: never a real
 // agent), which accepts session TTLs from 10ms. Each Locker has the
 // default lock-delay, one TTL.
 //
@@ -78,8 +80,8 @@ type newConsulLocker func(client *api.Client, name string, s consullock.Session,
 // offers ConsulLock's fault (the lock's key is consullock.Key).
 func onMiniconsul(newLocker newConsulLocker, invalidate bool) propertytest.Factory {
 	return func(env propertytest.Env) (*propertytest.Backend, error) {
-		c, err := fakes.StartConsul(fakes.ConsulManualTime(epoch), fakes.ForceMiniconsul(),
-			fakes.ConsulSessionTTLMin(locks.MinTTL))
+		c, err := consulfake.Start(consulfake.ManualTime(epoch), consulfake.ForceMiniconsul(),
+			consulfake.SessionTTLMin(locks.MinTTL))
 		if err != nil {
 			return nil, err
 		}
@@ -111,8 +113,8 @@ func onMiniconsul(newLocker newConsulLocker, invalidate bool) propertytest.Facto
 //
 // The session TTL is Options.TTL, which the servers must accept: Consul's
 // default session_ttl_min is 10s, far too slow for a run; start the agent
-// with a lower one (session_ttl_min = "1s", as fakes.ConsulSessionTTLMin
-// does for the agents fakes.Consul starts) and use Options.TTL 1s. A TTL
+// with a lower one (session_ttl_min = "1s", as consulfake.SessionTTLMin
+// does for the agents consulfake.New starts) and use Options.TTL 1s. A TTL
 // the servers refuse fails every acquisition with their message. Use a
 // Slack of at least 2×TTL, plus the agent's timer latency (1s is ample):
 // sessions are invalidated up to TTL×2 after their last renewal, and the
@@ -166,8 +168,8 @@ func newConsulBackend(newClient func() (*api.Client, error), newLocker newConsul
 }
 
 // invalidateHolder invalidates the session holding lock name, if any:
-// fakes.ConsulServer.ExpireLock, with nobody holding the lock no error.
-func invalidateHolder(c *fakes.ConsulServer, name string) error {
+// consulfake.Server.ExpireLock, with nobody holding the lock no error.
+func invalidateHolder(c *consulfake.Server, name string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), consulTimeout)
 	defer cancel()
 	err := c.ExpireLock(ctx, name)
@@ -187,7 +189,7 @@ type consulOn struct {
 func (c *consulOn) newClient() (*api.Client, error) {
 	tr := &http.Transport{MaxIdleConnsPerHost: 64}
 	client, err := api.NewClient(&api.Config{Address: c.addr, Scheme: "http",
-		HttpClient: &http.Client{Transport: fakes.GateConsulTransport(tr)}})
+		HttpClient: &http.Client{Transport: consulfake.GateTransport(tr)}})
 	if err != nil {
 		return nil, fmt.Errorf("propertytest: consul client for %s: %w", c.addr, err)
 	}

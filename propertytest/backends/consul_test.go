@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/consulfake"
 	"github.com/lockproof/lockproof/propertytest"
 	"github.com/lockproof/lockproof/propertytest/suitemain"
 )
@@ -37,15 +37,15 @@ func TestConsulSemaphoreKeepsItsProperties(t *testing.T) {
 
 // TestConsulLockOnRealServer runs the suite on the agent at
 // LOCKPROOF_CONSUL_ADDR, or else on one started from the consul binary
-// fakes.Consul finds (LOCKPROOF_CONSUL_BIN, then PATH) with
+// consulfake.New finds (LOCKPROOF_CONSUL_BIN, then PATH) with
 // session_ttl_min 1s; it is skipped without either.
 func TestConsulLockOnRealServer(t *testing.T) {
 	addr := os.Getenv(envConsulAddr)
 	if addr == "" {
-		if fakes.ConsulBinary() == "" {
-			t.Skipf("set %s (an agent with session_ttl_min 1s) or %s to run the suite on a real Consul", envConsulAddr, fakes.EnvConsulBin)
+		if consulfake.Binary() == "" {
+			t.Skipf("set %s (an agent with session_ttl_min 1s) or %s to run the suite on a real Consul", envConsulAddr, consulfake.EnvBin)
 		}
-		addr = fakes.Consul(t, fakes.ForceConsulAgent(), fakes.ConsulSessionTTLMin(time.Second)).Addr()
+		addr = consulfake.New(t, consulfake.ForceAgent(), consulfake.SessionTTLMin(time.Second)).Addr()
 	}
 	suitemain.SetChecks(t, 2) // a real agent in real time: each run lasts about 30 s
 	propertytest.Run(t, ConsulLockOn(addr), ConsulLockOnOptions())
@@ -55,7 +55,7 @@ func TestConsulLockOnRealServer(t *testing.T) {
 // real time, reached by its address: a lock taken and released, the run's
 // keys deleted at its end.
 func TestConsulLockOnMiniconsul(t *testing.T) {
-	c := fakes.Consul(t, fakes.ForceMiniconsul(), fakes.ConsulSessionTTLMin(time.Second))
+	c := consulfake.New(t, consulfake.ForceMiniconsul(), consulfake.SessionTTLMin(time.Second))
 	t.Run("run", func(t *testing.T) {
 		be, err := ConsulLockOn(c.Addr())(t)
 		if err != nil {

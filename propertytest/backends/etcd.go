@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/etcdfake"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/locks/etcdlock"
 	"github.com/lockproof/lockproof/propertytest"
-	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // etcdTimeout bounds the housekeeping requests of the etcd factories.
@@ -31,7 +33,7 @@ func EtcdLockOnOptions() propertytest.Options {
 }
 
 // EtcdLock is the Factory of etcdlock on a one-member etcd embedded in the
-// process (fakes.StartEtcd with ForceEmbeddedEtcd: never a real cluster).
+// process (etcdfake.Start with ForceEmbeddedEtcd: never a real cluster).
 // etcd's leases follow the server's wall clock,
 // whole seconds at a time, and no manual clock can stop them: Clock is the
 // system clock and Advance sleeps, so every run lasts seconds.
@@ -60,7 +62,7 @@ func EtcdLockOnOptions() propertytest.Options {
 // deadline has not passed, so etcdlock does not claim it.
 func EtcdLock() propertytest.Factory {
 	return func(env propertytest.Env) (*propertytest.Backend, error) {
-		s, err := fakes.StartEtcd(fakes.ForceEmbeddedEtcd())
+		s, err := etcdfake.Start(etcdfake.ForceEmbedded())
 		if err != nil {
 			return nil, fmt.Errorf("propertytest: %w", err)
 		}
@@ -102,7 +104,7 @@ func EtcdRWMutex() propertytest.Factory {
 // one-member etcd embedded in the process, without backend faults.
 func onEmbeddedEtcd(newLocker func(c *clientv3.Client, name string, opts ...locks.Option) (locks.Locker, error)) propertytest.Factory {
 	return func(env propertytest.Env) (*propertytest.Backend, error) {
-		s, err := fakes.StartEtcd(fakes.ForceEmbeddedEtcd())
+		s, err := etcdfake.Start(etcdfake.ForceEmbedded())
 		if err != nil {
 			return nil, fmt.Errorf("propertytest: %w", err)
 		}
@@ -119,13 +121,13 @@ func onEmbeddedEtcd(newLocker func(c *clientv3.Client, name string, opts ...lock
 // least 1.5 election timeouts, rounded up to whole seconds (2s with etcd's
 // default 1s election timeout), so Slack must be at least that lease +
 // 0.5s − TTL. Claims: the defaults. No backend fault.
-// It chooses the cluster with fakes.EtcdAt, not through the environment.
+// It chooses the cluster with etcdfake.At, not through the environment.
 func EtcdLockOn(endpoints []string) propertytest.Factory {
 	return func(env propertytest.Env) (*propertytest.Backend, error) {
 		if len(endpoints) == 0 {
 			return nil, fmt.Errorf("propertytest: EtcdLockOn needs the cluster's endpoints")
 		}
-		s, err := fakes.StartEtcd(fakes.EtcdAt(endpoints...))
+		s, err := etcdfake.Start(etcdfake.At(endpoints...))
 		if err != nil {
 			return nil, fmt.Errorf("propertytest: %w", err)
 		}
@@ -143,14 +145,14 @@ type etcdBackendOf struct {
 
 // etcdBackend returns the Backend of etcdlock on s in real time, each
 // locker on a client of its own.
-func etcdBackend(s *fakes.EtcdServer) *etcdBackendOf {
+func etcdBackend(s *etcdfake.Server) *etcdBackendOf {
 	return etcdBackendWith(s, func(c *clientv3.Client, name string, opts ...locks.Option) (locks.Locker, error) {
 		return etcdlock.New(c, name, opts...)
 	})
 }
 
 // etcdBackendWith is etcdBackend for the lockers newLocker makes.
-func etcdBackendWith(s *fakes.EtcdServer, newLocker func(c *clientv3.Client, name string, opts ...locks.Option) (locks.Locker, error)) *etcdBackendOf {
+func etcdBackendWith(s *etcdfake.Server, newLocker func(c *clientv3.Client, name string, opts ...locks.Option) (locks.Locker, error)) *etcdBackendOf {
 	be := &etcdBackendOf{}
 	be.Backend = &propertytest.Backend{
 		NewLocker: func(name string, opts ...locks.Option) (locks.Locker, error) {
@@ -164,9 +166,9 @@ func etcdBackendWith(s *fakes.EtcdServer, newLocker func(c *clientv3.Client, nam
 }
 
 // revokeHolder revokes the lease of lock name's holder (the contender with
-// the smallest create revision), if any: fakes.EtcdServer.ExpireLock, with
+// the smallest create revision), if any: etcdfake.Server.ExpireLock, with
 // nobody holding the lock (or the holder's lease ended meanwhile) no error.
-func revokeHolder(s *fakes.EtcdServer, name string) error {
+func revokeHolder(s *etcdfake.Server, name string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), etcdTimeout)
 	defer cancel()
 	err := s.ExpireLock(ctx, name)

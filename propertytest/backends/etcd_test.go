@@ -7,10 +7,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lockproof/lockproof/fakes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/lockproof/lockproof/fakes/etcdfake"
 	"github.com/lockproof/lockproof/propertytest"
 	"github.com/lockproof/lockproof/propertytest/suitemain"
-	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // etcdRecipes runs the etcd semaphore's and read-write mutex's suites,
@@ -71,9 +72,9 @@ func TestEtcdLockKeepsItsProperties(t *testing.T) {
 }
 
 func TestEtcdLockOnRealServer(t *testing.T) {
-	env := os.Getenv(fakes.EnvEtcdEndpoints)
+	env := os.Getenv(etcdfake.EnvEndpoints)
 	if env == "" {
-		t.Skipf("set %s to run the suite on a real etcd", fakes.EnvEtcdEndpoints)
+		t.Skipf("set %s to run the suite on a real etcd", etcdfake.EnvEndpoints)
 	}
 	etcdRuns(t, 2)
 	propertytest.Run(t, EtcdLockOn(strings.Split(env, ",")), EtcdLockOnOptions())
@@ -83,7 +84,7 @@ func TestEtcdLockOnRealServer(t *testing.T) {
 // path against an embedded member reached by its endpoint: a lock taken and
 // released, the run's keys deleted at its end.
 func TestEtcdLockOnAnEmbeddedMember(t *testing.T) {
-	s := fakes.Etcd(t)
+	s := etcdfake.New(t)
 	t.Run("run", func(t *testing.T) {
 		be, err := EtcdLockOn(s.Endpoints())(t)
 		if err != nil {

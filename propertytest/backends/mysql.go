@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/mysqlfake"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/locks/mysqllock"
 	"github.com/lockproof/lockproof/propertytest"
@@ -18,8 +19,8 @@ import (
 const mysqlTimeout = 10 * time.Second
 
 // MySQLLock is the Factory of mysqllock on the in-process MySQL server
-// (fakes.StartMySQL, go-mysql-server: never a real server, whatever
-// fakes.EnvMySQLDSN says) in manual time: the server's NOW(6) reads the
+// (mysqlfake.Start, go-mysql-server: never a real server, whatever
+// mysqlfake.EnvDSN says) in manual time: the server's NOW(6) reads the
 // backend's manual clock, so leases expire exactly TTL after the statement
 // that set them, and the default Options fit (TTL 1s, Slack TTL/4).
 //
@@ -29,7 +30,7 @@ const mysqlTimeout = 10 * time.Second
 // Its claims are the defaults, FaultCrash and FaultPause (fenced).
 //
 // go-mysql-server reads the time through one process-wide function
-// (fakes.MySQLServer.FollowClock): while a MySQLLock backend lives, every
+// (mysqlfake.Server.FollowClock): while a MySQLLock backend lives, every
 // in-process go-mysql-server in the process follows its clock, and a second
 // MySQLLock backend at the same time is refused (run them one after the
 // other, as Run does).
@@ -47,7 +48,7 @@ func MySQLLock() propertytest.Factory {
 func MySQLLockWith(newLocker func(db *sql.DB, name string, opts ...locks.Option) (locks.Locker, error)) propertytest.Factory {
 	return func(env propertytest.Env) (*propertytest.Backend, error) {
 		clock := fakes.NewClock(epoch)
-		s, err := fakes.StartMySQL()
+		s, err := mysqlfake.Start()
 		if err != nil {
 			return nil, fmt.Errorf("propertytest: start the in-process MySQL: %w", err)
 		}
@@ -78,7 +79,7 @@ func MySQLLockWith(newLocker func(db *sql.DB, name string, opts ...locks.Option)
 
 // MySQLLockOn is the Factory of mysqllock on the real MySQL or MariaDB
 // server behind dsn, a go-sql-driver/mysql DSN without a database name for
-// a user that may create and drop databases, as for fakes.EnvMySQLDSN
+// a user that may create and drop databases, as for mysqlfake.EnvDSN
 // ("root@tcp(127.0.0.1:3306)/"). Every run creates a private database and
 // drops it afterwards. A real server keeps its own time, so the run does
 // too: Clock is the system clock and Advance sleeps. Use a short
@@ -86,13 +87,13 @@ func MySQLLockWith(newLocker func(db *sql.DB, name string, opts ...locks.Option)
 // model's clock tolerance (locks.Drift) must cover the difference between
 // the server's clock rate and this machine's, as for RedisLockOn. Claims:
 // the defaults. No backend fault. It chooses the server with
-// fakes.MySQLAt, not through the environment.
+// mysqlfake.At, not through the environment.
 func MySQLLockOn(dsn string) propertytest.Factory {
 	return func(env propertytest.Env) (*propertytest.Backend, error) {
 		if dsn == "" {
 			return nil, fmt.Errorf("propertytest: MySQLLockOn needs the server's DSN")
 		}
-		s, err := fakes.StartMySQL(fakes.MySQLAt(dsn))
+		s, err := mysqlfake.Start(mysqlfake.At(dsn))
 		if err != nil {
 			return nil, fmt.Errorf("propertytest: %w", err)
 		}
@@ -111,7 +112,7 @@ func MySQLLockOn(dsn string) propertytest.Factory {
 
 // mysqlBackend creates the lock table on s and returns a Backend whose
 // lockers each have a pool of their own. Advance is left to the caller.
-func mysqlBackend(s *fakes.MySQLServer, table string, clock locks.Clock,
+func mysqlBackend(s *mysqlfake.Server, table string, clock locks.Clock,
 	newLocker func(db *sql.DB, name string, opts ...locks.Option) (locks.Locker, error)) (*propertytest.Backend, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), mysqlTimeout)
 	defer cancel()
@@ -134,7 +135,7 @@ func mysqlBackend(s *fakes.MySQLServer, table string, clock locks.Clock,
 // expireHolder marks the live lease of lock name in table expired now, on
 // the server's clock: what a forward jump of that clock does to it. A lock
 // nobody holds is left as it is.
-func expireHolder(s *fakes.MySQLServer, table, name string) error {
+func expireHolder(s *mysqlfake.Server, table, name string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), mysqlTimeout)
 	defer cancel()
 	err := s.ExpireLockIn(ctx, table, name)

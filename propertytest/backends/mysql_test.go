@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/mysqlfake"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/propertytest"
 	"github.com/lockproof/lockproof/propertytest/suitemain"
@@ -47,9 +47,9 @@ func TestMySQLLockRefusesASecondClock(t *testing.T) {
 }
 
 func TestMySQLLockOnRealServer(t *testing.T) {
-	dsn := os.Getenv(fakes.EnvMySQLDSN)
+	dsn := os.Getenv(mysqlfake.EnvDSN)
 	if dsn == "" {
-		t.Skipf("set %s to run the suite on a real MySQL", fakes.EnvMySQLDSN)
+		t.Skipf("set %s to run the suite on a real MySQL", mysqlfake.EnvDSN)
 	}
 	suitemain.SetChecks(t, 5)
 	propertytest.Run(t, MySQLLockOn(dsn), propertytest.Options{TTL: 200 * time.Millisecond})
@@ -59,7 +59,7 @@ func TestMySQLLockOnRealServer(t *testing.T) {
 // in-process server reached by a DSN: a private database, a lock taken and
 // released.
 func TestMySQLLockOnAnInProcessServer(t *testing.T) {
-	s, err := fakes.StartMySQL()
+	s, err := mysqlfake.Start()
 	if err != nil {
 		t.Fatal(err)
 	}

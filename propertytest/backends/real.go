@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/redisfake"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/locks/redislock"
 	"github.com/lockproof/lockproof/locks/redlock"
@@ -24,7 +24,7 @@ func RedisLockOn(addr string) propertytest.Factory {
 		if addr == "" {
 			return nil, fmt.Errorf("propertytest: RedisLockOn needs the server's address")
 		}
-		r, err := fakes.StartRedis(fakes.RedisAt(addr))
+		r, err := redisfake.Start(redisfake.At(addr))
 		if err != nil {
 			return nil, fmt.Errorf("propertytest: %w", err)
 		}
@@ -49,7 +49,7 @@ func RedlockOn(addrs []string) propertytest.Factory {
 		if len(addrs) < 3 {
 			return nil, fmt.Errorf("propertytest: RedlockOn needs at least 3 independent servers, got %d", len(addrs))
 		}
-		g, err := fakes.StartRedisCluster(len(addrs), fakes.RedisNodesAt(addrs...))
+		g, err := redisfake.StartCluster(len(addrs), redisfake.NodesAt(addrs...))
 		if err != nil {
 			return nil, fmt.Errorf("propertytest: %w", err)
 		}

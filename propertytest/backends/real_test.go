@@ -6,17 +6,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/redisfake"
 	"github.com/lockproof/lockproof/propertytest"
 	"github.com/lockproof/lockproof/propertytest/suitemain"
 )
 
 // TestRedisLockOnAMiniredisAddress smoke-tests RedisLockOn's real-server
-// path (fakes.RedisAt, no environment variable) against a miniredis
+// path (redisfake.At, no environment variable) against a miniredis
 // reached by its address: a lock taken and released, the run's keys
 // deleted at its end.
 func TestRedisLockOnAMiniredisAddress(t *testing.T) {
-	r := fakes.Redis(t, fakes.ForceMiniredis())
+	r := redisfake.New(t, redisfake.ForceMiniredis())
 	t.Run("run", func(t *testing.T) {
 		be, err := RedisLockOn(r.Addr())(t)
 		if err != nil {
@@ -30,10 +30,10 @@ func TestRedisLockOnAMiniredisAddress(t *testing.T) {
 }
 
 // TestRedlockOnMiniredisAddresses does the same for RedlockOn
-// (fakes.RedisNodesAt) on three miniredis servers, and checks that fewer
+// (redisfake.NodesAt) on three miniredis servers, and checks that fewer
 // than three are refused.
 func TestRedlockOnMiniredisAddresses(t *testing.T) {
-	g := fakes.RedisCluster(t, 3, fakes.ForceMiniredis())
+	g := redisfake.NewCluster(t, 3, redisfake.ForceMiniredis())
 	addrs := []string{g.Node(0).Addr(), g.Node(1).Addr(), g.Node(2).Addr()}
 	if _, err := RedlockOn(addrs[:2])(t); err == nil {
 		t.Fatal("RedlockOn accepted two servers")
@@ -55,9 +55,9 @@ func TestRedlockOnMiniredisAddresses(t *testing.T) {
 // On a real Redis (LOCKPROOF_REDIS_ADDR, as CI's real-server step sets),
 // the suite runs in real time and finds nothing wrong with redislock.
 func TestRedisLockOnRealServer(t *testing.T) {
-	addr := os.Getenv(fakes.EnvRedisAddr)
+	addr := os.Getenv(redisfake.EnvAddr)
 	if addr == "" {
-		t.Skipf("no real Redis: set %s to run this test", fakes.EnvRedisAddr)
+		t.Skipf("no real Redis: set %s to run this test", redisfake.EnvAddr)
 	}
 	suitemain.SetChecks(t, 3)
 	rep := propertytest.Run(t, RedisLockOn(addr), propertytest.Options{TTL: 200 * time.Millisecond})
@@ -69,9 +69,9 @@ func TestRedisLockOnRealServer(t *testing.T) {
 // On real Redis servers (LOCKPROOF_REDIS_ADDRS), the suite runs Redlock in
 // real time and finds nothing wrong with it.
 func TestRedlockOnRealServer(t *testing.T) {
-	env := os.Getenv(fakes.EnvRedisAddrs)
+	env := os.Getenv(redisfake.EnvAddrs)
 	if env == "" {
-		t.Skipf("no real Redis servers: set %s to run this test", fakes.EnvRedisAddrs)
+		t.Skipf("no real Redis servers: set %s to run this test", redisfake.EnvAddrs)
 	}
 	suitemain.SetChecks(t, 3)
 	rep := propertytest.Run(t, RedlockOn(strings.Split(env, ",")), propertytest.Options{TTL: 200 * time.Millisecond,

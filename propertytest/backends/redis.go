@@ -4,13 +4,15 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/lockproof/lockproof/chaos"
 	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/redisfake"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/locks/redislock"
 	"github.com/lockproof/lockproof/locks/redlock"
 	"github.com/lockproof/lockproof/propertytest"
-	"github.com/redis/go-redis/v9"
 )
 
 // epoch is where the manual clocks of the built-in factories start.
@@ -20,7 +22,7 @@ var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // timers each Advance passes, which replaying a seed needs.
 var _ propertytest.ManualClock = (*fakes.Clock)(nil)
 
-// RedisLock is the Factory of redislock on a single miniredis (fakes.Redis
+// RedisLock is the Factory of redislock on a single miniredis (redisfake.New
 // in manual time). It offers no backend fault.
 func RedisLock() propertytest.Factory {
 	return onOneMiniredis(func(c redis.UniversalClient, name string, opts ...locks.Option) (locks.Locker, error) {
@@ -29,7 +31,7 @@ func RedisLock() propertytest.Factory {
 }
 
 // RedisSemaphore is the Factory of redislock.NewSemaphore of permits
-// permits on a single miniredis (fakes.Redis in manual time); run it with
+// permits on a single miniredis (redisfake.New in manual time); run it with
 // Options.Permits set to the same number. It offers no backend fault.
 func RedisSemaphore(permits int) propertytest.Factory {
 	return onOneMiniredis(func(c redis.UniversalClient, name string, opts ...locks.Option) (locks.Locker, error) {
@@ -38,7 +40,7 @@ func RedisSemaphore(permits int) propertytest.Factory {
 }
 
 // RedisRWMutex is the Factory of redislock.NewRWMutex on a single
-// miniredis (fakes.Redis in manual time): each client's Locker is a
+// miniredis (redisfake.New in manual time): each client's Locker is a
 // ReadWriteLocker of the mutex's two views. Run it with Options.ReadWrite.
 // It offers no backend fault.
 func RedisRWMutex() propertytest.Factory {
@@ -55,7 +57,7 @@ func RedisRWMutex() propertytest.Factory {
 // miniredis in manual time, each Locker on a client of its own.
 func onOneMiniredis(newLocker func(c redis.UniversalClient, name string, opts ...locks.Option) (locks.Locker, error)) propertytest.Factory {
 	return func(env propertytest.Env) (*propertytest.Backend, error) {
-		r, err := fakes.StartRedis(fakes.ManualTime(epoch), fakes.ForceMiniredis())
+		r, err := redisfake.Start(redisfake.ManualTime(epoch), redisfake.ForceMiniredis())
 		if err != nil {
 			return nil, err
 		}
@@ -78,7 +80,7 @@ func onOneMiniredis(newLocker func(c redis.UniversalClient, name string, opts ..
 // Options.Claims the suite reports what it breaks as an expected violation.
 func RedisLockWithFailover(lag time.Duration) propertytest.Factory {
 	return func(env propertytest.Env) (*propertytest.Backend, error) {
-		g, err := fakes.StartRedisCluster(2, fakes.ManualTime(epoch), fakes.ForceMiniredis())
+		g, err := redisfake.StartCluster(2, redisfake.ManualTime(epoch), redisfake.ForceMiniredis())
 		if err != nil {
 			return nil, err
 		}
@@ -94,7 +96,7 @@ func RedisLockWithFailover(lag time.Duration) propertytest.Factory {
 		return &propertytest.Backend{
 			NewLocker: func(name string, opts ...locks.Option) (locks.Locker, error) {
 				c := redis.NewClient(&redis.Options{Addr: p.Addr()})
-				fakes.GateRedis(c, g.Node(0).GateLabel())
+				redisfake.Gate(c, g.Node(0).GateLabel())
 				env.Cleanup(func() { _ = c.Close() })
 				return redislock.New(c, name, append(g.LockOptions(), opts...)...)
 			},
@@ -109,13 +111,13 @@ func RedisLockWithFailover(lag time.Duration) propertytest.Factory {
 }
 
 // Redlock is the Factory of redlock on n independent miniredis nodes
-// (fakes.RedisCluster in manual time), with a FaultNodeDown per node for
+// (redisfake.NewCluster in manual time), with a FaultNodeDown per node for
 // the first (n-1)/2 nodes (a minority: stopped, then restarted with their
 // data) and the availability check. Redlock gives no fencing token: run it
 // with Claims of FaultCrash and FaultNodeDown.
 func Redlock(n int) propertytest.Factory {
 	return func(env propertytest.Env) (*propertytest.Backend, error) {
-		g, err := fakes.StartRedisCluster(n, fakes.ManualTime(epoch), fakes.ForceMiniredis())
+		g, err := redisfake.StartCluster(n, redisfake.ManualTime(epoch), redisfake.ForceMiniredis())
 		if err != nil {
 			return nil, err
 		}
@@ -182,7 +184,7 @@ const netTimeout = 50 * time.Millisecond
 // Options.OpTimeout: every operation of a cut-off client waits that long.
 func RedisLockWithNetworkFaults() propertytest.Factory {
 	return func(env propertytest.Env) (*propertytest.Backend, error) {
-		r, err := fakes.StartRedis(fakes.ManualTime(epoch), fakes.ForceMiniredis())
+		r, err := redisfake.Start(redisfake.ManualTime(epoch), redisfake.ForceMiniredis())
 		if err != nil {
 			return nil, err
 		}
@@ -215,7 +217,7 @@ func RedisLockWithNetworkFaults() propertytest.Factory {
 				// included, lasts the read timeout.
 				c := redis.NewClient(&redis.Options{Addr: p.Addr(), ContextTimeoutEnabled: true,
 					ReadTimeout: netTimeout, WriteTimeout: netTimeout, DialTimeout: netTimeout})
-				fakes.GateRedis(c, r.GateLabel())
+				redisfake.Gate(c, r.GateLabel())
 				env.Cleanup(func() { _ = c.Close() })
 				return redislock.New(c, name, append(r.LockOptions(), opts...)...)
 			},

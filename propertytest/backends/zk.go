@@ -10,8 +10,10 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
 	"github.com/lockproof/lockproof/chaos"
 	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/zkfake"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/locks/zklock"
 	"github.com/lockproof/lockproof/propertytest"
@@ -37,7 +39,7 @@ func ZKLockOnOptions() propertytest.Options {
 	return propertytest.Options{TTL: time.Second, Slack: time.Second, Settle: 50 * time.Millisecond}
 }
 
-// ZKLock is the Factory of zklock on minizk in manual time (fakes.ZooKeeper
+// ZKLock is the Factory of zklock on minizk in manual time (zkfake.New
 // with ZooKeeperManualTime and ForceMinizk: never a real server). Each
 // Locker has a connection of its own. The default Options fit: a crashed
 // holder's lease ends at its local deadline, when its node is deleted
@@ -48,7 +50,7 @@ func ZKLockOnOptions() propertytest.Options {
 // TTL (zklock needs the TTL no longer than the session timeout; a shorter
 // lease is safe, it only gives the lock up sooner). So sessions end only
 // by the fault below, and at the end of the run. The clients come from
-// fakes.ZooKeeperServer.ConnectManual: they send no pings of wall time
+// zkfake.Server.ConnectManual: they send no pings of wall time
 // (nothing pings here, and an hour of the manual clock is never reached
 // within a run), and after the fault they redial at once, twice (once to
 // learn that the session expired, once for a new one), where go-zookeeper's
@@ -97,7 +99,7 @@ func orNil(l *zklock.Locker, err error) (locks.Locker, error) {
 // expire, it offers ZKLock's fault.
 func onMinizk(newLocker newZKLocker, expire bool) propertytest.Factory {
 	return func(env propertytest.Env) (*propertytest.Backend, error) {
-		z, err := fakes.StartZooKeeper(fakes.ZooKeeperManualTime(epoch), fakes.ForceMinizk(), fakes.ZooKeeperTickTime(zkTick))
+		z, err := zkfake.Start(zkfake.ManualTime(epoch), zkfake.ForceMinizk(), zkfake.TickTime(zkTick))
 		if err != nil {
 			return nil, err
 		}
@@ -187,7 +189,7 @@ func ZKLockWithNetworkFaults() propertytest.Factory {
 
 // newZKNetBackend is ZKLockWithNetworkFaults' Backend, and its network.
 func newZKNetBackend(env propertytest.Env) (*zkBackend, *zkNet, error) {
-	z, err := fakes.StartZooKeeper(fakes.ZooKeeperManualTime(epoch), fakes.ForceMinizk(), fakes.ZooKeeperTickTime(zkNetTTL/20))
+	z, err := zkfake.Start(zkfake.ManualTime(epoch), zkfake.ForceMinizk(), zkfake.TickTime(zkNetTTL/20))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -210,7 +212,7 @@ func newZKNetBackend(env propertytest.Env) (*zkBackend, *zkNet, error) {
 // zkNet is the network of ZKLockWithNetworkFaults: a proxy and a
 // connection per client, and which clients are cut off.
 type zkNet struct {
-	z *fakes.ZooKeeperServer
+	z *zkfake.Server
 
 	mu      sync.Mutex
 	proxies []*chaos.Proxy
@@ -369,7 +371,7 @@ func (n *zkNet) close() {
 }
 
 // ZKLockOn is the Factory of zklock on the real ZooKeeper server at addr
-// (host:port), under a node of its own (fakes.ZooKeeper's Prefix) that is
+// (host:port), under a node of its own (zkfake.New's Prefix) that is
 // deleted after every run. A real server keeps its own time, so the run
 // does too: Clock is the system clock and Advance sleeps. Each Locker has
 // a connection of its own whose requested session timeout is its TTL: the
@@ -379,13 +381,13 @@ func (n *zkNet) close() {
 // server, with tickTime 200ms, grants sessions of 0.4 to 60s; ZooKeeper's
 // default tickTime of 2s grants no less than 4s, so use TTL 4s there).
 // Claims: the defaults. No backend fault. It chooses the server with
-// fakes.ZooKeeperAt, not through the environment.
+// zkfake.At, not through the environment.
 func ZKLockOn(addr string) propertytest.Factory {
 	return func(env propertytest.Env) (*propertytest.Backend, error) {
 		if addr == "" {
 			return nil, errors.New("propertytest: ZKLockOn needs the server's address")
 		}
-		z, err := fakes.StartZooKeeper(fakes.ZooKeeperAt(addr))
+		z, err := zkfake.Start(zkfake.At(addr))
 		if err != nil {
 			return nil, fmt.Errorf("propertytest: %w", err)
 		}
@@ -418,7 +420,7 @@ func (b *zkBackend) lockName() string {
 // (prefix, clock) and extra before the suite's. On minizk it checks that the session
 // timeout granted is at least the TTL. Clock and Advance are left to the
 // caller.
-func newZKBackend(z *fakes.ZooKeeperServer, newLocker newZKLocker, connect func(i int, ttl time.Duration) (*zk.Conn, error), extra ...locks.Option) *zkBackend {
+func newZKBackend(z *zkfake.Server, newLocker newZKLocker, connect func(i int, ttl time.Duration) (*zk.Conn, error), extra ...locks.Option) *zkBackend {
 	be := &zkBackend{}
 	clients := 0
 	be.Backend = &propertytest.Backend{
@@ -457,7 +459,7 @@ func newZKBackend(z *fakes.ZooKeeperServer, newLocker newZKLocker, connect func(
 
 // expireHolderFault is the FaultClockJump of the minizk factories: the
 // holder's session expired now.
-func expireHolderFault(z *fakes.ZooKeeperServer, be *zkBackend) propertytest.Fault {
+func expireHolderFault(z *zkfake.Server, be *zkBackend) propertytest.Fault {
 	return propertytest.Fault{
 		Name: "expire the holder's session (the server's clock jumps)", Kind: propertytest.FaultClockJump,
 		Inject: func() error { return expireZKHolder(z, be.lockName()) },
@@ -465,9 +467,9 @@ func expireHolderFault(z *fakes.ZooKeeperServer, be *zkBackend) propertytest.Fau
 }
 
 // expireZKHolder expires the session of lock name's holder (the contender
-// with the lowest sequence number), if any: fakes.ZooKeeperServer.ExpireLock,
+// with the lowest sequence number), if any: zkfake.Server.ExpireLock,
 // with nobody holding the lock (or no locker made yet) no error.
-func expireZKHolder(z *fakes.ZooKeeperServer, name string) error {
+func expireZKHolder(z *zkfake.Server, name string) error {
 	if z.Minizk() == nil {
 		return errors.New("propertytest: expiring a session needs minizk")
 	}

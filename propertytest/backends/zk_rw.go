@@ -6,7 +6,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
-	"github.com/lockproof/lockproof/fakes"
+
+	"github.com/lockproof/lockproof/fakes/zkfake"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/locks/zklock"
 	"github.com/lockproof/lockproof/propertytest"
@@ -27,7 +28,7 @@ func ZKRWMutexOn(addr string) propertytest.Factory {
 		if addr == "" {
 			return nil, errors.New("propertytest: ZKRWMutexOn needs the server's address")
 		}
-		z, err := fakes.StartZooKeeper(fakes.ZooKeeperAt(addr))
+		z, err := zkfake.Start(zkfake.At(addr))
 		if err != nil {
 			return nil, fmt.Errorf("propertytest: %w", err)
 		}

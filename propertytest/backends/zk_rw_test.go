@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/zkfake"
 	"github.com/lockproof/lockproof/propertytest"
 	"github.com/lockproof/lockproof/propertytest/suitemain"
 )
@@ -28,9 +28,9 @@ func TestZKRWMutexKeepsItsProperties(t *testing.T) {
 // server at LOCKPROOF_ZK_ADDR, as TestZKLockOnRealServer; it is skipped
 // without one.
 func TestZKRWMutexOnRealServer(t *testing.T) {
-	addr := os.Getenv(fakes.EnvZKAddr)
+	addr := os.Getenv(zkfake.EnvAddr)
 	if addr == "" {
-		t.Skipf("set %s (a server granting 1s sessions) to run the read-write suite on a real ZooKeeper", fakes.EnvZKAddr)
+		t.Skipf("set %s (a server granting 1s sessions) to run the read-write suite on a real ZooKeeper", zkfake.EnvAddr)
 	}
 	suitemain.SetChecks(t, 3)
 	setSteps(t, 10)

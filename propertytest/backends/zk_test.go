@@ -8,7 +8,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
-	"github.com/lockproof/lockproof/fakes"
+
+	"github.com/lockproof/lockproof/fakes/zkfake"
 	"github.com/lockproof/lockproof/internal/zkrace"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/propertytest"
@@ -45,9 +46,9 @@ func TestZKSemaphoreKeepsItsProperties(t *testing.T) {
 // LOCKPROOF_ZK_ADDR, which must grant sessions of 1s (CI's, tickTime 200ms,
 // does); it is skipped without one.
 func TestZKLockOnRealServer(t *testing.T) {
-	addr := os.Getenv(fakes.EnvZKAddr)
+	addr := os.Getenv(zkfake.EnvAddr)
 	if addr == "" {
-		t.Skipf("set %s (a server granting 1s sessions) to run the suite on a real ZooKeeper", fakes.EnvZKAddr)
+		t.Skipf("set %s (a server granting 1s sessions) to run the suite on a real ZooKeeper", zkfake.EnvAddr)
 	}
 	suitemain.SetChecks(t, 3) // a real server in real time: each run lasts seconds
 	setSteps(t, 10)
@@ -58,7 +59,7 @@ func TestZKLockOnRealServer(t *testing.T) {
 // reached by its address: a lock taken and released, the run's nodes
 // deleted at its end.
 func TestZKLockOnMinizk(t *testing.T) {
-	z := fakes.ZooKeeper(t, fakes.ForceMinizk(), fakes.ZooKeeperTickTime(100*time.Millisecond))
+	z := zkfake.New(t, zkfake.ForceMinizk(), zkfake.TickTime(100*time.Millisecond))
 	t.Run("run", func(t *testing.T) {
 		be, err := ZKLockOn(z.Addr())(t)
 		if err != nil {

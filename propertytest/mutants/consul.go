@@ -9,7 +9,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/consul/api"
-	"github.com/lockproof/lockproof/fakes"
+
+	"github.com/lockproof/lockproof/fakes/consulfake"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/propertytest"
 	"github.com/lockproof/lockproof/propertytest/backends"
@@ -45,8 +46,8 @@ var consulEpoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // out renews it while another client holds the lock (the suite's foreign
 // Renew): Consul answers 404 and the mutant reports success.
 func consulIgnoresInvalidation(env propertytest.Env) (*propertytest.Backend, error) {
-	c, err := fakes.StartConsul(fakes.ConsulManualTime(consulEpoch), fakes.ForceMiniconsul(),
-		fakes.ConsulSessionTTLMin(locks.MinTTL))
+	c, err := consulfake.Start(consulfake.ManualTime(consulEpoch), consulfake.ForceMiniconsul(),
+		consulfake.SessionTTLMin(locks.MinTTL))
 	if err != nil {
 		return nil, err
 	}

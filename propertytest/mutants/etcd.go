@@ -8,12 +8,13 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lockproof/lockproof/fakes"
-	"github.com/lockproof/lockproof/locks"
-	"github.com/lockproof/lockproof/propertytest"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/lockproof/lockproof/fakes/etcdfake"
+	"github.com/lockproof/lockproof/locks"
+	"github.com/lockproof/lockproof/propertytest"
 )
 
 func init() {
@@ -41,9 +42,9 @@ func init() {
 }
 
 // etcdWaiterWithoutRecheck is the Factory of blindWaiter on a one-member
-// embedded etcd (fakes.StartEtcd with ForceEmbeddedEtcd), in real time as backends.EtcdLock.
+// embedded etcd (etcdfake.Start with ForceEmbeddedEtcd), in real time as backends.EtcdLock.
 func etcdWaiterWithoutRecheck(env propertytest.Env) (*propertytest.Backend, error) {
-	s, err := fakes.StartEtcd(fakes.ForceEmbeddedEtcd())
+	s, err := etcdfake.Start(etcdfake.ForceEmbedded())
 	if err != nil {
 		return nil, fmt.Errorf("mutant: %w", err)
 	}

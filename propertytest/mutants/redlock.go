@@ -7,7 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/redisfake"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/locks/redlock"
 	"github.com/lockproof/lockproof/propertytest"
@@ -29,7 +29,7 @@ func init() {
 // their data), and the availability check.
 func redlockFactory(quorum int) propertytest.Factory {
 	return func(env propertytest.Env) (*propertytest.Backend, error) {
-		g, err := fakes.StartRedisCluster(redlockNodes, fakes.ManualTime(epoch), fakes.ForceMiniredis())
+		g, err := redisfake.StartCluster(redlockNodes, redisfake.ManualTime(epoch), redisfake.ForceMiniredis())
 		if err != nil {
 			return nil, err
 		}

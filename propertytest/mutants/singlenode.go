@@ -1,7 +1,7 @@
 package mutants
 
 import (
-	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/redisfake"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/locks/redislock"
 	"github.com/lockproof/lockproof/propertytest"
@@ -20,7 +20,7 @@ func init() {
 // miniredis nodes, presented as a three-node backend.
 func singleNodeAsThree() propertytest.Factory {
 	return func(env propertytest.Env) (*propertytest.Backend, error) {
-		g, err := fakes.StartRedisCluster(3, fakes.ManualTime(epoch), fakes.ForceMiniredis())
+		g, err := redisfake.StartCluster(3, redisfake.ManualTime(epoch), redisfake.ForceMiniredis())
 		if err != nil {
 			return nil, err
 		}

@@ -11,7 +11,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
-	"github.com/lockproof/lockproof/fakes"
+
+	"github.com/lockproof/lockproof/fakes/zkfake"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/propertytest"
 )
@@ -95,7 +96,7 @@ type zkFlaws struct {
 // no pings of wall time and redial at once).
 func zkRecipe(f zkFlaws) propertytest.Factory {
 	return func(env propertytest.Env) (*propertytest.Backend, error) {
-		z, err := fakes.StartZooKeeper(fakes.ZooKeeperManualTime(zkEpoch), fakes.ForceMinizk(), fakes.ZooKeeperTickTime(zkSession/20))
+		z, err := zkfake.Start(zkfake.ManualTime(zkEpoch), zkfake.ForceMinizk(), zkfake.TickTime(zkSession/20))
 		if err != nil {
 			return nil, err
 		}

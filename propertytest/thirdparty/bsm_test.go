@@ -8,7 +8,8 @@ import (
 	"time"
 
 	"github.com/bsm/redislock"
-	"github.com/lockproof/lockproof/fakes"
+
+	"github.com/lockproof/lockproof/fakes/redisfake"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/propertytest"
 	"github.com/lockproof/lockproof/propertytest/adapter"
@@ -41,7 +42,7 @@ const bsmRetry = 2 * time.Millisecond
 //     locks.ErrNotHeld.
 func bsmLock() propertytest.Factory {
 	return func(env propertytest.Env) (*propertytest.Backend, error) {
-		r, err := fakes.StartRedis(fakes.ManualTime(epoch), fakes.ForceMiniredis())
+		r, err := redisfake.Start(redisfake.ManualTime(epoch), redisfake.ForceMiniredis())
 		if err != nil {
 			return nil, err
 		}

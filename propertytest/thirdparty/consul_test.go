@@ -11,7 +11,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/consul/api"
-	"github.com/lockproof/lockproof/fakes"
+
+	"github.com/lockproof/lockproof/fakes/consulfake"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/propertytest"
 	"github.com/lockproof/lockproof/propertytest/adapter"
@@ -48,7 +49,7 @@ func consulOptions(claims ...propertytest.FaultKind) propertytest.Options {
 }
 
 // consulLock is the Factory of github.com/hashicorp/consul/api's Lock on
-// miniconsul in manual time (fakes.Consul with ConsulManualTime and
+// miniconsul in manual time (consulfake.New with ConsulManualTime and
 // ForceMiniconsul), one HTTP transport per client.
 //
 // Mapping:
@@ -93,7 +94,7 @@ func consulOptions(claims ...propertytest.FaultKind) propertytest.Options {
 //     with a session of its own, Unlock leaves the session to expire.
 func consulLock() propertytest.Factory {
 	return func(env propertytest.Env) (*propertytest.Backend, error) {
-		s, err := fakes.StartConsul(fakes.ConsulManualTime(epoch), fakes.ForceMiniconsul())
+		s, err := consulfake.Start(consulfake.ManualTime(epoch), consulfake.ForceMiniconsul())
 		if err != nil {
 			return nil, err
 		}
@@ -148,7 +149,7 @@ func consulBlocking(_ []string, next string) bool { return strings.HasSuffix(nex
 func (c *consulClient) lock(ctx context.Context) (adapter.Grant, error) {
 	// The call's ctx, once set, reaches the fake's gate (a locks.Gate the
 	// suite put in it sees the requests of the Lock call).
-	ct := &callTransport{base: fakes.GateConsulTransport(c.tr)}
+	ct := &callTransport{base: consulfake.GateTransport(c.tr)}
 	client, err := api.NewClient(&api.Config{Address: c.addr, Scheme: "http", HttpClient: &http.Client{Transport: ct}})
 	if err != nil {
 		return adapter.Grant{}, err

@@ -9,15 +9,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockproof/lockproof/fakes"
-	"github.com/lockproof/lockproof/locks"
-	"github.com/lockproof/lockproof/propertytest"
-	"github.com/lockproof/lockproof/propertytest/adapter"
-	"github.com/lockproof/lockproof/propertytest/suitemain"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
+
+	"github.com/lockproof/lockproof/fakes/etcdfake"
+	"github.com/lockproof/lockproof/locks"
+	"github.com/lockproof/lockproof/propertytest"
+	"github.com/lockproof/lockproof/propertytest/adapter"
+	"github.com/lockproof/lockproof/propertytest/suitemain"
 )
 
 // etcdOptions are the suite's settings for etcd, which runs in real time
@@ -71,7 +72,7 @@ func etcdOptions(claims ...propertytest.FaultKind) propertytest.Options {
 //     session's key and never says whether it was held), then the
 //     session's Close, a Revoke of its lease; ErrLeaseNotFound from it is
 //     locks.ErrNotHeld.
-func etcdMutex(s *fakes.EtcdServer, fenced bool) propertytest.Factory {
+func etcdMutex(s *etcdfake.Server, fenced bool) propertytest.Factory {
 	var runs atomic.Int64
 	return func(env propertytest.Env) (*propertytest.Backend, error) {
 		prefix := s.Prefix() + "run" + strconv.FormatInt(runs.Add(1), 10) + "/"
@@ -174,9 +175,9 @@ func etcdNotHeld(err error) error {
 // moment of shrinking (each shrink step is such a run); under
 // LOCKPROOF_DEEP=1, 20 runs of 15 actions. -rapid.checks, when given,
 // decides the number of runs.
-func etcdTest(t *testing.T) *fakes.EtcdServer {
+func etcdTest(t *testing.T) *etcdfake.Server {
 	t.Helper()
-	s := fakes.Etcd(t)
+	s := etcdfake.New(t)
 	if s.Real() {
 		t.Skip("the etcd adapter runs on the embedded member: a shared real cluster's lease timing is not ours")
 	}
@@ -224,7 +225,7 @@ func TestThirdPartyEtcdMutexUnfencedClaimingPause(t *testing.T) {
 // The adapter's token is the create revision of the holder's key, as the
 // server has it, and grows from one acquisition to the next.
 func TestThirdPartyEtcdTokenIsCreateRevision(t *testing.T) {
-	s := fakes.Etcd(t)
+	s := etcdfake.New(t)
 	be, err := etcdMutex(s, true)(t)
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	kvconsul "github.com/kvtools/consul"
 	"github.com/kvtools/valkeyrie/store"
 	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/consulfake"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/propertytest"
 	"github.com/lockproof/lockproof/propertytest/adapter"
@@ -29,7 +30,7 @@ const kvConsulTTL = 10 * time.Second
 
 // kvConsulOptions are the suite's settings for kvtools/consul on
 // miniconsul in manual time, with sessions that end exactly at their TTL
-// (fakes.ConsulSessionTTLMultiplier(1)). Slack covers the Locker's 1 ms
+// (consulfake.SessionTTLMultiplier(1)). Slack covers the Locker's 1 ms
 // lock-delay and the deadlock-freedom probe's steps; OpTimeout is short in
 // wall time, for every request is in memory and api.Lock sleeps 5 s of wall
 // time when it meets a lock-delay.
@@ -227,7 +228,7 @@ func (c *kvClient) crash() {
 // reckoned on kvtools' own TTL, twice the session's, would pass unseen.
 func kvConsulLock(naive bool) propertytest.Factory {
 	return func(env propertytest.Env) (*propertytest.Backend, error) {
-		s, err := fakes.StartConsul(fakes.ConsulManualTime(epoch), fakes.ForceMiniconsul(), fakes.ConsulSessionTTLMultiplier(1))
+		s, err := consulfake.Start(consulfake.ManualTime(epoch), consulfake.ForceMiniconsul(), consulfake.SessionTTLMultiplier(1))
 		if err != nil {
 			return nil, err
 		}
@@ -261,10 +262,10 @@ func kvConsulLock(naive bool) propertytest.Factory {
 
 // newKVClient makes one client's Store, its requests routed in memory
 // through a Conns of its own.
-func newKVClient(env propertytest.Env, s *fakes.ConsulServer, key string, ttl time.Duration, naive bool) (*kvClient, error) {
+func newKVClient(env propertytest.Env, s *consulfake.Server, key string, ttl time.Duration, naive bool) (*kvClient, error) {
 	conns := fakes.NewConns()
 	tr := &http.Transport{DialContext: conns.Dial(s.DialContext)}
-	calls := &kvCall{base: fakes.GateConsulTransport(tr), keepGoing: naive}
+	calls := &kvCall{base: consulfake.GateTransport(tr), keepGoing: naive}
 	host, remove := kvRoutes.add(calls)
 	st, err := kvconsul.New(context.Background(), []string{host}, nil)
 	if err != nil {
@@ -390,7 +391,7 @@ func TestThirdPartyKVConsulNilLockCaught(t *testing.T) {
 // at all. Once the holder lets go, a third client is granted the lock too,
 // and two clients believe they hold it.
 func TestThirdPartyKVConsulNilLock(t *testing.T) {
-	s := fakes.Consul(t, fakes.ConsulManualTime(epoch), fakes.ForceMiniconsul(), fakes.ConsulSessionTTLMultiplier(1))
+	s := consulfake.New(t, consulfake.ManualTime(epoch), consulfake.ForceMiniconsul(), consulfake.SessionTTLMultiplier(1))
 	ctx := context.Background()
 	const ttl = time.Minute // sessions of 30 s, alive across the 15 s wait
 	newLocker := func() store.Locker {

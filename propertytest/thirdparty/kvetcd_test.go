@@ -12,12 +12,13 @@ import (
 
 	"github.com/kvtools/etcdv3"
 	"github.com/kvtools/valkeyrie/store"
-	"github.com/lockproof/lockproof/fakes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/lockproof/lockproof/fakes/etcdfake"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/propertytest"
 	"github.com/lockproof/lockproof/propertytest/adapter"
 	"github.com/lockproof/lockproof/propertytest/suitemain"
-	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // kvEtcdTry is how long, in wall time, the kvtools/etcdv3 adapter's
@@ -71,7 +72,7 @@ const kvEtcdTry = 500 * time.Millisecond
 //     caller. The lost channel is not passed on (it closes when the
 //     adapter orphans the session).
 //   - Renew: none. Unlock is the library's Unlock.
-func kvEtcdLock(s *fakes.EtcdServer) propertytest.Factory {
+func kvEtcdLock(s *etcdfake.Server) propertytest.Factory {
 	var runs atomic.Int64
 	return func(env propertytest.Env) (*propertytest.Backend, error) {
 		prefix := s.Prefix() + "kvetcd" + strconv.FormatInt(runs.Add(1), 10) + "/"
@@ -107,7 +108,7 @@ func kvEtcdLock(s *fakes.EtcdServer) propertytest.Factory {
 
 // kvEtcdStore is a Store of kvtools/etcdv3 on s's members, as a user
 // makes one: from their host:port addresses.
-func kvEtcdStore(s *fakes.EtcdServer) (*etcdv3.Store, error) {
+func kvEtcdStore(s *etcdfake.Server) (*etcdv3.Store, error) {
 	var addrs []string
 	for _, e := range s.Endpoints() {
 		addrs = append(addrs, strings.TrimPrefix(e, "http://"))
@@ -171,7 +172,7 @@ func TestThirdPartyKvtoolsEtcdv3(t *testing.T) {
 // A plain reproduction on the embedded etcd: client A holds the lock,
 // client B's Lock is cancelled once its key waits in the queue.
 func TestKvtoolsEtcdv3CancelledLockReturnsNoError(t *testing.T) {
-	s := fakes.Etcd(t)
+	s := etcdfake.New(t)
 	if s.Real() {
 		t.Skip("on the embedded member only")
 	}

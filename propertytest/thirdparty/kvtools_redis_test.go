@@ -10,7 +10,8 @@ import (
 
 	kvredis "github.com/kvtools/redis"
 	"github.com/kvtools/valkeyrie/store"
-	"github.com/lockproof/lockproof/fakes"
+
+	"github.com/lockproof/lockproof/fakes/redisfake"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/propertytest"
 	"github.com/lockproof/lockproof/propertytest/adapter"
@@ -99,7 +100,7 @@ func newKVStore(ctx context.Context, addr string, c kvtoolsCodec) (*kvredis.Stor
 //     closes its Store (its connections), as a dead process's end.
 func kvtoolsLock(codec kvtoolsCodec) propertytest.Factory {
 	return func(env propertytest.Env) (*propertytest.Backend, error) {
-		r, err := fakes.StartRedis(fakes.ManualTime(epoch), fakes.ForceMiniredis())
+		r, err := redisfake.Start(redisfake.ManualTime(epoch), redisfake.ForceMiniredis())
 		if err != nil {
 			return nil, err
 		}
@@ -264,7 +265,7 @@ func TestThirdPartyKVToolsRedisWholeSeconds(t *testing.T) {
 // the grant has 0.5 s to run.
 func TestKVToolsRedisRenewsInWholeSeconds(t *testing.T) {
 	ctx := context.Background()
-	r := fakes.Redis(t, fakes.ManualTime(epoch), fakes.ForceMiniredis())
+	r := redisfake.New(t, redisfake.ManualTime(epoch), redisfake.ForceMiniredis())
 	key := r.Prefix() + "lock"
 	first, second := kvStore(t, r, kvtoolsJSON), kvStore(t, r, kvtoolsJSON)
 
@@ -316,7 +317,7 @@ func TestKVToolsRedisRenewsInWholeSeconds(t *testing.T) {
 // the key stays until its TTL.
 func TestKVToolsRedisRawCodecUnlockFails(t *testing.T) {
 	ctx := context.Background()
-	r := fakes.Redis(t, fakes.ManualTime(epoch), fakes.ForceMiniredis())
+	r := redisfake.New(t, redisfake.ManualTime(epoch), redisfake.ForceMiniredis())
 	key := r.Prefix() + "lock"
 	st := kvStore(t, r, kvtoolsRaw)
 	life, stop := context.WithCancel(ctx)
@@ -339,7 +340,7 @@ func TestKVToolsRedisRawCodecUnlockFails(t *testing.T) {
 }
 
 // kvStore is a Store of the library on r, closed at the end of the test.
-func kvStore(t *testing.T, r *fakes.RedisServer, c kvtoolsCodec) *kvredis.Store {
+func kvStore(t *testing.T, r *redisfake.Server, c kvtoolsCodec) *kvredis.Store {
 	t.Helper()
 	st, err := newKVStore(context.Background(), r.Addr(), c)
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 	kvzk "github.com/kvtools/zookeeper"
 	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/fakes/minizk"
+	"github.com/lockproof/lockproof/fakes/zkfake"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/propertytest"
 	"github.com/lockproof/lockproof/propertytest/adapter"
@@ -94,7 +95,7 @@ func kvZKLock(t testing.TB) propertytest.Factory {
 	closing := &sync.WaitGroup{}
 	t.Cleanup(closing.Wait)
 	return func(env propertytest.Env) (*propertytest.Backend, error) {
-		z, err := fakes.StartZooKeeper(fakes.ZooKeeperManualTime(epoch), fakes.ForceMinizk(), fakes.ZooKeeperTickTime(kvZKTTL/20))
+		z, err := zkfake.Start(zkfake.ManualTime(epoch), zkfake.ForceMinizk(), zkfake.TickTime(kvZKTTL/20))
 		if err != nil {
 			return nil, err
 		}
@@ -132,7 +133,7 @@ func kvZKLock(t testing.TB) propertytest.Factory {
 // kvZKClient is one client of the lock: its connections, and the sessions
 // (Stores) it has open.
 type kvZKClient struct {
-	z     *fakes.ZooKeeperServer
+	z     *zkfake.Server
 	key   string
 	o     locks.Options
 	conns *fakes.Conns
@@ -473,7 +474,7 @@ func TestThirdPartyKvtoolsZooKeeper(t *testing.T) {
 // only the first one's Unlock, which succeeds, lets it in.
 func TestKvtoolsZooKeeperFailedLockHolds(t *testing.T) {
 	zkSkipUnderRace(t)
-	z := fakes.ZooKeeper(t, fakes.ZooKeeperManualTime(epoch), fakes.ForceMinizk(), fakes.ZooKeeperTickTime(kvZKTTL/20))
+	z := zkfake.New(t, zkfake.ManualTime(epoch), zkfake.ForceMinizk(), zkfake.TickTime(kvZKTTL/20))
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	var drop atomic.Bool

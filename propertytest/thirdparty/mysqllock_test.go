@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/mysqlfake"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/propertytest"
 	"github.com/lockproof/lockproof/propertytest/adapter"
@@ -35,7 +36,7 @@ func mysqlLockOptions() propertytest.Options {
 }
 
 // mysqlNamedLock is the Factory of github.com/sanketplus/go-mysql-lock
-// (v0.0.7) on the in-process go-mysql-server (fakes.StartMySQL, its named
+// (v0.0.7) on the in-process go-mysql-server (mysqlfake.Start, its named
 // locks on the run's manual clock through FollowClock).
 //
 // Mapping:
@@ -62,7 +63,7 @@ func mysqlLockOptions() propertytest.Options {
 func mysqlNamedLock() propertytest.Factory {
 	return func(env propertytest.Env) (*propertytest.Backend, error) {
 		clock := fakes.NewClock(epoch)
-		s, err := fakes.StartMySQL(fakes.ForceEmbeddedMySQL())
+		s, err := mysqlfake.Start(mysqlfake.ForceEmbedded())
 		if err != nil {
 			return nil, err
 		}

@@ -8,7 +8,8 @@ import (
 	"time"
 
 	"github.com/amyangfei/redlock-go/v3/redlock"
-	"github.com/lockproof/lockproof/fakes"
+
+	"github.com/lockproof/lockproof/fakes/redisfake"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/propertytest"
 	"github.com/lockproof/lockproof/propertytest/adapter"
@@ -16,7 +17,7 @@ import (
 )
 
 // redlockGoLock is the Factory of amyangfei/redlock-go v3.0.0's RedLock on
-// three miniredis nodes in manual time (fakes.StartRedisCluster).
+// three miniredis nodes in manual time (redisfake.StartCluster).
 //
 // Mapping:
 //   - The library builds its go-redis v8 clients from addresses
@@ -38,7 +39,7 @@ import (
 //     whatever the nodes answered.
 func redlockGoLock() propertytest.Factory {
 	return func(env propertytest.Env) (*propertytest.Backend, error) {
-		g, err := fakes.StartRedisCluster(3, fakes.ManualTime(epoch), fakes.ForceMiniredis())
+		g, err := redisfake.StartCluster(3, redisfake.ManualTime(epoch), redisfake.ForceMiniredis())
 		if err != nil {
 			return nil, err
 		}

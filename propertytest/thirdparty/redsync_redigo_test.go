@@ -12,6 +12,7 @@ import (
 	"github.com/go-redsync/redsync/v4/redis/redigo"
 	redigolib "github.com/gomodule/redigo/redis"
 	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/redisfake"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/propertytest"
 	"github.com/lockproof/lockproof/propertytest/adapter"
@@ -29,7 +30,7 @@ import (
 // mapping is redsyncLock's otherwise.
 func redsyncRedigoLock(inMemory bool) propertytest.Factory {
 	return func(env propertytest.Env) (*propertytest.Backend, error) {
-		r, err := fakes.StartRedis(fakes.ManualTime(epoch), fakes.ForceMiniredis())
+		r, err := redisfake.Start(redisfake.ManualTime(epoch), redisfake.ForceMiniredis())
 		if err != nil {
 			return nil, err
 		}

@@ -13,6 +13,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/etcdfake"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/propertytest"
 	"github.com/lockproof/lockproof/propertytest/adapter"
@@ -61,7 +62,7 @@ const (
 //     kit's deadline.
 //   - Renew: none (the library has none). Unlock is Release, which never
 //     says whether the lock was still held.
-func scalingoLock(s *fakes.EtcdServer) propertytest.Factory {
+func scalingoLock(s *etcdfake.Server) propertytest.Factory {
 	var runs atomic.Int64
 	return func(env propertytest.Env) (*propertytest.Backend, error) {
 		prefix := s.Prefix() + "scalingo" + strconv.FormatInt(runs.Add(1), 10) + "/"

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/consul/api"
 	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/consulfake"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/propertytest"
 	"github.com/lockproof/lockproof/propertytest/adapter"
@@ -69,7 +70,7 @@ func semOptions() propertytest.Options {
 //   - Crash: the client's connections are severed (adapter.WithCrash).
 func semaphore(wouldWait bool) propertytest.Factory {
 	return func(env propertytest.Env) (*propertytest.Backend, error) {
-		s, err := fakes.StartConsul(fakes.ConsulManualTime(epoch), fakes.ForceMiniconsul(), fakes.ConsulSessionTTLMultiplier(1))
+		s, err := consulfake.Start(consulfake.ManualTime(epoch), consulfake.ForceMiniconsul(), consulfake.SessionTTLMultiplier(1))
 		if err != nil {
 			return nil, err
 		}
@@ -110,14 +111,14 @@ type semClient struct {
 	ttl    time.Duration
 }
 
-func newSemClient(env propertytest.Env, s *fakes.ConsulServer, prefix string, ttl time.Duration) (*semClient, error) {
+func newSemClient(env propertytest.Env, s *consulfake.Server, prefix string, ttl time.Duration) (*semClient, error) {
 	conns := fakes.NewConns()
 	tr := &http.Transport{DialContext: conns.Dial(s.DialContext)}
 	env.Cleanup(func() {
 		conns.Sever()
 		tr.CloseIdleConnections()
 	})
-	ct := &callTransport{base: fakes.GateConsulTransport(tr)}
+	ct := &callTransport{base: consulfake.GateTransport(tr)}
 	client, err := api.NewClient(&api.Config{Address: s.Addr(), Scheme: "http", HttpClient: &http.Client{Transport: ct}})
 	if err != nil {
 		return nil, err
@@ -201,7 +202,7 @@ func (g *holdGate) Request(_ context.Context, what string) func() {
 // refusal (Report.SpuriousRefusals) and tolerates it once: it is no
 // deadlock, the next attempt is granted.
 func TestThirdPartyConsulSemaphoreSpuriousRefusal(t *testing.T) {
-	s := fakes.Consul(t, fakes.ConsulManualTime(epoch), fakes.ForceMiniconsul(), fakes.ConsulSessionTTLMultiplier(1))
+	s := consulfake.New(t, consulfake.ManualTime(epoch), consulfake.ForceMiniconsul(), consulfake.SessionTTLMultiplier(1))
 	newClient := func() *semClient {
 		c, err := newSemClient(t, s, s.Prefix()+"spurious", kvConsulTTL)
 		if err != nil {

@@ -11,7 +11,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
-	"github.com/lockproof/lockproof/fakes"
+
+	"github.com/lockproof/lockproof/fakes/zkfake"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/propertytest"
 	"github.com/lockproof/lockproof/propertytest/adapter"
@@ -38,7 +39,7 @@ func zkOptions(claims ...propertytest.FaultKind) propertytest.Options {
 }
 
 // zkLock is the Factory of github.com/go-zookeeper/zk's Lock (v1.0.4,
-// zk.NewLock) on minizk in manual time (fakes.ZooKeeper with
+// zk.NewLock) on minizk in manual time (zkfake.New with
 // ZooKeeperManualTime and ForceMinizk). With fenced false the adapter hands
 // out no token: zk.Lock used as it is.
 //
@@ -96,7 +97,7 @@ func zkOptions(claims ...propertytest.FaultKind) propertytest.Options {
 //     locks.ErrNotHeld.
 func zkLock(fenced bool) propertytest.Factory {
 	return func(env propertytest.Env) (*propertytest.Backend, error) {
-		z, err := fakes.StartZooKeeper(fakes.ZooKeeperManualTime(epoch), fakes.ForceMinizk(), fakes.ZooKeeperTickTime(zkTick))
+		z, err := zkfake.Start(zkfake.ManualTime(epoch), zkfake.ForceMinizk(), zkfake.TickTime(zkTick))
 		if err != nil {
 			return nil, err
 		}
@@ -106,7 +107,7 @@ func zkLock(fenced bool) propertytest.Factory {
 }
 
 // zkBackend is zkLock's Backend on z.
-func zkBackend(z *fakes.ZooKeeperServer, fenced bool) *propertytest.Backend {
+func zkBackend(z *zkfake.Server, fenced bool) *propertytest.Backend {
 	return &propertytest.Backend{
 		NewLocker: func(name string, opts ...locks.Option) (locks.Locker, error) {
 			o, err := locks.Resolve(z.Prefix(), append(z.LockOptions(), opts...)...)
@@ -134,7 +135,7 @@ func zkPath(o locks.Options, name string) string {
 
 // zkClient is one client of zk.Lock: a connection per acquisition.
 type zkClient struct {
-	z      *fakes.ZooKeeperServer
+	z      *zkfake.Server
 	path   string
 	o      locks.Options
 	fenced bool
@@ -384,7 +385,7 @@ func TestThirdPartyZKLockClaimingPause(t *testing.T) {
 // lock is refused and leaves no node behind.
 func TestThirdPartyZKTokenIsCzxid(t *testing.T) {
 	zkSkipUnderRace(t)
-	z := fakes.ZooKeeper(t, fakes.ZooKeeperManualTime(epoch), fakes.ForceMinizk(), fakes.ZooKeeperTickTime(zkTick))
+	z := zkfake.New(t, zkfake.ManualTime(epoch), zkfake.ForceMinizk(), zkfake.TickTime(zkTick))
 	be := zkBackend(z, true)
 	opts := []locks.Option{locks.WithTTL(zkTTL), locks.WithWatchdog(false)}
 	a, err := be.NewLocker("token", opts...)

@@ -9,6 +9,10 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/consulfake"
+	"github.com/lockproof/lockproof/fakes/etcdfake"
+	"github.com/lockproof/lockproof/fakes/redisfake"
+	"github.com/lockproof/lockproof/fakes/zkfake"
 	"github.com/lockproof/lockproof/locks/lockbench"
 	"github.com/lockproof/lockproof/locks/lockbench/peers"
 )
@@ -19,17 +23,17 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m, fakes.ZKFlushWedge()) } /
 func TestPeersExclude(t *testing.T) {
 	for _, c := range []struct {
 		name string
-		ws   func(r *fakes.RedisServer) []lockbench.Worker
+		ws   func(r *redisfake.Server) []lockbench.Worker
 	}{
-		{"redsync", func(r *fakes.RedisServer) []lockbench.Worker {
+		{"redsync", func(r *redisfake.Server) []lockbench.Worker {
 			return peers.Redsync(r.Client(), r.Prefix()+"redsync", 10*time.Second, 3)
 		}},
-		{"bsm", func(r *fakes.RedisServer) []lockbench.Worker {
+		{"bsm", func(r *redisfake.Server) []lockbench.Worker {
 			return peers.BSM(r.Client(), r.Prefix()+"bsm", 10*time.Second, 3)
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			r := fakes.Redis(t)
+			r := redisfake.New(t)
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			res, err := lockbench.Contend(ctx, c.ws(r), lockbench.Contention{Acquisitions: 60, Hold: 50 * time.Microsecond})
@@ -52,7 +56,7 @@ func TestEtcdAndConsulPeersExclude(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	t.Run("concurrency.Mutex", func(t *testing.T) {
-		e := fakes.Etcd(t)
+		e := etcdfake.New(t)
 		ws := make([]lockbench.Worker, 3)
 		for i := range ws {
 			w, closeSession, err := peers.EtcdMutex(e.NewClient(), e.Prefix()+"mutex", 10*time.Second)
@@ -67,7 +71,7 @@ func TestEtcdAndConsulPeersExclude(t *testing.T) {
 		}
 	})
 	t.Run("recipes.RWMutex writer", func(t *testing.T) {
-		e := fakes.Etcd(t)
+		e := etcdfake.New(t)
 		ws := make([]lockbench.Worker, 3)
 		for i := range ws {
 			w, closeSession, err := peers.EtcdRWMutexWriter(e.NewClient(), e.Prefix()+"rw", 10*time.Second)
@@ -86,7 +90,7 @@ func TestEtcdAndConsulPeersExclude(t *testing.T) {
 		}
 	})
 	t.Run("api.Lock", func(t *testing.T) {
-		c := fakes.Consul(t, fakes.ForceMiniconsul())
+		c := consulfake.New(t, consulfake.ForceMiniconsul())
 		ws, err := peers.ConsulLock(c.Client(), c.Prefix()+"lock", 10*time.Second, 3)
 		if err != nil {
 			t.Fatal(err)
@@ -106,7 +110,7 @@ const realTimeAcquisitions = 12
 // with every hand-off to a waiter that watches its predecessor, watch
 // events.
 func TestZKLockPeerExcludesAndIsCounted(t *testing.T) {
-	z := fakes.ZooKeeper(t)
+	z := zkfake.New(t)
 	var c peers.ZKCounter
 	ws := make([]lockbench.Worker, 3)
 	for i := range ws {

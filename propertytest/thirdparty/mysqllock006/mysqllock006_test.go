@@ -32,7 +32,7 @@ var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // adapts v0.0.7 (propertytest/thirdparty/mysqllock_test.go).
 func factory(env propertytest.Env) (*propertytest.Backend, error) {
 	clock := fakes.NewClock(epoch)
-	s, err := fakes.StartMySQL(fakes.ForceEmbeddedMySQL())
+	s, err := mysqlfake.Start(mysqlfake.ForceEmbedded())
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,34 @@
+package mysqlfake
+
+import (
+	"context"
+	"database/sql"
+	"net"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/lockproof/lockproof/fakes"
+)
+
+// DialContext connects to the server, whatever network and addr say, as
+// the pools of OpenDB do: in memory on the in-process server, to the
+// DSN's address on a real one. It fits go-sql-driver's Config.DialFunc
+// (and mysql.RegisterDialContext, with the address dropped).
+func (s *Server) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	if s.mem != nil {
+		return s.mem.Dial(ctx, network, addr)
+	}
+	cfg, err := mysql.ParseDSN(s.dsn)
+	if err != nil {
+		return nil, err
+	}
+	var d net.Dialer
+	return d.DialContext(ctx, cfg.Net, cfg.Addr)
+}
+
+// OpenDBThrough is OpenDB with every connection dialed through conns:
+// after conns.Sever its statements fail and it cannot reconnect. Gated
+// as OpenDB's (GatedConnector), closed by Close.
+func (s *Server) OpenDBThrough(conns *fakes.Conns) (*sql.DB, error) {
+	return s.openDB(conns.Dial(s.DialContext))
+}
