@@ -142,9 +142,15 @@ func (o *leaseOps) Renew(ctx context.Context) error {
 
 // Release deletes the node, version-checked. Should someone have changed
 // the node's data (its version moved), it is read again and deleted at
-// its new version while it still has the acquisition's czxid. Transient
-// failures are retried while ctx lasts, for at most one TTL.
+// its new version while it still has the acquisition's czxid. A session
+// that is over (expired, closed, or replaced on the connection) took the
+// node with it: Release then returns at once. Transient failures are
+// retried while ctx lasts, for at most one TTL.
 func (o *leaseOps) Release(ctx context.Context) error {
+	if err := o.sessionErr(); err != nil {
+		o.markReleased() // the node went with its session
+		return err
+	}
 	start := o.l.opt.Clock.Now()
 	version := o.version
 	for tries := 0; ; {
@@ -156,6 +162,11 @@ func (o *leaseOps) Release(ctx context.Context) error {
 		case errors.Is(err, zk.ErrNoNode):
 			o.markReleased()
 			return o.nodeGone()
+		case errors.Is(err, zk.ErrSessionExpired), errors.Is(err, zk.ErrClosing), o.sessionErr() != nil:
+			// The session is over, and its ephemeral node with it;
+			// retrying would wait for a connection that no longer owns it.
+			o.markReleased()
+			return o.sessionLost()
 		case errors.Is(err, zk.ErrBadVersion):
 			var st *zk.Stat
 			if st, err = o.l.stat(ctx, o.path); err == nil {
