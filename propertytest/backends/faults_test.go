@@ -14,11 +14,7 @@ import (
 // report it as VIOLATED once the lock claims the fault.
 func TestRedisFailoverIsAnExpectedViolation(t *testing.T) {
 	suitemain.SetChecks(t, 6) // about one run in three fails over while a lease is held
-	if !suitemain.Deep() {
-		// Four of the six runs from this seed break exclusivity across
-		// a failover; a random seed needed about 30 runs to be sure.
-		suitemain.SetFlag(t, "rapid.seed", "5")
-	}
+	pinSeed(t, "5")           // four of its six runs break exclusivity across a failover
 	rep := propertytest.Check(t, RedisLockWithFailover(time.Second), propertytest.Options{})
 	if rep.Failed {
 		t.Fatalf("an unclaimed fault failed the run: %v\n%s", rep.Broken(), rep.Output)
@@ -35,9 +31,7 @@ func TestRedisFailoverIsAnExpectedViolation(t *testing.T) {
 
 func TestRedisFailoverClaimedIsViolated(t *testing.T) {
 	suitemain.SetChecks(t, 200) // stops at the first failure
-	if !suitemain.Deep() {
-		suitemain.SetFlag(t, "rapid.seed", "8") // its first run fails over while a lease is held
-	}
+	pinSeed(t, "8")             // its first run fails over while a lease is held
 	rep := propertytest.Check(t, RedisLockWithFailover(time.Second), propertytest.Options{
 		Claims:     []propertytest.FaultKind{propertytest.FaultCrash, propertytest.FaultPause, propertytest.FaultFailover},
 		ShrinkRuns: caughtShrinkRuns,
