@@ -15,3 +15,13 @@ func TestMain(m *testing.M) { suitemain.Main(m) }
 // already names it, and on a backend over TCP each of the default 200
 // shrink runs costs milliseconds of quiescence.
 const caughtShrinkRuns = 20
+
+// pinSeed starts the default run of a test at seed, one whose first runs
+// show what the test asserts, instead of a random one that may need many;
+// LOCKPROOF_DEEP=1 keeps the random seeds.
+func pinSeed(t *testing.T, seed string) {
+	t.Helper()
+	if !suitemain.Deep() {
+		suitemain.SetFlag(t, "rapid.seed", seed)
+	}
+}
