@@ -9,7 +9,7 @@ import (
 )
 
 // docRow is a row of docs/mutants.md's table of mutants: its first cell.
-var docRow = regexp.MustCompile("(?m)^\\| ([a-z0-9]+(?:-[a-z0-9]+)+) \\|")
+var docRow = regexp.MustCompile(`(?m)^\| ([a-z0-9]+(?:-[a-z0-9]+)+) \|`)
 
 // The pages that count the mutants or list them agree with the registry:
 // docs/mutants.md has a row for each mutant and none for a mutant that is
