@@ -421,7 +421,9 @@ func TestThirdPartyKVConsulNilLock(t *testing.T) {
 		lost, err := b.Lock(bctx)
 		done <- result{lost, err}
 	}()
-	s.WaitBlocked(1) // b's blocking query
+	// a's lock monitor parks a blocking query too: waiting for one let the
+	// clock move before b's was parked, and b then waited for ever.
+	s.WaitBlocked(2) // a's monitor and b's Lock
 	cancel()
 	s.Advance(api.DefaultLockWaitTime) // the query ends, a still holding
 	got := <-done
