@@ -25,7 +25,7 @@ var _ propertytest.ManualClock = (*fakes.Clock)(nil)
 // RedisLock is the Factory of redislock on a single miniredis (redisfake.New
 // in manual time). It offers no backend fault.
 func RedisLock() propertytest.Factory {
-	return onOneMiniredis(func(c redis.UniversalClient, name string, opts ...locks.Option) (locks.Locker, error) {
+	return OnMiniredis(func(c redis.UniversalClient, name string, opts ...locks.Option) (locks.Locker, error) {
 		return redislock.New(c, name, opts...)
 	})
 }
@@ -34,7 +34,7 @@ func RedisLock() propertytest.Factory {
 // permits on a single miniredis (redisfake.New in manual time); run it with
 // Options.Permits set to the same number. It offers no backend fault.
 func RedisSemaphore(permits int) propertytest.Factory {
-	return onOneMiniredis(func(c redis.UniversalClient, name string, opts ...locks.Option) (locks.Locker, error) {
+	return OnMiniredis(func(c redis.UniversalClient, name string, opts ...locks.Option) (locks.Locker, error) {
 		return redislock.NewSemaphore(c, name, permits, opts...)
 	})
 }
@@ -44,7 +44,7 @@ func RedisSemaphore(permits int) propertytest.Factory {
 // ReadWriteLocker of the mutex's two views. Run it with Options.ReadWrite.
 // It offers no backend fault.
 func RedisRWMutex() propertytest.Factory {
-	return onOneMiniredis(func(c redis.UniversalClient, name string, opts ...locks.Option) (locks.Locker, error) {
+	return OnMiniredis(func(c redis.UniversalClient, name string, opts ...locks.Option) (locks.Locker, error) {
 		m, err := redislock.NewRWMutex(c, name, opts...)
 		if err != nil {
 			return nil, err
@@ -53,9 +53,11 @@ func RedisRWMutex() propertytest.Factory {
 	})
 }
 
-// onOneMiniredis is the Factory of the lock newLocker makes on a single
-// miniredis in manual time, each Locker on a client of its own.
-func onOneMiniredis(newLocker func(c redis.UniversalClient, name string, opts ...locks.Option) (locks.Locker, error)) propertytest.Factory {
+// OnMiniredis is the Factory of the lock newLocker makes on a single
+// miniredis in manual time, each Locker on a client of its own, with the
+// fake's lock options before the suite's. Any lock built on a go-redis
+// client fits it: the built-in Redis factories and the mutants use it.
+func OnMiniredis(newLocker func(c redis.UniversalClient, name string, opts ...locks.Option) (locks.Locker, error)) propertytest.Factory {
 	return func(env propertytest.Env) (*propertytest.Backend, error) {
 		r, err := redisfake.Start(redisfake.ManualTime(epoch), redisfake.ForceMiniredis())
 		if err != nil {

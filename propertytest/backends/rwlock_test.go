@@ -26,7 +26,7 @@ func TestRedisRWMutexKeepsItsProperties(t *testing.T) {
 // A semaphore of two permits posing as a read-write lock (its permits
 // taken in either mode) lets two writers hold at once: exclusivity.
 func TestSemaphoreAsRWLockBreaksExclusivity(t *testing.T) {
-	sem := onOneMiniredis(func(c redis.UniversalClient, name string, opts ...locks.Option) (locks.Locker, error) {
+	sem := OnMiniredis(func(c redis.UniversalClient, name string, opts ...locks.Option) (locks.Locker, error) {
 		s, err := redislock.NewSemaphore(c, name, 2, opts...)
 		if err != nil {
 			return nil, err

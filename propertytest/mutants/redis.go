@@ -8,10 +8,10 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lockproof/lockproof/fakes/redisfake"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/locks/redislock"
 	"github.com/lockproof/lockproof/propertytest"
+	"github.com/lockproof/lockproof/propertytest/backends"
 )
 
 // redisBug is the one defect of a setnxLocker.
@@ -37,30 +37,9 @@ func init() {
 // setnxFactory is the Factory of a setnxLocker with bug b on a miniredis in
 // manual time; every client has a connection of its own.
 func setnxFactory(b redisBug) propertytest.Factory {
-	return onMiniredis(func(c redis.UniversalClient, name string, opts ...locks.Option) (locks.Locker, error) {
+	return backends.OnMiniredis(func(c redis.UniversalClient, name string, opts ...locks.Option) (locks.Locker, error) {
 		return newSetNXLocker(c, name, b, opts...)
 	})
-}
-
-// onMiniredis is the Factory of the Lockers newLocker makes on a miniredis
-// in manual time, each on a connection of its own, with the fake's lock
-// options before opts.
-func onMiniredis(newLocker func(c redis.UniversalClient, name string, opts ...locks.Option) (locks.Locker, error)) propertytest.Factory {
-	return func(env propertytest.Env) (*propertytest.Backend, error) {
-		r, err := redisfake.Start(redisfake.ManualTime(epoch), redisfake.ForceMiniredis())
-		if err != nil {
-			return nil, err
-		}
-		propertytest.CloseAtCleanup(env, "the Redis fake", r)
-		return &propertytest.Backend{
-			NewLocker: func(name string, opts ...locks.Option) (locks.Locker, error) {
-				return newLocker(r.NewClient(), name, append(r.LockOptions(), opts...)...)
-			},
-			Clock:     r.Clock(),
-			Advance:   r.Advance,
-			InProcess: true,
-		}, nil
-	}
 }
 
 // setnxLocker is the textbook Redis lock: the key holds a random owner and

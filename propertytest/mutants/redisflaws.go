@@ -10,6 +10,7 @@ import (
 
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/propertytest"
+	"github.com/lockproof/lockproof/propertytest/backends"
 )
 
 // redisFlaw is the one defect of a flawedLocker. Each reproduces a bug
@@ -91,7 +92,7 @@ func flawedFactory(f redisFlaw) propertytest.Factory {
 // setnxLocker (its client, key, options and fencing counter), on a
 // miniredis in manual time; every client has a connection of its own.
 func onSetNX(lock func(base *setnxLocker) locks.Locker) propertytest.Factory {
-	return onMiniredis(func(c redis.UniversalClient, name string, opts ...locks.Option) (locks.Locker, error) {
+	return backends.OnMiniredis(func(c redis.UniversalClient, name string, opts ...locks.Option) (locks.Locker, error) {
 		base, err := newSetNXLocker(c, name, noRedisBug, opts...)
 		if err != nil {
 			return nil, err

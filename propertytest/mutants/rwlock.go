@@ -9,6 +9,7 @@ import (
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/locks/redislock"
 	"github.com/lockproof/lockproof/propertytest"
+	"github.com/lockproof/lockproof/propertytest/backends"
 )
 
 // rwFlaw is the one defect of a flawedRW, a read-write lock of expiring
@@ -84,7 +85,7 @@ func init() {
 // manual time; every client has a connection of its own, and its Locker is
 // the ReadWriteLocker of the lock's two modes.
 func rwFactory(f rwFlaw) propertytest.Factory {
-	return onMiniredis(func(c redis.UniversalClient, name string, opts ...locks.Option) (locks.Locker, error) {
+	return backends.OnMiniredis(func(c redis.UniversalClient, name string, opts ...locks.Option) (locks.Locker, error) {
 		base, err := newSetNXLocker(c, name, noRedisBug, opts...) // its name and options
 		if err != nil {
 			return nil, err

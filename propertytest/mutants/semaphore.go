@@ -8,6 +8,7 @@ import (
 
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/propertytest"
+	"github.com/lockproof/lockproof/propertytest/backends"
 )
 
 // semFlaw is the one defect of a flawedSemaphore, a counting semaphore of
@@ -78,7 +79,7 @@ func init() {
 // permits with flaw f, on a miniredis in manual time; every client has a
 // connection of its own.
 func semaphoreFactory(f semFlaw) propertytest.Factory {
-	return onMiniredis(func(c redis.UniversalClient, name string, opts ...locks.Option) (locks.Locker, error) {
+	return backends.OnMiniredis(func(c redis.UniversalClient, name string, opts ...locks.Option) (locks.Locker, error) {
 		base, err := newSetNXLocker(c, name, noRedisBug, opts...) // its name, key and options
 		if err != nil {
 			return nil, err
