@@ -178,7 +178,13 @@ func TestDeadlineFromTheGrantingRequest(t *testing.T) {
 				lease, err := b.Lock(locks.WithGate(ctx, outer))
 				res <- result{lease, err}
 			}()
-			<-outer.seen // b's first SET, refused: b waits
+			// The gate tells of a request before it goes, so b's first SET
+			// is known refused only once b's WAIT comes to the gate.
+			for what := range outer.seen {
+				if what == "toy WAIT" {
+					break
+				}
+			}
 			clock.Advance(5 * time.Second)
 			if err := held.Unlock(ctx); err != nil {
 				t.Fatal(err)
