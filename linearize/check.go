@@ -58,6 +58,12 @@ type Options struct {
 	// check with Unknown and Cause ErrMemoryLimit instead of exhausting the
 	// process. Zero means DefaultMaxMemory; math.MaxInt64 lifts the cap.
 	MaxMemory int64
+	// MaxSteps bounds the steps of search, counted in blocks of a few
+	// hundred, for the decision and again for shrinking; zero means no
+	// bound. Spending them ends the check with Unknown and Cause
+	// ErrStepLimit. With Workers 1 a step bound, unlike TimeLimit, gives
+	// one history the same Result on any machine under any load.
+	MaxSteps int64
 	// Workers is how many partitions are searched at once. Zero means
 	// GOMAXPROCS.
 	Workers int
@@ -132,6 +138,10 @@ type Result struct {
 	// ShrinkElapsed is the part of Elapsed spent shrinking the
 	// counterexample (under Options.ShrinkTimeLimit).
 	ShrinkElapsed time.Duration
+	// Steps is the search steps the decision spent, shrinking not
+	// included, as Options.MaxSteps counts them: with Workers 1, the same
+	// for one history on every machine.
+	Steps int64
 }
 
 // Linearization returns the witness of an Ok result: for each partition,
@@ -159,7 +169,7 @@ func (r *Result) Linearization() [][]int {
 // unless Workers is 1.
 func Check[S, I, O any](ctx context.Context, model Model[S, I, O], history []Operation[I, O], opts Options) (Result, error) {
 	start := time.Now()
-	if opts.TimeLimit < 0 || opts.MaxMemory < 0 || opts.Workers < 0 || opts.ShrinkTimeLimit < 0 {
+	if opts.TimeLimit < 0 || opts.MaxMemory < 0 || opts.MaxSteps < 0 || opts.Workers < 0 || opts.ShrinkTimeLimit < 0 {
 		return Result{}, fmt.Errorf("%w: negative limit in %+v", ErrInvalidOptions, opts)
 	}
 	m, err := fill(model)
@@ -178,25 +188,25 @@ func Check[S, I, O any](ctx context.Context, model Model[S, I, O], history []Ope
 		ctx, cancel = context.WithTimeoutCause(ctx, opts.TimeLimit, ErrTimeLimit)
 		defer cancel()
 	}
-	b := newBudget(ctx, opts.MaxMemory)
+	b := newBudget(ctx, opts.MaxMemory, opts.MaxSteps)
 	defer b.stop()
 
 	if model.fastUsable() {
 		if res, ok := model.fast(parent, ctx, history, opts, b); ok {
-			res.Elapsed = time.Since(start)
+			res.Elapsed, res.Steps = time.Since(start), b.steps.Load()
 			return res, nil
 		}
 	}
 	res := checkGeneric(parent, ctx, &m, history, opts, b, splitCap)
-	res.Elapsed = time.Since(start)
+	res.Elapsed, res.Steps = time.Since(start), b.steps.Load()
 	return res, nil
 }
 
 // newBudget returns a budget cancelled when ctx is done; stop releases
 // its watch of ctx. A ctx that is never done (context.Background) is not
 // watched.
-func newBudget(ctx context.Context, maxMem int64) *budget {
-	b := &budget{maxMem: maxMem}
+func newBudget(ctx context.Context, maxMem, maxSteps int64) *budget {
+	b := &budget{maxMem: maxMem, maxSteps: maxSteps}
 	if ctx.Done() == nil {
 		return b
 	}
@@ -263,7 +273,7 @@ func shrinkWithin[S, I, O any](parent context.Context, m *filled[S, I, O], histo
 		ctx, cancel = context.WithTimeoutCause(parent, limit, ErrTimeLimit)
 		defer cancel()
 	}
-	b := newBudget(ctx, opts.MaxMemory)
+	b := newBudget(ctx, opts.MaxMemory, opts.MaxSteps)
 	defer b.stop()
 	cex, minimal = shrink(m, history, ops, blocker, b)
 	return cex, minimal, time.Since(start)
@@ -272,6 +282,9 @@ func shrinkWithin[S, I, O any](parent context.Context, m *filled[S, I, O], histo
 func unknownCause(ctx context.Context, b *budget) error {
 	if b.memHit.Load() {
 		return ErrMemoryLimit
+	}
+	if b.stepHit.Load() {
+		return ErrStepLimit
 	}
 	if c := context.Cause(ctx); c != nil {
 		return c

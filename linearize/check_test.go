@@ -184,6 +184,10 @@ func TestBadInput(t *testing.T) {
 			_, err := Check(ctx, m, nil, Options{TimeLimit: -1})
 			return err
 		}},
+		{"negative step limit", ErrInvalidOptions, func() error {
+			_, err := Check(ctx, m, nil, Options{MaxSteps: -1})
+			return err
+		}},
 		{"lease ttl", ErrInvalidModel, func() error {
 			_, err := NewLeaseModel(0, 0)
 			return err
@@ -260,6 +264,22 @@ func TestBudgetsGiveUnknown(t *testing.T) {
 			t.Fatalf("verdict %v cause %v err %v, want Unknown/ErrMemoryLimit", res.Verdict, res.Cause, err)
 		}
 	})
+	t.Run("step limit", func(t *testing.T) {
+		var states []int
+		for range 2 {
+			res, err := Check(context.Background(), m, h, Options{MaxSteps: 20_000, Workers: 1})
+			if err != nil || res.Verdict != Unknown || !errors.Is(res.Cause, ErrStepLimit) {
+				t.Fatalf("verdict %v cause %v err %v, want Unknown/ErrStepLimit", res.Verdict, res.Cause, err)
+			}
+			if res.Steps <= 20_000 {
+				t.Fatalf("Steps %d, want past the limit of 20000", res.Steps)
+			}
+			states = append(states, res.Partitions[0].States)
+		}
+		if states[0] != states[1] || states[0] == 0 {
+			t.Fatalf("states searched under one step limit: %v, want the same non-zero count twice", states)
+		}
+	})
 	t.Run("small enough to finish", func(t *testing.T) {
 		res, err := Check(context.Background(), m, hardHistory(10), Options{TimeLimit: 10 * time.Second, MaxMemory: 64 << 20})
 		if err != nil || res.Verdict != Illegal {
@@ -267,6 +287,12 @@ func TestBudgetsGiveUnknown(t *testing.T) {
 		}
 		if got := ids(hardHistory(10), res.Counterexample); !slices.Equal(got, []int{10}) {
 			t.Fatalf("counterexample %v, want the read alone", got)
+		}
+	})
+	t.Run("steps enough to finish and shrink", func(t *testing.T) {
+		res, err := Check(context.Background(), m, hardHistory(10), Options{MaxSteps: 50_000_000, Workers: 1})
+		if err != nil || res.Verdict != Illegal || !res.Minimal {
+			t.Fatalf("verdict %v minimal %v cause %v err %v, want Illegal and minimal", res.Verdict, res.Minimal, res.Cause, err)
 		}
 	})
 }

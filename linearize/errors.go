@@ -19,6 +19,9 @@ var (
 	// ErrTimeLimit is the Result.Cause of an Unknown verdict reached because
 	// Options.TimeLimit passed.
 	ErrTimeLimit = errors.New("linearize: time limit reached")
+	// ErrStepLimit is the Result.Cause of an Unknown verdict reached because
+	// Options.MaxSteps were spent.
+	ErrStepLimit = errors.New("linearize: step limit reached")
 	// ErrMemoryLimit is the Result.Cause of an Unknown verdict reached because
 	// the memo tables grew past Options.MaxMemory.
 	ErrMemoryLimit = errors.New("linearize: memory limit reached")

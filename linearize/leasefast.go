@@ -363,7 +363,7 @@ func (d *leaseDecider) decide(parent, ctx context.Context, h []Operation[LeaseIn
 		}
 	}
 	plainIllegal := res.Verdict == Illegal
-	if res.Verdict == Unknown && !b.cancelled.Load() && !b.memHit.Load() {
+	if res.Verdict == Unknown && !b.out() {
 		var rest []Partition
 		var at []int
 		for i := range res.Partitions {

@@ -374,7 +374,7 @@ func TestLeaseSetsPoolAndRetire(t *testing.T) {
 			// cover a wrong Ok of it (its witness fails to replay) with
 			// the generic search.
 			r := d.run(c.h)
-			b := newBudget(context.Background(), DefaultMaxMemory)
+			b := newBudget(context.Background(), DefaultMaxMemory, 0)
 			defer b.stop()
 			res := decide(context.Background(), &r.sets, c.h, nil, Options{Workers: 1}, b)
 			if res.Verdict != c.want {

@@ -64,7 +64,7 @@ func TestPutSearcherDropsTheCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := loadKV(t, "c01-ok")
-	b := newBudget(context.Background(), DefaultMaxMemory)
+	b := newBudget(context.Background(), DefaultMaxMemory, 0)
 	s := newSearcher(&fm, h, b, nil)
 	s.reset(whole(h)[0].Ops)
 	if out := s.run(); out.verdict != Ok {

@@ -229,7 +229,7 @@ func (u *subset[S, I, O]) close(key closure, bg []*Operation[I, O]) []uint32 {
 		// to, so len(bg) levels hold every sequence of distinct ones.
 		for at.lo < at.hi && at.depth < len(bg) {
 			for ; at.x < at.hi; at.x++ {
-				if u.limit > 0 && u.calls > u.limit || at.x&255 == 0 && u.b != nil && u.b.cancelled.Load() {
+				if u.limit > 0 && u.calls > u.limit || at.x&255 == 0 && u.b != nil && (u.b.cancelled.Load() || !u.b.spend(256)) {
 					u.cut = true
 					u.closed = at.all
 					u.partial = partialClosure{key: key, at: at}

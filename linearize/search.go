@@ -12,9 +12,26 @@ import (
 type budget struct {
 	cancelled atomic.Bool // ctx done or time limit passed
 	memHit    atomic.Bool // MaxMemory exceeded
+	stepHit   atomic.Bool // MaxSteps spent
 	memUsed   atomic.Int64
+	steps     atomic.Int64
 	maxMem    int64 // 0: no cap
+	maxSteps  int64 // 0: no cap
 	unwatch   func() bool
+}
+
+// spend counts n steps of search and reports whether MaxSteps still holds.
+func (b *budget) spend(n int64) bool {
+	if s := b.steps.Add(n); b.maxSteps > 0 && s > b.maxSteps {
+		b.stepHit.Store(true)
+		return false
+	}
+	return true
+}
+
+// out reports whether the budget has run out: ctx, memory or steps.
+func (b *budget) out() bool {
+	return b.cancelled.Load() || b.memHit.Load() || b.stepHit.Load()
 }
 
 // stop releases the budget's watch of its ctx.
@@ -401,7 +418,7 @@ func (s *searcher[S, I, O]) firstReturn() int {
 
 // stopped reports whether the search must give up.
 func (s *searcher[S, I, O]) stopped() bool {
-	return s.b.cancelled.Load() || s.b.memHit.Load() || (s.abort != nil && s.abort.Load())
+	return s.b.out() || (s.abort != nil && s.abort.Load())
 }
 
 // footprint is the bytes held by the search's tables.
@@ -496,7 +513,7 @@ func (s *searcher[S, I, O]) run() (out outcome) {
 		if tick++; tick&1023 == 0 && s.slow != nil {
 			s.slow()
 		}
-		if tick&1023 == 0 && (s.stopped() || !s.account()) {
+		if tick&1023 == 0 && (s.stopped() || !s.account() || !s.b.spend(1024)) {
 			return outcome{verdict: Unknown, states: s.memo.n + s.wide.n, blocker: -1}
 		}
 		// A pausable run's rounds and a capped run may be short, and a

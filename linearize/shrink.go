@@ -22,7 +22,7 @@ func shrink[S, I, O any](m *filled[S, I, O], history []Operation[I, O], ops []in
 	sr := getSearcher(m, history, b, nil)
 	defer putSearcher(sr)
 	fails := func(cand []int) bool {
-		if b.cancelled.Load() || b.memHit.Load() {
+		if b.out() {
 			inconclusive = true
 			return false
 		}

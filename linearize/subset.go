@@ -242,7 +242,7 @@ func decideSplitThenSets[S, I, O any](ctx context.Context, m *filled[S, I, O], h
 	var found *subset[S, I, O]
 	for i := range parts {
 		p := &parts[i]
-		if p.Verdict != Unknown || b.cancelled.Load() || b.memHit.Load() {
+		if p.Verdict != Unknown || b.out() {
 			continue
 		}
 		var u *subset[S, I, O]
@@ -374,7 +374,7 @@ func alternate[S, I, O any](m *filled[S, I, O], history []Operation[I, O], p Par
 			case out.verdict == Illegal:
 				r.limit = 0 // shrinking runs it again, unbounded
 				return outcomeOf(p, out), r
-			case out.verdict == Ok || r.blown || b.cancelled.Load() || b.memHit.Load():
+			case out.verdict == Ok || r.blown || b.out():
 				putSearcher(relaxed)
 				relaxed = nil
 			}

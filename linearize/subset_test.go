@@ -32,7 +32,7 @@ func setUp[S, I, O any](tb testing.TB, m Model[S, I, O], limit time.Duration) (f
 	if limit > 0 {
 		ctx, cancel = context.WithTimeout(ctx, limit)
 	}
-	b := newBudget(ctx, DefaultMaxMemory)
+	b := newBudget(ctx, DefaultMaxMemory, 0)
 	return fm, ctx, b, func() { b.stop(); cancel() }
 }
 

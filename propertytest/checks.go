@@ -457,9 +457,9 @@ func (m *machine) verdict(ctx context.Context, out *outputs) ([]Violation, int, 
 // exclusivity's, not a renewal's fault. A grant that stays illegal without
 // the dropped calls is exclusivity's.
 func grantWasLegal(ctx context.Context, model linearize.Checker[linearize.LeaseInput, linearize.LeaseOutput],
-	h []lockOp, cex []int, grant int, limit time.Duration) bool {
+	h []lockOp, cex []int, grant int, opts linearize.Options) bool {
 	g := h[grant]
-	return legalWithout(ctx, model, h, cex, limit, func(op *lockOp) bool {
+	return legalWithout(ctx, model, h, cex, opts, func(op *lockOp) bool {
 		return op.Input.Op != linearize.Acquire && op.Output.OK && !op.Unknown &&
 			op.Input.Owner != g.Input.Owner && op.Call >= g.Return
 	})
@@ -468,7 +468,7 @@ func grantWasLegal(ctx context.Context, model linearize.Checker[linearize.LeaseI
 // legalWithout reports whether the counterexample cex becomes
 // linearizable once the operations drop picks are left out.
 func legalWithout(ctx context.Context, model linearize.Checker[linearize.LeaseInput, linearize.LeaseOutput],
-	h []lockOp, cex []int, limit time.Duration, drop func(op *lockOp) bool) bool {
+	h []lockOp, cex []int, opts linearize.Options, drop func(op *lockOp) bool) bool {
 	var rest []lockOp
 	for _, i := range cex {
 		if !drop(&h[i]) {
@@ -478,7 +478,7 @@ func legalWithout(ctx context.Context, model linearize.Checker[linearize.LeaseIn
 	if len(rest) == len(cex) {
 		return false
 	}
-	res, err := model.Check(ctx, rest, linearize.Options{TimeLimit: limit, Workers: 1})
+	res, err := model.Check(ctx, rest, opts)
 	return err == nil && res.Verdict == linearize.Ok
 }
 
@@ -496,7 +496,7 @@ func lockIllegal(ctx context.Context, m *machine, h []lockOp, res *linearize.Res
 			what = "the holder's lease was lost before it could have expired"
 		case op.Input.Op == linearize.Acquire && !op.Output.OK && !op.Unknown:
 			p, what = Progress, fmt.Sprintf("acquires were refused while the lock was free, more than %d times", maxSpurious)
-		case op.Input.Op == linearize.Acquire && !op.Unknown && grantWasLegal(ctx, model, h, res.Counterexample, b, m.o.CheckTimeLimit):
+		case op.Input.Op == linearize.Acquire && !op.Unknown && grantWasLegal(ctx, model, h, res.Counterexample, b, m.o.checkOptions()):
 			p, what = Symmetry, "an Unlock or Renew succeeded, at or after a legal grant to another owner, for an owner that no longer held the lock"
 		}
 		what += fmt.Sprintf(" (stuck at: client %d %s)", op.ClientID, model.DescribeOperation(&op))
@@ -534,7 +534,7 @@ func checkAgainst[I, O any](ctx context.Context, s linearize.Spec, h []linearize
 // token) against NewFencedRegisterModel, unfenced against NewRegisterModel.
 // It guards the recording itself; lost updates are checkLostUpdates' job.
 func (m *machine) checkRegister(ctx context.Context, h []regOp, unfenced int) (Violation, bool, error) {
-	opts := linearize.Options{TimeLimit: m.o.CheckTimeLimit, Workers: 1}
+	opts := m.o.checkOptions()
 	var res linearize.Result
 	var err error
 	ev := &Evidence{Expected: len(m.unclaimed) > 0}

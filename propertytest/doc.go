@@ -239,5 +239,5 @@
 // TryLock) the model may place between two grants. A failing run is
 // shrunk by rapid within -rapid.shrinktime (suitemain.Main sets 2s; rapid's own
 // default is 30s), and each history check shrinks its counterexample
-// within CheckTimeLimit of its own.
+// within CheckSteps of its own.
 package propertytest

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/lockproof/lockproof/chaos"
+	"github.com/lockproof/lockproof/linearize"
 	"github.com/lockproof/lockproof/locks"
 )
 
@@ -65,8 +66,13 @@ type Options struct {
 	// OpTimeout bounds each lock operation in wall time; an operation that
 	// runs out has an unknown outcome. Default 2s.
 	OpTimeout time.Duration
-	// CheckTimeLimit bounds each linearizability check; a check that runs
-	// out is undecided (logged, never a pass or a failure). Default 10s.
+	// CheckSteps bounds each linearizability check in search steps
+	// (linearize.Options.MaxSteps); a check that spends them is undecided
+	// (logged, never a pass or a failure), on every machine alike, so that
+	// a seed replays the same under any load. Default DefaultCheckSteps.
+	CheckSteps int64
+	// CheckTimeLimit bounds each linearizability check in wall time too, a
+	// backstop for a check slower per step than most. Default 60s.
 	CheckTimeLimit time.Duration
 	// Name is the lock's name. Default "propertytest".
 	Name string
@@ -146,8 +152,11 @@ func (o Options) withDefaults() (Options, error) {
 	if o.OpTimeout == 0 {
 		o.OpTimeout = 2 * time.Second
 	}
+	if o.CheckSteps == 0 {
+		o.CheckSteps = DefaultCheckSteps
+	}
 	if o.CheckTimeLimit == 0 {
-		o.CheckTimeLimit = 10 * time.Second
+		o.CheckTimeLimit = 60 * time.Second
 	}
 	if o.Name == "" {
 		o.Name = "propertytest"
@@ -167,11 +176,21 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("propertytest: a read-write lock (ReadWrite) of %d permits: the suite knows read-write locks of one writer only", o.Permits)
 	case o.TTL < locks.MinTTL:
 		return o, fmt.Errorf("propertytest: TTL %v is below locks.MinTTL %v", o.TTL, locks.MinTTL)
-	case o.Slack < 0 || o.Settle < 0 || o.OpTimeout < 0 || o.CheckTimeLimit < 0:
-		return o, fmt.Errorf("propertytest: negative duration in options")
+	case o.Slack < 0 || o.Settle < 0 || o.OpTimeout < 0 || o.CheckTimeLimit < 0 || o.CheckSteps < 0:
+		return o, fmt.Errorf("propertytest: negative duration or step limit in options")
 	}
 	return o, nil
 }
 
 // claims reports whether the lock claims to survive k.
 func (o Options) claims(k FaultKind) bool { return slices.Contains(o.Claims, k) }
+
+// DefaultCheckSteps is Options.CheckSteps when it is zero: for a lease
+// history, several seconds of search on a laptop, and well over a hundred
+// times what the suite's histories usually take.
+const DefaultCheckSteps = 5_000_000
+
+// checkOptions are the linearize options of each history check.
+func (o Options) checkOptions() linearize.Options {
+	return linearize.Options{TimeLimit: o.CheckTimeLimit, MaxSteps: o.CheckSteps, Workers: 1}
+}

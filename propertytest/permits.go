@@ -40,7 +40,7 @@ func (m *machine) modelName() string {
 // returns the result and the evidence the named checks' findings carry
 // (the whole history).
 func (m *machine) checkLockHistory(ctx context.Context, h []lockOp) (linearize.Result, *Evidence, error) {
-	opts := linearize.Options{TimeLimit: m.o.CheckTimeLimit, Workers: 1}
+	opts := m.o.checkOptions()
 	res, err := m.lock.Check(ctx, h, opts)
 	if err != nil {
 		return res, nil, fmt.Errorf("propertytest: checking the lock history: %w", err)

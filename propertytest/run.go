@@ -304,7 +304,7 @@ func (s *suite) logExpected(t interface{ Logf(string, ...any) }) {
 		t.Logf("propertytest: %s: expected violation in %d of %d runs (faults the lock does not claim)", p, n, s.report.Runs)
 	}
 	if s.report.Undecided > 0 {
-		t.Logf("propertytest: %d history checks undecided (time limit)", s.report.Undecided)
+		t.Logf("propertytest: %d history checks undecided (Options.CheckSteps or CheckTimeLimit spent)", s.report.Undecided)
 	}
 	var calls []string
 	for _, kind := range outcomeKinds {

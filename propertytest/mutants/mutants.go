@@ -46,17 +46,18 @@ type Mutant struct {
 // suite need not give it the default 20 ms of wall time after every move.
 const settle = 5 * time.Millisecond
 
-// checkTimeLimit is the Options.CheckTimeLimit of the mutants here. The
-// history of a broken lock can be costly to decide (a foreign Unlock of
-// unknown outcome that freed someone else's lease multiplies the orders to
-// try): rather than spend the default 10 s on one run, leave it undecided
-// and let the next run catch the bug.
-const checkTimeLimit = 2 * time.Second
+// checkSteps is the Options.CheckSteps of the mutants here. The history
+// of a broken lock can be costly to decide (a foreign Unlock of unknown
+// outcome that freed someone else's lease multiplies the orders to try):
+// rather than spend the default on one run, leave it undecided and let the
+// next run catch the bug. It is a count of steps, not a time, so that a
+// corpus seed is caught at the same run under -race and under load.
+const checkSteps = 500_000
 
 // claiming returns the Options of a lock that claims to survive kinds
 // (none: the suite's default, crash and pause).
 func claiming(kinds ...propertytest.FaultKind) propertytest.Options {
-	return propertytest.Options{Claims: kinds, Settle: settle, CheckTimeLimit: checkTimeLimit}
+	return propertytest.Options{Claims: kinds, Settle: settle, CheckSteps: checkSteps}
 }
 
 // registry holds every mutant, filled by the init functions of the files
