@@ -66,7 +66,8 @@ type contender struct {
 	fresh  bool
 	listed bool // the lock's children were listed since the node was made
 	// stat and watch: the node as read with a watch (readOwn) and that
-	// watch, nil until then and after the watch fired while it waited.
+	// watch, nil until then and after the watch fired while it waited;
+	// a mutex's waiter of a node of its own create reads none.
 	stat  *zk.Stat
 	watch <-chan zk.Event
 }
@@ -437,9 +438,9 @@ func (l *Locker) watchAhead(ctx context.Context, ahead []entry) ([]<-chan zk.Eve
 }
 
 // await waits for one of the watches ahead to fire (nil: look again), ctx
-// to end or the wait budget to run out. Should the watch on c's own node
-// fire meanwhile (its node deleted or changed), it looks again too, and
-// reads its node again should it still wait.
+// to end or the wait budget to run out. Should the watch on c's own node,
+// if it read its node, fire meanwhile (its node deleted or changed), it
+// looks again too, and reads its node again should it still wait.
 func (l *Locker) await(ctx context.Context, c *contender, chs []<-chan zk.Event, budget <-chan time.Time) error {
 	const budgetCase, ctxCase, ownCase = 0, 1, 2
 	chosen, ev := 0, zk.Event{}

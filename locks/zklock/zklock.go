@@ -81,8 +81,9 @@ const DefaultSemaphorePrefix = "/lockproof-semaphore"
 // ZooKeeper ensemble behind conn: the mutex's queue (see New, whose
 // options it takes) in which the first permits contenders hold. A Lock or
 // TryLock holds one permit, a lease like the mutex's, fenced by its node's
-// czxid; a waiter watches the node permits places ahead of its own, so a
-// release wakes one waiter, and waiters are served in arrival order. A
+// czxid (with one permit, as New's: see the package documentation); a
+// waiter watches the node permits places ahead of its own, so a release
+// wakes one waiter, and waiters are served in arrival order. A
 // TryLock is refused when permits contenders are queued, and leaves no
 // node behind. Its node is under DefaultSemaphorePrefix unless
 // locks.WithPrefix says. Every semaphore of one name must agree on
@@ -267,8 +268,8 @@ func (l *Locker) grant(ctx context.Context, c *contender, lst listing) (locks.Le
 	return lease, nil
 }
 
-// fencedByListing reports whether l is a mutex (one permit, and not a
-// read-write mutex's reader or writer), whose holders all take the
+// fencedByListing reports whether l is a mutex (New, or NewSemaphore of
+// one permit; not a read-write mutex's view), whose holders all take the
 // granting listing's pzxid for their token (see grant).
 func (l *Locker) fencedByListing() bool { return l.permits == 1 && l.role == roleLock }
 
