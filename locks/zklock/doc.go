@@ -12,11 +12,10 @@
 //   - Lock creates its child and lists the children. With none ahead of its
 //     own, it holds the lock. Otherwise it watches its immediate predecessor
 //     alone (getData with a watch), so a release wakes the next waiter in
-//     line and nobody else (no thundering herd), reads its own child with a
-//     watch while it waits (the token, and the watch its lease keeps), and
-//     after every wake-up it lists the children again: the predecessor that
-//     went may have been a waiter that gave up. It never polls. A hand-off
-//     thus costs the waiter one listing. A waiter that gives up (ctx, wait
+//     line and nobody else (no thundering herd), and after every wake-up
+//     it lists the children again: the predecessor that went may have been
+//     a waiter that gave up. It never polls. A hand-off thus costs the
+//     waiter one listing. A waiter that gives up (ctx, wait
 //     budget) deletes its child before Lock returns; should that delete be
 //     lost with the connection, or its reply come late, it is sent again in
 //     the background until the child is gone or its session is, as is every
@@ -38,24 +37,35 @@
 // its child once it lands. An unrecognisable child would stay, ahead of
 // every later contender, for as long as the session lives.
 //
-// Fencing token: the child's czxid, the zxid of the transaction that created
-// it. Zxids are the ensemble's single, strictly increasing transaction
-// counter, and a contender holds only once every child created before its
-// own is gone, so each holder's czxid is above every earlier holder's. A
-// contender whose listing finds its child the lock node's only child (the
-// lock is free, nobody waits) takes instead, without reading its child, the
-// pzxid that listing returned with the lock node: the zxid of the last
-// creation or deletion of one of its children, its own child's czxid unless
-// a child older than its own went since. That is as safe: every earlier
-// holder's token is below the zxid that deleted its child (its czxid, or a
-// pzxid it listed while its child was there), and that deletion came
-// before this listing, which no longer shows the child; every later
-// holder's token is above the pzxid (a czxid of a child created after this
-// listing, which did not show it, or a pzxid listed after this child's
-// deletion); and while this contender holds, no other child was there to
-// hold beside it when it listed, so no semaphore permit or reader shares
-// its token. The lease's first read of its child (the watch below) learns
-// the czxid, which must not be above the token.
+// Fencing token: a mutex's is the pzxid of the listing that granted it
+// (the zxid of the last creation or deletion of one of the lock node's
+// children), whoever listed and however its child came to be. Zxids are
+// the ensemble's single, strictly increasing transaction counter. A
+// listing grants a mutex's contender only when no child is ahead of its
+// own, so the earlier holder's child, which was there when its own
+// granting listing ran and is ahead of this contender's (this child was
+// behind it then, or made later), had been deleted by then: that listing, the
+// deletion and this one come in that order, each deletion raises the
+// pzxid, and each holder's token is above every earlier holder's. (Not so
+// the czxid: a waiter's child is older than the listing that granted the
+// holder ahead of it.) Any other holder's token (a semaphore's, a
+// read-write mutex's) is its child's czxid: a contender holds only once
+// the children created before its own are gone (for a reader, the
+// writers'), so each holder's czxid is above every earlier holder's that
+// excludes it. Such a contender whose listing finds its child the lock
+// node's only child (the lock is free, nobody waits) takes instead, as a
+// mutex's does, the pzxid that listing returned: its own child's czxid
+// unless a child older than its own went since. That is as safe: every
+// earlier holder's token is below the zxid that deleted its child (its
+// czxid, or a pzxid it listed while its child was there), and that
+// deletion came before this listing, which no longer shows the child;
+// every later holder's token is above the pzxid (a czxid of a child
+// created after this listing, which did not show it, or a pzxid listed
+// after this child's deletion); and while this contender holds, no other
+// child was there to hold beside it when it listed, so no semaphore
+// permit or reader shares its token. A lease whose token is a pzxid
+// learns the czxid at its first read of its child (the watch below),
+// which must not be above the token.
 //
 // The lease (a locks.ManagedLease) is the ZooKeeper session: ephemeral
 // children live exactly as long as the session that made them. The server
@@ -66,11 +76,13 @@
 // or less, and Done closes at the first of:
 //
 //   - the node is deleted by someone else, or the session expires or the
-//     connection is closed: a watch on the node says so at once (for a
-//     holder that found its node alone, the watch on the lock node's
-//     children that listing set, then, from their first change, one on
-//     the node), and Err
-//     wraps locks.ErrNotHeld (and ErrSessionLost for the session);
+//     connection is closed: a watch says so at once, and Err wraps
+//     locks.ErrNotHeld (and ErrSessionLost for the session). For a
+//     mutex's holder, and any holder that found its node alone, it is the
+//     watch on the lock node's children that the granting listing set,
+//     then, from their first change, one on the node; for a semaphore's
+//     or read-write mutex's waiter, the watch on its node it set while it
+//     waited;
 //   - the lease cannot be trusted any more: no round trip has proved the
 //     session alive and the node ours (the listing that granted the lock,
 //     with the node in it and the connection on the node's session when
@@ -117,17 +129,21 @@
 // What an acquisition sends, release included, and what each costs: on a
 // free lock, the create, one listing (which grants; its watch on the
 // children serves the lease) and the delete, as zk.Lock, plus one watch
-// event, that watch firing at the delete. A waiter sends the create, a
-// listing, the watch on its predecessor (whose event wakes it, as
-// zk.Lock's), the read of its own node with a watch while it waits (the
-// token, and the lease's watch: zk.Lock has neither), one listing per
-// wake-up, which grants with no further request (the re-check zk.Lock
-// makes too), and the delete, whose own-node watch event is the second
-// event of a hand-off. So a hand-off costs one request and one event more
-// than zk.Lock's, the price of a lease told at once that its node went.
-// The watchdog adds an exists every TTL/3 of holding. Each request is one
-// round trip and one short-lived goroutine (see below); nothing else
-// goes to the server.
+// event, that watch firing at the delete. A mutex's waiter (a semaphore of
+// one permit's too) sends the
+// create, a listing, the watch on its predecessor (whose event wakes it),
+// one listing per wake-up, which grants with no further request (the
+// re-check zk.Lock makes too; it sets the watch on the children the lease
+// keeps), and the delete, as zk.Lock: five requests a hand-off. Its
+// watch fires at the delete, the second event of a hand-off, the price
+// of a lease told at once that its node went. Should the children change
+// while it holds (a contender comes or goes), the lease's monitor sends
+// one getData more, a watch on its node, which fires at the delete in
+// place of the children's. A semaphore's or read-write mutex's waiter
+// reads its own node with a watch while it waits (the czxid, its token,
+// and the lease's watch): one request more. The watchdog adds an exists
+// every TTL/3 of holding. Each request is one round trip and one
+// short-lived goroutine (see below); nothing else goes to the server.
 //
 // Requests: every request made on behalf of an operation passes the
 // locks.Gate of the operation's context as "zk <op>" (create, getChildren,
@@ -152,10 +168,11 @@
 // children just ahead of its own (not only the one N places ahead, which
 // left it waiting with a permit free when a later holder released first),
 // so a release wakes at most N waiters, and a TryLock is refused when N
-// children are there. Tokens are czxids as for
-// the mutex. A child created earlier may be granted later than one behind
-// it (its Lock listed the children later), with a smaller token; its call
-// began before the other's child existed, so the grants still linearize in
+// children are there. Tokens are czxids (see "Fencing token"); a
+// semaphore of one permit is a mutex, tokens and requests alike. A child
+// created earlier may be granted later than one behind it (its Lock listed
+// the children later), with a smaller token; its call began before the
+// other's child existed, so the grants still linearize in
 // token order, which the suite's semaphore model checks. Its nodes live
 // under DefaultSemaphorePrefix, apart from the mutexes'.
 //

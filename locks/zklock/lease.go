@@ -102,6 +102,14 @@ func (o *leaseOps) sessionErr() error {
 	return nil
 }
 
+// sessionOver reports whether a request or a watch failed with err because
+// its session is over: expired, or closed with the connection. The
+// session's ephemeral nodes went with it, and no retry on the connection
+// brings them back.
+func sessionOver(err error) bool {
+	return errors.Is(err, zk.ErrSessionExpired) || errors.Is(err, zk.ErrClosing)
+}
+
 func (o *leaseOps) sessionLost() error {
 	return fmt.Errorf("%w (session %x): %w", ErrSessionLost, o.session, locks.ErrNotHeld)
 }
@@ -126,7 +134,7 @@ func (o *leaseOps) Renew(ctx context.Context) error {
 	}
 	st, err := o.l.stat(ctx, o.path)
 	switch {
-	case errors.Is(err, zk.ErrSessionExpired), errors.Is(err, zk.ErrClosing):
+	case sessionOver(err):
 		return o.sessionLost()
 	case err != nil:
 		return fmt.Errorf("zklock: %w", err)
@@ -162,7 +170,7 @@ func (o *leaseOps) Release(ctx context.Context) error {
 		case errors.Is(err, zk.ErrNoNode):
 			o.markReleased()
 			return o.nodeGone()
-		case errors.Is(err, zk.ErrSessionExpired), errors.Is(err, zk.ErrClosing), o.sessionErr() != nil:
+		case sessionOver(err), o.sessionErr() != nil:
 			// The session is over, and its ephemeral node with it;
 			// retrying would wait for a connection that no longer owns it.
 			o.markReleased()
@@ -224,7 +232,7 @@ func (o *leaseOps) monitor(lease *locks.ManagedLease) {
 // watchNode returns why the lease is lost, or nil once Done has closed.
 func (o *leaseOps) watchNode(lease *locks.ManagedLease) error {
 	var ctx context.Context // the requests': made at the first, cancelled once Done closes
-	for tries := 0; ; {
+	for tries, closed := 0, 0; ; {
 		if err := o.sessionErr(); err != nil {
 			return err
 		}
@@ -256,17 +264,22 @@ func (o *leaseOps) watchNode(lease *locks.ManagedLease) error {
 			return nil
 		case err == nil && st != nil && !o.owns(st), err == nil && !ok:
 			return o.nodeGone()
-		case errors.Is(err, zk.ErrSessionExpired), errors.Is(err, zk.ErrClosing):
+		case sessionOver(err):
 			return o.sessionLost()
 		case err != nil:
 			// The watchdog decides whether the lease survives an
-			// unreachable server; watch again a little later.
+			// unreachable server; watch again a little later. A
+			// connection its owner closed (its session closed with it)
+			// fails every request at once, and stays disconnected.
+			if closed = closedCount(o.l.conn, err, closed); closed >= sweepClosed {
+				return o.sessionLost()
+			}
 			if o.l.pause(ctx, err, &tries, nil) != nil {
 				return nil
 			}
 			continue
 		}
-		tries = 0
+		tries, closed = 0, 0
 		select {
 		case ev := <-ch:
 			switch {
@@ -274,8 +287,7 @@ func (o *leaseOps) watchNode(lease *locks.ManagedLease) error {
 				return nil
 			case ev.Type == zk.EventNodeDeleted:
 				return o.nodeGone()
-			case ev.Type == zk.EventNotWatching &&
-				(errors.Is(ev.Err, zk.ErrSessionExpired) || errors.Is(ev.Err, zk.ErrClosing)):
+			case ev.Type == zk.EventNotWatching && sessionOver(ev.Err):
 				return o.sessionLost()
 			}
 			// The data changed, or the watch was lost another way: watch again.

@@ -46,9 +46,9 @@ func (r *recorder) take() []string {
 // TestRequestPaths: the requests an acquisition sends on its caller's
 // behalf. A free lock: the create and one listing, which finds the child
 // alone and grants with no read (the lease keeps the watch on the lock
-// node's children that listing set). A waiter: the create, a listing,
-// the watch on its predecessor and the read of its own node with a watch,
-// then, once woken, one listing, which grants.
+// node's children that listing set). A waiter: the create, a listing and
+// the watch on its predecessor, then, once woken, one listing, which
+// grants, its token and its lease's watch with it: no read of its own node.
 func TestRequestPaths(t *testing.T) {
 	s := server(t)
 	l := s.newLocker(t, s.connect(t), "paths", locks.WithWatchdog(false))
@@ -64,19 +64,19 @@ func TestRequestPaths(t *testing.T) {
 		t.Errorf("a free lock's requests %q, want %q", got, want)
 	}
 
-	waiter := &recorder{n: 4, on: make(chan struct{})}
+	waiter := &recorder{n: 3, on: make(chan struct{})}
 	res := locktest.LockAsync(locks.WithGate(context.Background(), waiter), s.newLocker(t, s.connect(t), "paths"))
-	select { // its predecessor watched and its own node read: it waits
+	select { // its predecessor watched: it waits
 	case <-waiter.on:
 	case <-time.After(testTimeout):
-		t.Fatal("the waiter never read its own node")
+		t.Fatal("the waiter never watched its predecessor")
 	}
 	locktest.UnlockOnce(t, holder)
 	r := locktest.Receive(t, res)
 	if r.Err != nil {
 		t.Fatal(r.Err)
 	}
-	want := []string{"zk create", "zk getChildren", "zk getData", "zk getData", "zk getChildren"}
+	want := []string{"zk create", "zk getChildren", "zk getData", "zk getChildren"}
 	if got := waiter.take(); !slices.Equal(got, want) {
 		t.Errorf("a waiter's requests %q, want %q", got, want)
 	}

@@ -78,7 +78,7 @@ func (l *Locker) discard(op string, try func() error) {
 // Locker can: it goes with the session.
 func (l *Locker) settled(err error) bool {
 	switch {
-	case err == nil, errors.Is(err, zk.ErrNoNode), errors.Is(err, zk.ErrSessionExpired), errors.Is(err, zk.ErrClosing):
+	case err == nil, errors.Is(err, zk.ErrNoNode), sessionOver(err):
 		return true
 	case errors.Is(err, zk.ErrConnectionClosed), errors.Is(err, zk.ErrNoServer),
 		errors.Is(err, zk.ErrSessionMoved), errors.Is(err, context.DeadlineExceeded):
@@ -150,12 +150,19 @@ func (l *Locker) sweep(try func() error) {
 		if l.settled(err) {
 			return
 		}
-		closedLike := errors.Is(err, zk.ErrConnectionClosed) && l.conn.State() == zk.StateDisconnected
-		if closedLike {
-			closed++
-		} else {
-			closed = 0
-		}
-		pause = sweepPause(tries, closedLike)
+		closed = closedCount(l.conn, err, closed)
+		pause = sweepPause(tries, closed > 0)
 	}
+}
+
+// closedCount returns how many requests in a row, closed before this one's
+// err, failed as on a connection closed by its owner (zk.ErrConnectionClosed
+// while the connection is disconnected): closed+1 if this one did, else 0.
+// A lost connection looks so for a moment only, before it dials again;
+// sweepClosed in a row, a pause apart, take the connection for closed.
+func closedCount(conn *zk.Conn, err error, closed int) int {
+	if errors.Is(err, zk.ErrConnectionClosed) && conn.State() == zk.StateDisconnected {
+		return closed + 1
+	}
+	return 0
 }

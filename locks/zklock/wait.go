@@ -66,7 +66,8 @@ type contender struct {
 	fresh  bool
 	listed bool // the lock's children were listed since the node was made
 	// stat and watch: the node as read with a watch (readOwn) and that
-	// watch, nil until then and after the watch fired while it waited.
+	// watch, nil until then and after the watch fired while it waited;
+	// a mutex's waiter of a node of its own create reads none.
 	stat  *zk.Stat
 	watch <-chan zk.Event
 }
@@ -312,15 +313,19 @@ func (l *Locker) first(ctx context.Context, c *contender) (listing, bool, error)
 // always found out, never taken for the head of the queue (Curator's
 // read-write lock once missed it: CURATOR-211, apache/curator#732).
 //
-// The first listing after c's node was made sets a watch on the lock
-// node's children as well, unless this Locker's last such listing found
-// contenders beside its own (l.crowded): should c's node be found alone, the
-// lease watches its node through that watch, with no request of its own
-// (see grant); otherwise the watch fires once, at the next change, and goes.
+// The listing sets a watch on the lock node's children as well when it
+// may grant and the lease could keep that watch (see grant): the first
+// listing after c's node was made, unless this Locker's last such listing
+// found contenders beside its own (l.crowded), and, for a mutex's node of
+// c's own create, every later one (a waiter's after a wake-up, which mostly
+// grants). The lease then watches its node through that watch, with no
+// request of its own; a watch the lease does not keep fires once, at the
+// next change, and goes.
 func (l *Locker) position(ctx context.Context, c *contender) (listing, error) {
 	sent := l.opt.Clock.Now()
 	first := !c.listed
-	kids, st, ch, err := l.childrenStat(ctx, first && !l.crowded.Load())
+	watch := first && !l.crowded.Load() || !first && c.fresh && l.fencedByListing()
+	kids, st, ch, err := l.childrenStat(ctx, watch)
 	switch {
 	case errors.Is(err, zk.ErrSessionExpired):
 		return listing{}, errRequeue
@@ -380,10 +385,12 @@ func (l *Locker) waitTurn(ctx context.Context, c *contender, began time.Time) (l
 				continue // one of them went meanwhile: look again
 			}
 		}
-		if err == nil && c.stat == nil {
+		if err == nil && c.stat == nil && !(c.fresh && l.fencedByListing()) {
 			// The read grant needs (the token, the owner, the watch of
 			// the lease), done while it waits: the wake-up that lets it
-			// hold then costs one listing.
+			// hold then costs one listing. A mutex's node of its own
+			// create needs none: the listing that grants gives the token
+			// and the lease's watch (see grant).
 			err = l.readOwn(ctx, c)
 		}
 		if err == nil {
@@ -431,9 +438,9 @@ func (l *Locker) watchAhead(ctx context.Context, ahead []entry) ([]<-chan zk.Eve
 }
 
 // await waits for one of the watches ahead to fire (nil: look again), ctx
-// to end or the wait budget to run out. Should the watch on c's own node
-// fire meanwhile (its node deleted or changed), it looks again too, and
-// reads its node again should it still wait.
+// to end or the wait budget to run out. Should the watch on c's own node,
+// if it read its node, fire meanwhile (its node deleted or changed), it
+// looks again too, and reads its node again should it still wait.
 func (l *Locker) await(ctx context.Context, c *contender, chs []<-chan zk.Event, budget <-chan time.Time) error {
 	const budgetCase, ctxCase, ownCase = 0, 1, 2
 	chosen, ev := 0, zk.Event{}

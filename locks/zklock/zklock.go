@@ -81,8 +81,9 @@ const DefaultSemaphorePrefix = "/lockproof-semaphore"
 // ZooKeeper ensemble behind conn: the mutex's queue (see New, whose
 // options it takes) in which the first permits contenders hold. A Lock or
 // TryLock holds one permit, a lease like the mutex's, fenced by its node's
-// czxid; a waiter watches the node permits places ahead of its own, so a
-// release wakes one waiter, and waiters are served in arrival order. A
+// czxid (with one permit, as New's: see the package documentation); a
+// waiter watches the node permits places ahead of its own, so a release
+// wakes one waiter, and waiters are served in arrival order. A
 // TryLock is refused when permits contenders are queued, and leaves no
 // node behind. Its node is under DefaultSemaphorePrefix unless
 // locks.WithPrefix says. Every semaphore of one name must agree on
@@ -211,23 +212,28 @@ func (l *Locker) tryLock(ctx context.Context) (locks.Lease, error) {
 // lst was sent: the listing proved the session alive (the connection still
 // had c's session when its reply came), and the server, which heard from the
 // session then, will not expire it before the TTL has passed from that
-// moment. The token is the node's czxid, read with the watch that the
-// lease's monitor takes over (readOwn: a waiter reads it while it waits, a
-// contender that holds at once reads it now), except when the listing found
-// c's node the lock node's only child and the node is the one its own
-// create made (c.fresh): the token is then the lock node's pzxid in that
-// listing, with no request (the package documentation, "Fencing token",
-// says why that is safe). errRequeue: the node or the
-// session is gone.
+// moment.
+//
+// The token: a mutex's (fencedByListing) is the lock node's pzxid in lst,
+// whatever the way c came to hold; any other holder's is its node's czxid,
+// or that pzxid when lst found c's node the lock node's only child (the
+// package documentation, "Fencing token", says why both are safe). The
+// lease's watch: one set before the grant, on c's node (readOwn: a
+// semaphore's or read-write mutex's waiter, or a node adopted by its GUID,
+// reads it while it waits) or, for a node its own create made (c.fresh),
+// on the lock node's children by lst itself; with neither (a contender
+// that held at once without a watching listing, or an adopted node), grant
+// reads c's node with a watch now, which also checks that the node is of
+// c's session. errRequeue: the node or the session is gone.
 func (l *Locker) grant(ctx context.Context, c *contender, lst listing) (locks.Lease, error) {
 	start := lst.sent
-	var tok, czxid int64 // czxid 0: not read yet (the monitor reads it)
+	var czxid int64 // 0: not read yet (the monitor reads it)
 	watch := c.watch
 	switch {
 	case c.stat != nil:
-		tok, czxid = c.stat.Czxid, c.stat.Czxid
-	case lst.alone && c.fresh:
-		tok, watch = lst.pzxid, lst.watch
+		czxid = c.stat.Czxid
+	case c.fresh && lst.watch != nil && (lst.alone || l.fencedByListing()):
+		watch = lst.watch
 	default:
 		start = l.opt.Clock.Now()
 		err := l.readOwn(ctx, c)
@@ -241,7 +247,11 @@ func (l *Locker) grant(ctx context.Context, c *contender, lst listing) (locks.Le
 			l.abandon(c)
 			return nil, l.errorf("read the node: %w", err)
 		}
-		tok, czxid, watch = c.stat.Czxid, c.stat.Czxid, c.watch
+		czxid, watch = c.stat.Czxid, c.watch
+	}
+	tok := czxid
+	if czxid == 0 || l.fencedByListing() {
+		tok = lst.pzxid
 	}
 	var version int32 // a node's data version is 0 when created
 	if c.stat != nil {
@@ -257,6 +267,11 @@ func (l *Locker) grant(ctx context.Context, c *contender, lst listing) (locks.Le
 	locks.Observe(ctx, l.opt.Observer, locks.Event{Point: locks.PointAcquired, Name: l.name, Token: locks.Token(tok), Fenced: true})
 	return lease, nil
 }
+
+// fencedByListing reports whether l is a mutex (New, or NewSemaphore of
+// one permit; not a read-write mutex's view), whose holders all take the
+// granting listing's pzxid for their token (see grant).
+func (l *Locker) fencedByListing() bool { return l.permits == 1 && l.role == roleLock }
 
 func (l *Locker) errorf(format string, args ...any) error {
 	return fmt.Errorf("zklock %q: "+format, append([]any{l.name}, args...)...)
