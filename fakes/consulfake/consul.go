@@ -269,14 +269,10 @@ func (c *Server) NewClient() *api.Client {
 	return client
 }
 
+// newClient dials miniconsul in memory, so that no request of the fake's
+// clients sits in the kernel.
 func (c *Server) newClient() (*api.Client, error) {
-	var dial fakes.DialFunc
-	if c.mini != nil {
-		// In memory: no request of the fake's clients sits in the kernel
-		// (see miniconsul.Server.DialInMemory).
-		dial = c.mini.DialInMemory
-	}
-	return c.newClientDialing(dial)
+	return c.newClientDialing(c.inMemory())
 }
 
 // newClientDialing is newClient with its connections dialed by dial (nil:

@@ -295,11 +295,7 @@ func (s *Server) Real() bool { return s.real }
 // flight is then a runnable goroutine rather than bytes in the kernel, as
 // the property suite's scheduler needs (propertytest.Backend.InProcess).
 func (s *Server) OpenDB() (*sql.DB, error) {
-	var dial fakes.DialFunc
-	if s.mem != nil {
-		dial = s.mem.Dial
-	}
-	return s.openDB(dial)
+	return s.openDB(s.inMemory())
 }
 
 // openDB is OpenDB with its connections dialed by dial (nil: the driver's

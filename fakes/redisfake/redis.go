@@ -223,10 +223,8 @@ const clientPoolSize = 1024
 // in each replay of a seed. Waiting buys nothing there anyway: the
 // server's state changes only when the test acts.
 func (r *Server) clientOptions() *redis.Options {
-	var dial func(ctx context.Context, network, addr string) (net.Conn, error)
 	minBackoff, maxBackoff := time.Millisecond, 4*time.Millisecond
 	if r.mini != nil {
-		dial = r.dialInMemory
 		// -1: no back-off (0 is go-redis's default). The zero timer
 		// go-redis still waits on has fired by then: the runtime runs an
 		// expired timer's channel send in the receive, without blocking.
@@ -234,7 +232,7 @@ func (r *Server) clientOptions() *redis.Options {
 	}
 	return &redis.Options{
 		Addr:             r.addr,
-		Dialer:           dial,
+		Dialer:           r.inMemory(),
 		DisableIdentity:  true,
 		DialerRetries:    1,
 		MinRetryBackoff:  minBackoff,
