@@ -34,7 +34,7 @@ func (c *Server) NewClientThrough(conns *fakes.Conns) *api.Client {
 	c.owner.Helper()
 	client, err := c.newClientDialing(conns.Dial(c.DialContext))
 	if err != nil {
-		c.owner.Fatalf("fakes: %v", err)
+		c.owner.Fatalf("consulfake: %v", err)
 	}
 	return client
 }

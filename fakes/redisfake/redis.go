@@ -355,7 +355,7 @@ func (r *Server) Real() bool { return r.mini == nil }
 func (r *Server) Advance(d time.Duration) {
 	r.owner.Helper()
 	if r.inGroup {
-		r.owner.Fatalf("fakes: Advance on one node of a redisfake.Nodes would move the clock shared by all nodes; " +
+		r.owner.Fatalf("redisfake: Advance on one node of a redisfake.Nodes would move the clock shared by all nodes; " +
 			"use Nodes.Advance (or Miniredis().FastForward to skew one node)")
 	}
 	advance(r.owner, r.clock, []*Server{r}, d)
@@ -365,10 +365,10 @@ func (r *Server) Advance(d time.Duration) {
 func advance(t fakeutil.Owner, clock *fakes.Clock, nodes []*Server, d time.Duration) {
 	t.Helper()
 	if clock == nil {
-		t.Fatalf("fakes: Advance needs manual time: start the fake with redisfake.ManualTime(start)")
+		t.Fatalf("redisfake: Advance needs manual time: start the fake with redisfake.ManualTime(start)")
 	}
 	if d < 0 {
-		t.Fatalf("fakes: Advance(%v): time cannot move backwards", d)
+		t.Fatalf("redisfake: Advance(%v): time cannot move backwards", d)
 	}
 	now := clock.Now().Add(d)
 	for _, n := range nodes {
@@ -382,7 +382,7 @@ func (r *Server) advanceBackend(now time.Time, d time.Duration) {
 	r.owner.Helper()
 	if r.mini == nil {
 		if err := r.advanceReal(d); err != nil {
-			r.owner.Fatalf("fakes: Advance(%v) on %s: %v", d, r.addr, err)
+			r.owner.Fatalf("redisfake: Advance(%v) on %s: %v", d, r.addr, err)
 		}
 		return
 	}
@@ -441,10 +441,10 @@ func (r *Server) Restart(keepData bool) {
 	r.stopped = err != nil
 	r.dialMu.Unlock()
 	if err != nil {
-		r.owner.Fatalf("fakes: cannot restart miniredis on %s: %v", r.addr, err)
+		r.owner.Fatalf("redisfake: cannot restart miniredis on %s: %v", r.addr, err)
 	}
 	if err := r.flushScripts(); err != nil {
-		r.owner.Fatalf("fakes: restart of %s: emptying the script cache: %v", r.addr, err)
+		r.owner.Fatalf("redisfake: restart of %s: emptying the script cache: %v", r.addr, err)
 	}
 }
 
@@ -468,7 +468,7 @@ func (r *Server) requireMiniredis(what string) {
 		if r.inGroup {
 			env = EnvAddrs
 		}
-		r.owner.Skipf("fakes: %s needs miniredis: cannot stop a real server from a test (unset %s, or use redisfake.ForceMiniredis)",
+		r.owner.Skipf("redisfake: %s needs miniredis: cannot stop a real server from a test (unset %s, or use redisfake.ForceMiniredis)",
 			what, env)
 	}
 }
@@ -499,10 +499,10 @@ func (r *Server) CommandCount() int {
 func (r *Server) ExpireLock(ctx context.Context, name string) error {
 	ok, err := r.expireKey(ctx, name)
 	if err != nil {
-		return fmt.Errorf("fakes: expire lock %q: %w", name, err)
+		return fmt.Errorf("redisfake: expire lock %q: %w", name, err)
 	}
 	if !ok {
-		return fmt.Errorf("fakes: expire lock %q: %w", name, fakes.ErrNoHolder)
+		return fmt.Errorf("redisfake: expire lock %q: %w", name, fakes.ErrNoHolder)
 	}
 	return nil
 }

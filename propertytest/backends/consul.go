@@ -122,7 +122,7 @@ func onMiniconsul(newLocker newConsulLocker, invalidate bool) propertytest.Facto
 func ConsulLockOn(addr string) propertytest.Factory {
 	return func(env propertytest.Env) (*propertytest.Backend, error) {
 		if addr == "" {
-			return nil, fmt.Errorf("propertytest: ConsulLockOn needs the agent's address")
+			return nil, fmt.Errorf("backends: ConsulLockOn needs the agent's address")
 		}
 		c := &consulOn{env: env, addr: addr, prefix: "lockproof-test-" + locks.NewOwner()[:8] + "/"}
 		admin, err := c.newClient()
@@ -153,7 +153,7 @@ func newConsulBackend(newClient func() (*api.Client, error), newLocker newConsul
 			all := append(append([]locks.Option(nil), own...), opts...)
 			o, err := locks.Resolve(consullock.DefaultPrefix, all...)
 			if err != nil {
-				return nil, fmt.Errorf("propertytest: %w", err)
+				return nil, fmt.Errorf("backends: %w", err)
 			}
 			be.lockName = name
 			s := consullock.Session{LockDelay: consullock.DefaultLockDelay(o.TTL), TTLMin: ttlMin}
@@ -174,7 +174,7 @@ func invalidateHolder(c *consulfake.Server, name string) error {
 	defer cancel()
 	err := c.ExpireLock(ctx, name)
 	if err != nil && !errors.Is(err, fakes.ErrNoHolder) {
-		return fmt.Errorf("propertytest: %w", err)
+		return fmt.Errorf("backends: %w", err)
 	}
 	return nil
 }
@@ -191,7 +191,7 @@ func (c *consulOn) newClient() (*api.Client, error) {
 	client, err := api.NewClient(&api.Config{Address: c.addr, Scheme: "http",
 		HttpClient: &http.Client{Transport: consulfake.GateTransport(tr)}})
 	if err != nil {
-		return nil, fmt.Errorf("propertytest: consul client for %s: %w", c.addr, err)
+		return nil, fmt.Errorf("backends: consul client for %s: %w", c.addr, err)
 	}
 	c.env.Cleanup(tr.CloseIdleConnections)
 	return client, nil
@@ -203,6 +203,6 @@ func (c *consulOn) deleteKeys(admin *api.Client) {
 	ctx, cancel := context.WithTimeout(context.Background(), consulTimeout)
 	defer cancel()
 	if _, err := admin.KV().DeleteTree(c.prefix, (&api.WriteOptions{}).WithContext(ctx)); err != nil {
-		c.env.Logf("propertytest: delete %s* on %s: %v", c.prefix, c.addr, err)
+		c.env.Logf("backends: delete %s* on %s: %v", c.prefix, c.addr, err)
 	}
 }

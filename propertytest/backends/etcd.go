@@ -64,7 +64,7 @@ func EtcdLock() propertytest.Factory {
 	return func(env propertytest.Env) (*propertytest.Backend, error) {
 		s, err := etcdfake.Start(etcdfake.ForceEmbedded())
 		if err != nil {
-			return nil, fmt.Errorf("propertytest: %w", err)
+			return nil, fmt.Errorf("backends: %w", err)
 		}
 		propertytest.CloseAtCleanup(env, "the embedded etcd", s)
 		be := etcdBackend(s)
@@ -106,7 +106,7 @@ func onEmbeddedEtcd(newLocker func(c *clientv3.Client, name string, opts ...lock
 	return func(env propertytest.Env) (*propertytest.Backend, error) {
 		s, err := etcdfake.Start(etcdfake.ForceEmbedded())
 		if err != nil {
-			return nil, fmt.Errorf("propertytest: %w", err)
+			return nil, fmt.Errorf("backends: %w", err)
 		}
 		propertytest.CloseAtCleanup(env, "the embedded etcd", s)
 		return etcdBackendWith(s, newLocker).Backend, nil
@@ -125,11 +125,11 @@ func onEmbeddedEtcd(newLocker func(c *clientv3.Client, name string, opts ...lock
 func EtcdLockOn(endpoints []string) propertytest.Factory {
 	return func(env propertytest.Env) (*propertytest.Backend, error) {
 		if len(endpoints) == 0 {
-			return nil, fmt.Errorf("propertytest: EtcdLockOn needs the cluster's endpoints")
+			return nil, fmt.Errorf("backends: EtcdLockOn needs the cluster's endpoints")
 		}
 		s, err := etcdfake.Start(etcdfake.At(endpoints...))
 		if err != nil {
-			return nil, fmt.Errorf("propertytest: %w", err)
+			return nil, fmt.Errorf("backends: %w", err)
 		}
 		propertytest.CloseAtCleanup(env, "the etcd fake", s)
 		return etcdBackend(s).Backend, nil
@@ -173,7 +173,7 @@ func revokeHolder(s *etcdfake.Server, name string) error {
 	defer cancel()
 	err := s.ExpireLock(ctx, name)
 	if err != nil && !errors.Is(err, fakes.ErrNoHolder) {
-		return fmt.Errorf("propertytest: %w", err)
+		return fmt.Errorf("backends: %w", err)
 	}
 	return nil
 }

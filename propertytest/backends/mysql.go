@@ -50,11 +50,11 @@ func MySQLLockWith(newLocker func(db *sql.DB, name string, opts ...locks.Option)
 		clock := fakes.NewClock(epoch)
 		s, err := mysqlfake.Start()
 		if err != nil {
-			return nil, fmt.Errorf("propertytest: start the in-process MySQL: %w", err)
+			return nil, fmt.Errorf("backends: start the in-process MySQL: %w", err)
 		}
 		propertytest.CloseAtCleanup(env, "the in-process MySQL", s)
 		if err := s.FollowClock(clock); err != nil {
-			return nil, fmt.Errorf("propertytest: %w", err)
+			return nil, fmt.Errorf("backends: %w", err)
 		}
 		be, err := mysqlBackend(s, mysqllock.DefaultTable, clock, newLocker)
 		if err != nil {
@@ -91,11 +91,11 @@ func MySQLLockWith(newLocker func(db *sql.DB, name string, opts ...locks.Option)
 func MySQLLockOn(dsn string) propertytest.Factory {
 	return func(env propertytest.Env) (*propertytest.Backend, error) {
 		if dsn == "" {
-			return nil, fmt.Errorf("propertytest: MySQLLockOn needs the server's DSN")
+			return nil, fmt.Errorf("backends: MySQLLockOn needs the server's DSN")
 		}
 		s, err := mysqlfake.Start(mysqlfake.At(dsn))
 		if err != nil {
-			return nil, fmt.Errorf("propertytest: %w", err)
+			return nil, fmt.Errorf("backends: %w", err)
 		}
 		propertytest.CloseAtCleanup(env, "the MySQL fake", s)
 		be, err := mysqlBackend(s, mysqllock.DefaultTable, locks.SystemClock{},
@@ -117,13 +117,13 @@ func mysqlBackend(s *mysqlfake.Server, table string, clock locks.Clock,
 	ctx, cancel := context.WithTimeout(context.Background(), mysqlTimeout)
 	defer cancel()
 	if err := mysqllock.CreateTable(ctx, s.DB(), table); err != nil {
-		return nil, fmt.Errorf("propertytest: %w", err)
+		return nil, fmt.Errorf("backends: %w", err)
 	}
 	return &propertytest.Backend{
 		NewLocker: func(name string, opts ...locks.Option) (locks.Locker, error) {
 			db, err := s.OpenDB()
 			if err != nil {
-				return nil, fmt.Errorf("propertytest: a client's pool: %w", err)
+				return nil, fmt.Errorf("backends: a client's pool: %w", err)
 			}
 			own := []locks.Option{locks.WithPrefix(table), locks.WithClock(clock)}
 			return newLocker(db, name, append(own, opts...)...)
@@ -140,7 +140,7 @@ func expireHolder(s *mysqlfake.Server, table, name string) error {
 	defer cancel()
 	err := s.ExpireLockIn(ctx, table, name)
 	if err != nil && !errors.Is(err, fakes.ErrNoHolder) {
-		return fmt.Errorf("propertytest: expire the holder's row: %w", err)
+		return fmt.Errorf("backends: expire the holder's row: %w", err)
 	}
 	return nil
 }

@@ -196,7 +196,7 @@ func RedisLockWithNetworkFaults() propertytest.Factory {
 			for len(proxies) <= i {
 				p, err := chaos.StartProxy(r.Addr(), uint64(len(proxies))+1)
 				if err != nil {
-					return nil, fmt.Errorf("propertytest: start proxy: %w", err)
+					return nil, fmt.Errorf("backends: start proxy: %w", err)
 				}
 				propertytest.CloseAtCleanup(env, "a proxy", p)
 				proxies = append(proxies, p)

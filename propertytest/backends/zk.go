@@ -228,7 +228,7 @@ func (n *zkNet) proxy(i int) (*chaos.Proxy, error) {
 	for len(n.proxies) <= i {
 		p, err := chaos.StartProxy(n.z.Addr(), uint64(len(n.proxies))+1)
 		if err != nil {
-			return nil, fmt.Errorf("propertytest: start proxy: %w", err)
+			return nil, fmt.Errorf("backends: start proxy: %w", err)
 		}
 		n.proxies = append(n.proxies, p)
 	}
@@ -385,11 +385,11 @@ func (n *zkNet) close() {
 func ZKLockOn(addr string) propertytest.Factory {
 	return func(env propertytest.Env) (*propertytest.Backend, error) {
 		if addr == "" {
-			return nil, errors.New("propertytest: ZKLockOn needs the server's address")
+			return nil, errors.New("backends: ZKLockOn needs the server's address")
 		}
 		z, err := zkfake.Start(zkfake.At(addr))
 		if err != nil {
-			return nil, fmt.Errorf("propertytest: %w", err)
+			return nil, fmt.Errorf("backends: %w", err)
 		}
 		propertytest.CloseAtCleanup(env, "the ZooKeeper fake", z)
 		be := newZKBackend(z, zkMutex, func(_ int, ttl time.Duration) (*zk.Conn, error) {
@@ -428,7 +428,7 @@ func newZKBackend(z *zkfake.Server, newLocker newZKLocker, connect func(i int, t
 			all := slices.Concat(z.LockOptions(), extra, opts)
 			o, err := locks.Resolve(zklock.DefaultPrefix, all...)
 			if err != nil {
-				return nil, fmt.Errorf("propertytest: %w", err)
+				return nil, fmt.Errorf("backends: %w", err)
 			}
 			conn, err := connect(clients, o.TTL)
 			clients++
@@ -438,10 +438,10 @@ func newZKBackend(z *zkfake.Server, newLocker newZKLocker, connect func(i int, t
 			if m := z.Minizk(); m != nil {
 				granted, err := m.SessionTimeout(conn.SessionID())
 				if err != nil {
-					return nil, fmt.Errorf("propertytest: %w", err)
+					return nil, fmt.Errorf("backends: %w", err)
 				}
 				if granted < o.TTL {
-					return nil, fmt.Errorf("propertytest: minizk granted a session timeout of %v, below the TTL %v", granted, o.TTL)
+					return nil, fmt.Errorf("backends: minizk granted a session timeout of %v, below the TTL %v", granted, o.TTL)
 				}
 			}
 			l, err := newLocker(conn, name, all...)
@@ -471,7 +471,7 @@ func expireHolderFault(z *zkfake.Server, be *zkBackend) propertytest.Fault {
 // with nobody holding the lock (or no locker made yet) no error.
 func expireZKHolder(z *zkfake.Server, name string) error {
 	if z.Minizk() == nil {
-		return errors.New("propertytest: expiring a session needs minizk")
+		return errors.New("backends: expiring a session needs minizk")
 	}
 	if name == "" {
 		return nil // no locker yet
@@ -480,7 +480,7 @@ func expireZKHolder(z *zkfake.Server, name string) error {
 	defer cancel()
 	err := z.ExpireLock(ctx, name)
 	if err != nil && !errors.Is(err, fakes.ErrNoHolder) {
-		return fmt.Errorf("propertytest: expire the holder's session: %w", err)
+		return fmt.Errorf("backends: expire the holder's session: %w", err)
 	}
 	return nil
 }

@@ -177,7 +177,7 @@ func (f *leakFilter) find(grace time.Duration, base ...goleak.Option) error {
 			if !ok {
 				return err // not in the form f reads: report all of it
 			}
-			return fmt.Errorf("found unexpected goroutines (after the options of suitemain.Main):\n%s", strings.Join(kept, "\n"))
+			return fmt.Errorf("suitemain: found unexpected goroutines (after the options of suitemain.Main):\n%s", strings.Join(kept, "\n"))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

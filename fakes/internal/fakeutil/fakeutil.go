@@ -122,7 +122,7 @@ func StartFor(tb testing.TB, helper, env string, usedEnv bool, err error, fake i
 	if err != nil {
 		switch {
 		case usedEnv && errors.Is(err, ErrTooFewServers):
-			tb.Skipf("fakes: %v (%s=%q)", err, env, os.Getenv(env))
+			tb.Skipf("%s: %v (%s=%q)", helper, err, env, os.Getenv(env))
 		case usedEnv:
 			tb.Fatalf("%s: %s=%s: %v", helper, env, os.Getenv(env), err)
 		default:
