@@ -135,7 +135,7 @@ func (s *Server) config(m *etcdMember) *embed.Config {
 	cfg.TickMs = etcdTickMs
 	cfg.ElectionMs = etcdElectionMs
 	// Durability across a crash of the machine is not what these tests
-	// are about; fsync makes a lock hand-off ~50x slower (p99 ~90 ms).
+	// are about, and fsync makes a lock hand-off many times slower.
 	cfg.UnsafeNoFsync = true
 	cfg.EnableGRPCGateway = false
 	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(s.log.Named(m.name))

@@ -34,25 +34,21 @@ func ConsulLockOnOptions() propertytest.Options {
 }
 
 // ConsulLock is the Factory of consullock on miniconsul in manual time
-// (consulfake.New with ConsulManualTime and ForceMiniconsul: never a real
-// agent), which accepts session TTLs from 10ms. Each Locker has the
-// default lock-delay, one TTL.
+// (consulfake.New with ManualTime and ForceMiniconsul: never a real agent),
+// which accepts session TTLs from 10ms. Each Locker has the default
+// lock-delay, one TTL.
 //
-// Run it with ConsulLockOptions (Options.Slack of at least 2×TTL): Consul invalidates a
-// session TTL×2 after its last renewal (miniconsul exactly so), and the
-// lock-delay keeps the key from everybody for one more TTL, so a crashed
-// holder's lock is free 3×TTL after its last renewal. Manual time makes
-// that cost nothing. Claims: the defaults, FaultCrash and FaultPause
-// (fenced by the key's ModifyIndex).
+// Run it with ConsulLockOptions (Options.Slack of at least 2×TTL): Consul
+// invalidates a session TTL×2 after its last renewal, and the lock-delay
+// keeps the key from everybody for one more TTL. Claims: the defaults,
+// FaultCrash and FaultPause (fenced by the key's ModifyIndex).
 //
 // It offers one fault, FaultPartition: the holder's session is invalidated
-// now, as Consul does when the holder's node fails its serf health check
-// (cut off from the servers). consullock stays exclusive under it (the
-// lock-delay outlasts the holder's local deadline), but the holder learns
-// of the loss before its TTL is over (its monitor ends the lease, or a
-// Renew or Unlock is refused), which the lease model counts as a
-// violation: so it does not claim FaultPartition, and the suite reports
-// what that fault causes as expected violations.
+// now, as when its node fails its serf health check. consullock stays
+// exclusive under it (the lock-delay outlasts the holder's deadline), but
+// the holder learns of the loss before its TTL is over, which the lease
+// model counts as a violation: it is not claimed, and the suite reports
+// what it causes as expected violations.
 func ConsulLock() propertytest.Factory { return onMiniconsul(consulMutex, true) }
 
 // consulMutex is consullock.NewWithSession as a newConsulLocker.

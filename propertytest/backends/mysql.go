@@ -19,21 +19,15 @@ import (
 const mysqlTimeout = 10 * time.Second
 
 // MySQLLock is the Factory of mysqllock on the in-process MySQL server
-// (mysqlfake.Start, go-mysql-server: never a real server, whatever
-// mysqlfake.EnvDSN says) in manual time: the server's NOW(6) reads the
-// backend's manual clock, so leases expire exactly TTL after the statement
-// that set them, and the default Options fit (TTL 1s, Slack TTL/4).
+// (mysqlfake.Start, go-mysql-server: never a real server) in manual time:
+// NOW(6) reads the backend's clock, so leases expire exactly TTL after the
+// statement that set them, and the default Options fit. Claims: the
+// defaults, FaultCrash and FaultPause (fenced). Its one fault,
+// FaultClockJump, marks the holder's row expired now, as a jump of the
+// server's clock would; mysqllock does not claim it.
 //
-// It offers one fault, FaultClockJump: the server's clock jumps forward
-// past the holder's expiry (its row is marked expired now), which a lock
-// whose time is the database's cannot survive. mysqllock does not claim it.
-// Its claims are the defaults, FaultCrash and FaultPause (fenced).
-//
-// go-mysql-server reads the time through one process-wide function
-// (mysqlfake.Server.FollowClock): while a MySQLLock backend lives, every
-// in-process go-mysql-server in the process follows its clock, and a second
-// MySQLLock backend at the same time is refused (run them one after the
-// other, as Run does).
+// go-mysql-server has one process-wide clock (mysqlfake.Server.FollowClock):
+// a second MySQLLock backend at the same time is refused.
 func MySQLLock() propertytest.Factory {
 	return MySQLLockWith(func(db *sql.DB, name string, opts ...locks.Option) (locks.Locker, error) {
 		return mysqllock.New(db, name, opts...)
