@@ -52,11 +52,10 @@ type Options struct {
 	// the counterexample of an Illegal verdict has a budget of its own
 	// (ShrinkTimeLimit).
 	TimeLimit time.Duration
-	// MaxMemory caps the bytes held at once by the memo tables of the
-	// searches in flight (their own arrays; memory that states point to is
-	// not counted, and may be about as much again). Reaching it ends the
-	// check with Unknown and Cause ErrMemoryLimit instead of exhausting the
-	// process. Zero means DefaultMaxMemory; math.MaxInt64 lifts the cap.
+	// MaxMemory caps the bytes the searches' memo tables hold at once (not
+	// what states point to, which may be as much again); reaching it ends
+	// the check Unknown with Cause ErrMemoryLimit. Zero means
+	// DefaultMaxMemory; math.MaxInt64 lifts the cap.
 	MaxMemory int64
 	// MaxSteps bounds the steps of search, counted in blocks of a few
 	// hundred, for the decision and again for shrinking; zero means no
@@ -71,11 +70,10 @@ type Options struct {
 	// the whole failing partition (or, for a lease model, the operations of
 	// a violation found without search). Default false (minimize).
 	NoMinimize bool
-	// ShrinkTimeLimit bounds the shrinking of a counterexample, which
-	// starts once the verdict is Illegal and has a budget of its own (ctx
-	// still bounds it); zero means TimeLimit again. When it passes,
-	// Counterexample is the smallest failing sub-history found so far and
-	// Minimal is false.
+	// ShrinkTimeLimit bounds the shrinking of an Illegal verdict's
+	// counterexample (ctx still bounds it); zero means TimeLimit again.
+	// When it passes, Counterexample is the smallest failing sub-history
+	// found so far and Minimal is false.
 	ShrinkTimeLimit time.Duration
 
 	_ struct{} // keyed literals only
@@ -113,14 +111,9 @@ type Result struct {
 	// Partitions, in key order.
 	Partitions []Partition
 	// Counterexample, for Illegal: history indices (by call time) of a
-	// non-linearizable sub-history of one failing partition; its operations
-	// keep their times, inputs and outputs. When Minimal is true it is
-	// 1-minimal for its violation: the search of the sub-history stops at
-	// the same operation as the search of the whole partition (Blocker), and
-	// removing any single operation makes the sub-history linearizable or
-	// makes its search stop at another operation. (Plain 1-minimality would
-	// often end at one refused acquire, wrong only because the grant that
-	// explained it was removed.)
+	// non-linearizable sub-history of one failing partition. When Minimal,
+	// its search stops at Blocker and removing any one operation makes it
+	// linearizable or stop elsewhere (see the package doc, Semantics).
 	Counterexample []int
 	// Blocker, for Illegal, is the history index of the operation at which
 	// the search got stuck: the search could linearize the most operations

@@ -60,12 +60,10 @@ type LeaseInput struct {
 	// Owner is the acquisition's owner value (random per acquisition, as in
 	// lockproof's locks); Release and Renew name the owner they act for.
 	Owner uint64 `json:"owner"`
-	// Shared marks an Acquire in shared (read) mode, for the read-write
-	// model (NewRWLeaseModel); false is exclusive (write) mode, the only
-	// mode of NewLeaseModel and NewSemaphoreModel, which ignore the field.
-	// It is left out of the JSON when false, so histories without it read
-	// and write as before. Release and Renew ignore it: the owner names
-	// the lease, whatever its mode.
+	// Shared marks an Acquire in shared (read) mode for NewRWLeaseModel;
+	// false is exclusive (write) mode, the only one of the other lease
+	// models. Release and Renew ignore it: the owner names the lease. Left
+	// out of the JSON when false.
 	Shared bool `json:"shared,omitempty"`
 }
 
@@ -79,12 +77,9 @@ type LeaseOutput struct {
 	// ignored otherwise.
 	Token uint64 `json:"token"`
 	// Deadline is the instant, on the history's clock, until which a
-	// granted acquire told its holder the lease runs (locks.Lease.Deadline
-	// after the grant); 0 when the lock reported none. The lease may
-	// expire from its deadline on even when the model's TTL reckoning
-	// ends later: the holder acts only until then. Ignored for other
-	// operations: a successful renewal extends the lease by the TTL from
-	// its call, whatever its holder was told.
+	// granted acquire told its holder the lease runs (0: none reported);
+	// the lease may expire from then even if its TTL ends later. Ignored
+	// for other operations: a renewal extends by the TTL from its call.
 	Deadline int64 `json:"deadline,omitempty"`
 }
 

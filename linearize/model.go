@@ -13,46 +13,49 @@ import (
 //
 // Only Init and Step are required. Equal is required when S is not a
 // comparable type; otherwise == is used.
+//
+// Step appends, as strconv.AppendInt does, so that a step allocates
+// nothing. Appending no state means op cannot take effect in state with
+// the output it recorded; several states express nondeterminism (a lease
+// that may or may not have expired). For an op with Unknown set, Output is
+// meaningless: Step appends the states reachable for every output it
+// could have returned. Leaving the operation out needs no state, and the
+// checker drops appended states equal to state, since such a step is the
+// same as skipping. Time-aware models read op.Call and op.End().
+//
+// Partition is sound when the model is the product of independent per-key
+// models, as for a key-value store or a set of named locks:
+// linearizability is local, a history is linearizable iff every per-key
+// sub-history is.
+//
+// ReadOnly lets the search linearize such an operation as soon as it can,
+// without trying other orders there: moving a read-only operation earlier,
+// while it is a candidate and succeeds, never rules out a linearization.
+// ReadHash lets it turn a read down in a state with another hash without
+// calling Step, so a read that does not match, the commonest dead end of a
+// key-value history, costs one comparison; Step still decides in a state
+// whose hash matches.
 type Model[S, I, O any] struct {
 	// Init returns the initial state.
 	Init func() S
 	// Step appends to dst every state the model may be in after op is
-	// applied in state, and returns the extended slice (the way
-	// strconv.AppendInt does, so that a step allocates nothing). Appending
-	// nothing means op cannot take effect in state with the output it
-	// recorded: that order is not a linearization. Appending several states
-	// expresses nondeterminism (a lease that may or may not have expired).
-	//
-	// When op.Unknown is set, op.Output is meaningless: Step must append the
-	// states reachable for every output the operation could have returned.
-	// Leaving the operation out is always possible and needs no state: the
-	// checker also drops appended states equal to state, since such a step
-	// is the same as skipping. Time-aware models read op.Call and op.End().
+	// applied in state (none: op cannot take effect there with its
+	// recorded output), and returns the extended slice. See the type's
+	// doc for unknown outcomes and nondeterminism.
 	Step func(dst []S, state S, op *Operation[I, O]) []S
-	// Partition, if set, maps an input to the key of its partition. The
-	// history is then checked one partition at a time (in parallel): that is
-	// sound when the model is the product of independent per-key models, as
-	// for a key-value store or a set of named locks (linearizability is
-	// local: a history is linearizable iff every per-key sub-history is).
-	// Init and Step then describe one partition. Default: one partition.
+	// Partition, if set, maps an input to the key of its partition; the
+	// partitions are then checked apart, in parallel, and Init and Step
+	// describe one partition (see the type's doc for when that is sound).
+	// Default: one partition.
 	Partition func(in I) string
 	// ReadOnly, if set, reports that op never changes the state: for every
-	// state s, Step(s, op) appends nothing or exactly s. The search then
-	// linearizes such an operation as soon as it can, without trying other
-	// orders at that point: moving a read-only operation earlier, while it
-	// is a candidate and succeeds, never rules out a linearization. Reads
-	// that must match the state (a key-value get) are the typical case; a
-	// wrong answer here makes the checker unsound. Default: none is.
+	// state s, Step(s, op) appends nothing or exactly s (a key-value get).
+	// A wrong answer makes the checker unsound. Default: none is.
 	ReadOnly func(op *Operation[I, O]) bool
 	// ReadHash, if set, returns for an operation with a known outcome a
 	// hash h (and true) such that Step accepts op only in states whose Hash
-	// is h: a get that returned v is accepted only in the state v, so h is
-	// the Hash of v. The search then turns op down without calling Step in
-	// a state with another hash, so a read that does not match, the
-	// commonest dead end of a key-value history, costs one comparison. It
-	// is only a shortcut: Step still decides in a state whose hash is h. A
-	// wrong h can make the checker reject a linearizable history (never
-	// accept one that is not). Default: none.
+	// is h (a get that returned v: the Hash of v). A wrong h can make the
+	// checker reject a linearizable history, never accept a bad one.
 	ReadHash func(op *Operation[I, O]) (uint64, bool)
 	// Equal reports whether two states are the same. Default == (only for a
 	// comparable S; Check returns ErrInvalidModel otherwise).
@@ -68,27 +71,20 @@ type Model[S, I, O any] struct {
 	DescribeState func(s S) string
 
 	// fast, set by a model constructor (NewLeaseModel), decides a history
-	// by a procedure of its own before the generic search, under the
-	// decision's ctx and budget b (parent is the caller's ctx, for
-	// shrinking); it returns a complete Result, or false to leave the
-	// history to the generic search. It is used only
-	// while Step is still the constructor's (fastStep), so that a caller
-	// who replaces Step gets the generic search of the new Step.
+	// before the generic search (parent is the caller's ctx, for
+	// shrinking), or returns false. Used only while Step is the
+	// constructor's (fastStep): a replaced Step gets the generic search.
 	fast     func(parent, ctx context.Context, h []Operation[I, O], opts Options, b *budget) (Result, bool)
 	fastStep uintptr
 	// superset: for an unknown operation Step appends exactly one state,
-	// which stands for a set of states that includes the state it was
-	// given, so that it covers "never took effect" too (the set-valued
-	// models of the fast deciders); the search then does not add the
-	// no-effect step of its own.
+	// a set that includes the state it was given and so covers "never took
+	// effect" (the fast deciders' set-valued models); the search then adds
+	// no no-effect step of its own.
 	superset bool
 	// spent, set by a model constructor, reports that the unknown op can
-	// take no effect from state s nor from any state reached from it (a
-	// fenced write whose token is below the highest admitted): the
-	// search on sets then settles op as never taken effect once no member
-	// of the set can take it (filled.retired), instead of keeping it a
-	// candidate that holds back the memo's window. Like fast, it is used
-	// only while Step is the constructor's.
+	// take no effect from s nor from any state reached from it (a fenced
+	// write below the highest token): the search on sets settles it at once
+	// (filled.retired). Like fast, used only while Step is the constructor's.
 	spent func(s S, op *Operation[I, O]) bool
 
 	_ struct{} // keyed literals only
@@ -111,11 +107,9 @@ type filled[S, I, O any] struct {
 	// search's every 64), with the steps taken (alternate's rounds).
 	over func(steps uint32) bool
 	// pooled, for a set-valued model (Model.superset), marks unknown
-	// operations that are interchangeable but for their call time, the
-	// one called first being at least as good wherever it is placed: its
-	// effect from any state dominates theirs, and so does every state
-	// reached from it. The search places them in call order only, the
-	// next of them once the others are placed (see searcher.tryPool).
+	// operations interchangeable but for their call time, the first called
+	// dominating the others wherever it is placed: the search places them
+	// in call order only (see searcher.tryPool).
 	pooled func(op *Operation[I, O]) bool
 	// retired, for a set-valued model, reports that an unknown operation
 	// can take no effect from the state or from any state reached from
@@ -123,9 +117,8 @@ type filled[S, I, O any] struct {
 	// instead of keeping it a candidate to the end.
 	retired func(s S, op *Operation[I, O]) bool
 	// prepare, if set, is told the operations (history indices) of each
-	// search, and its budget, before it starts: the relaxed search's
-	// steps depend on them, and one of its steps may be long enough to
-	// need to look at the budget itself.
+	// search and its budget before it starts: the relaxed search's steps
+	// depend on them, and one may be long enough to look at the budget.
 	prepare func(ops []int, b *budget)
 	// unsure, if set, reports that the model's steps since the search
 	// started may have left states out (a closure of the relaxed search

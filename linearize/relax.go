@@ -13,11 +13,10 @@ import (
 // taken effect before they can conclude Illegal: the search of the
 // model's Step splits each of them into effect and absence, and the
 // search on sets places each of them at every point where it changes the
-// set. A lease history of 34 operations, 22 of them unknown acquires,
-// where a grant with token 3 returned before a grant with token 2 was
-// called, took the first 11.7 s and the second more than a minute: every
-// subset of the unknown acquires gives another holder, token or expiry,
-// and each of them fails at the same grant.
+// set. On a lease history with many unknown acquires, where a grant with
+// token 3 returned before a grant with token 2 was called, both take long:
+// every subset of the unknown acquires gives another holder, token or
+// expiry, and each of them fails at the same grant (docs/linearize.md).
 //
 // The relaxed search forgets which unknown operations took effect. It is
 // the search on sets of the known operations alone, in which, before a

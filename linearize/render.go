@@ -24,10 +24,8 @@ type Picture struct {
 	// reads 2.5s). By default they are shown as the plain numbers they are.
 	Unit time.Duration
 	// LeaseTTL and LeaseTolerance, for a lease-lock history, are the lease
-	// model's TTL and tolerance: the HTML timeline then draws each lease's
-	// validity window (from the call that granted or renewed it to that
-	// call plus the TTL, ended early by its owner's release), marks where
-	// the windows of two owners overlap, and both renderers name the exact
+	// model's: the HTML timeline then draws each lease's validity window and
+	// marks where two owners' windows overlap, and both renderers name the
 	// reason of a violation where the history shows it (ExplainLease).
 	LeaseTTL, LeaseTolerance time.Duration
 	// Expected heads an Illegal result as an expected violation (one

@@ -390,11 +390,10 @@ func alternate[S, I, O any](m *filled[S, I, O], history []Operation[I, O], p Par
 // relaxedShare is how many of the model's Steps the relaxed search may
 // take in each of alternate's rounds, per step of the round on sets. A
 // Step of the relaxed search's closures is cheaper than a step of the
-// split search (no memo, no stack): with the split search's share
-// (splitShare), two lease histories with a token that went down among
-// 16 and 22 unknown acquires took the generic Check 0.61 and 0.14 s,
-// with 4 times that 0.27 and 0.10 s, and the etcd logs the same time
-// (the relaxed search runs on 7 of them, once each).
+// split search (no memo, no stack), so it gets four times the split
+// search's share (splitShare): lease histories with a token that went
+// down among many unknown acquires were then decided in about half the
+// time, and the etcd logs in the same.
 const relaxedShare = 4 * splitShare
 
 // capTicks bounds a step budget by what a searcher's tick can count.

@@ -133,7 +133,7 @@ func Start(opts ...Option) (*Server, error) {
 	began := time.Now()
 	if cfg.bin != "" && !cfg.forceMini {
 		if cfg.multiplier != 0 {
-			return nil, errors.New("fakes: SessionTTLMultiplier needs miniconsul: a real agent invalidates a session" +
+			return nil, errors.New("consulfake: SessionTTLMultiplier needs miniconsul: a real agent invalidates a session" +
 				" between TTL and 2×TTL by a multiplier of its own (add ForceMiniconsul)")
 		}
 		agent, err := startAgent(cfg.bin, cfg.ttlMin)
@@ -169,7 +169,7 @@ func New(t testing.TB, opts ...Option) *Server {
 			opts = append([]Option{Agent(bin)}, opts...)
 			usedEnv = true
 		} else if cfg.forceAgent {
-			t.Skipf("fakes: no consul binary: set %s or put consul on PATH (build one with tools/consul)", EnvBin)
+			t.Skipf("consulfake: no consul binary: set %s or put consul on PATH (build one with tools/consul)", EnvBin)
 		}
 	}
 	c, err := Start(opts...)
@@ -179,7 +179,7 @@ func New(t testing.TB, opts ...Option) *Server {
 	c.owner.Own(t)
 	t.Cleanup(func() { // runs before Close
 		if t.Failed() && c.agent != nil {
-			t.Logf("fakes: consul agent output:\n%s", c.Logs())
+			t.Logf("consulfake: consul agent output:\n%s", c.Logs())
 		}
 	})
 	return c
@@ -264,19 +264,15 @@ func (c *Server) NewClient() *api.Client {
 	c.owner.Helper()
 	client, err := c.newClient()
 	if err != nil {
-		c.owner.Fatalf("fakes: %v", err)
+		c.owner.Fatalf("consulfake: %v", err)
 	}
 	return client
 }
 
+// newClient dials miniconsul in memory, so that no request of the fake's
+// clients sits in the kernel.
 func (c *Server) newClient() (*api.Client, error) {
-	var dial fakes.DialFunc
-	if c.mini != nil {
-		// In memory: no request of the fake's clients sits in the kernel
-		// (see miniconsul.Server.DialInMemory).
-		dial = c.mini.DialInMemory
-	}
-	return c.newClientDialing(dial)
+	return c.newClientDialing(c.inMemory())
 }
 
 // newClientDialing is newClient with its connections dialed by dial (nil:
@@ -341,7 +337,7 @@ func (c *Server) SessionTTLMin() time.Duration { return c.ttlMin }
 func (c *Server) Advance(d time.Duration) {
 	c.owner.Helper()
 	if d < 0 {
-		c.owner.Fatalf("fakes: Advance(%v): time cannot move backwards", d)
+		c.owner.Fatalf("consulfake: Advance(%v): time cannot move backwards", d)
 	}
 	switch {
 	case c.clock != nil:
@@ -349,7 +345,7 @@ func (c *Server) Advance(d time.Duration) {
 	case c.agent != nil && c.agent.advanceSleeps:
 		time.Sleep(d)
 	default:
-		c.owner.Fatalf("fakes: Advance needs manual time: start the fake with consulfake.ManualTime(start)")
+		c.owner.Fatalf("consulfake: Advance needs manual time: start the fake with consulfake.ManualTime(start)")
 	}
 }
 
@@ -357,7 +353,7 @@ func (c *Server) Advance(d time.Duration) {
 func (c *Server) RequireMiniconsul(why string) {
 	c.owner.Helper()
 	if c.mini == nil {
-		c.owner.Skipf("fakes: needs miniconsul (%s); use consulfake.ForceMiniconsul to run it", why)
+		c.owner.Skipf("consulfake: needs miniconsul (%s); use consulfake.ForceMiniconsul to run it", why)
 	}
 }
 
@@ -369,12 +365,12 @@ func (c *Server) RequireMiniconsul(why string) {
 func (c *Server) ExpireSession(id string) error {
 	if c.mini != nil {
 		if !c.mini.InvalidateSession(id) {
-			return fmt.Errorf("fakes: expire consul session %s: %w", id, fakes.ErrNoSession)
+			return fmt.Errorf("consulfake: expire consul session %s: %w", id, fakes.ErrNoSession)
 		}
 		return nil
 	}
 	if _, err := c.client.Session().Destroy(id, nil); err != nil {
-		return fmt.Errorf("fakes: destroying consul session %s: %w", id, err)
+		return fmt.Errorf("consulfake: destroying consul session %s: %w", id, err)
 	}
 	return nil
 }
@@ -386,14 +382,14 @@ func (c *Server) ExpireSession(id string) error {
 func (c *Server) ExpireLock(ctx context.Context, name string) error {
 	kv, _, err := c.client.KV().Get(layout.ConsulKey(c.prefix, name), (&api.QueryOptions{RequireConsistent: true}).WithContext(ctx))
 	if err != nil {
-		return fmt.Errorf("fakes: expire consul lock %q: %w", name, err)
+		return fmt.Errorf("consulfake: expire consul lock %q: %w", name, err)
 	}
 	if kv == nil || kv.Session == "" {
-		return fmt.Errorf("fakes: expire consul lock %q: %w", name, fakes.ErrNoHolder)
+		return fmt.Errorf("consulfake: expire consul lock %q: %w", name, fakes.ErrNoHolder)
 	}
 	err = c.ExpireSession(kv.Session)
 	if errors.Is(err, fakes.ErrNoSession) { // it ended since the read: the lock is free
-		return fmt.Errorf("fakes: expire consul lock %q: %w", name, fakes.ErrNoHolder)
+		return fmt.Errorf("consulfake: expire consul lock %q: %w", name, fakes.ErrNoHolder)
 	}
 	return err
 }
@@ -410,7 +406,7 @@ func (c *Server) WaitBlocked(n int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := c.mini.WaitBlocked(ctx, n); err != nil {
-		c.owner.Fatalf("fakes: %v (now %d)", err, c.mini.Blocked())
+		c.owner.Fatalf("consulfake: %v (now %d)", err, c.mini.Blocked())
 	}
 }
 
@@ -485,7 +481,7 @@ func (c *Server) WaitParked(key string, index uint64, n int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := c.mini.WaitParked(ctx, key, index, n); err != nil {
-		c.owner.Fatalf("fakes: %v", err)
+		c.owner.Fatalf("consulfake: %v", err)
 	}
 }
 

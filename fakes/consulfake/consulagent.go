@@ -101,7 +101,7 @@ func (h *agentHost) Name() string { return h.name }
 // Setenv is refused: the process environment is not the agent's to
 // change. sdk/testutil does not call it for the configuration used here.
 func (h *agentHost) Setenv(key, _ string) {
-	panic(agentFatal{"fakes: sdk/testutil asked to set " + key + " in the environment"})
+	panic(agentFatal{"consulfake: sdk/testutil asked to set " + key + " in the environment"})
 }
 
 // TempDir returns a new temporary directory, removed when the agent stops.

@@ -11,15 +11,20 @@ import (
 )
 
 // DialContext connects to the server, whatever network and addr say, as
-// the fake's own clients do: in memory on miniconsul
-// (miniconsul.Server.DialInMemory), TCP to Addr on a real agent. Hand it
-// to an http.Transport (DialContext) of a client a library builds, and
-// gate that transport with GateTransport.
+// the fake's own clients do: in memory on miniconsul, TCP to Addr on a
+// real agent. Hand it to the http.Transport of a client a library builds,
+// and gate that transport with GateTransport.
 func (c *Server) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
-	if c.mini != nil {
-		return c.mini.DialInMemory(ctx, network, addr)
+	return fakeutil.Target{InMemory: c.inMemory(), Addr: c.addr}.Dial(ctx, network, addr)
+}
+
+// inMemory is miniconsul's in-memory dial (miniconsul.Server.DialInMemory),
+// nil on a real agent.
+func (c *Server) inMemory() fakes.DialFunc {
+	if c.mini == nil {
+		return nil
 	}
-	return fakeutil.DialTCP(ctx, c.addr)
+	return c.mini.DialInMemory
 }
 
 // NewClientThrough is NewClient with every connection dialed through
@@ -29,7 +34,7 @@ func (c *Server) NewClientThrough(conns *fakes.Conns) *api.Client {
 	c.owner.Helper()
 	client, err := c.newClientDialing(conns.Dial(c.DialContext))
 	if err != nil {
-		c.owner.Fatalf("fakes: %v", err)
+		c.owner.Fatalf("consulfake: %v", err)
 	}
 	return client
 }

@@ -28,7 +28,7 @@ func (s *Server) DialContext(ctx context.Context, network, addr string) (net.Con
 			return fakeutil.DialTCP(ctx, addr)
 		}
 	}
-	return nil, fmt.Errorf("fakes: %q is not an endpoint of the etcd server %v", addr, s.Endpoints())
+	return nil, fmt.Errorf("etcdfake: %q is not an endpoint of the etcd server %v", addr, s.Endpoints())
 }
 
 // NewClientThrough is NewClient with every connection dialed through

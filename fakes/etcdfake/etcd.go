@@ -113,7 +113,7 @@ func Start(opts ...Option) (*Server, error) {
 // member and bring it back. Close stops them.
 func StartCluster(n int, opts ...Option) (*Server, error) {
 	if n < 1 {
-		return nil, fmt.Errorf("fakes: an etcd cluster needs at least one member, got %d", n)
+		return nil, fmt.Errorf("etcdfake: an etcd cluster needs at least one member, got %d", n)
 	}
 	return startEtcd(n, newEtcdConfig(opts))
 }
@@ -150,7 +150,7 @@ func etcdFor(t testing.TB, helper string, n int, opts []Option) *Server {
 	}
 	t.Cleanup(func() { // registered after Close's cleanup: runs before it
 		if t.Failed() {
-			t.Logf("fakes: etcd logs of this test:\n%s", s.Logs())
+			t.Logf("etcdfake: etcd logs of this test:\n%s", s.Logs())
 		}
 	})
 	return s
@@ -269,7 +269,7 @@ func (s *Server) NewClient(dialOpts ...grpc.DialOption) *clientv3.Client {
 	s.owner.Helper()
 	c, err := s.newClient(s.clientConfig(dialOpts))
 	if err != nil {
-		s.owner.Fatalf("fakes: %v", err)
+		s.owner.Fatalf("etcdfake: %v", err)
 	}
 	return c
 }
@@ -281,7 +281,7 @@ func (s *Server) MemberClient(i int) *clientv3.Client {
 	cfg.Endpoints = []string{s.Endpoint(i)}
 	c, err := s.newClient(cfg)
 	if err != nil {
-		s.owner.Fatalf("fakes: %v", err)
+		s.owner.Fatalf("etcdfake: %v", err)
 	}
 	return c
 }
@@ -327,7 +327,7 @@ func (s *Server) Endpoint(i int) string {
 	s.owner.Helper()
 	eps := s.Endpoints()
 	if i < 0 || i >= len(eps) {
-		s.owner.Fatalf("fakes: no etcd member %d in a cluster of %d", i, len(eps))
+		s.owner.Fatalf("etcdfake: no etcd member %d in a cluster of %d", i, len(eps))
 	}
 	return eps[i]
 }
@@ -360,7 +360,7 @@ func (s *Server) RevokeLease(ctx context.Context, id clientv3.LeaseID) error {
 	ctx, cancel := context.WithTimeout(ctx, etcdTimeout)
 	defer cancel()
 	if _, err := s.client.Revoke(ctx, id); err != nil {
-		return fmt.Errorf("fakes: revoke etcd lease %x: %w", int64(id), err)
+		return fmt.Errorf("etcdfake: revoke etcd lease %x: %w", int64(id), err)
 	}
 	return nil
 }
@@ -377,14 +377,14 @@ func (s *Server) ExpireLock(ctx context.Context, name string) error {
 	resp, err := s.client.Get(ctx, layout.EtcdKey(s.prefix, name, false), clientv3.WithPrefix(),
 		clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend), clientv3.WithLimit(1))
 	if err != nil {
-		return fmt.Errorf("fakes: expire etcd lock %q: %w", name, err)
+		return fmt.Errorf("etcdfake: expire etcd lock %q: %w", name, err)
 	}
 	if len(resp.Kvs) == 0 || resp.Kvs[0].Lease == 0 {
-		return fmt.Errorf("fakes: expire etcd lock %q: %w", name, fakes.ErrNoHolder)
+		return fmt.Errorf("etcdfake: expire etcd lock %q: %w", name, fakes.ErrNoHolder)
 	}
 	err = s.RevokeLease(ctx, clientv3.LeaseID(resp.Kvs[0].Lease))
 	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
-		return fmt.Errorf("fakes: expire etcd lock %q: the holder's lease ended meanwhile: %w", name, fakes.ErrNoHolder)
+		return fmt.Errorf("etcdfake: expire etcd lock %q: the holder's lease ended meanwhile: %w", name, fakes.ErrNoHolder)
 	}
 	return err
 }
@@ -396,7 +396,7 @@ func (s *Server) Leases(ctx context.Context) ([]clientv3.LeaseID, error) {
 	defer cancel()
 	resp, err := s.client.Leases(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("fakes: list etcd leases: %w", err)
+		return nil, fmt.Errorf("etcdfake: list etcd leases: %w", err)
 	}
 	ids := make([]clientv3.LeaseID, len(resp.Leases))
 	for i, l := range resp.Leases {

@@ -135,7 +135,7 @@ func (s *Server) config(m *etcdMember) *embed.Config {
 	cfg.TickMs = etcdTickMs
 	cfg.ElectionMs = etcdElectionMs
 	// Durability across a crash of the machine is not what these tests
-	// are about; fsync makes a lock hand-off ~50x slower (p99 ~90 ms).
+	// are about, and fsync makes a lock hand-off many times slower.
 	cfg.UnsafeNoFsync = true
 	cfg.EnableGRPCGateway = false
 	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(s.log.Named(m.name))
@@ -205,7 +205,7 @@ func (s *Server) Stop(i int) {
 	}
 	stopMember(m)
 	if err := s.awaitLeader(); err != nil {
-		s.owner.Fatalf("fakes: etcd Stop(%d): %v", i, err)
+		s.owner.Fatalf("etcdfake: etcd Stop(%d): %v", i, err)
 	}
 }
 
@@ -222,16 +222,16 @@ func (s *Server) Restart(i int) {
 		return
 	}
 	if err := s.start(m); err != nil {
-		s.owner.Fatalf("fakes: etcd Restart(%d): %v", i, err)
+		s.owner.Fatalf("etcdfake: etcd Restart(%d): %v", i, err)
 	}
 	if !s.quorum() {
 		return
 	}
 	if err := s.ready(m); err != nil {
-		s.owner.Fatalf("fakes: etcd Restart(%d): %v", i, err)
+		s.owner.Fatalf("etcdfake: etcd Restart(%d): %v", i, err)
 	}
 	if err := s.awaitLeader(); err != nil {
-		s.owner.Fatalf("fakes: etcd Restart(%d): %v", i, err)
+		s.owner.Fatalf("etcdfake: etcd Restart(%d): %v", i, err)
 	}
 }
 
@@ -306,10 +306,10 @@ func (s *Server) Embedded(i int) *embed.Etcd {
 func (s *Server) member(i int, what string) *etcdMember {
 	s.owner.Helper()
 	if s.members == nil {
-		s.owner.Skipf("fakes: %s needs embedded etcd members: a test cannot stop a real one (unset %s)", what, EnvEndpoints)
+		s.owner.Skipf("etcdfake: %s needs embedded etcd members: a test cannot stop a real one (unset %s)", what, EnvEndpoints)
 	}
 	if i < 0 || i >= len(s.members) {
-		s.owner.Fatalf("fakes: no etcd member %d in a cluster of %d", i, len(s.members))
+		s.owner.Fatalf("etcdfake: no etcd member %d in a cluster of %d", i, len(s.members))
 	}
 	return s.members[i]
 }

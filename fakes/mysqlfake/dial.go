@@ -8,6 +8,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/lockproof/lockproof/fakes"
+	"github.com/lockproof/lockproof/fakes/internal/fakeutil"
 )
 
 // DialContext connects to the server, whatever network and addr say, as
@@ -15,15 +16,23 @@ import (
 // DSN's address on a real one. It fits go-sql-driver's Config.DialFunc
 // (and mysql.RegisterDialContext, with the address dropped).
 func (s *Server) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
-	if s.mem != nil {
-		return s.mem.Dial(ctx, network, addr)
+	target := fakeutil.Target{InMemory: s.inMemory()}
+	if target.InMemory == nil {
+		cfg, err := mysql.ParseDSN(s.dsn)
+		if err != nil {
+			return nil, err
+		}
+		target.Net, target.Addr = cfg.Net, cfg.Addr
 	}
-	cfg, err := mysql.ParseDSN(s.dsn)
-	if err != nil {
-		return nil, err
+	return target.Dial(ctx, network, addr)
+}
+
+// inMemory is the in-process server's in-memory dial, nil on a real one.
+func (s *Server) inMemory() fakes.DialFunc {
+	if s.mem == nil {
+		return nil
 	}
-	var d net.Dialer
-	return d.DialContext(ctx, cfg.Net, cfg.Addr)
+	return s.mem.Dial
 }
 
 // OpenDBThrough is OpenDB with every connection dialed through conns:

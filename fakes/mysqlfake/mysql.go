@@ -146,7 +146,7 @@ func Start(opts ...Option) (*Server, error) {
 	cfg := newMySQLConfig(opts)
 	if cfg.dsn != "" {
 		if cfg.manual != nil {
-			return nil, errors.New("fakes: ManualTime needs the in-process MySQL server; a real one keeps its own time")
+			return nil, errors.New("mysqlfake: ManualTime needs the in-process MySQL server; a real one keeps its own time")
 		}
 		return startRealMySQL(cfg.name, cfg.dsn)
 	}
@@ -295,11 +295,7 @@ func (s *Server) Real() bool { return s.real }
 // flight is then a runnable goroutine rather than bytes in the kernel, as
 // the property suite's scheduler needs (propertytest.Backend.InProcess).
 func (s *Server) OpenDB() (*sql.DB, error) {
-	var dial fakes.DialFunc
-	if s.mem != nil {
-		dial = s.mem.Dial
-	}
-	return s.openDB(dial)
+	return s.openDB(s.inMemory())
 }
 
 // openDB is OpenDB with its connections dialed by dial (nil: the driver's
@@ -325,7 +321,7 @@ func (s *Server) openDB(dial fakes.DialFunc) (*sql.DB, error) {
 	defer s.mu.Unlock()
 	if s.closed {
 		_ = db.Close()
-		return nil, errors.New("fakes: MySQL server closed")
+		return nil, errors.New("mysqlfake: MySQL server closed")
 	}
 	s.closers = append(s.closers, db.Close)
 	return db, nil
@@ -388,7 +384,7 @@ var gmsClock struct {
 
 // ErrClockTaken is FollowClock's error while another server follows a
 // clock: go-mysql-server has one time function per process.
-var ErrClockTaken = errors.New("fakes: another in-process MySQL server follows a clock (go-mysql-server has one clock per process)")
+var ErrClockTaken = errors.New("mysqlfake: another in-process MySQL server follows a clock (go-mysql-server has one clock per process)")
 
 // FollowClock makes the in-process server read the time from clock until
 // Close: NOW(6) and the other time functions of its statements, so that
@@ -402,7 +398,7 @@ var ErrClockTaken = errors.New("fakes: another in-process MySQL server follows a
 // time: there FollowClock fails.
 func (s *Server) FollowClock(clock locks.Clock) error {
 	if s.real {
-		return errors.New("fakes: FollowClock needs the in-process MySQL server; a real one keeps its own time")
+		return errors.New("mysqlfake: FollowClock needs the in-process MySQL server; a real one keeps its own time")
 	}
 	gmsClock.Lock()
 	defer gmsClock.Unlock()
@@ -412,7 +408,7 @@ func (s *Server) FollowClock(clock locks.Clock) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return errors.New("fakes: MySQL server closed")
+		return errors.New("mysqlfake: MySQL server closed")
 	}
 	gmsClock.busy = true
 	// go-mysql-server only offers RunWithNowFunc, which restores the
@@ -628,9 +624,9 @@ func (s *Server) Advance(d time.Duration) {
 	s.owner.Helper()
 	switch {
 	case s.manual == nil:
-		s.owner.Fatalf("fakes: Advance needs manual time: start the fake with mysqlfake.ManualTime(start)")
+		s.owner.Fatalf("mysqlfake: Advance needs manual time: start the fake with mysqlfake.ManualTime(start)")
 	case d < 0:
-		s.owner.Fatalf("fakes: Advance(%v): time cannot move backwards", d)
+		s.owner.Fatalf("mysqlfake: Advance(%v): time cannot move backwards", d)
 	default:
 		s.manual.Advance(d)
 	}

@@ -92,7 +92,7 @@ func (n *mysqlNamedLocks) disconnected(conn uint32) {
 }
 
 // errMySQLClientGone ends a GET_LOCK whose client closed its connection.
-var errMySQLClientGone = errors.New("fakes: the client closed its connection while GET_LOCK waited")
+var errMySQLClientGone = errors.New("mysqlfake: the client closed its connection while GET_LOCK waited")
 
 // get is GET_LOCK(name, timeout) for connection conn: 1 once held, 0 when
 // the timeout passed first, NULL when the statement was killed. A negative

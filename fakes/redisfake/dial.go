@@ -16,10 +16,15 @@ import (
 // library that builds its go-redis client from an address (its Dialer),
 // through Conns.Dial to make its connections severable.
 func (r *Server) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
-	if r.mini != nil {
-		return r.dialInMemory(ctx, network, addr)
+	return fakeutil.Target{InMemory: r.inMemory(), Addr: r.addr}.Dial(ctx, network, addr)
+}
+
+// inMemory is dialInMemory on miniredis, nil on a real server.
+func (r *Server) inMemory() fakes.DialFunc {
+	if r.mini == nil {
+		return nil
 	}
-	return fakeutil.DialTCP(ctx, r.addr)
+	return r.dialInMemory
 }
 
 // NewClientThrough is NewClient with every connection dialed through

@@ -45,7 +45,7 @@ func TestRedisClusterIgnoresTheSingleServer(t *testing.T) {
 
 func TestRedisClusterRealServers(t *testing.T) {
 	for _, tc := range []struct{ addrs, want string }{
-		{faketest.ClosedAddr, "skip: fakes: 2 independent Redis servers needed, 1 given"},
+		{faketest.ClosedAddr, "skip: redisfake.NewCluster: 2 independent Redis servers needed, 1 given"},
 		{faketest.ClosedAddr + "," + faketest.ClosedAddr, "twice"},
 	} {
 		t.Setenv(redisfake.EnvAddrs, tc.addrs)

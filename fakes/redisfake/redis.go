@@ -223,10 +223,8 @@ const clientPoolSize = 1024
 // in each replay of a seed. Waiting buys nothing there anyway: the
 // server's state changes only when the test acts.
 func (r *Server) clientOptions() *redis.Options {
-	var dial func(ctx context.Context, network, addr string) (net.Conn, error)
 	minBackoff, maxBackoff := time.Millisecond, 4*time.Millisecond
 	if r.mini != nil {
-		dial = r.dialInMemory
 		// -1: no back-off (0 is go-redis's default). The zero timer
 		// go-redis still waits on has fired by then: the runtime runs an
 		// expired timer's channel send in the receive, without blocking.
@@ -234,7 +232,7 @@ func (r *Server) clientOptions() *redis.Options {
 	}
 	return &redis.Options{
 		Addr:             r.addr,
-		Dialer:           dial,
+		Dialer:           r.inMemory(),
 		DisableIdentity:  true,
 		DialerRetries:    1,
 		MinRetryBackoff:  minBackoff,
@@ -357,7 +355,7 @@ func (r *Server) Real() bool { return r.mini == nil }
 func (r *Server) Advance(d time.Duration) {
 	r.owner.Helper()
 	if r.inGroup {
-		r.owner.Fatalf("fakes: Advance on one node of a redisfake.Nodes would move the clock shared by all nodes; " +
+		r.owner.Fatalf("redisfake: Advance on one node of a redisfake.Nodes would move the clock shared by all nodes; " +
 			"use Nodes.Advance (or Miniredis().FastForward to skew one node)")
 	}
 	advance(r.owner, r.clock, []*Server{r}, d)
@@ -367,10 +365,10 @@ func (r *Server) Advance(d time.Duration) {
 func advance(t fakeutil.Owner, clock *fakes.Clock, nodes []*Server, d time.Duration) {
 	t.Helper()
 	if clock == nil {
-		t.Fatalf("fakes: Advance needs manual time: start the fake with redisfake.ManualTime(start)")
+		t.Fatalf("redisfake: Advance needs manual time: start the fake with redisfake.ManualTime(start)")
 	}
 	if d < 0 {
-		t.Fatalf("fakes: Advance(%v): time cannot move backwards", d)
+		t.Fatalf("redisfake: Advance(%v): time cannot move backwards", d)
 	}
 	now := clock.Now().Add(d)
 	for _, n := range nodes {
@@ -384,7 +382,7 @@ func (r *Server) advanceBackend(now time.Time, d time.Duration) {
 	r.owner.Helper()
 	if r.mini == nil {
 		if err := r.advanceReal(d); err != nil {
-			r.owner.Fatalf("fakes: Advance(%v) on %s: %v", d, r.addr, err)
+			r.owner.Fatalf("redisfake: Advance(%v) on %s: %v", d, r.addr, err)
 		}
 		return
 	}
@@ -443,10 +441,10 @@ func (r *Server) Restart(keepData bool) {
 	r.stopped = err != nil
 	r.dialMu.Unlock()
 	if err != nil {
-		r.owner.Fatalf("fakes: cannot restart miniredis on %s: %v", r.addr, err)
+		r.owner.Fatalf("redisfake: cannot restart miniredis on %s: %v", r.addr, err)
 	}
 	if err := r.flushScripts(); err != nil {
-		r.owner.Fatalf("fakes: restart of %s: emptying the script cache: %v", r.addr, err)
+		r.owner.Fatalf("redisfake: restart of %s: emptying the script cache: %v", r.addr, err)
 	}
 }
 
@@ -470,7 +468,7 @@ func (r *Server) requireMiniredis(what string) {
 		if r.inGroup {
 			env = EnvAddrs
 		}
-		r.owner.Skipf("fakes: %s needs miniredis: cannot stop a real server from a test (unset %s, or use redisfake.ForceMiniredis)",
+		r.owner.Skipf("redisfake: %s needs miniredis: cannot stop a real server from a test (unset %s, or use redisfake.ForceMiniredis)",
 			what, env)
 	}
 }
@@ -501,10 +499,10 @@ func (r *Server) CommandCount() int {
 func (r *Server) ExpireLock(ctx context.Context, name string) error {
 	ok, err := r.expireKey(ctx, name)
 	if err != nil {
-		return fmt.Errorf("fakes: expire lock %q: %w", name, err)
+		return fmt.Errorf("redisfake: expire lock %q: %w", name, err)
 	}
 	if !ok {
-		return fmt.Errorf("fakes: expire lock %q: %w", name, fakes.ErrNoHolder)
+		return fmt.Errorf("redisfake: expire lock %q: %w", name, fakes.ErrNoHolder)
 	}
 	return nil
 }

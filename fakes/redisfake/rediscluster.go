@@ -39,7 +39,7 @@ type Nodes struct {
 // started or reached. Close stops them.
 func StartCluster(n int, opts ...Option) (*Nodes, error) {
 	if n < 1 {
-		return nil, fmt.Errorf("fakes: a Redis cluster needs at least one node, got %d", n)
+		return nil, fmt.Errorf("redisfake: a Redis cluster needs at least one node, got %d", n)
 	}
 	cfg := newRedisConfig(opts)
 	addrs := make([]string, n) // "" starts a miniredis
@@ -119,7 +119,7 @@ func (g *Nodes) Nodes() []*Server { return g.nodes }
 func (g *Nodes) Node(i int) *Server {
 	g.owner.Helper()
 	if i < 0 || i >= len(g.nodes) {
-		g.owner.Fatalf("fakes: no node %d in a group of %d", i, len(g.nodes))
+		g.owner.Fatalf("redisfake: no node %d in a group of %d", i, len(g.nodes))
 	}
 	return g.nodes[i]
 }
@@ -184,7 +184,7 @@ func (g *Nodes) Restart(i int, keepData bool) {
 func (g *Nodes) JumpNode(i int, d time.Duration) {
 	g.owner.Helper()
 	if d < 0 {
-		g.owner.Fatalf("fakes: JumpNode(%d, %v): a jump goes forward", i, d)
+		g.owner.Fatalf("redisfake: JumpNode(%d, %v): a jump goes forward", i, d)
 	}
 	n := g.Node(i)
 	if n.mini != nil {
@@ -192,7 +192,7 @@ func (g *Nodes) JumpNode(i int, d time.Duration) {
 		return
 	}
 	if err := n.advanceReal(d); err != nil {
-		g.owner.Fatalf("fakes: JumpNode(%d, %v): %v", i, d, err)
+		g.owner.Fatalf("redisfake: JumpNode(%d, %v): %v", i, d, err)
 	}
 }
 
@@ -204,12 +204,12 @@ func (g *Nodes) ExpireLock(ctx context.Context, name string) error {
 	for i, n := range g.nodes {
 		ok, err := n.expireKey(ctx, name)
 		if err != nil {
-			return fmt.Errorf("fakes: expire lock %q on node %d: %w", name, i, err)
+			return fmt.Errorf("redisfake: expire lock %q on node %d: %w", name, i, err)
 		}
 		found = found || ok
 	}
 	if !found {
-		return fmt.Errorf("fakes: expire lock %q: no node holds it: %w", name, fakes.ErrNoHolder)
+		return fmt.Errorf("redisfake: expire lock %q: no node holds it: %w", name, fakes.ErrNoHolder)
 	}
 	return nil
 }

@@ -125,11 +125,11 @@ func (r *Server) realCommandCount() int {
 	defer cancel()
 	info, err := r.client.Info(ctx, "stats").Result()
 	if err != nil {
-		r.owner.Fatalf("fakes: CommandCount: INFO stats on %s: %v", r.addr, err)
+		r.owner.Fatalf("redisfake: CommandCount: INFO stats on %s: %v", r.addr, err)
 	}
 	n, err := infoField(info, "total_commands_processed")
 	if err != nil {
-		r.owner.Fatalf("fakes: CommandCount: INFO stats on %s: %v", r.addr, err)
+		r.owner.Fatalf("redisfake: CommandCount: INFO stats on %s: %v", r.addr, err)
 	}
 	return n
 }

@@ -16,10 +16,11 @@ import (
 // server. go-zookeeper takes a dialer of another shape: see
 // ConnectThrough, or adapt it in zk.WithDialer.
 func (z *Server) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	target := fakeutil.Target{Addr: z.addr}
 	if z.mini != nil {
-		return z.mini.DialInMemory()
+		target.InMemory = func(context.Context, string, string) (net.Conn, error) { return z.mini.DialInMemory() }
 	}
-	return fakeutil.DialTCP(ctx, z.addr)
+	return target.Dial(ctx, network, addr)
 }
 
 // ConnectThrough is Connect with every connection dialed through conns

@@ -224,7 +224,7 @@ func (z *Server) connect(addr string, sessionTimeout time.Duration, opts ...func
 		}
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("fakes: zookeeper client for %s: %w", addr, err)
+		return nil, nil, fmt.Errorf("zkfake: zookeeper client for %s: %w", addr, err)
 	}
 	z.mu.Lock()
 	closed := z.closed
@@ -234,14 +234,14 @@ func (z *Server) connect(addr string, sessionTimeout time.Duration, opts ...func
 	z.mu.Unlock()
 	if closed {
 		c.Close()
-		return nil, nil, errors.New("fakes: zookeeper server closed")
+		return nil, nil, errors.New("zkfake: zookeeper server closed")
 	}
 	select {
 	case <-session:
 		zkrace.Settle(10 * time.Second)
 		return c, events, nil
 	case <-time.After(10 * time.Second):
-		return nil, nil, fmt.Errorf("fakes: no zookeeper session from %s within 10s", addr)
+		return nil, nil, fmt.Errorf("zkfake: no zookeeper session from %s within 10s", addr)
 	}
 }
 
@@ -282,7 +282,7 @@ func deleteTree(c *zk.Conn, p string) error {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("fakes: cleaning %s: %w", p, err)
+		return fmt.Errorf("zkfake: cleaning %s: %w", p, err)
 	}
 	for _, k := range kids {
 		if err := deleteTree(c, p+"/"+k); err != nil {
@@ -290,7 +290,7 @@ func deleteTree(c *zk.Conn, p string) error {
 		}
 	}
 	if err := c.Delete(p, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
-		return fmt.Errorf("fakes: cleaning %s: %w", p, err)
+		return fmt.Errorf("zkfake: cleaning %s: %w", p, err)
 	}
 	return nil
 }
@@ -325,13 +325,13 @@ func (z *Server) Minizk() *minizk.Server { return z.mini }
 func (z *Server) RequireMinizk(t testing.TB, why string) {
 	t.Helper()
 	if z.mini == nil {
-		t.Skipf("fakes: needs minizk (%s); use zkfake.ForceMinizk to run it", why)
+		t.Skipf("zkfake: needs minizk (%s); use zkfake.ForceMinizk to run it", why)
 	}
 }
 
 // ErrNotManual is returned by AdvanceTime without
 // ManualTime.
-var ErrNotManual = errors.New("fakes: Advance needs manual time: start the fake with zkfake.ManualTime(start)")
+var ErrNotManual = errors.New("zkfake: Advance needs manual time: start the fake with zkfake.ManualTime(start)")
 
 // AdvanceTime moves time forward by d. On minizk with ManualTime
 // it moves the manual clock, and sessions whose timeout passed are expired
@@ -342,7 +342,7 @@ var ErrNotManual = errors.New("fakes: Advance needs manual time: start the fake 
 func (z *Server) AdvanceTime(d time.Duration) error {
 	switch {
 	case d < 0:
-		return fmt.Errorf("fakes: Advance(%v): time cannot move backwards", d)
+		return fmt.Errorf("zkfake: Advance(%v): time cannot move backwards", d)
 	case !z.manual:
 		return ErrNotManual
 	case z.mini != nil:
@@ -370,11 +370,11 @@ func (z *Server) Advance(d time.Duration) {
 // client's session: there it returns an error.
 func (z *Server) ExpireSession(id int64) error {
 	if z.mini == nil {
-		return errors.New("fakes: ExpireSession needs minizk (use zkfake.ForceMinizk)")
+		return errors.New("zkfake: ExpireSession needs minizk (use zkfake.ForceMinizk)")
 	}
 	err := z.mini.ExpireSession(id)
 	if errors.Is(err, minizk.ErrNoSession) {
-		return fmt.Errorf("fakes: expire zookeeper session %#x: %w (%w)", id, fakes.ErrNoSession, err)
+		return fmt.Errorf("zkfake: expire zookeeper session %#x: %w (%w)", id, fakes.ErrNoSession, err)
 	}
 	return err
 }
@@ -389,26 +389,26 @@ func (z *Server) ExpireSession(id int64) error {
 // session, it fails as ExpireSession does.
 func (z *Server) ExpireLock(ctx context.Context, name string) error {
 	if z.mini == nil {
-		return errors.New("fakes: ExpireLock needs minizk (use zkfake.ForceMinizk)")
+		return errors.New("zkfake: ExpireLock needs minizk (use zkfake.ForceMinizk)")
 	}
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("fakes: expire zookeeper lock %q: %w", name, err)
+		return fmt.Errorf("zkfake: expire zookeeper lock %q: %w", name, err)
 	}
 	node := layout.ZKNode(z.prefix, name)
 	kids, err := z.mini.Children(node)
 	if err != nil {
-		return fmt.Errorf("fakes: expire zookeeper lock %q: no node %s (%v): %w", name, node, err, fakes.ErrNoHolder)
+		return fmt.Errorf("zkfake: expire zookeeper lock %q: no node %s (%v): %w", name, node, err, fakes.ErrNoHolder)
 	}
 	holder, ok := layout.ZKHolder(kids)
 	if !ok {
-		return fmt.Errorf("fakes: expire zookeeper lock %q: %w", name, fakes.ErrNoHolder)
+		return fmt.Errorf("zkfake: expire zookeeper lock %q: %w", name, fakes.ErrNoHolder)
 	}
 	_, st, err := z.mini.Get(node + "/" + holder)
 	if err != nil || st.EphemeralOwner == 0 {
-		return fmt.Errorf("fakes: expire zookeeper lock %q: the holder's node went meanwhile: %w", name, fakes.ErrNoHolder)
+		return fmt.Errorf("zkfake: expire zookeeper lock %q: the holder's node went meanwhile: %w", name, fakes.ErrNoHolder)
 	}
 	if err := z.mini.ExpireSession(st.EphemeralOwner); err != nil {
-		return fmt.Errorf("fakes: expire zookeeper lock %q: %w", name, err)
+		return fmt.Errorf("zkfake: expire zookeeper lock %q: %w", name, err)
 	}
 	return nil
 }

@@ -80,7 +80,7 @@ var _ zk.HostProvider = (*zkRedialer)(nil)
 // Init takes the one server.
 func (h *zkRedialer) Init(servers []string) error {
 	if len(servers) != 1 {
-		return fmt.Errorf("fakes: one zookeeper server, got %v", servers)
+		return fmt.Errorf("zkfake: one zookeeper server, got %v", servers)
 	}
 	h.server = servers[0]
 	return nil

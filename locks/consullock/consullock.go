@@ -41,10 +41,9 @@ const (
 
 // Session holds the Consul-specific settings of NewWithSession.
 type Session struct {
-	// LockDelay is the sessions' lock-delay: after a session holding the
-	// lock is invalidated (TTL expiry, destroy), Consul refuses to grant the
-	// lock to anyone for this long. Taken as given: zero disables it. It
-	// must be 0 or between 1ms and MaxLockDelay. New uses
+	// LockDelay is how long Consul grants the lock to nobody after a
+	// session holding it is invalidated (TTL expiry, destroy): 0 (none) or
+	// between 1ms and MaxLockDelay, taken as given. New uses
 	// DefaultLockDelay(TTL).
 	LockDelay time.Duration
 	// TTLMin is the shortest session TTL the servers accept (their

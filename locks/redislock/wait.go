@@ -23,13 +23,10 @@ type line struct {
 	opt    locks.Options
 	errorf func(string, ...any) error
 
-	// try is a first attempt that does not queue; enqueue an attempt that
-	// queues the owner when refused; recheck a queued owner's look after a
-	// wake-up without a hand-over (its timer ran out, or the subscription
-	// was made again): it takes the lease if it is the owner's turn (or
-	// reports one handed over already) and otherwise makes sure the owner
-	// is queued. Each reports statusWait with the time until the leases in
-	// the way may end (the fallback timer), or the grant.
+	// try attempts without queueing, enqueue queues the owner when refused,
+	// recheck looks again after a wake-up without a hand-over (taking its
+	// turn, or making sure the owner is queued). Each reports the grant, or
+	// statusWait with the time until the leases in the way may end.
 	try, enqueue, recheck func(ctx context.Context, owner string) (attemptResult, error)
 	// take turns a grant of fence, which the server began after start,
 	// into a managed lease (locks.ErrLeaseExpired when it came too late).

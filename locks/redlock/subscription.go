@@ -28,12 +28,10 @@ type subscription struct {
 	mu   sync.Mutex
 	want string        // owner whose release wakes the waiter; "" for any
 	wake chan struct{} // capacity 1
-	// The waiter's own recent attempts: a failed attempt releases what it
-	// set on a minority of nodes, and that release must not wake the
-	// waiter that made it (it would retry at once, and again after each
-	// retry, for as long as the holder keeps its majority). A ring rather
-	// than the last owner alone: a release is delivered asynchronously and
-	// may arrive after the next attempt began.
+	// The waiter's own recent attempts, whose clean-up releases on a
+	// minority of nodes must not wake it (it would retry for as long as the
+	// holder keeps its majority). A ring: a release is delivered
+	// asynchronously and may arrive after the next attempt began.
 	mine [4]string
 	next int
 }

@@ -13,6 +13,12 @@ import (
 
 // Lock is a lock written elsewhere, described by the functions New needs.
 // Lock is required, and one of TryLock and WouldWait.
+//
+// Without TryLock, the kit's TryLock runs Lock and cancels its context
+// just before the first request WouldWait names as a wait; once Lock has
+// returned it reports an error wrapping locks.ErrLocked. Should Lock
+// return a grant all the same, the kit releases it and reports an error
+// that is not ErrLocked: the client did hold the lock for a while.
 type Lock struct {
 	// Lock waits until the library grants the lock, with its own blocking
 	// call, or until ctx ends.
@@ -21,16 +27,10 @@ type Lock struct {
 	// answer should be wrapped with Locked. Nil when the library has none:
 	// WouldWait then makes one out of Lock.
 	TryLock func(ctx context.Context) (Grant, error)
-	// WouldWait is asked before each request that Lock sends within a
-	// TryLock, with the names of the requests it sent before in that call
-	// (as the client's gate hook names them, see locks.Gate), and reports
-	// whether next is the first request of a wait: a blocking query, a
-	// poller's second attempt. TryLock then cancels the call's context
-	// before next is sent and, once Lock returned, reports an error
-	// wrapping locks.ErrLocked; should Lock return a grant all the same,
-	// the kit releases it and reports an error that is not ErrLocked (the
-	// client did hold the lock for a while). Used only when TryLock is
-	// nil.
+	// WouldWait reports whether next, a request Lock is about to send
+	// within a TryLock after the requests sent (named as the client's gate
+	// hook names them, see locks.Gate), starts a wait: a blocking query, a
+	// poller's second attempt. Used only when TryLock is nil.
 	WouldWait func(sent []string, next string) bool
 	// Grants, optional, names the requests that may grant the lock (a SET
 	// NX, an acquire). The moment the last of them was let go within the

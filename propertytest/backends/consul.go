@@ -34,25 +34,21 @@ func ConsulLockOnOptions() propertytest.Options {
 }
 
 // ConsulLock is the Factory of consullock on miniconsul in manual time
-// (consulfake.New with ConsulManualTime and ForceMiniconsul: never a real
-// agent), which accepts session TTLs from 10ms. Each Locker has the
-// default lock-delay, one TTL.
+// (consulfake.New with ManualTime and ForceMiniconsul: never a real agent),
+// which accepts session TTLs from 10ms. Each Locker has the default
+// lock-delay, one TTL.
 //
-// Run it with ConsulLockOptions (Options.Slack of at least 2×TTL): Consul invalidates a
-// session TTL×2 after its last renewal (miniconsul exactly so), and the
-// lock-delay keeps the key from everybody for one more TTL, so a crashed
-// holder's lock is free 3×TTL after its last renewal. Manual time makes
-// that cost nothing. Claims: the defaults, FaultCrash and FaultPause
-// (fenced by the key's ModifyIndex).
+// Run it with ConsulLockOptions (Options.Slack of at least 2×TTL): Consul
+// invalidates a session TTL×2 after its last renewal, and the lock-delay
+// keeps the key from everybody for one more TTL. Claims: the defaults,
+// FaultCrash and FaultPause (fenced by the key's ModifyIndex).
 //
 // It offers one fault, FaultPartition: the holder's session is invalidated
-// now, as Consul does when the holder's node fails its serf health check
-// (cut off from the servers). consullock stays exclusive under it (the
-// lock-delay outlasts the holder's local deadline), but the holder learns
-// of the loss before its TTL is over (its monitor ends the lease, or a
-// Renew or Unlock is refused), which the lease model counts as a
-// violation: so it does not claim FaultPartition, and the suite reports
-// what that fault causes as expected violations.
+// now, as when its node fails its serf health check. consullock stays
+// exclusive under it (the lock-delay outlasts the holder's deadline), but
+// the holder learns of the loss before its TTL is over, which the lease
+// model counts as a violation: it is not claimed, and the suite reports
+// what it causes as expected violations.
 func ConsulLock() propertytest.Factory { return onMiniconsul(consulMutex, true) }
 
 // consulMutex is consullock.NewWithSession as a newConsulLocker.
@@ -122,7 +118,7 @@ func onMiniconsul(newLocker newConsulLocker, invalidate bool) propertytest.Facto
 func ConsulLockOn(addr string) propertytest.Factory {
 	return func(env propertytest.Env) (*propertytest.Backend, error) {
 		if addr == "" {
-			return nil, fmt.Errorf("propertytest: ConsulLockOn needs the agent's address")
+			return nil, fmt.Errorf("backends: ConsulLockOn needs the agent's address")
 		}
 		c := &consulOn{env: env, addr: addr, prefix: "lockproof-test-" + locks.NewOwner()[:8] + "/"}
 		admin, err := c.newClient()
@@ -153,7 +149,7 @@ func newConsulBackend(newClient func() (*api.Client, error), newLocker newConsul
 			all := append(append([]locks.Option(nil), own...), opts...)
 			o, err := locks.Resolve(consullock.DefaultPrefix, all...)
 			if err != nil {
-				return nil, fmt.Errorf("propertytest: %w", err)
+				return nil, fmt.Errorf("backends: %w", err)
 			}
 			be.lockName = name
 			s := consullock.Session{LockDelay: consullock.DefaultLockDelay(o.TTL), TTLMin: ttlMin}
@@ -174,7 +170,7 @@ func invalidateHolder(c *consulfake.Server, name string) error {
 	defer cancel()
 	err := c.ExpireLock(ctx, name)
 	if err != nil && !errors.Is(err, fakes.ErrNoHolder) {
-		return fmt.Errorf("propertytest: %w", err)
+		return fmt.Errorf("backends: %w", err)
 	}
 	return nil
 }
@@ -191,7 +187,7 @@ func (c *consulOn) newClient() (*api.Client, error) {
 	client, err := api.NewClient(&api.Config{Address: c.addr, Scheme: "http",
 		HttpClient: &http.Client{Transport: consulfake.GateTransport(tr)}})
 	if err != nil {
-		return nil, fmt.Errorf("propertytest: consul client for %s: %w", c.addr, err)
+		return nil, fmt.Errorf("backends: consul client for %s: %w", c.addr, err)
 	}
 	c.env.Cleanup(tr.CloseIdleConnections)
 	return client, nil
@@ -203,6 +199,6 @@ func (c *consulOn) deleteKeys(admin *api.Client) {
 	ctx, cancel := context.WithTimeout(context.Background(), consulTimeout)
 	defer cancel()
 	if _, err := admin.KV().DeleteTree(c.prefix, (&api.WriteOptions{}).WithContext(ctx)); err != nil {
-		c.env.Logf("propertytest: delete %s* on %s: %v", c.prefix, c.addr, err)
+		c.env.Logf("backends: delete %s* on %s: %v", c.prefix, c.addr, err)
 	}
 }

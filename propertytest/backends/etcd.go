@@ -34,37 +34,29 @@ func EtcdLockOnOptions() propertytest.Options {
 
 // EtcdLock is the Factory of etcdlock on a one-member etcd embedded in the
 // process (etcdfake.Start with ForceEmbeddedEtcd: never a real cluster).
-// etcd's leases follow the server's wall clock,
-// whole seconds at a time, and no manual clock can stop them: Clock is the
-// system clock and Advance sleeps, so every run lasts seconds.
+// etcd's leases follow the server's wall clock in whole seconds: Clock is
+// the system clock and Advance sleeps, so every run lasts seconds.
 //
-// Run it with EtcdLockOptions(): TTL 1s, Slack 750ms, Settle 50ms, for these
-// reasons:
+// Run it with EtcdLockOptions(): TTL 1s, Slack 750ms, Settle 50ms, because
 //
-//   - etcdlock asks etcd for the TTL rounded up to whole seconds, and etcd
-//     raises it to its minimum, 1.5 election timeouts rounded up: the
-//     embedded member's election timeout is 500ms, so the lease is 1s. A
-//     Locker reuses a session renewed up to TTL/3 before the call that
-//     acquires with it, and reports the deadline its session's last
-//     renewal gives; the suite ends a grant's lease at that deadline
-//     (LeaseOutput.Deadline), so a lease shorter after the call than the
-//     TTL is no false alarm.
-//   - The server revokes an expired lease at its next check, every 500ms:
-//     a crashed holder's key is gone at most 1.5s after its last renewal,
-//     hence TTL + Slack = 1.75s.
-//   - A Lock woken by a deletion re-checks and renews in a few requests,
-//     which under the race detector take longer than the default Settle.
+//   - etcd raises a lease to 1.5 election timeouts (here 500ms), rounded up
+//     to whole seconds: 1s. A Locker reports the deadline its session's
+//     last renewal gives, which the suite ends the lease at
+//     (LeaseOutput.Deadline), so a lease shorter than the TTL is no alarm;
+//   - the server revokes an expired lease at its next check, every 500ms,
+//     so a crashed holder's key is gone within TTL + Slack;
+//   - a Lock woken by a deletion re-checks and renews in a few requests,
+//     slower under the race detector than the default Settle.
 //
 // Claims: the defaults, FaultCrash and FaultPause (fenced by the key's
-// create revision). It offers one fault, FaultClockJump: the holder's
-// lease is revoked now, as a forward jump of the server's clock would
-// expire it; the next waiter is granted the lock while the holder's local
-// deadline has not passed, so etcdlock does not claim it.
+// create revision). Its one fault, FaultClockJump, revokes the holder's
+// lease now, as a jump of the server's clock would: the next waiter is
+// granted before the holder's local deadline, so it is not claimed.
 func EtcdLock() propertytest.Factory {
 	return func(env propertytest.Env) (*propertytest.Backend, error) {
 		s, err := etcdfake.Start(etcdfake.ForceEmbedded())
 		if err != nil {
-			return nil, fmt.Errorf("propertytest: %w", err)
+			return nil, fmt.Errorf("backends: %w", err)
 		}
 		propertytest.CloseAtCleanup(env, "the embedded etcd", s)
 		be := etcdBackend(s)
@@ -106,7 +98,7 @@ func onEmbeddedEtcd(newLocker func(c *clientv3.Client, name string, opts ...lock
 	return func(env propertytest.Env) (*propertytest.Backend, error) {
 		s, err := etcdfake.Start(etcdfake.ForceEmbedded())
 		if err != nil {
-			return nil, fmt.Errorf("propertytest: %w", err)
+			return nil, fmt.Errorf("backends: %w", err)
 		}
 		propertytest.CloseAtCleanup(env, "the embedded etcd", s)
 		return etcdBackendWith(s, newLocker).Backend, nil
@@ -125,11 +117,11 @@ func onEmbeddedEtcd(newLocker func(c *clientv3.Client, name string, opts ...lock
 func EtcdLockOn(endpoints []string) propertytest.Factory {
 	return func(env propertytest.Env) (*propertytest.Backend, error) {
 		if len(endpoints) == 0 {
-			return nil, fmt.Errorf("propertytest: EtcdLockOn needs the cluster's endpoints")
+			return nil, fmt.Errorf("backends: EtcdLockOn needs the cluster's endpoints")
 		}
 		s, err := etcdfake.Start(etcdfake.At(endpoints...))
 		if err != nil {
-			return nil, fmt.Errorf("propertytest: %w", err)
+			return nil, fmt.Errorf("backends: %w", err)
 		}
 		propertytest.CloseAtCleanup(env, "the etcd fake", s)
 		return etcdBackend(s).Backend, nil
@@ -173,7 +165,7 @@ func revokeHolder(s *etcdfake.Server, name string) error {
 	defer cancel()
 	err := s.ExpireLock(ctx, name)
 	if err != nil && !errors.Is(err, fakes.ErrNoHolder) {
-		return fmt.Errorf("propertytest: %w", err)
+		return fmt.Errorf("backends: %w", err)
 	}
 	return nil
 }

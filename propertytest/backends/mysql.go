@@ -19,21 +19,15 @@ import (
 const mysqlTimeout = 10 * time.Second
 
 // MySQLLock is the Factory of mysqllock on the in-process MySQL server
-// (mysqlfake.Start, go-mysql-server: never a real server, whatever
-// mysqlfake.EnvDSN says) in manual time: the server's NOW(6) reads the
-// backend's manual clock, so leases expire exactly TTL after the statement
-// that set them, and the default Options fit (TTL 1s, Slack TTL/4).
+// (mysqlfake.Start, go-mysql-server: never a real server) in manual time:
+// NOW(6) reads the backend's clock, so leases expire exactly TTL after the
+// statement that set them, and the default Options fit. Claims: the
+// defaults, FaultCrash and FaultPause (fenced). Its one fault,
+// FaultClockJump, marks the holder's row expired now, as a jump of the
+// server's clock would; mysqllock does not claim it.
 //
-// It offers one fault, FaultClockJump: the server's clock jumps forward
-// past the holder's expiry (its row is marked expired now), which a lock
-// whose time is the database's cannot survive. mysqllock does not claim it.
-// Its claims are the defaults, FaultCrash and FaultPause (fenced).
-//
-// go-mysql-server reads the time through one process-wide function
-// (mysqlfake.Server.FollowClock): while a MySQLLock backend lives, every
-// in-process go-mysql-server in the process follows its clock, and a second
-// MySQLLock backend at the same time is refused (run them one after the
-// other, as Run does).
+// go-mysql-server has one process-wide clock (mysqlfake.Server.FollowClock):
+// a second MySQLLock backend at the same time is refused.
 func MySQLLock() propertytest.Factory {
 	return MySQLLockWith(func(db *sql.DB, name string, opts ...locks.Option) (locks.Locker, error) {
 		return mysqllock.New(db, name, opts...)
@@ -50,11 +44,11 @@ func MySQLLockWith(newLocker func(db *sql.DB, name string, opts ...locks.Option)
 		clock := fakes.NewClock(epoch)
 		s, err := mysqlfake.Start()
 		if err != nil {
-			return nil, fmt.Errorf("propertytest: start the in-process MySQL: %w", err)
+			return nil, fmt.Errorf("backends: start the in-process MySQL: %w", err)
 		}
 		propertytest.CloseAtCleanup(env, "the in-process MySQL", s)
 		if err := s.FollowClock(clock); err != nil {
-			return nil, fmt.Errorf("propertytest: %w", err)
+			return nil, fmt.Errorf("backends: %w", err)
 		}
 		be, err := mysqlBackend(s, mysqllock.DefaultTable, clock, newLocker)
 		if err != nil {
@@ -91,11 +85,11 @@ func MySQLLockWith(newLocker func(db *sql.DB, name string, opts ...locks.Option)
 func MySQLLockOn(dsn string) propertytest.Factory {
 	return func(env propertytest.Env) (*propertytest.Backend, error) {
 		if dsn == "" {
-			return nil, fmt.Errorf("propertytest: MySQLLockOn needs the server's DSN")
+			return nil, fmt.Errorf("backends: MySQLLockOn needs the server's DSN")
 		}
 		s, err := mysqlfake.Start(mysqlfake.At(dsn))
 		if err != nil {
-			return nil, fmt.Errorf("propertytest: %w", err)
+			return nil, fmt.Errorf("backends: %w", err)
 		}
 		propertytest.CloseAtCleanup(env, "the MySQL fake", s)
 		be, err := mysqlBackend(s, mysqllock.DefaultTable, locks.SystemClock{},
@@ -117,13 +111,13 @@ func mysqlBackend(s *mysqlfake.Server, table string, clock locks.Clock,
 	ctx, cancel := context.WithTimeout(context.Background(), mysqlTimeout)
 	defer cancel()
 	if err := mysqllock.CreateTable(ctx, s.DB(), table); err != nil {
-		return nil, fmt.Errorf("propertytest: %w", err)
+		return nil, fmt.Errorf("backends: %w", err)
 	}
 	return &propertytest.Backend{
 		NewLocker: func(name string, opts ...locks.Option) (locks.Locker, error) {
 			db, err := s.OpenDB()
 			if err != nil {
-				return nil, fmt.Errorf("propertytest: a client's pool: %w", err)
+				return nil, fmt.Errorf("backends: a client's pool: %w", err)
 			}
 			own := []locks.Option{locks.WithPrefix(table), locks.WithClock(clock)}
 			return newLocker(db, name, append(own, opts...)...)
@@ -140,7 +134,7 @@ func expireHolder(s *mysqlfake.Server, table, name string) error {
 	defer cancel()
 	err := s.ExpireLockIn(ctx, table, name)
 	if err != nil && !errors.Is(err, fakes.ErrNoHolder) {
-		return fmt.Errorf("propertytest: expire the holder's row: %w", err)
+		return fmt.Errorf("backends: expire the holder's row: %w", err)
 	}
 	return nil
 }

@@ -22,11 +22,11 @@ import (
 func RedisLockOn(addr string) propertytest.Factory {
 	return func(env propertytest.Env) (*propertytest.Backend, error) {
 		if addr == "" {
-			return nil, fmt.Errorf("propertytest: RedisLockOn needs the server's address")
+			return nil, fmt.Errorf("backends: RedisLockOn needs the server's address")
 		}
 		r, err := redisfake.Start(redisfake.At(addr))
 		if err != nil {
-			return nil, fmt.Errorf("propertytest: %w", err)
+			return nil, fmt.Errorf("backends: %w", err)
 		}
 		propertytest.CloseAtCleanup(env, "the Redis fake", r)
 		return &propertytest.Backend{
@@ -47,11 +47,11 @@ func RedisLockOn(addr string) propertytest.Factory {
 func RedlockOn(addrs []string) propertytest.Factory {
 	return func(env propertytest.Env) (*propertytest.Backend, error) {
 		if len(addrs) < 3 {
-			return nil, fmt.Errorf("propertytest: RedlockOn needs at least 3 independent servers, got %d", len(addrs))
+			return nil, fmt.Errorf("backends: RedlockOn needs at least 3 independent servers, got %d", len(addrs))
 		}
 		g, err := redisfake.StartCluster(len(addrs), redisfake.NodesAt(addrs...))
 		if err != nil {
-			return nil, fmt.Errorf("propertytest: %w", err)
+			return nil, fmt.Errorf("backends: %w", err)
 		}
 		propertytest.CloseAtCleanup(env, "the Redis fakes", g)
 		return &propertytest.Backend{

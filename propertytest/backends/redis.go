@@ -174,8 +174,8 @@ func MemLock() propertytest.Factory {
 // RedisLockWithNetworkFaults's clients, whose runs use an OpTimeout of 30
 // ms: every reply through a healed proxy comes in microseconds, so one
 // that has not come by then was cut off, and the request's outcome is
-// unknown either way. With the 1 s it had, a run that cut clients off
-// waited seconds for their reads: the test's 2 runs took from 0.1 to 37 s.
+// unknown either way. A longer bound only makes a run that cut clients
+// off wait for their reads.
 const netTimeout = 50 * time.Millisecond
 
 // RedisLockWithNetworkFaults is the Factory of redislock on a single
@@ -196,7 +196,7 @@ func RedisLockWithNetworkFaults() propertytest.Factory {
 			for len(proxies) <= i {
 				p, err := chaos.StartProxy(r.Addr(), uint64(len(proxies))+1)
 				if err != nil {
-					return nil, fmt.Errorf("propertytest: start proxy: %w", err)
+					return nil, fmt.Errorf("backends: start proxy: %w", err)
 				}
 				propertytest.CloseAtCleanup(env, "a proxy", p)
 				proxies = append(proxies, p)

@@ -40,30 +40,21 @@ func ZKLockOnOptions() propertytest.Options {
 }
 
 // ZKLock is the Factory of zklock on minizk in manual time (zkfake.New
-// with ZooKeeperManualTime and ForceMinizk: never a real server). Each
+// with ManualTime and ForceMinizk: never a real server). Each
 // Locker has a connection of its own. The default Options fit: a crashed
-// holder's lease ends at its local deadline, when its node is deleted
-// (zklock's lease monitor does so without the watchdog). Claims: the
-// defaults, FaultCrash and FaultPause (fenced by the node's czxid).
+// holder's lease ends at its local deadline, when its node is deleted.
+// Claims: the defaults, FaultCrash and FaultPause (fenced by the node's
+// czxid).
 //
 // Every session's timeout is an hour of the manual clock, far above any
-// TTL (zklock needs the TTL no longer than the session timeout; a shorter
-// lease is safe, it only gives the lock up sooner). So sessions end only
-// by the fault below, and at the end of the run. The clients come from
-// zkfake.Server.ConnectManual: they send no pings of wall time
-// (nothing pings here, and an hour of the manual clock is never reached
-// within a run), and after the fault they redial at once, twice (once to
-// learn that the session expired, once for a new one), where go-zookeeper's
-// own clients sleep a second of wall time first: the reconnection is over
-// before the scheduler finds the process quiescent, so a seed replays it
-// (TestSeedReplaysExactly).
+// TTL, so sessions end only by the fault below and at the end of the run.
+// The clients (zkfake.Server.ConnectManual) send no wall-time pings and
+// redial at once after the fault, where go-zookeeper's own clients sleep a
+// second first, so a seed replays the reconnection (TestSeedReplaysExactly).
 //
 // It offers one fault, FaultClockJump: the holder's session is expired now,
-// as the server does when its clock jumps past the session's timeout. That
-// is the one way a ZooKeeper session ends while its holder still trusts
-// its lease: zklock counts the lease from the last request the server
-// answered, so a partition or a crashed client ends the lease before the
-// server may expire the session. The next waiter is granted the lock at once,
+// as after a jump of the server's clock, the one way a session ends while
+// its holder still trusts its lease. The next waiter is granted the lock
 // before the holder's local deadline, so zklock does not claim it, and the
 // suite reports what it breaks as expected violations.
 func ZKLock() propertytest.Factory { return onMinizk(zkMutex, true) }
@@ -150,33 +141,22 @@ const (
 // with each client behind a chaos.Proxy of its own, and two FaultPartition
 // faults: client 0 partitioned (its bytes held, delivered when the
 // partition heals) and client 1's replies dropped (its requests take
-// effect, it never hears so), besides ZKLock's FaultClockJump (the
-// holder's session expired now: not claimed). Run it with
-// ZKLockNetworkOptions.
+// effect, it never hears so), besides ZKLock's FaultClockJump (not
+// claimed). Run it with ZKLockNetworkOptions.
 //
-// Sessions here are what they are on a real network: each client's
-// session timeout is its TTL, and a session lives as long as the server
-// hears from it. go-zookeeper's pings run on the wall clock, which the
-// run's clock does not follow; its clients come from fakes' ConnectManual,
-// which drops them, and Advance pings for them on the run's clock instead:
-// before every third of the shortest session timeout that it moves the
-// clock, every client sends one request (exists of "/"). Through a healthy
-// proxy Advance waits for its reply; a partitioned client's request is held
-// (delivered at the heal), one whose replies are dropped reaches the server
-// (its session lives on), and Advance waits until minizk has heard it. So a partitioned client's
-// session expires one timeout after the server last heard from it, and its
-// ephemeral nodes go with it; the other sessions live.
+// Sessions are what they are on a real network: each client's session
+// timeout is its TTL, and a session lives as long as the server hears from
+// it. go-zookeeper's wall-time pings are dropped (ConnectManual); Advance
+// pings instead, before every third of the shortest session timeout it
+// moves the clock, and waits until each request is answered, held by a
+// partition, or heard by minizk. So a partitioned client's session, and
+// its ephemeral nodes, expire one timeout after the server last heard it.
 //
-// What zklock claims here (FaultPartition): its lease is lost once no
-// round trip has proved the session for TTL − locks.Drift(TTL), counted
-// from the moment the last proving request was sent; the server, having
-// answered that request, expires the session no sooner than the session
-// timeout (at least the TTL) after it. So a cut-off holder stops trusting
-// its lease before the server may give its node away, and a partitioned
-// holder's node goes with its session, which frees the lock. Its lockers'
-// requests time out after zkNetRequestTimeout of wall time. Session expiry
-// while the holder still trusts its lease is the FaultClockJump, which
-// zklock does not claim.
+// zklock claims FaultPartition: its lease is lost once no round trip has
+// proved the session for TTL − locks.Drift(TTL), counted from when the
+// proving request was sent, and the server expires the session no sooner
+// than the session timeout (at least the TTL) after answering it. Its
+// requests time out after zkNetRequestTimeout of wall time.
 func ZKLockWithNetworkFaults() propertytest.Factory {
 	return func(env propertytest.Env) (*propertytest.Backend, error) {
 		be, _, err := newZKNetBackend(env)
@@ -228,7 +208,7 @@ func (n *zkNet) proxy(i int) (*chaos.Proxy, error) {
 	for len(n.proxies) <= i {
 		p, err := chaos.StartProxy(n.z.Addr(), uint64(len(n.proxies))+1)
 		if err != nil {
-			return nil, fmt.Errorf("propertytest: start proxy: %w", err)
+			return nil, fmt.Errorf("backends: start proxy: %w", err)
 		}
 		n.proxies = append(n.proxies, p)
 	}
@@ -385,11 +365,11 @@ func (n *zkNet) close() {
 func ZKLockOn(addr string) propertytest.Factory {
 	return func(env propertytest.Env) (*propertytest.Backend, error) {
 		if addr == "" {
-			return nil, errors.New("propertytest: ZKLockOn needs the server's address")
+			return nil, errors.New("backends: ZKLockOn needs the server's address")
 		}
 		z, err := zkfake.Start(zkfake.At(addr))
 		if err != nil {
-			return nil, fmt.Errorf("propertytest: %w", err)
+			return nil, fmt.Errorf("backends: %w", err)
 		}
 		propertytest.CloseAtCleanup(env, "the ZooKeeper fake", z)
 		be := newZKBackend(z, zkMutex, func(_ int, ttl time.Duration) (*zk.Conn, error) {
@@ -428,7 +408,7 @@ func newZKBackend(z *zkfake.Server, newLocker newZKLocker, connect func(i int, t
 			all := slices.Concat(z.LockOptions(), extra, opts)
 			o, err := locks.Resolve(zklock.DefaultPrefix, all...)
 			if err != nil {
-				return nil, fmt.Errorf("propertytest: %w", err)
+				return nil, fmt.Errorf("backends: %w", err)
 			}
 			conn, err := connect(clients, o.TTL)
 			clients++
@@ -438,10 +418,10 @@ func newZKBackend(z *zkfake.Server, newLocker newZKLocker, connect func(i int, t
 			if m := z.Minizk(); m != nil {
 				granted, err := m.SessionTimeout(conn.SessionID())
 				if err != nil {
-					return nil, fmt.Errorf("propertytest: %w", err)
+					return nil, fmt.Errorf("backends: %w", err)
 				}
 				if granted < o.TTL {
-					return nil, fmt.Errorf("propertytest: minizk granted a session timeout of %v, below the TTL %v", granted, o.TTL)
+					return nil, fmt.Errorf("backends: minizk granted a session timeout of %v, below the TTL %v", granted, o.TTL)
 				}
 			}
 			l, err := newLocker(conn, name, all...)
@@ -471,7 +451,7 @@ func expireHolderFault(z *zkfake.Server, be *zkBackend) propertytest.Fault {
 // with nobody holding the lock (or no locker made yet) no error.
 func expireZKHolder(z *zkfake.Server, name string) error {
 	if z.Minizk() == nil {
-		return errors.New("propertytest: expiring a session needs minizk")
+		return errors.New("backends: expiring a session needs minizk")
 	}
 	if name == "" {
 		return nil // no locker yet
@@ -480,7 +460,7 @@ func expireZKHolder(z *zkfake.Server, name string) error {
 	defer cancel()
 	err := z.ExpireLock(ctx, name)
 	if err != nil && !errors.Is(err, fakes.ErrNoHolder) {
-		return fmt.Errorf("propertytest: expire the holder's session: %w", err)
+		return fmt.Errorf("backends: expire the holder's session: %w", err)
 	}
 	return nil
 }

@@ -26,11 +26,11 @@ func ZKRWMutex() propertytest.Factory { return onMinizk(zkRWMutex, false) }
 func ZKRWMutexOn(addr string) propertytest.Factory {
 	return func(env propertytest.Env) (*propertytest.Backend, error) {
 		if addr == "" {
-			return nil, errors.New("propertytest: ZKRWMutexOn needs the server's address")
+			return nil, errors.New("backends: ZKRWMutexOn needs the server's address")
 		}
 		z, err := zkfake.Start(zkfake.At(addr))
 		if err != nil {
-			return nil, fmt.Errorf("propertytest: %w", err)
+			return nil, fmt.Errorf("backends: %w", err)
 		}
 		propertytest.CloseAtCleanup(env, "the ZooKeeper fake", z)
 		be := newZKBackend(z, zkRWMutex, func(_ int, ttl time.Duration) (*zk.Conn, error) {

@@ -30,10 +30,8 @@ var checksGiven atomic.Bool
 // seed printed with every failure replays it); with LOCKPROOF_DEEP=1 in
 // the environment it runs 500 checks instead.
 //
-// opts narrow the leak check, for a package whose tests run a third-party
-// library that leaves goroutines behind: IgnorePackages, OnlyPackages,
-// OnlyLockproof. Without them every leaked goroutine fails the package.
-// A bad option (an empty package path) ends the test binary with exit
+// opts narrow the leak check (see Option); without them every leaked
+// goroutine fails the package. A bad option ends the test binary with exit
 // code 2 before any test runs.
 func Main(m *testing.M, opts ...Option) {
 	f, err := newLeakFilter(opts)
@@ -85,12 +83,9 @@ const LockproofModule = "github.com/lockproof/lockproof"
 
 // Option narrows the goroutine-leak check Main runs after the tests.
 // A goroutine belongs to a package when one of its frames, or the function
-// that started it (the "created by" line of its stack), is in that package
-// or below it: IgnorePackages("github.com/kvtools/valkeyrie") covers
-// github.com/kvtools/valkeyrie/store too. The check then fails the package
-// only on goroutines left at the end that the options keep: those that
-// belong to a package of OnlyPackages (all, when none is named) and to no
-// package of IgnorePackages.
+// that started it, is in that package or below it. The check fails the
+// package only on goroutines left that belong to a package of OnlyPackages
+// (all, when none is named) and to no package of IgnorePackages.
 type Option func(*leakFilter)
 
 // IgnorePackages makes Main's leak check pass over every goroutine that
@@ -177,7 +172,7 @@ func (f *leakFilter) find(grace time.Duration, base ...goleak.Option) error {
 			if !ok {
 				return err // not in the form f reads: report all of it
 			}
-			return fmt.Errorf("found unexpected goroutines (after the options of suitemain.Main):\n%s", strings.Join(kept, "\n"))
+			return fmt.Errorf("suitemain: found unexpected goroutines (after the options of suitemain.Main):\n%s", strings.Join(kept, "\n"))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -122,7 +122,7 @@ func StartFor(tb testing.TB, helper, env string, usedEnv bool, err error, fake i
 	if err != nil {
 		switch {
 		case usedEnv && errors.Is(err, ErrTooFewServers):
-			tb.Skipf("fakes: %v (%s=%q)", err, env, os.Getenv(env))
+			tb.Skipf("%s: %v (%s=%q)", helper, err, env, os.Getenv(env))
 		case usedEnv:
 			tb.Fatalf("%s: %s=%s: %v", helper, env, os.Getenv(env), err)
 		default:
@@ -142,6 +142,28 @@ func StartFor(tb testing.TB, helper, env string, usedEnv bool, err error, fake i
 func DialTCP(ctx context.Context, addr string) (net.Conn, error) {
 	var d net.Dialer
 	return d.DialContext(ctx, "tcp", addr)
+}
+
+// Target is where a fake's DialContext connects, whatever network and
+// address its caller names: in memory on a server in process, over the
+// network to the server's own address on a real one.
+type Target struct {
+	InMemory fakes.DialFunc // nil on a real server
+	Net      string         // the real server's network ("" means "tcp")
+	Addr     string         // the real server's address
+}
+
+// Dial connects to the target: through InMemory, given network and addr,
+// when it is set; else over Net to Addr.
+func (t Target) Dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	if t.InMemory != nil {
+		return t.InMemory(ctx, network, addr)
+	}
+	if t.Net == "" {
+		return DialTCP(ctx, t.Addr)
+	}
+	var d net.Dialer
+	return d.DialContext(ctx, t.Net, t.Addr)
 }
 
 // ClockOf returns c, or locks.SystemClock when c is nil (real-time mode).
