@@ -12,7 +12,6 @@ import (
 
 	"github.com/lockproof/lockproof/linearize"
 	"github.com/lockproof/lockproof/locks"
-	"pgregory.net/rapid"
 )
 
 // Property names what a lock promises.
@@ -109,31 +108,6 @@ func (m *machine) unclaimedList() []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// foreign makes a client call Unlock (or Renew) through a lease of its own
-// that ran out, while another client holds the lock; then checks symmetry.
-func (m *machine) foreign(t *rapid.T, pick func(*rapid.T, func(*client) bool) *client, unlock bool) {
-	holder := m.holder()
-	if holder == nil {
-		t.Skip("nobody holds the lock")
-	}
-	c := pick(t, func(c *client) bool { return c != holder && len(c.stale) > 0 && c.op == nil })
-	h := c.stale[rapid.IntRange(0, len(c.stale)-1).Draw(t, "stale lease")]
-	if !m.probeRefused(holder) {
-		return // the lock was not exclusive before the foreign call: nothing to blame on it
-	}
-	m.doubt()
-	var err error
-	what := "Renew"
-	if unlock {
-		what = "Unlock"
-		err = m.unlock(c, h)
-	} else {
-		err = m.renew(c, h)
-	}
-	m.logf("client %d: foreign %s with stale token %d -> %v", c.id, what, h.token, err)
-	m.checkSymmetry(fmt.Sprintf("client %d's %s through its stale lease (token %d, owner %d)", c.id, what, h.token, h.owner), holder)
 }
 
 // holder returns a client whose lease is valid (a client whose Unlock is
@@ -615,7 +589,7 @@ func (m *machine) checkGrant(c *client, h *held) {
 
 // believes reports whether c acts as the holder: its lease is valid by its
 // deadline and Done, and it is not unlocking.
-func (m *machine) believes(c *client) bool { return m.valid(c.cur) && !m.unlocking(c) }
+func (m *machine) believes(c *client) bool { return m.valid(c.cur) && !c.unlocking() }
 
 // checkBelievers: at no moment may two clients hold leases that are both
 // valid by their own deadlines and Done. checkGrant looks at the moment
@@ -702,7 +676,7 @@ func (m *machine) checkRenewLoss(c *client, h *held, err error) {
 // collect runs several times within one step, with nothing let run in
 // between.
 func (m *machine) checkLossSignalled(c *client) {
-	if c.cur != nil && !m.valid(c.cur) && !m.unlocking(c) && !closed(c.cur.lease.Done()) {
+	if c.cur != nil && !m.valid(c.cur) && !c.unlocking() && !closed(c.cur.lease.Done()) {
 		m.lapsed = append(m.lapsed, lapsed{c: c, h: c.cur, settles: m.sched.settles})
 	}
 	kept := m.lapsed[:0]
