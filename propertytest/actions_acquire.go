@@ -106,7 +106,7 @@ func (a *acquisition) outcome() {
 	if !out.OK || unknown {
 		m.logf("client %d: %s -> %v", c.id, a.name, a.err)
 		if !a.blocking && !unknown && c != m.probe && m.lockFree(c) {
-			m.refusedWhileFree(c, a.owner)
+			m.checks.refusedFree(c, a.owner)
 		}
 		return
 	}
@@ -201,7 +201,7 @@ func (m *machine) drawMode(t *rapid.T, c *client) {
 // leases and starts the holder's read-modify-write.
 func (m *machine) take(c *client, h *held) {
 	_ = h.lease.Done() // a lease may start watching for its loss at the first call
-	m.checkGrant(c, h)
+	m.checks.granted(c, h)
 	c.cur = h
 	m.beginWork(c)
 }

@@ -42,7 +42,7 @@ func (m *machine) overtakeStalled(t *rapid.T, c *client) {
 		return
 	}
 	late := what == "Unlock" || what == "Renew"
-	if holder := m.holder(); late && holder != nil && holder != c && !m.probeRefused(holder) {
+	if holder := m.holder(); late && holder != nil && holder != c && !m.checks.beforeForeign(holder) {
 		late = false // the lock was not exclusive before the late call: nothing to blame on it
 	}
 	m.logf("client %d: resume its %s", c.id, what)
@@ -53,7 +53,7 @@ func (m *machine) overtakeStalled(t *rapid.T, c *client) {
 		return // a late acquisition is the grant checks' business
 	}
 	if holder := m.holder(); holder != nil && holder != c {
-		m.checkSymmetry(fmt.Sprintf("client %d's %s, stalled until its lease ran out and resumed", c.id, what), holder)
+		m.checks.afterForeign(fmt.Sprintf("client %d's %s, stalled until its lease ran out and resumed", c.id, what), holder)
 	}
 }
 

@@ -2,7 +2,6 @@ package propertytest
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/lockproof/lockproof/locks"
 	"pgregory.net/rapid"
@@ -34,26 +33,21 @@ func (m *machine) reenter(c *client, blocking bool) {
 			lease, err = locker.TryLock(ctx)
 		}
 	})
+	// The driver's part runs once the call returned: m.now below runs it
+	// to its end, and collect then calls it on the driver.
 	c.fin = func() {
-		switch {
-		case err != nil && !m.valid(h):
+		if err != nil && !m.valid(h) {
 			m.logf("client %d: nested %s -> %v, its acquisition (token %d) having ended", c.id, name, err, h.token)
-		case err != nil:
-			m.ran[DeadlockFreedom] = true
-			m.violate(DeadlockFreedom, false, fmt.Sprintf(
-				"client %d holds the lock (token %d, valid until t=%v) and its owner's nested %s was refused: %v; an owner must re-enter its own acquisition",
-				c.id, h.token, m.since(h.lease.Deadline()), name, err))
-		case !sameAcquisition(h, lease):
-			m.ran[Exclusivity] = true
-			tok, _ := lease.Token()
-			m.violate(Exclusivity, false, fmt.Sprintf(
-				"client %d holds the lock (token %d) and its owner's nested %s came back with another acquisition (token %d, deadline t=%v against t=%v): two acquisitions held at once",
-				c.id, h.token, name, tok, m.since(lease.Deadline()), m.since(h.lease.Deadline())))
-			c.inner = append(c.inner, lease)
-		default:
-			m.logf("client %d: nested %s -> hold %d on token %d", c.id, name, len(c.inner)+1, h.token)
-			c.inner = append(c.inner, lease)
+			return
 		}
+		m.checks.reentered(c, h, name, lease, err)
+		if err != nil {
+			return
+		}
+		if sameAcquisition(h, lease) {
+			m.logf("client %d: nested %s -> hold %d on token %d", c.id, name, len(c.inner)+1, h.token)
+		}
+		c.inner = append(c.inner, lease)
 	}
 	m.now(c)
 }
@@ -83,12 +77,7 @@ func (m *machine) unlockInner(c *client) {
 		if !wasValid || h == nil {
 			return
 		}
-		m.ran[Exclusivity] = true
-		if closed(h.lease.Done()) || h.lease.Err() != nil {
-			m.violate(Exclusivity, false, fmt.Sprintf(
-				"client %d's Unlock of a nested hold ended its acquisition (token %d; Err=%v) while its outer hold was still held: the lock is free to others under the owner's outer hold",
-				c.id, h.token, h.lease.Err()))
-		}
+		m.checks.innerUnlocked(c, h)
 	}
 	m.now(c)
 }

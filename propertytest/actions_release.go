@@ -31,7 +31,7 @@ func (m *machine) release(c *client, h *held, unlock bool, stallAt int, done fun
 	c.op = o
 	c.fin = func() {
 		m.count(name, err, false, m.sched.crashed(o))
-		m.checkReleaseWorks(c, h, rc, o, err)
+		m.checks.released(c, h, rc, o, err)
 		if !unlock && err == nil {
 			h.proved = m.rec.now()
 		}
@@ -70,7 +70,7 @@ func (m *machine) foreign(t *rapid.T, unlock bool) {
 	}
 	c := m.pick(t, func(c *client) bool { return c != holder && len(c.stale) > 0 && c.op == nil })
 	h := c.stale[rapid.IntRange(0, len(c.stale)-1).Draw(t, "stale lease")]
-	if !m.probeRefused(holder) {
+	if !m.checks.beforeForeign(holder) {
 		return // the lock was not exclusive before the foreign call: nothing to blame on it
 	}
 	m.doubt()
@@ -83,7 +83,7 @@ func (m *machine) foreign(t *rapid.T, unlock bool) {
 		err = m.renew(c, h)
 	}
 	m.logf("client %d: foreign %s with stale token %d -> %v", c.id, what, h.token, err)
-	m.checkSymmetry(fmt.Sprintf("client %d's %s through its stale lease (token %d, owner %d)", c.id, what, h.token, h.owner), holder)
+	m.checks.afterForeign(fmt.Sprintf("client %d's %s through its stale lease (token %d, owner %d)", c.id, what, h.token, h.owner), holder)
 }
 
 // releaseActions are the holder's Unlock and Renew, and the foreign calls:
@@ -114,7 +114,7 @@ func (m *machine) unlocked(c *client, h *held) func(err error) {
 		if c.cur == h {
 			c.cur, c.work = nil, nil
 		}
-		m.checkFreed(c, err)
+		m.checks.unlocked(c, err)
 	}
 }
 
@@ -122,6 +122,6 @@ func (m *machine) unlocked(c *client, h *held) func(err error) {
 func (m *machine) renewed(c *client, h *held) func(err error) {
 	return func(err error) {
 		m.logf("client %d: Renew token %d -> %v", c.id, h.token, err)
-		m.checkRenewLoss(c, h, err)
+		m.checks.renewed(c, h, err)
 	}
 }

@@ -31,14 +31,14 @@ type machine struct {
 	sched          *sched
 	jitterSeed     uint64               // the seed of the clients' jitter sources
 	fatal          error                // a failure of the harness outside an action's reach (a crashed client's new Locker)
-	lapsed         []lapsed             // leases past their deadline, not yet signalled lost
-	pairs          map[[2]uint64]bool   // owners reported holding at once
 	fenced         int                  // 1: the lock's leases are fenced, -1: they are not, 0: no lease seen yet
 	outcomes       map[string]*Outcomes // per kind of call (outcomeKinds)
 	spurious       int                  // refusals of a free lock tolerated (Report.SpuriousRefusals)
 	spuriousOwners map[uint64]bool      // the acquisitions they refused
 	uncertain      int64                // history time of the last event that may have left the lock taken (unknown outcome, crash, foreign call)
 	doubted        bool                 // such an event happened (uncertain may be 0, the history's start)
+
+	checks liveChecks // the checks made as the run goes on
 
 	// model is the model the lock history is checked against, recorded
 	// once for the run (lockModel); lock is its checker.
@@ -49,6 +49,7 @@ type machine struct {
 func newMachine(o Options, be *Backend, jitterSeed uint64) (*machine, error) {
 	m := &machine{o: o, be: be, rec: newRecorder(be.Clock), sched: newSched(o.Settle, be.InProcess),
 		active: map[int]bool{}, used: map[int]bool{}, ran: map[Property]bool{}, unclaimed: map[string]bool{}}
+	m.checks = &liveCheck{m: m}
 	m.sched.follow(be.Clock, o.TTL+o.Slack)
 	if c, ok := be.Clock.(ManualClock); ok {
 		c.SetDispatch(m.sched.oneByOne)
@@ -165,7 +166,7 @@ func (m *machine) collect() {
 				fin()
 			}
 		}
-		m.checkLossSignalled(c)
+		m.checks.collected(c)
 		if c.cur != nil && !m.valid(c.cur) && !c.unlocking() {
 			if c.cur.lease.Err() == nil || errors.Is(c.cur.lease.Err(), locks.ErrLeaseExpired) {
 				c.stale = append(c.stale, c.cur)
@@ -173,7 +174,7 @@ func (m *machine) collect() {
 			c.cur, c.inner = nil, nil // its work, if any, goes on: a holder paused past its lease
 		}
 	}
-	m.checkBelievers()
+	m.checks.stepped()
 }
 
 func (m *machine) outputOf(i int) (linearize.LeaseOutput, bool) {
