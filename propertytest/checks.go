@@ -12,7 +12,6 @@ import (
 
 	"github.com/lockproof/lockproof/linearize"
 	"github.com/lockproof/lockproof/locks"
-	"pgregory.net/rapid"
 )
 
 // Property names what a lock promises.
@@ -111,31 +110,6 @@ func (m *machine) unclaimedList() []string {
 	return out
 }
 
-// foreign makes a client call Unlock (or Renew) through a lease of its own
-// that ran out, while another client holds the lock; then checks symmetry.
-func (m *machine) foreign(t *rapid.T, pick func(*rapid.T, func(*client) bool) *client, unlock bool) {
-	holder := m.holder()
-	if holder == nil {
-		t.Skip("nobody holds the lock")
-	}
-	c := pick(t, func(c *client) bool { return c != holder && len(c.stale) > 0 && c.op == nil })
-	h := c.stale[rapid.IntRange(0, len(c.stale)-1).Draw(t, "stale lease")]
-	if !m.probeRefused(holder) {
-		return // the lock was not exclusive before the foreign call: nothing to blame on it
-	}
-	m.doubt()
-	var err error
-	what := "Renew"
-	if unlock {
-		what = "Unlock"
-		err = m.unlock(c, h)
-	} else {
-		err = m.renew(c, h)
-	}
-	m.logf("client %d: foreign %s with stale token %d -> %v", c.id, what, h.token, err)
-	m.checkSymmetry(fmt.Sprintf("client %d's %s through its stale lease (token %d, owner %d)", c.id, what, h.token, h.owner), holder)
-}
-
 // holder returns a client whose lease is valid (a client whose Unlock is
 // under way no longer counts) when such clients hold every permit: with
 // one permit, the holder, if any; with Options.Permits > 1, one of the
@@ -161,115 +135,6 @@ func (m *machine) fullHolders() []*client {
 		return nil
 	}
 	return hs
-}
-
-// untouchedByFaults reports whether no backend fault can have touched the
-// leases of hs: none is active, and none was injected or healed since the
-// earliest of their acquisitions was called. A fault over before a lease
-// was asked for cannot take it (a failover, a restarted node, an expired
-// session all come before the grant), so the probes need not wait for a
-// run without faults, which a cell of frequent faults seldom has.
-func (m *machine) untouchedByFaults(hs []*client) bool {
-	if len(m.active) > 0 {
-		return false
-	}
-	for _, c := range hs {
-		if c.cur.faultEvents != m.faultEvents {
-			return false
-		}
-	}
-	return true
-}
-
-// heldBy describes the leases of hs for a violation's detail.
-func (m *machine) heldBy(hs []*client) string {
-	parts := make([]string, len(hs))
-	for i, c := range hs {
-		parts[i] = fmt.Sprintf("client %d's lease (token %d) was valid until t=%v", c.id, c.cur.token, m.since(c.cur.lease.Deadline()))
-	}
-	return strings.Join(parts, " and ")
-}
-
-// leasesOf returns the leases hs hold.
-func leasesOf(hs []*client) []*held {
-	out := make([]*held, len(hs))
-	for i, c := range hs {
-		out[i] = c.cur
-	}
-	return out
-}
-
-// ranOutDuring reports whether one of leases, held when a probe began, ran
-// out by its deadline before the probe was granted h: on a real-time
-// backend time goes on while the probe runs (in manual time it does not).
-// Such a grant is no finding of the named check (what) but the lease
-// model's to judge, which has both on the clock; the probe's lease is
-// given back. (Described through the holders' leases, which the probe's
-// collection had retired meanwhile, it was a nil-pointer panic: once in
-// about 120 runs of TestZKRWMutexOnRealServer.)
-func (m *machine) ranOutDuring(what string, h *held, leases []*held) bool {
-	now := m.be.Clock.Now()
-	for _, l := range leases {
-		if !now.Before(l.lease.Deadline()) {
-			m.logf("%s probe: granted (token %d) once a holder's lease (token %d) had run out during the probe", what, h.token, l.token)
-			_ = m.unlock(m.probe, h) // recorded; its result is part of the history
-			return true
-		}
-	}
-	return false
-}
-
-// probeRefused probes, before a foreign call, that the holder holds the
-// lock. A lock that grants the probe then is not exclusive, whatever the
-// foreign call would do: that is reported as an exclusivity violation, and
-// probeRefused returns false so that the grant is not blamed on the foreign
-// call as well. Like checkSymmetry it reports nothing when a backend fault
-// may have taken a holder's lease (untouchedByFaults).
-func (m *machine) probeRefused(holder *client) bool {
-	hs := m.fullHolders()
-	if !m.untouchedByFaults(hs) || !slices.Contains(hs, holder) {
-		return true
-	}
-	listed, leases := m.heldBy(hs), leasesOf(hs)
-	h, err := m.tryLock(m.probe)
-	if h == nil {
-		if err != nil && !errors.Is(err, locks.ErrLocked) {
-			m.logf("exclusivity probe: %v", err)
-		}
-		return true
-	}
-	if m.ranOutDuring("exclusivity", h, leases) {
-		return false
-	}
-	m.violate(Exclusivity, false, fmt.Sprintf("a probe TryLock was granted (token %d) while %s", h.token, listed))
-	_ = m.unlock(m.probe, h) // recorded; its result is part of the history
-	return false
-}
-
-// checkSymmetry probes, after a foreign call, that the holder still holds
-// the lock: a probe TryLock must be refused while the holder's lease is
-// within its local deadline (which ends before the backend's TTL). It is
-// skipped when a backend fault, which may lose a lease by itself, could
-// have touched a holder's lease (untouchedByFaults).
-func (m *machine) checkSymmetry(what string, holder *client) {
-	hs := m.fullHolders()
-	if !m.untouchedByFaults(hs) || !slices.Contains(hs, holder) {
-		return
-	}
-	m.ran[Symmetry] = true
-	listed, leases := m.heldBy(hs), leasesOf(hs)
-	h, err := m.tryLock(m.probe)
-	if h == nil {
-		if err != nil && !errors.Is(err, locks.ErrLocked) {
-			m.logf("symmetry probe: %v", err)
-		}
-		return
-	}
-	if m.ranOutDuring("symmetry", h, leases) {
-		return
-	}
-	m.violate(Symmetry, false, fmt.Sprintf("after %s, a probe TryLock was granted (token %d) while %s", what, h.token, listed))
-	_ = m.unlock(m.probe, h) // recorded; its result is part of the history
 }
 
 // finish ends the run: heals the faults, resolves pending Locks, then
@@ -586,152 +451,9 @@ func (m *machine) checkLostUpdates() {
 	m.violate(Exclusivity, expected, "lost update on the shared register: "+strings.Join(lines, "; "))
 }
 
-// checkGrant: when c is granted h, no other client may still hold a lease
-// that is valid by its own deadline and Done (with Options.ReadWrite, unless
-// both leases are shared). A correct lock never lets
-// that happen: a holder's local deadline ends no later than the backend's
-// expiry of its lease, and one manual clock stamps both. A lock whose
-// lease ends earlier on the backend than the holder believes (the
-// deadline reckoned from the reply rather than from the request, a drift
-// allowance too small) fails here: two clients then act as holders at
-// once, which is exclusivity broken, whatever the lease model accepts.
-func (m *machine) checkGrant(c *client, h *held) {
-	if !m.valid(h) {
-		return // handed over already expired (it stalled on the way): c does not act as holder
-	}
-	if m.o.Permits > 1 {
-		m.checkGrantOfPermit(c, h)
-		return
-	}
-	for _, d := range m.cl {
-		if d == c || !m.believes(d) || d.cur.shared && h.shared {
-			continue
-		}
-		m.twoHolders(d.cur, h, fmt.Sprintf(
-			"client %d was granted the lock (token %d) at t=%v while client %d's lease (token %d) was still valid by its own deadline, t=%v, and its Done was open",
-			c.id, h.token, m.at(), d.id, d.cur.token, m.since(d.cur.lease.Deadline())))
-	}
-}
-
 // believes reports whether c acts as the holder: its lease is valid by its
 // deadline and Done, and it is not unlocking.
-func (m *machine) believes(c *client) bool { return m.valid(c.cur) && !m.unlocking(c) }
-
-// checkBelievers: at no moment may two clients hold leases that are both
-// valid by their own deadlines and Done. checkGrant looks at the moment
-// of a grant; this looks after every step, which catches a lease brought
-// back to life (a renewal that reached the backend after the lease ran out
-// and another client took the lock, and reported success).
-func (m *machine) checkBelievers() {
-	if m.o.Permits > 1 {
-		m.checkPermitBelievers()
-		return
-	}
-	for i, c := range m.cl {
-		if !m.believes(c) {
-			continue
-		}
-		for _, d := range m.cl[i+1:] {
-			if !m.believes(d) || c.cur.shared && d.cur.shared {
-				continue
-			}
-			m.twoHolders(c.cur, d.cur, fmt.Sprintf(
-				"at t=%v clients %d (token %d, valid until t=%v) and %d (token %d, valid until t=%v) both held leases valid by their own deadlines, with Done open",
-				m.at(), c.id, c.cur.token, m.since(c.cur.lease.Deadline()),
-				d.id, d.cur.token, m.since(d.cur.lease.Deadline())))
-		}
-	}
-}
-
-// twoHolders reports a and b holding at once, once per pair.
-func (m *machine) twoHolders(a, b *held, detail string) {
-	if m.firstReport([2]uint64{min(a.owner, b.owner), max(a.owner, b.owner)}) {
-		m.violate(Exclusivity, false, detail)
-	}
-}
-
-// firstReport reports whether the leases of the owners in key were not
-// reported holding at once before, and marks them reported.
-func (m *machine) firstReport(key [2]uint64) bool {
-	if m.pairs[key] {
-		return false
-	}
-	if m.pairs == nil {
-		m.pairs = map[[2]uint64]bool{}
-	}
-	m.pairs[key] = true
-	return true
-}
-
-// checkFreed: right after a successful Unlock, with nobody else holding
-// or waiting and nothing in doubt (no operation of unknown outcome, crash
-// or foreign call within TTL + Slack, no backend fault), the lock is free:
-// probeFree probes it. A lease (the unlocker's own or another's) that
-// lapsed without an Unlock less than TTL + Slack after its last grant or
-// renewal returned may still hold the lock on the backend, so the check
-// does not run then.
-func (m *machine) checkFreed(c *client, err error) {
-	if err != nil || !m.lockFree(c) {
-		return
-	}
-	m.probeFree(fmt.Sprintf("client %d unlocked at t=%v", c.id, m.at()))
-}
-
-// checkRenewLoss: a Renew the backend refused (the lease is not held any
-// more) must leave the lease saying so: Done closed and Err set, at once.
-func (m *machine) checkRenewLoss(c *client, h *held, err error) {
-	if _, unknown := releaseOutcome(err); err == nil || unknown {
-		return
-	}
-	m.ran[Exclusivity] = true
-	if !closed(h.lease.Done()) || h.lease.Err() == nil {
-		m.violate(Exclusivity, false, fmt.Sprintf(
-			"client %d's Renew was refused (%v) but its lease (token %d) did not say it was lost: Done open=%v, Err=%v",
-			c.id, err, h.token, !closed(h.lease.Done()), h.lease.Err()))
-	}
-}
-
-// checkLossSignalled: once a lease is past its deadline by more than
-// Options.Slack, without a renewal, its Done must be closed and Err set. A
-// holder that waits on Done (a watchdog that swallows its renewal failures
-// and never tells) would otherwise go on as if it held the lock. Leases
-// are followed from the moment they stop being valid until they signal
-// the loss or are reported. A lease seen lapsed is judged only after the
-// scheduler has settled the run once more: a lock may close Done on a
-// goroutine of its own (one started by the first call to Done, say), and
-// collect runs several times within one step, with nothing let run in
-// between.
-func (m *machine) checkLossSignalled(c *client) {
-	if c.cur != nil && !m.valid(c.cur) && !m.unlocking(c) && !closed(c.cur.lease.Done()) {
-		m.lapsed = append(m.lapsed, lapsed{c: c, h: c.cur, settles: m.sched.settles})
-	}
-	kept := m.lapsed[:0]
-	for _, l := range m.lapsed {
-		if l.c != c || l.settles == m.sched.settles {
-			kept = append(kept, l)
-			continue
-		}
-		end := l.h.lease.Deadline().Add(m.o.Slack)
-		switch {
-		case closed(l.h.lease.Done()) && l.h.lease.Err() != nil:
-		case m.be.Clock.Now().Before(end):
-			kept = append(kept, l)
-		default:
-			m.ran[Exclusivity] = true
-			m.violate(Exclusivity, false, fmt.Sprintf(
-				"client %d's lease (token %d) ended at t=%v, yet at t=%v (slack %v later) its Done was still open (Err=%v): the holder was never told it lost the lock",
-				c.id, l.h.token, m.since(l.h.lease.Deadline()), m.at(), m.o.Slack, l.h.lease.Err()))
-		}
-	}
-	m.lapsed = kept
-}
-
-// lapsed is a lease past its deadline whose Done has not closed yet.
-type lapsed struct {
-	c       *client
-	h       *held
-	settles int // sched.settles when it was first seen lapsed
-}
+func (m *machine) believes(c *client) bool { return m.valid(c.cur) && !c.unlocking() }
 
 // closed reports whether ch is closed.
 func closed(ch <-chan struct{}) bool {

@@ -3,7 +3,6 @@ package propertytest
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/lockproof/lockproof/linearize"
@@ -77,56 +76,6 @@ func (m *machine) believers() []*client {
 		}
 	}
 	return bs
-}
-
-// checkGrantOfPermit is checkGrant with Options.Permits > 1: when c is
-// granted h, fewer than Permits other clients may hold leases valid by
-// their own deadlines.
-func (m *machine) checkGrantOfPermit(c *client, h *held) {
-	var others []*client
-	for _, d := range m.believers() {
-		if d != c {
-			others = append(others, d)
-		}
-	}
-	if len(others) < m.o.Permits {
-		return
-	}
-	leases := []*held{h}
-	for _, d := range others {
-		leases = append(leases, d.cur)
-	}
-	m.overfull(leases, fmt.Sprintf("client %d was granted a permit (token %d) at t=%v while %d of %d permits were held: %s, each with Done open",
-		c.id, h.token, m.at(), len(others), m.o.Permits, m.heldBy(others)))
-}
-
-// checkPermitBelievers is checkBelievers with Options.Permits > 1: at no
-// moment may more than Permits clients hold leases valid by their own
-// deadlines and Done.
-func (m *machine) checkPermitBelievers() {
-	bs := m.believers()
-	if len(bs) <= m.o.Permits {
-		return
-	}
-	leases := make([]*held, len(bs))
-	ids := make([]string, len(bs))
-	for i, c := range bs {
-		leases[i], ids[i] = c.cur, fmt.Sprint(c.id)
-	}
-	m.overfull(leases, fmt.Sprintf("at t=%v clients %s held %d leases valid by their own deadlines, with Done open, for %d permits: %s",
-		m.at(), strings.Join(ids, ", "), len(bs), m.o.Permits, m.heldBy(bs)))
-}
-
-// overfull reports more leases held at once than there are permits, once
-// per lowest and highest owner among them.
-func (m *machine) overfull(leases []*held, detail string) {
-	lo, hi := leases[0].owner, leases[0].owner
-	for _, h := range leases[1:] {
-		lo, hi = min(lo, h.owner), max(hi, h.owner)
-	}
-	if m.firstReport([2]uint64{lo, hi}) {
-		m.violate(Exclusivity, false, detail)
-	}
 }
 
 // maxSpurious is how many refusals of a free lock one run tolerates.

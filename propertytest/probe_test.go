@@ -57,8 +57,8 @@ func TestProbeGrantedOnceTheHolderRanOutIsNoViolation(t *testing.T) {
 	}
 	holder := m.cl[0]
 	for _, check := range []func(){
-		func() { m.probeRefused(holder) },
-		func() { m.checkSymmetry("a foreign call", holder) },
+		func() { m.checks.beforeForeign(holder) },
+		func() { m.checks.afterForeign("a foreign call", holder) },
 	} {
 		if h, err := m.tryLock(holder); h != nil {
 			m.take(holder, h)
@@ -142,8 +142,8 @@ func TestProbesAfterAFaultOverBeforeTheAcquisition(t *testing.T) {
 			if !c.before {
 				fault()
 			}
-			m.probeRefused(holder)
-			m.checkSymmetry("a foreign call", holder)
+			m.checks.beforeForeign(holder)
+			m.checks.afterForeign("a foreign call", holder)
 			var props []Property
 			for _, v := range m.found {
 				props = append(props, v.Property)

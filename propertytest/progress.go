@@ -93,27 +93,6 @@ type releaseCall struct {
 	straight bool      // called with no stall drawn
 }
 
-// checkReleaseWorks: on a healthy run, a holder's Unlock or Renew called
-// within its lease's deadline, run straight through (no stall, not held
-// up, not crashed) and returned before that deadline, must not fail of
-// itself (Outcomes.Failed): a lock whose every release fails with an error
-// is only ever freed by its TTL. A refusal (ErrNotHeld) is the lock
-// history's to judge, a lease lost early. Not on a backend in real time,
-// where a loaded machine makes requests time out of themselves.
-func (m *machine) checkReleaseWorks(c *client, h *held, rc releaseCall, o *op, err error) {
-	if m.sched.realTime || !rc.valid || !rc.straight || !m.healthy() || m.sched.wasHeldUp(o) || m.sched.crashed(o) ||
-		!m.be.Clock.Now().Before(rc.deadline) {
-		return
-	}
-	m.ran[Progress] = true
-	if err == nil || unknownError(err) || errors.Is(err, locks.ErrNotHeld) {
-		return
-	}
-	m.violate(Progress, false, fmt.Sprintf(
-		"client %d's %s of its lease (token %d, valid until t=%v) failed on a healthy backend, with nothing stalled: %v",
-		c.id, rc.name, h.token, m.since(rc.deadline), err))
-}
-
 // lockFree reports whether the lock is free as far as the suite can know,
 // c's own operation aside: no client holds or waits, no lease that lapsed
 // without an Unlock may still be live on the backend, and the run is
@@ -150,69 +129,4 @@ func (m *machine) countSpurious(owner uint64) {
 	}
 	m.spuriousOwners[owner] = true
 	m.spurious++
-}
-
-// refusedWhileFree handles a TryLock of c refused while the lock was free
-// by the suite's knowledge: a spurious refusal, counted and tolerated once
-// (a lock may lose a race inside its own attempt), then probed as a freed
-// lock is.
-func (m *machine) refusedWhileFree(c *client, owner uint64) {
-	m.countSpurious(owner)
-	m.logf("client %d: TryLock refused while the lock was free (a spurious refusal)", c.id)
-	m.probeFree(fmt.Sprintf("client %d's TryLock was refused at t=%v while the lock was free", c.id, m.at()))
-}
-
-// probeFree probes a lock that should be free (what says why, and since
-// when): a probe TryLock must be granted, at once or within Options.Slack
-// (tried at once, then after every quarter of Slack). A lock still
-// refused then is probed on, every quarter of the TTL, until TTL + Slack
-// later: granted by then, it broke Progress (it came free only by expiry:
-// something was left behind, a key kept alive, a queue entry); never
-// granted, it broke deadlock freedom.
-func (m *machine) probeFree(what string) {
-	m.ran[DeadlockFreedom], m.ran[Progress] = true, true
-	since := m.rec.now()
-	var h *held
-	var err error
-	answered := func() bool {
-		h, err = m.tryLock(m.probe)
-		return h != nil || !errors.Is(err, locks.ErrLocked)
-	}
-	// until probes every step until an answer, or until waited reaches
-	// limit.
-	waited := time.Duration(0)
-	until := func(limit, step time.Duration) bool {
-		for waited < limit {
-			m.advance(step)
-			waited += step
-			if answered() {
-				return true
-			}
-		}
-		return false
-	}
-	if !answered() && !until(m.o.Slack, max(m.o.Slack/4, time.Millisecond)) {
-		until(m.o.TTL+2*m.o.Slack, max(m.o.TTL/4, time.Millisecond))
-	}
-	if !errors.Is(err, locks.ErrLocked) && h == nil {
-		m.logf("freed-lock probe without an answer: %v", err)
-		return
-	}
-	if h != nil {
-		if uerr := m.unlock(m.probe, h); uerr != nil {
-			m.logf("freed-lock probe: unlock: %v", uerr)
-		}
-	}
-	switch {
-	case h != nil && waited <= m.o.Slack:
-		return
-	case h != nil:
-		m.violate(Progress, false, fmt.Sprintf(
-			"%s, with nobody else holding or waiting, and a TryLock was refused until %v later (slack %v): the lock was left taken until it expired",
-			what, round(time.Duration(m.rec.now()-since)), m.o.Slack))
-	default:
-		m.violate(DeadlockFreedom, false, fmt.Sprintf(
-			"%s, with nobody else holding or waiting, and a TryLock was still refused %v later (TTL %v + 2 × slack %v): the lock was left taken",
-			what, round(time.Duration(m.rec.now()-since)), m.o.TTL, m.o.Slack))
-	}
 }

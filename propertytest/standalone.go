@@ -2,14 +2,9 @@ package propertytest
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"regexp"
-	"strconv"
 	"strings"
-	"sync"
-	"testing"
 	"time"
 
 	"pgregory.net/rapid"
@@ -44,26 +39,6 @@ type Standalone struct {
 // down without any property being violated.
 var ErrNoVerdict = errors.New("propertytest: no verdict")
 
-// standaloneMu serializes RunStandalone: rapid's settings are
-// process-wide flags.
-var standaloneMu sync.Mutex
-
-// seedFlag matches the seed rapid prints to replay a failure.
-var seedFlag = regexp.MustCompile(`-rapid\.seed=(\d+)`)
-
-// seedIn returns the replay seed in rapid's output, or 0.
-func seedIn(out string) uint64 {
-	m := seedFlag.FindStringSubmatch(out)
-	if m == nil {
-		return 0
-	}
-	n, err := strconv.ParseUint(m[1], 10, 64)
-	if err != nil {
-		return 0
-	}
-	return n
-}
-
 // RunStandalone runs the suite outside `go test`, as lockproof check does:
 // Checks runs of the rapid state machine over the lock factory builds,
 // with the Options of Run. It returns what it found, as Check does: a
@@ -80,16 +55,7 @@ func seedIn(out string) uint64 {
 // for its duration and restores them, and calls are serialized. It parses
 // the (empty) command line of package flag if nothing has, because rapid
 // asks testing.Short, which needs it; a program with flags of its own on
-// flag.CommandLine should parse them first.
-//
-// Why not through rapid's API alone (read in pgregory.net/rapid v1.3.0):
-// rapid.Check and T.Repeat, which runs the state machine, both call
-// testing.Short, which panics unless testing.Init has run ("testing: Short
-// called before Init"); Check reads the seed, the number of checks and the
-// shrink time only from its flags (baseSeed reads flags.seed) and Repeat
-// the steps; Generator.Example(seed) fixes a seed without the flags but
-// does not shrink and still reaches Repeat. So testing.Init and the flags
-// stay until rapid takes its settings from its caller.
+// flag.CommandLine should parse them first (see rapid.go for why).
 func RunStandalone(factory Factory, o Options, s Standalone) (*Report, error) {
 	if s.Name == "" {
 		return nil, fmt.Errorf("propertytest: RunStandalone needs a Name")
@@ -108,20 +74,7 @@ func RunStandalone(factory Factory, o Options, s Standalone) (*Report, error) {
 	}
 	standaloneMu.Lock()
 	defer standaloneMu.Unlock()
-	testing.Init()
-	if !flag.Parsed() {
-		if err := flag.CommandLine.Parse(nil); err != nil {
-			return nil, err
-		}
-	}
-	restore, err := setRapidFlags(map[string]string{
-		"rapid.checks":     strconv.Itoa(s.Checks),
-		"rapid.seed":       strconv.FormatUint(s.Seed, 10),
-		"rapid.steps":      strconv.Itoa(s.Steps),
-		"rapid.shrinktime": s.ShrinkTime.String(),
-		"rapid.nofailfile": "true",
-		"rapid.failfile":   "",
-	})
+	restore, err := standaloneFlags(s)
 	if err != nil {
 		return nil, err
 	}
@@ -152,29 +105,6 @@ func RunStandalone(factory Factory, o Options, s Standalone) (*Report, error) {
 		return rep, fmt.Errorf("%w: %s", ErrNoVerdict, firstFailure(rep.Output, tb.failures))
 	}
 	return rep, nil
-}
-
-// setRapidFlags sets rapid's flags and returns what puts them back.
-func setRapidFlags(values map[string]string) (func(), error) {
-	old := map[string]string{}
-	restore := func() {
-		for name, v := range old {
-			_ = flag.Set(name, v)
-		}
-	}
-	for name, v := range values {
-		f := flag.Lookup(name)
-		if f == nil {
-			restore()
-			return nil, fmt.Errorf("propertytest: rapid has no flag -%s", name)
-		}
-		old[name] = f.Value.String()
-		if err := f.Value.Set(v); err != nil {
-			restore()
-			return nil, fmt.Errorf("propertytest: -%s=%s: %w", name, v, err)
-		}
-	}
-	return restore, nil
 }
 
 func lastLine(msgs []string) string {
