@@ -65,7 +65,10 @@
 // child was there to hold beside it when it listed, so no semaphore
 // permit or reader shares its token. A lease whose token is a pzxid
 // learns the czxid at its first read of its child (the watch below),
-// which must not be above the token.
+// which must not be above the token. Before this rule a waiter's mutex
+// token was its child's czxid, which may be below the pzxid token of the
+// holder it waited for: clients of one lock must all take tokens by the
+// same rule, so upgrade them together.
 //
 // The lease (a locks.ManagedLease) is the ZooKeeper session: ephemeral
 // children live exactly as long as the session that made them. The server
