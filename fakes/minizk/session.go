@@ -18,7 +18,6 @@ type session struct {
 	lastHeard time.Time
 	timer     Timer
 	conn      *conn // the connection it is attached to, or nil
-	auth      bool  // credentials were added (the "auth" ACL scheme)
 }
 
 func (sess *session) stopTimer() {
@@ -222,36 +221,80 @@ func (s *Server) waitRunning(done <-chan struct{}) bool {
 func (s *Server) Restart(keepData bool) error {
 	s.life.Lock()
 	defer s.life.Unlock()
+	if err := s.down(); err != nil {
+		return err
+	}
+	if !keepData {
+		s.mu.Lock()
+		s.resetLocked()
+		s.mu.Unlock()
+	}
+	return s.up()
+}
+
+// Down stops the server as a process stop would, keeping its data: it
+// stops listening, closes every connection and stops the session timers
+// (no session expires while the server is down). Up brings it back.
+// Down on a server already down does nothing.
+func (s *Server) Down() error {
+	s.life.Lock()
+	defer s.life.Unlock()
+	return s.down()
+}
+
+// Up starts a server that Down stopped again, on the same address, as a
+// restart with its data: each session's timeout starts again from now. Up
+// on a server that is up does nothing.
+func (s *Server) Up() error {
+	s.life.Lock()
+	defer s.life.Unlock()
+	return s.up()
+}
+
+// down is Down; s.life is held.
+func (s *Server) down() error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
 		return ErrClosed
 	}
+	if s.ln == nil {
+		s.mu.Unlock()
+		return nil
+	}
 	ln := s.unlistenLocked()
+	for _, sess := range s.sessions {
+		sess.stopTimer()
+	}
 	if s.paused { // a restarted process answers again
 		s.paused = false
 		close(s.resumed)
 	}
+	s.changedLocked()
 	s.mu.Unlock()
 	_ = ln.Close()
 	s.wg.Wait()
+	return nil
+}
+
+// up is Up; s.life is held.
+func (s *Server) up() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if keepData {
-		for _, sess := range s.sessions {
-			s.touchLocked(sess)
-			s.armLocked(sess, sess.timeout)
-		}
-	} else {
-		for _, sess := range s.sessions {
-			sess.stopTimer()
-		}
-		s.resetLocked()
+	if s.closed {
+		return ErrClosed
+	}
+	if s.ln != nil {
+		return nil
+	}
+	for _, sess := range s.sessions {
+		s.touchLocked(sess)
+		s.armLocked(sess, sess.timeout)
 	}
 	nl, err := net.Listen("tcp", s.addr)
 	if err != nil {
 		s.closed = true
-		return fmt.Errorf("minizk: restart: listen on %s: %w", s.addr, err)
+		return fmt.Errorf("minizk: listen again on %s: %w", s.addr, err)
 	}
 	s.ln = nl
 	s.changedLocked()
