@@ -50,7 +50,7 @@ type suite struct {
 	timeout time.Duration
 }
 
-var suites = []suite{zkSuite}
+var suites = []suite{zkSuite, consulSuite}
 
 func main() {
 	which := flag.String("suite", "all", "the suite to run: zk, consul or all")

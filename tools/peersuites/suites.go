@@ -1,6 +1,9 @@
 package main
 
-import "time"
+import (
+	"regexp"
+	"time"
+)
 
 // ensemble is why a go-zookeeper test does not apply to minizk.
 const ensemble = "starts a 3-server ensemble; minizk is one standalone server"
@@ -25,3 +28,24 @@ var zkSuite = suite{
 		"TestIntegration_Reconfig":                 ensemble + " (and reconfig)",
 	},
 }
+
+// consulSuite is consul/api's tests of KV, sessions, locks, semaphores
+// and the status endpoints, without api_test.go, whose helpers (which
+// start a consul agent) the helper of ours replaces.
+var consulSuite = suite{
+	name:    "consul",
+	module:  "github.com/hashicorp/consul/api",
+	pkg:     ".",
+	keep:    regexp.MustCompile(`^(kv|lock|semaphore|session|status)_test\.go$`),
+	helper:  "consul_server_test.go",
+	starts:  "makeClient",
+	timeout: 150 * time.Second,
+	skipped: map[string]string{
+		"TestAPI_SessionNodeChecks":    catalog + " node and its check",
+		"TestAPI_SessionServiceChecks": catalog + " service and its check",
+	},
+}
+
+// catalog is why a consul/api test does not apply to miniconsul (the
+// part before the registration, a missing check refused, passes).
+const catalog = "registers through /v1/catalog/register, which miniconsul does not model, a"
