@@ -17,7 +17,7 @@ var zkSuite = suite{
 	drop:    []string{"server_java_test.go"},
 	helper:  "zk_server_test.go",
 	starts:  "StartTestCluster(",
-	timeout: 150 * time.Second,
+	timeout: 80 * time.Second,
 	skipped: map[string]string{
 		"TestIntegration_BasicCluster":             ensemble,
 		"TestIntegration_ClientClusterFailover":    ensemble,
@@ -39,7 +39,7 @@ var consulSuite = suite{
 	keep:    regexp.MustCompile(`^(kv|lock|semaphore|session|status)_test\.go$`),
 	helper:  "consul_server_test.go",
 	starts:  "makeClient",
-	timeout: 150 * time.Second,
+	timeout: 80 * time.Second,
 	skipped: map[string]string{
 		"TestAPI_SessionNodeChecks":    catalog + " node and its check",
 		"TestAPI_SessionServiceChecks": catalog + " service and its check",
