@@ -227,3 +227,50 @@ func TestDownAndUp(t *testing.T) {
 
 // third is the error of a call that returns two values and an error.
 func third[A, B any](_ A, _ B, err error) error { return err }
+
+// TestReap: one pass of the container manager deletes a container whose
+// children are gone and a TTL node unchanged past its TTL, and nothing
+// else: not a container never used, not one with a child, not a TTL node
+// with a child or within its TTL, not a persistent node.
+func TestReap(t *testing.T) {
+	s, _ := start(t, minizk.WithExtendedTypes())
+	c, _ := client(t, s.Addr())
+	for _, p := range []string{"/used", "/unused", "/busy"} {
+		must[string](t)(c.CreateContainer(p, nil, zk.FlagContainer, acl))
+	}
+	must[string](t)(c.Create("/used/kid", nil, 0, acl))
+	if err := c.Delete("/used/kid", -1); err != nil {
+		t.Fatal(err)
+	}
+	must[string](t)(c.Create("/busy/kid", nil, 0, acl))
+	must[string](t)(c.CreateTTL("/old", nil, zk.FlagTTL, acl, time.Second))
+	must[string](t)(c.CreateTTL("/parent", nil, zk.FlagTTL, acl, time.Second))
+	must[string](t)(c.Create("/parent/kid", nil, 0, acl))
+	must[string](t)(c.Create("/plain", nil, 0, acl))
+	if got := s.Reap(); len(got) != 1 || got[0] != "/used" {
+		t.Fatalf("Reap before any TTL ran out = %v, want [/used]", got)
+	}
+	must[string](t)(c.CreateTTL("/young", nil, zk.FlagTTL, acl, time.Minute))
+	_, _, watch, err := c.GetW("/old")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Advance(2 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	zxid := s.Zxid()
+	if got := s.Reap(); len(got) != 1 || got[0] != "/old" {
+		t.Fatalf("Reap after 2s = %v, want [/old]", got)
+	}
+	if e := waitEvent(t, watch); e.Type != zk.EventNodeDeleted || e.Path != "/old" {
+		t.Errorf("the watch on /old got %+v", e)
+	}
+	if s.Zxid() != zxid+1 {
+		t.Errorf("the deletion took zxids %d -> %d, want one", zxid, s.Zxid())
+	}
+	for _, p := range []string{"/unused", "/busy", "/parent", "/young", "/plain"} {
+		if ok, _, err := c.Exists(p); !ok || err != nil {
+			t.Errorf("%s after Reap: exists %v, %v", p, ok, err)
+		}
+	}
+}

@@ -21,9 +21,8 @@
 //     is closed; a client that has seen a later zxid than the server's is
 //     refused by closing the connection.
 //   - create (persistent, ephemeral, sequential, ephemeral-sequential, and
-//     container, which is kept as a persistent node: no container reaper
-//     runs; by its flag or by createContainer), create2, delete, exists, getData, setData, getChildren,
-//     getChildren2, getACL, setACL, check, multi, sync, ping, closeSession,
+//     container, by its flag or by createContainer), create2, delete,
+//     exists, getData, setData, getChildren, getChildren2, getACL, setACL, check, multi, sync, ping, closeSession,
 //     setWatches (a reconnecting client's watches), addAuth (digest and ip
 //     accept anything, other schemes fail and close the connection), and
 //     createTTL with WithExtendedTypes (UNIMPLEMENTED without, as on
@@ -73,12 +72,16 @@
 //
 // Down and Up stop and start the server with its data kept, as a process
 // stopped and started again (the sessions do not expire while it is down).
+// Reap runs one pass of ZooKeeper's container manager: it deletes the
+// containers whose children are all gone and the childless TTL nodes
+// unchanged for longer than their TTL; ZooKeeper runs it every minute,
+// minizk only when asked.
 //
-// Not modelled: no SASL, no quotas, no container or TTL reaper (TTL and
-// container nodes are never deleted by the server), no persistent or
-// recursive watches (addWatch, setWatches2), no multiRead, getEphemerals,
-// getAllChildrenNumber, whoAmI, removeWatches or reconfig (those known
-// opcodes get UNIMPLEMENTED and the connection stays open), no other
-// four-letter words, no redaction of digests in getACL, no read-only mode, no chroot (that is the client's), no quorum:
-// one server, every read is up to date.
+// Not modelled: no SASL, no quotas, no container manager of its own (see
+// Reap), no persistent or recursive watches (addWatch, setWatches2), no
+// multiRead, getEphemerals, getAllChildrenNumber, whoAmI, removeWatches or
+// reconfig (those known opcodes get UNIMPLEMENTED and the connection stays
+// open), no other four-letter words, no redaction of digests in getACL, no
+// read-only mode, no chroot (that is the client's), no quorum: one server,
+// every read is up to date.
 package minizk

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"sort"
 	"time"
 
 	"github.com/lockproof/lockproof/fakes/internal/anyclock"
@@ -408,4 +409,31 @@ func sessionPassword(id int64) []byte {
 		}
 	}
 	return out
+}
+
+// Reap runs one pass of ZooKeeper's container manager and returns the
+// paths it deleted, sorted: every container node that has had children
+// and has none left, and every TTL node without children that has not
+// changed for longer than its TTL on the server's clock. Each deletion is
+// a transaction of its own (a zxid, the watches fired), as the manager's
+// deletes are. ZooKeeper runs the pass every minute by itself; minizk only
+// when a test calls Reap.
+func (s *Server) Reap() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	var paths []string
+	for p, n := range s.st.nodes {
+		if n.reapable(now) {
+			paths = append(paths, p)
+		}
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		s.st.zxid++
+		x := &txn{t: s.st, zxid: s.st.zxid, now: now, super: true}
+		x.deleteNode(p)
+		s.fireLocked(x.events)
+	}
+	return paths
 }

@@ -403,3 +403,19 @@ func (t *tree) ephemeralsOf(sess int64) []string {
 	sort.Strings(out)
 	return out
 }
+
+// reapable reports whether ZooKeeper's container manager would delete the
+// node at time now (ms): a container that has had children and has none
+// left, or a TTL node without children unchanged for longer than its TTL.
+func (n *znode) reapable(now int64) bool {
+	owner := n.stat.EphemeralOwner
+	switch {
+	case n.stat.NumChildren != 0:
+		return false
+	case owner == containerOwner:
+		return n.stat.Cversion > 0
+	case owner&ttlMark == ttlMark:
+		return now-n.stat.Mtime > owner&maxTTL
+	}
+	return false
+}
