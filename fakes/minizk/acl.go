@@ -97,6 +97,19 @@ func idMatches(scheme, aclID, id string) bool {
 	return err == nil && ip != nil && network.Contains(ip)
 }
 
+// redacted is the ACL a reader without ADMIN permission is shown, as
+// ZooKeeper shows it: each digest id's hash replaced by "x".
+func redacted(acl []ACL) []ACL {
+	out := make([]ACL, len(acl))
+	for i, a := range acl {
+		if user, _, ok := strings.Cut(a.ID, ":"); ok && a.Scheme == "digest" {
+			a.ID = user + ":x"
+		}
+		out[i] = a
+	}
+	return out
+}
+
 // fixupACL returns the ACL a create or setACL stores, as ZooKeeper's
 // fixupACL does: an "auth" entry stands for every digest identity of the
 // connection (INVALIDACL when it has none); the other entries are

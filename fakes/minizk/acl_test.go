@@ -64,7 +64,8 @@ func TestACLsAreEnforced(t *testing.T) {
 }
 
 // TestAuthSchemeACL: an "auth" entry is refused without credentials
-// (INVALIDACL) and stored as the connection's digest identity with them.
+// (INVALIDACL) and stored as the connection's digest identity with them,
+// which getACL shows only to a reader with ADMIN.
 func TestAuthSchemeACL(t *testing.T) {
 	s, _ := start(t)
 	c, _ := client(t, s.Addr())
@@ -77,6 +78,12 @@ func TestAuthSchemeACL(t *testing.T) {
 	want := zk.DigestACL(zk.PermAll, "ann", "pw")
 	if err != nil || len(got) != 1 || got[0] != want[0] {
 		t.Fatalf("GetACL(/a) = %+v, %v; want %+v", got, err, want)
+	}
+	// Without ADMIN on the node, the digest's hash is hidden.
+	must[string](t)(c.Create("/r", nil, 0, zk.AuthACL(zk.PermRead)))
+	got, _, err = c.GetACL("/r")
+	if err != nil || len(got) != 1 || got[0].ID != "ann:x" || got[0].Perms != zk.PermRead {
+		t.Fatalf("GetACL(/r) without ADMIN = %+v, %v; want ann:x, read", got, err)
 	}
 }
 
@@ -164,8 +171,9 @@ func fourLetterWord(t *testing.T, addr, word string) string {
 }
 
 // TestFourLetterWords: ruok, srvr, stat, mntr and conf are answered on the
-// client port (srvr as go-zookeeper's FLWSrvr parses it); another word is
-// a bad length prefix and gets nothing.
+// client port (srvr as go-zookeeper's FLWSrvr parses it); ZooKeeper's
+// other words are refused with its message; four bytes that are no word
+// are a bad length prefix and get nothing.
 func TestFourLetterWords(t *testing.T) {
 	s, _ := start(t)
 	c, _ := client(t, s.Addr())
@@ -174,20 +182,25 @@ func TestFourLetterWords(t *testing.T) {
 		t.Errorf("ruok = %q", got)
 	}
 	stats, ok := zk.FLWSrvr([]string{s.Addr()}, 10*time.Second)
-	if !ok || stats[0].Mode != zk.ModeStandalone || stats[0].NodeCount != 5 || int64(stats[0].Counter) != s.Zxid() {
-		t.Errorf("FLWSrvr = %+v, %v; want standalone, 5 nodes, zxid %d", stats[0], ok, s.Zxid())
+	// Five nodes (the root, /zookeeper and two under it, /n), the root
+	// counted twice as ZooKeeper counts it.
+	if !ok || stats[0].Mode != zk.ModeStandalone || stats[0].NodeCount != 6 || int64(stats[0].Counter) != s.Zxid() {
+		t.Errorf("FLWSrvr = %+v, %v; want standalone, 6 nodes, zxid %d", stats[0], ok, s.Zxid())
 	}
 	if got := fourLetterWord(t, s.Addr(), "stat"); !strings.Contains(got, "Clients:\n /127.0.0.1:") || !strings.Contains(got, "Mode: standalone\n") {
 		t.Errorf("stat = %q", got)
 	}
-	if got := fourLetterWord(t, s.Addr(), "mntr"); !strings.Contains(got, "zk_server_state\tstandalone\n") || !strings.Contains(got, "zk_znode_count\t5\n") {
+	if got := fourLetterWord(t, s.Addr(), "mntr"); !strings.Contains(got, "zk_server_state\tstandalone\n") || !strings.Contains(got, "zk_znode_count\t6\n") {
 		t.Errorf("mntr = %q", got)
 	}
 	if got := fourLetterWord(t, s.Addr(), "conf"); !strings.Contains(got, "tickTime=2000\n") {
 		t.Errorf("conf = %q", got)
 	}
-	if got := fourLetterWord(t, s.Addr(), "dump"); got != "" {
-		t.Errorf("dump (not answered) = %q", got)
+	if got := fourLetterWord(t, s.Addr(), "dump"); got != "dump is not executed because it is not in the whitelist.\n" {
+		t.Errorf("dump (known, not whitelisted) = %q", got)
+	}
+	if got := fourLetterWord(t, s.Addr(), "kill"); got != "" {
+		t.Errorf("kill (no word: a length) = %q", got)
 	}
 	// The client's own connection is untouched.
 	if _, _, err := c.Get("/n"); err != nil {

@@ -138,11 +138,11 @@ func (c *conn) readLoop() {
 	if _, err := io.ReadFull(c.nc, lp[:]); err != nil {
 		return
 	}
-	if word := fourLetterWords[string(lp[:])]; word != nil {
+	if answer, ok := fourLetterAnswer(c.s, string(lp[:])); ok {
 		// A four-letter word instead of a connect request: answered
 		// even while paused (ZooKeeper answers them on the network
 		// thread), then the connection is closed.
-		c.sendRaw([]byte(word(c.s)))
+		c.sendRaw([]byte(answer))
 		c.finish()
 		<-c.done
 		return

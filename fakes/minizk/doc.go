@@ -32,7 +32,8 @@
 //     setData, ADMIN for setACL, READ for a multi's check; NOAUTH
 //     otherwise. A connection is its client's ip and every digest user it
 //     added; "auth" entries become its digest users (INVALIDACL if none);
-//     WithSuperDigest names a super user who passes every check.
+//     WithSuperDigest names a super user who passes every check. getACL
+//     shows a reader without ADMIN each digest as "user:x".
 //   - The four-letter words ruok, srvr, stat, mntr and conf on the client
 //     port (as ZooKeeper with them whitelisted); srvr's build date is in
 //     the layout go-zookeeper's FLWSrvr parses, and latencies are 0.
@@ -81,7 +82,8 @@
 // Reap), no persistent or recursive watches (addWatch, setWatches2), no
 // multiRead, getEphemerals, getAllChildrenNumber, whoAmI, removeWatches or
 // reconfig (those known opcodes get UNIMPLEMENTED and the connection stays
-// open), no other four-letter words, no redaction of digests in getACL, no
+// open), no other four-letter words (ZooKeeper's others are answered as
+// not whitelisted), no
 // read-only mode, no chroot (that is the client's), no quorum: one server,
 // every read is up to date.
 package minizk

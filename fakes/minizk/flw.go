@@ -23,6 +23,30 @@ var fourLetterWords = map[string]func(s *Server) string{
 	"conf": (*Server).conf,
 }
 
+// unlistedWords are ZooKeeper 3.8's other four-letter words: it knows them
+// but, not whitelisted, answers that it does not run them. Four bytes that
+// are no word are a packet length.
+var unlistedWords = map[string]bool{
+	"cons": true, "crst": true, "dump": true, "envi": true, "gtmk": true, "stmk": true, "srst": true,
+	"wchc": true, "wchp": true, "wchs": true, "isro": true, "dirs": true, "hash": true,
+}
+
+// fourLetterAnswer returns the answer to the four-letter word w, and false
+// if w is none.
+func fourLetterAnswer(s *Server, w string) (string, bool) {
+	if f := fourLetterWords[w]; f != nil {
+		return f(s), true
+	}
+	if unlistedWords[w] {
+		return w + " is not executed because it is not in the whitelist.\n", true
+	}
+	return "", false
+}
+
+// nodeCount is the node count ZooKeeper reports: its data tree keys the
+// root under both "" and "/", so the root counts twice.
+func (s *Server) nodeCountLocked() int { return len(s.st.nodes) + 1 }
+
 // srvr is the answer to srvr, or with clients to stat (which lists the
 // connections too). Latencies are not measured: minizk reports 0.
 func (s *Server) srvr(clients bool) string {
@@ -41,7 +65,7 @@ func (s *Server) srvr(clients bool) string {
 	recv, sent := s.countsLocked()
 	fmt.Fprintf(&b, "Latency min/avg/max: 0/0.0/0\nReceived: %d\nSent: %d\nConnections: %d\nOutstanding: 0\n",
 		recv, sent, len(s.conns))
-	fmt.Fprintf(&b, "Zxid: 0x%x\nMode: standalone\nNode count: %d\n", s.st.zxid, len(s.st.nodes))
+	fmt.Fprintf(&b, "Zxid: 0x%x\nMode: standalone\nNode count: %d\n", s.st.zxid, s.nodeCountLocked())
 	return b.String()
 }
 
@@ -74,7 +98,7 @@ func (s *Server) mntr() string {
 		{"zk_packets_sent", sent},
 		{"zk_num_alive_connections", len(s.conns)},
 		{"zk_outstanding_requests", 0},
-		{"zk_znode_count", len(s.st.nodes)},
+		{"zk_znode_count", s.nodeCountLocked()},
 		{"zk_watch_count", watches},
 		{"zk_ephemerals_count", ephemerals},
 		{"zk_approximate_data_size", size},

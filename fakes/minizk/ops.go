@@ -181,7 +181,11 @@ func (c *conn) read(h header, o op) {
 		w.strings(n.childNames())
 		w.stat(n.statOut())
 	case opGetACL:
-		w.acls(n.acl)
+		if allowed(n.acl, permAdmin, c.ids, s.superLocked(c.ids)) {
+			w.acls(n.acl)
+		} else {
+			w.acls(redacted(n.acl))
+		}
 		w.stat(n.statOut())
 	}
 	if o.watch {
