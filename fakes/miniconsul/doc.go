@@ -17,8 +17,26 @@
 //     ModifyIndex); a plain PUT keeps the entry's session but, as on Consul,
 //     resets its LockIndex to 0.
 //   - /v1/session/create, destroy, renew, info, list and node: TTL, Behavior
-//     (release or delete), LockDelay, Name, checks (stored, not run).
+//     (release or delete), LockDelay, Name, checks (the node has one,
+//     serfHealth, always passing; a session naming another check, or any
+//     service check, is refused: "Missing check '<id>' registration").
+//   - /v1/txn with KV operations (set, cas, lock, unlock, get, get-or-empty,
+//     get-tree, delete, delete-cas, delete-tree, check-index,
+//     check-session, check-not-exists): a transaction of reads is served at
+//     once; one with writes is checked as the leader checks it (a key
+//     given, no lock under lock-delay) and applied at one index, all or
+//     nothing: 409 with every error and the agent's messages, else 200 with
+//     the results (a write's without its value). At most MaxTxnOps
+//     operations; catalog operations get 501.
 //   - /v1/status/leader and peers.
+//   - The index: one raft-like index shared by every table, starting where
+//     a fresh agent's stands before a client's first write (so that write
+//     lands above 1); every write that reaches the raft log takes a fresh
+//     one, a CAS that fails or a write that changes nothing included, and
+//     only what changed gets it as its ModifyIndex.
+//   - ?dc= of a datacenter other than the server's (WithDatacenter,
+//     default dc1) is answered 500 "No path to datacenter" on every
+//     endpoint, after the checks the agent's HTTP layer makes.
 //   - X-Consul-Index on every read, with the index Consul gives (a key's
 //     ModifyIndex, or the KV table's index for a missing key), and the
 //     leader headers the client parses.
@@ -48,8 +66,9 @@
 // Sessions, LockDelay, Blocked and WaitBlocked (wait until clients are
 // parked in blocking queries), Index. The clock is advanced by its owner.
 //
-// Not modelled: ACLs, namespaces and partitions, datacenters, transactions
-// (/v1/txn), health checks (a session's checks never fail), consistency
-// modes (every read is consistent: there is one server), the catalog and
-// the agent endpoints.
+// Not modelled: ACLs, namespaces and partitions, other datacenters (one
+// server, one datacenter), transactions on the catalog, health checks
+// beyond serfHealth (which never fails), consistency modes (every read is
+// consistent: there is one server), the query metadata in a read-only
+// transaction's body, the catalog and the agent endpoints.
 package miniconsul

@@ -21,6 +21,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("/v1/session/info/", s.only("GET", s.handleSessionInfo))
 	mux.HandleFunc("/v1/session/list", s.only("GET", s.handleSessionList))
 	mux.HandleFunc("/v1/session/node/", s.only("GET", s.handleSessionNode))
+	mux.HandleFunc("/v1/txn", s.only("PUT", s.handleTxn))
 	mux.HandleFunc("/v1/status/leader", s.only("GET", s.handleLeader))
 	mux.HandleFunc("/v1/status/peers", s.only("GET", s.handlePeers))
 	return s.track(mux)
@@ -64,6 +65,24 @@ func (s *Server) only(method string, h http.HandlerFunc) http.HandlerFunc {
 func methodNotAllowed(w http.ResponseWriter, r *http.Request, allow ...string) {
 	w.Header().Set("Allow", strings.Join(allow, ","))
 	fail(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed", r.Method))
+}
+
+// errNoDCPath is the agent's answer to a request for a datacenter it has
+// no route to (structs.ErrNoDCPath), with status 500.
+const errNoDCPath = "No path to datacenter"
+
+// wrongDC answers 500 "No path to datacenter" if the request's ?dc= names
+// a datacenter other than the server's, as an agent with no route to it
+// does when it would forward the request there; it reports whether it
+// answered. Handlers call it where the agent makes its RPC: after the
+// checks the HTTP layer makes, before the server's.
+func (s *Server) wrongDC(w http.ResponseWriter, r *http.Request) bool {
+	dc := r.URL.Query().Get("dc")
+	if dc == "" || dc == s.cfg.dc {
+		return false
+	}
+	fail(w, http.StatusInternalServerError, errNoDCPath)
+	return true
 }
 
 // fail writes a Consul error: the status and the bare message as the body.
@@ -200,9 +219,13 @@ func (s *Server) block(ctx context.Context, q query, key string, eval func() res
 }
 
 func (s *Server) handleLeader(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, s.Addr())
+	if !s.wrongDC(w, r) {
+		writeJSON(w, s.Addr())
+	}
 }
 
 func (s *Server) handlePeers(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, []string{s.Addr()})
+	if !s.wrongDC(w, r) {
+		writeJSON(w, []string{s.Addr()})
+	}
 }

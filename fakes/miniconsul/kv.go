@@ -53,13 +53,18 @@ func (s *Server) kvGet(w http.ResponseWriter, r *http.Request, key string) {
 	if !ok {
 		return
 	}
+	if !has(r, "keys") && !has(r, "recurse") && key == "" {
+		fail(w, http.StatusBadRequest, "Missing key name")
+		return
+	}
+	if s.wrongDC(w, r) {
+		return
+	}
 	switch {
 	case has(r, "keys"):
 		s.kvKeys(w, r, key, q)
 	case has(r, "recurse"):
 		s.kvList(w, r, key, q)
-	case key == "":
-		fail(w, http.StatusBadRequest, "Missing key name")
 	default:
 		s.kvGetOne(w, r, key, q)
 	}
@@ -189,14 +194,25 @@ func (s *Server) kvPut(w http.ResponseWriter, r *http.Request, key string) {
 	}
 	e.Value = body.Bytes()
 
+	if s.wrongDC(w, r) {
+		return
+	}
 	st := s.st
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	var ok bool
 	var err error
+	before := st.index
 	switch {
 	case has(r, "acquire"):
 		e.Session = v.Get("acquire")
+		if e.Session != "" && st.lockDelayedLocked(key) {
+			// Refused by the leader before the write reaches raft: a
+			// key under lock-delay refuses any acquire, even with an
+			// unknown session.
+			writeJSON(w, false)
+			return
+		}
 		ok, err = st.putAcquireLocked(e)
 	case has(r, "release"):
 		e.Session = v.Get("release")
@@ -207,22 +223,20 @@ func (s *Server) kvPut(w http.ResponseWriter, r *http.Request, key string) {
 		st.setLocked(e, false)
 		ok = true
 	}
+	if st.index == before {
+		st.appliedLocked()
+	}
 	if err != nil {
-		fail(w, http.StatusInternalServerError, err.Error())
+		fail(w, http.StatusInternalServerError, raftPrefix+err.Error())
 		return
 	}
 	writeJSON(w, ok)
 }
 
-// putAcquireLocked checks the lock-delay first, as Consul's leader does
-// before the write reaches raft: a key under lock-delay refuses any
-// acquire, even with an unknown session.
+// putAcquireLocked is an acquire past the lock-delay check.
 func (st *store) putAcquireLocked(e *entry) (bool, error) {
 	if e.Session == "" {
 		return false, errMissingSession
-	}
-	if st.lockDelayedLocked(e.Key) {
-		return false, nil
 	}
 	return st.acquireLocked(e)
 }
@@ -257,26 +271,36 @@ func (s *Server) kvDelete(w http.ResponseWriter, r *http.Request, key string) {
 		fail(w, http.StatusBadRequest, "Missing key name")
 		return
 	}
-	st := s.st
+	var cas uint64
 	if has(r, "cas") {
-		cas, err := strconv.ParseUint(r.URL.Query().Get("cas"), 10, 64)
+		c, err := strconv.ParseUint(r.URL.Query().Get("cas"), 10, 64)
 		if err != nil {
 			fail(w, http.StatusInternalServerError, err.Error())
 			return
 		}
-		st.mu.Lock()
-		defer st.mu.Unlock()
-		writeJSON(w, st.deleteCASLocked(key, cas))
+		cas = c
+	}
+	if s.wrongDC(w, r) {
 		return
 	}
+	st := s.st
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if recurse {
+	before, ok := st.index, true
+	switch {
+	case has(r, "cas"):
+		ok = st.deleteCASLocked(key, cas)
+	case recurse:
 		st.deleteTreeLocked(key)
-	} else if _, ok := st.kv[key]; ok {
-		st.deleteLocked(key, st.nextIndexLocked())
+	default:
+		if _, found := st.kv[key]; found {
+			st.deleteLocked(key, st.nextIndexLocked())
+		}
 	}
-	writeJSON(w, true)
+	if st.index == before {
+		st.appliedLocked()
+	}
+	writeJSON(w, ok)
 }
 
 // deleteCASLocked is Consul's kvsDeleteCASTxn: a missing key counts as

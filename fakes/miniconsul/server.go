@@ -38,6 +38,8 @@ const (
 	MaxQueryWait = 10 * time.Minute
 	// DefaultNodeName is the node every session is created on.
 	DefaultNodeName = "miniconsul"
+	// DefaultDatacenter is the server's datacenter, as an agent's default.
+	DefaultDatacenter = "dc1"
 	// MaxValueSize is the largest KV value accepted (Consul's
 	// kv_max_value_size default).
 	MaxValueSize = 512 * 1024
@@ -51,6 +53,7 @@ type config struct {
 	ttlMin     time.Duration
 	multiplier int
 	node       string
+	dc         string
 }
 
 // Timer is what the server needs of a timer its Clock starts: a way to
@@ -86,6 +89,11 @@ func WithSessionTTLMultiplier(n int) Option { return func(o *config) { o.multipl
 // DefaultNodeName).
 func WithNodeName(name string) Option { return func(o *config) { o.node = name } }
 
+// WithDatacenter sets the server's datacenter (default DefaultDatacenter,
+// "dc1"): a request whose ?dc= names another is refused as an agent
+// refuses a datacenter it has no path to.
+func WithDatacenter(name string) Option { return func(o *config) { o.dc = name } }
+
 // Server is an in-memory Consul HTTP API on a loopback port chosen by the
 // kernel. Start it with Start; Close stops it. Safe for concurrent use.
 type Server struct {
@@ -104,7 +112,7 @@ type Server struct {
 // Start starts a server on 127.0.0.1 with a port chosen by the kernel.
 func Start(opts ...Option) (*Server, error) {
 	cfg := config{clock: anyclock.System{}, ttlMin: DefaultSessionTTLMin,
-		multiplier: DefaultSessionTTLMultiplier, node: DefaultNodeName}
+		multiplier: DefaultSessionTTLMultiplier, node: DefaultNodeName, dc: DefaultDatacenter}
 	for _, opt := range opts {
 		if opt != nil {
 			opt(&cfg)
@@ -119,6 +127,8 @@ func Start(opts ...Option) (*Server, error) {
 		return nil, fmt.Errorf("miniconsul: session TTL multiplier %d below 1", cfg.multiplier)
 	case cfg.node == "":
 		return nil, errors.New("miniconsul: empty node name")
+	case cfg.dc == "":
+		return nil, errors.New("miniconsul: empty datacenter name")
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -179,6 +189,9 @@ func (s *Server) Clock() Clock[Timer] { return s.cfg.clock }
 
 // NodeName returns the node sessions are created on.
 func (s *Server) NodeName() string { return s.cfg.node }
+
+// Datacenter returns the server's datacenter.
+func (s *Server) Datacenter() string { return s.cfg.dc }
 
 // SessionTTLMin returns the shortest session TTL the server accepts.
 func (s *Server) SessionTTLMin() time.Duration { return s.cfg.ttlMin }

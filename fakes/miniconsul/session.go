@@ -43,6 +43,9 @@ func (s *Server) handleSessionCreate(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusBadRequest, fmt.Sprintf("Request decode failed: %v", err))
 		return
 	}
+	if s.wrongDC(w, r) {
+		return
+	}
 	sess := &session{ID: newUUID(), Name: req.Name, Node: req.Node, LockDelay: delay,
 		Behavior: req.Behavior, TTL: req.TTL, NodeChecks: req.NodeChecks, ServiceChecks: req.ServiceChecks}
 	if sess.NodeChecks == nil && req.ServiceChecks == nil {
@@ -56,8 +59,13 @@ func (s *Server) handleSessionCreate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.st.mu.Lock()
+	defer s.st.mu.Unlock()
+	if msg := checksMissing(sess); msg != "" {
+		s.st.appliedLocked() // refused by the state store, in the raft log
+		fail(w, http.StatusInternalServerError, msg)
+		return
+	}
 	s.st.createSessionLocked(sess)
-	s.st.mu.Unlock()
 	writeJSON(w, map[string]string{"ID": sess.ID})
 }
 
@@ -123,6 +131,22 @@ func newUUID() string {
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
 
+// checksMissing returns the agent's message for a session that names a
+// health check its node does not have, or "": the node has one check,
+// serfHealth, and no service is registered, so any service check is
+// missing.
+func checksMissing(sess *session) string {
+	for _, id := range sess.NodeChecks {
+		if id != serfHealth {
+			return fmt.Sprintf("Missing check '%s' registration", id)
+		}
+	}
+	for _, c := range sess.ServiceChecks {
+		return fmt.Sprintf("Missing check '%s' registration", c.ID)
+	}
+	return ""
+}
+
 // sessionID returns the path after prefix, or answers 400 "Missing
 // session" and returns "".
 func sessionID(w http.ResponseWriter, r *http.Request, prefix string) string {
@@ -137,11 +161,13 @@ func sessionID(w http.ResponseWriter, r *http.Request, prefix string) string {
 // lock-delay) and answers true, also for an unknown session, as Consul.
 func (s *Server) handleSessionDestroy(w http.ResponseWriter, r *http.Request) {
 	id := sessionID(w, r, "/v1/session/destroy/")
-	if id == "" {
+	if id == "" || s.wrongDC(w, r) {
 		return
 	}
 	s.st.mu.Lock()
-	s.st.invalidateLocked(id)
+	if !s.st.invalidateLocked(id) {
+		s.st.appliedLocked() // a destroy of no session is still a raft write
+	}
 	s.st.mu.Unlock()
 	writeJSON(w, true)
 }
@@ -150,7 +176,7 @@ func (s *Server) handleSessionDestroy(w http.ResponseWriter, r *http.Request) {
 // 404 with Consul's message.
 func (s *Server) handleSessionRenew(w http.ResponseWriter, r *http.Request) {
 	id := sessionID(w, r, "/v1/session/renew/")
-	if id == "" {
+	if id == "" || s.wrongDC(w, r) {
 		return
 	}
 	s.st.mu.Lock()
@@ -195,7 +221,7 @@ func (s *Server) handleSessionNode(w http.ResponseWriter, r *http.Request) {
 // blocking query on the sessions table.
 func (s *Server) sessionQuery(w http.ResponseWriter, r *http.Request, match func(*session) bool) {
 	q, ok := parseQuery(w, r)
-	if !ok {
+	if !ok || s.wrongDC(w, r) {
 		return
 	}
 	out := []session{}

@@ -57,6 +57,7 @@ type store struct {
 
 	mu        sync.Mutex
 	index     uint64
+	txnIndex  uint64 // the index of the transaction being applied, or 0
 	kvIndex   uint64 // last write to the KV table (entries and tombstones)
 	sessIndex uint64 // last write to the sessions table
 	kv        map[string]*entry
@@ -72,9 +73,20 @@ type store struct {
 	stopped   bool
 }
 
+// bootIndex is the raft index of a fresh server before the first write a
+// client makes. A fresh single-server agent has applied a handful of raft
+// entries by then (its election, its own node and serfHealth check, its
+// autopilot and CA state), so its first KV write lands at about 18, never
+// at 1: a blocking query on a fresh server's missing key (index 1) is
+// woken by that write, and 1 is a stale index for CAS. miniconsul starts
+// its index there; the tables' own indexes start at 0, as the agent's KV
+// and sessions tables do.
+const bootIndex = 17
+
 func newStore(cfg config) *store {
 	return &store{
 		cfg:       cfg,
+		index:     bootIndex,
 		kv:        map[string]*entry{},
 		tombs:     map[string]uint64{},
 		sessions:  map[string]*session{},
@@ -99,10 +111,21 @@ func (st *store) stop() {
 	}
 }
 
+// nextIndexLocked takes the index of a write: the next one, or inside a
+// transaction the transaction's.
 func (st *store) nextIndexLocked() uint64 {
+	if st.txnIndex != 0 {
+		return st.txnIndex
+	}
 	st.index++
 	return st.index
 }
+
+// appliedLocked records a write that reached the raft log but changed
+// nothing (a failed CAS, a lost acquire, a write equal to the entry, a
+// delete of a missing key): it takes an index of the raft log, as on the
+// agent, and no table's index moves.
+func (st *store) appliedLocked() { st.index++ }
 
 // kvChangedLocked wakes the blocking queries that watch key or the KV table.
 func (st *store) kvChangedLocked(key string, idx uint64) {

@@ -8,6 +8,7 @@ import (
 	"net"
 	"sort"
 	"sync"
+	"sync/atomic"
 )
 
 // conn is one client connection: a goroutine reads and processes packets
@@ -16,7 +17,10 @@ type conn struct {
 	s  *Server
 	nc net.Conn
 
-	sess *session // guarded by s.mu; nil before the handshake
+	sess *session   // guarded by s.mu; nil before the handshake
+	ids  []identity // guarded by s.mu: its address, the credentials added
+
+	recv, sent atomic.Int64 // packets read and written
 
 	outMu   sync.Mutex
 	out     [][]byte
@@ -27,7 +31,11 @@ type conn struct {
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
-	return &conn{s: s, nc: nc, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	c := &conn{s: s, nc: nc, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	if id, ok := ipOf(nc.RemoteAddr()); ok {
+		c.ids = []identity{id}
+	}
+	return c
 }
 
 // kill closes the connection now; what is queued is dropped.
@@ -41,8 +49,13 @@ func (c *conn) kill() {
 // send queues a packet (its length prefix added here).
 func (c *conn) send(body []byte) {
 	pkt := binary.BigEndian.AppendUint32(make([]byte, 0, 4+len(body)), uint32(len(body)))
+	c.sendRaw(append(pkt, body...))
+}
+
+// sendRaw queues bytes to write as they are.
+func (c *conn) sendRaw(b []byte) {
 	c.outMu.Lock()
-	c.out = append(c.out, append(pkt, body...))
+	c.out = append(c.out, b)
 	c.outMu.Unlock()
 	c.signal()
 }
@@ -79,6 +92,7 @@ func (c *conn) writeLoop() {
 				c.kill()
 				return
 			}
+			c.sent.Add(1)
 		}
 		if closing {
 			c.kill()
@@ -94,6 +108,11 @@ func (c *conn) readPacket() ([]byte, error) {
 	if _, err := io.ReadFull(c.nc, lp[:]); err != nil {
 		return nil, err
 	}
+	return c.readBody(lp)
+}
+
+// readBody reads the packet whose length prefix is lp.
+func (c *conn) readBody(lp [4]byte) ([]byte, error) {
 	n := int32(binary.BigEndian.Uint32(lp[:]))
 	if n < 1 || n > maxPacket {
 		return nil, errBadLength
@@ -102,8 +121,12 @@ func (c *conn) readPacket() ([]byte, error) {
 	if _, err := io.ReadFull(c.nc, p); err != nil {
 		return nil, err
 	}
+	c.recv.Add(1)
 	return p, nil
 }
+
+// counts returns the packets read and written so far.
+func (c *conn) counts() (recv, sent int64) { return c.recv.Load(), c.sent.Load() }
 
 var errBadLength = errors.New("minizk: packet length out of range")
 
@@ -111,7 +134,20 @@ func (c *conn) readLoop() {
 	defer c.s.wg.Done()
 	defer c.detach()
 	defer c.kill()
-	p, err := c.readPacket()
+	var lp [4]byte
+	if _, err := io.ReadFull(c.nc, lp[:]); err != nil {
+		return
+	}
+	if answer, ok := fourLetterAnswer(c.s, string(lp[:])); ok {
+		// A four-letter word instead of a connect request: answered
+		// even while paused (ZooKeeper answers them on the network
+		// thread), then the connection is closed.
+		c.sendRaw([]byte(answer))
+		c.finish()
+		<-c.done
+		return
+	}
+	p, err := c.readBody(lp)
 	if err != nil || !c.s.waitRunning(c.done) {
 		return
 	}
@@ -137,6 +173,11 @@ func (c *conn) detach() {
 	s := c.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if _, ok := s.conns[c]; ok {
+		r, w := c.counts()
+		s.recvGone += r
+		s.sentGone += w
+	}
 	delete(s.conns, c)
 	for _, m := range []map[string]map[*conn]struct{}{s.dataW, s.childW} {
 		for p, w := range m {
@@ -270,7 +311,7 @@ func (c *conn) closeNow() bool {
 func validOpcode(code int32) bool {
 	switch code {
 	case opNotification, opReconfig, opCheckWatches, opRemoveWatches, opDeleteContainer,
-		opCreateTTL, opMultiRead, opSASL, opGetEphemerals, opGetAllChildren, opSetWatches2, opAddWatch, opWhoAmI:
+		opMultiRead, opSASL, opGetEphemerals, opGetAllChildren, opSetWatches2, opAddWatch, opWhoAmI:
 		return true
 	}
 	return false
@@ -279,7 +320,7 @@ func validOpcode(code int32) bool {
 // isWrite reports whether the opcode is a transaction (it takes a zxid).
 func isWrite(code int32) bool {
 	switch code {
-	case opCreate, opCreate2, opCreateContainer, opDelete, opSetData, opSetACL, opMulti, opCheck, opCloseSession:
+	case opCreate, opCreate2, opCreateContainer, opCreateTTL, opDelete, opSetData, opSetACL, opMulti, opCheck, opCloseSession:
 		return true
 	}
 	return false

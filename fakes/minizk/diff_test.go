@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/go-zookeeper/zk"
 )
 
 // envZKAddr names the real server the differential tests compare minizk
@@ -53,6 +55,20 @@ func setDataBody(rel, data string, version int32) func(string) []byte {
 
 func fixed(b []byte) func(string) []byte { return func(string) []byte { return b } }
 
+// createACLBody creates root+rel with one ACL entry.
+func createACLBody(rel string, perms int32, scheme, id string) func(string) []byte {
+	return func(root string) []byte {
+		return new(enc).str(root + rel).buf([]byte("s")).i32(1).i32(perms).str(scheme).str(id).i32(0).b
+	}
+}
+
+func pathOnly(rel string) func(string) []byte {
+	return func(root string) []byte { return new(enc).str(root + rel).b }
+}
+
+// digestUser is the digest id of user:password, as go-zookeeper makes it.
+var digestUser = zk.DigestACL(zk.PermAll, "user", "password")[0].ID
+
 // multiBody builds a multi from (opcode, body) pairs.
 func multiBody(ops ...any) func(string) []byte {
 	return func(root string) []byte {
@@ -72,6 +88,7 @@ func diffScript() []step {
 		create, create2, del, exists, getData, setData = 1, 15, 2, 3, 4, 5
 		getACL, setACL, children, sync, children2      = 6, 7, 8, 9, 12
 		check, multi, closeSession                     = 13, 14, -11
+		addAuth                                        = 100
 	)
 	setACLBody := func(id string, version int32) func(string) []byte {
 		return func(root string) []byte {
@@ -142,6 +159,25 @@ func diffScript() []step {
 		{"getData /zookeeper/quota", 0, getData, fixed(new(enc).str("/zookeeper/quota").boolean(false).b), bodyDataStat},
 		{"getData /zookeeper/config", 0, getData, fixed(new(enc).str("/zookeeper/config").boolean(false).b), bodyDataStat},
 		{"delete /zookeeper", 0, del, fixed(new(enc).str("/zookeeper").i32(-1).b), bodyNone},
+		{"create digest-ACL node", 0, create, createACLBody("/acl", 31, "digest", digestUser), bodyPath},
+		{"getData, no credentials", 1, getData, pathWatch("/acl", true), bodyDataStat},
+		{"exists, no credentials", 1, exists, pathWatch("/acl", false), bodyStat},
+		{"getChildren, no credentials", 1, children, pathWatch("/acl", false), bodyChildren},
+		{"getACL, no credentials", 1, getACL, pathOnly("/acl"), bodyACLStat},
+		{"setData, no credentials", 1, setData, setDataBody("/acl", "x", -1), bodyStat},
+		{"create under, no credentials", 1, create, createBody("/acl/k", nil, 0), bodyPath},
+		{"setACL, no credentials", 1, setACL, func(root string) []byte {
+			return new(enc).str(root + "/acl").openACL().i32(-1).b
+		}, bodyStat},
+		{"auth ACL, no credentials", 1, create, createACLBody("/au", 31, "auth", ""), bodyPath},
+		{"addAuth digest", 1, addAuth, fixed(new(enc).i32(0).str("digest").buf([]byte("user:password")).b), bodyNone},
+		{"getData, credentials", 1, getData, pathWatch("/acl", false), bodyDataStat},
+		{"create under, credentials", 1, create, createBody("/acl/k", nil, 0), bodyPath},
+		{"delete under, credentials", 1, del, pathVersion("/acl/k", -1), bodyNone},
+		{"auth ACL, credentials", 1, create, createACLBody("/au", 1, "auth", ""), bodyPath},
+		{"getACL of auth ACL", 1, getACL, pathOnly("/au"), bodyACLStat},
+		{"setData, read-only ACL", 1, setData, setDataBody("/au", "x", -1), bodyStat},
+		{"getData read-only, other session", 0, getData, pathWatch("/au", false), bodyDataStat},
 		{"watch ephemeral", 1, getData, pathWatch("/e", true), bodyDataStat},
 		{"watch children again", 1, children, pathWatch("", true), bodyChildren},
 		{"close session", 0, closeSession, fixed(nil), bodyNone},
@@ -371,4 +407,35 @@ func stepNames() string {
 		names = append(names, s.name)
 	}
 	return strings.Join(names, ", ")
+}
+
+// TestDifferentialFourLetterWords asks minizk and the real server of
+// LOCKPROOF_ZK_ADDR the four-letter words CI's server whitelists (ruok,
+// srvr, stat) and some it does not: the same answer for ruok and for the
+// refused words, and for srvr and stat the same lines in the same order
+// (the values differ: another server, other traffic).
+func TestDifferentialFourLetterWords(t *testing.T) {
+	real, s, _ := diffServers(t)
+	keys := func(answer string) string {
+		var out []string
+		for _, l := range strings.Split(answer, "\n") {
+			if k, _, ok := strings.Cut(l, ":"); ok && !strings.HasPrefix(l, " ") {
+				out = append(out, k)
+			}
+			if strings.HasPrefix(l, "Mode:") {
+				out = append(out, l)
+			}
+		}
+		return strings.Join(out, "|")
+	}
+	for _, w := range []string{"ruok", "dump", "cons", "isro", "kill"} {
+		if want, got := fourLetterWord(t, real, w), fourLetterWord(t, s.Addr(), w); want != got {
+			t.Errorf("%s: real %q, minizk %q", w, want, got)
+		}
+	}
+	for _, w := range []string{"srvr", "stat"} {
+		if want, got := keys(fourLetterWord(t, real, w)), keys(fourLetterWord(t, s.Addr(), w)); want != got {
+			t.Errorf("%s lines: real %s\nminizk %s", w, want, got)
+		}
+	}
 }

@@ -21,11 +21,22 @@
 //     is closed; a client that has seen a later zxid than the server's is
 //     refused by closing the connection.
 //   - create (persistent, ephemeral, sequential, ephemeral-sequential, and
-//     container, which is kept as a persistent node: no container reaper
-//     runs; by its flag or by createContainer), create2, delete, exists, getData, setData, getChildren,
-//     getChildren2, getACL, setACL, check, multi, sync, ping, closeSession,
+//     container, by its flag or by createContainer), create2, delete,
+//     exists, getData, setData, getChildren, getChildren2, getACL, setACL, check, multi, sync, ping, closeSession,
 //     setWatches (a reconnecting client's watches), addAuth (digest and ip
-//     accept anything, other schemes fail and close the connection).
+//     accept anything, other schemes fail and close the connection), and
+//     createTTL with WithExtendedTypes (UNIMPLEMENTED without, as on
+//     ZooKeeper without zookeeper.extendedTypesEnabled).
+//   - ACLs, enforced as ZooKeeper does: READ for getData and getChildren,
+//     READ or ADMIN for getACL, CREATE and DELETE on the parent, WRITE for
+//     setData, ADMIN for setACL, READ for a multi's check; NOAUTH
+//     otherwise. A connection is its client's ip and every digest user it
+//     added; "auth" entries become its digest users (INVALIDACL if none);
+//     WithSuperDigest names a super user who passes every check. getACL
+//     shows a reader without ADMIN each digest as "user:x".
+//   - The four-letter words ruok, srvr, stat, mntr and conf on the client
+//     port (as ZooKeeper with them whitelisted); srvr's build date is in
+//     the layout go-zookeeper's FLWSrvr parses, and latencies are 0.
 //   - Sequential names carry the parent's count of child creates, %010d;
 //     Stat.Cversion is reported as ZooKeeper reports it (twice the creates
 //     minus the children left, so creates and deletes both count).
@@ -60,12 +71,19 @@
 // data), Advance, Sessions, SessionTimeout, Get, Children, Watches, Zxid,
 // and WaitFor to wait for a condition on the server's state.
 //
-// Not modelled: ACLs are validated and stored (getACL, setACL) but never
-// enforced; no SASL, no quotas, no TTL nodes (UNIMPLEMENTED, as on a
-// ZooKeeper without extended types), no container reaper, no persistent or
-// recursive watches (addWatch, setWatches2), no multiRead, getEphemerals,
-// getAllChildrenNumber, whoAmI, removeWatches or reconfig (those known
-// opcodes get UNIMPLEMENTED and the connection stays open), no four-letter
-// words, no read-only mode, no chroot (that is the client's), no quorum:
-// one server, every read is up to date.
+// Down and Up stop and start the server with its data kept, as a process
+// stopped and started again (the sessions do not expire while it is down).
+// Reap runs one pass of ZooKeeper's container manager: it deletes the
+// containers whose children are all gone and the childless TTL nodes
+// unchanged for longer than their TTL; ZooKeeper runs it every minute,
+// minizk only when asked.
+//
+// Not modelled: no SASL, no quotas, no container manager of its own (see
+// Reap), no persistent or recursive watches (addWatch, setWatches2), no
+// multiRead, getEphemerals, getAllChildrenNumber, whoAmI, removeWatches or
+// reconfig (those known opcodes get UNIMPLEMENTED and the connection stays
+// open), no other four-letter words (ZooKeeper's others are answered as
+// not whitelisted), no
+// read-only mode, no chroot (that is the client's), no quorum: one server,
+// every read is up to date.
 package minizk

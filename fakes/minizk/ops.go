@@ -14,7 +14,7 @@ func (c *conn) dispatch(h header, o op) bool {
 		c.send(replyHeader(h.xid, s.st.zxid, CodeOK).b)
 		c.finish()
 		return false
-	case opCreate, opCreate2, opCreateContainer, opDelete, opSetData, opSetACL, opCheck:
+	case opCreate, opCreate2, opCreateContainer, opCreateTTL, opDelete, opSetData, opSetACL, opCheck:
 		c.write(h, o)
 	case opMulti:
 		c.multi(h, o)
@@ -27,12 +27,16 @@ func (c *conn) dispatch(h header, o op) bool {
 }
 
 // auth serves an addAuth: the digest and ip schemes accept any
-// credentials (ZooKeeper's providers do), any other scheme fails and the
-// connection is closed.
+// credentials (ZooKeeper's providers do): digest adds the identity the
+// credentials name to the connection's, ip adds nothing (every connection
+// is already its address's). Any other scheme fails and the connection is
+// closed.
 func (c *conn) auth(h header, o op) bool {
 	switch o.authScheme {
 	case "digest", "ip":
-		c.sess.auth = true
+		if id := digestOf(o.data); o.authScheme == "digest" && !containsID(c.ids, id) {
+			c.ids = append(c.ids, id)
+		}
 		c.send(replyHeader(h.xid, 0, CodeOK).b)
 		return true
 	}
@@ -45,13 +49,14 @@ func (c *conn) auth(h header, o op) bool {
 func (c *conn) newTxn() *txn {
 	s := c.s
 	s.st.zxid++
-	return &txn{t: s.st, zxid: s.st.zxid, now: s.now(), sess: c.sess.id, auth: c.sess.auth}
+	return &txn{t: s.st, zxid: s.st.zxid, now: s.now(), sess: c.sess.id, ids: c.ids, super: s.superLocked(c.ids),
+		extended: s.cfg.extended}
 }
 
 // apply applies one write of a transaction and encodes its result body.
 func (x *txn) apply(o op, w *writer) Code {
 	switch o.opcode {
-	case opCreate, opCreate2, opCreateContainer:
+	case opCreate, opCreate2, opCreateContainer, opCreateTTL:
 		// createContainer is applied as a create with the flags it
 		// carries (go-zookeeper's CreateContainer sends the container
 		// flag) and answered as a create2: the path and the stat.
@@ -159,6 +164,10 @@ func (c *conn) read(h header, o op) {
 		c.send(replyHeader(h.xid, s.st.zxid, CodeNoNode).b)
 		return
 	}
+	if perm := readPerm(o.opcode); perm != 0 && !allowed(n.acl, perm, c.ids, s.superLocked(c.ids)) {
+		c.send(replyHeader(h.xid, s.st.zxid, CodeNoAuth).b)
+		return
+	}
 	w := replyHeader(h.xid, s.st.zxid, CodeOK)
 	switch o.opcode {
 	case opExists:
@@ -172,7 +181,11 @@ func (c *conn) read(h header, o op) {
 		w.strings(n.childNames())
 		w.stat(n.statOut())
 	case opGetACL:
-		w.acls(n.acl)
+		if allowed(n.acl, permAdmin, c.ids, s.superLocked(c.ids)) {
+			w.acls(n.acl)
+		} else {
+			w.acls(redacted(n.acl))
+		}
 		w.stat(n.statOut())
 	}
 	if o.watch {
@@ -275,4 +288,17 @@ func (c *conn) notify(e event) {
 	w.int32(stateSyncConnected)
 	w.string(e.path)
 	c.send(w.b)
+}
+
+// readPerm is the permission a read needs on its node: READ for data and
+// children, READ or ADMIN for the ACL (ZooKeeper 3.6 and later), none for
+// exists.
+func readPerm(opcode int32) int32 {
+	switch opcode {
+	case opGetData, opGetChildren, opGetChildren2:
+		return permRead
+	case opGetACL:
+		return permRead | permAdmin
+	}
+	return 0
 }

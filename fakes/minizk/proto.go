@@ -170,6 +170,7 @@ type op struct {
 	relZxid               int64
 	dataW, existW, childW []string
 	authType              int32
+	ttl                   int64 // createTTL's (the other creates carry none)
 	authScheme            string
 }
 
@@ -183,6 +184,8 @@ func decodeOp(code int32, b []byte) (o op, known bool, err error) {
 	case opPing, opCloseSession:
 	case opCreate, opCreate2, opCreateContainer:
 		o.path, o.data, o.acl, o.flags = r.string(), r.buffer(), r.acls(), r.int32()
+	case opCreateTTL:
+		o.path, o.data, o.acl, o.flags, o.ttl = r.string(), r.buffer(), r.acls(), r.int32(), r.int64()
 	case opDelete, opCheck:
 		o.path, o.version = r.string(), r.int32()
 	case opExists, opGetData, opGetChildren, opGetChildren2:

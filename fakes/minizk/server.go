@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -24,9 +25,11 @@ const maxPacket = 0xfffff
 type Option func(*config)
 
 type config struct {
-	clock anyclock.Clock
-	tick  time.Duration
-	addr  string
+	clock       anyclock.Clock
+	tick        time.Duration
+	addr        string
+	superDigest string // "user:digest" of the super user, or ""
+	extended    bool   // TTL nodes (zookeeper.extendedTypesEnabled)
 }
 
 // Timer is what the server needs of a timer its Clock starts: a way to
@@ -57,6 +60,18 @@ func WithTickTime(d time.Duration) Option { return func(o *config) { o.tick = d 
 // a port chosen by the kernel).
 func WithAddr(addr string) Option { return func(o *config) { o.addr = addr } }
 
+// WithSuperDigest names the super user, who passes every ACL check, by
+// the id of a digest ACL ("user:" and the base64 SHA-1 of
+// "user:password"), as ZooKeeper's
+// zookeeper.DigestAuthenticationProvider.superDigest does. A connection
+// that adds that user's credentials with addAuth is the super user.
+func WithSuperDigest(id string) Option { return func(o *config) { o.superDigest = id } }
+
+// WithExtendedTypes turns TTL nodes on, as ZooKeeper's
+// zookeeper.extendedTypesEnabled does; without it a TTL create gets
+// UNIMPLEMENTED.
+func WithExtendedTypes() Option { return func(o *config) { o.extended = true } }
+
 // Server is an in-process ZooKeeper server on a TCP port. Start it with
 // Start; Close stops it. Safe for concurrent use.
 type Server struct {
@@ -76,6 +91,8 @@ type Server struct {
 	dataW    map[string]map[*conn]struct{} // getData and exists watches
 	childW   map[string]map[*conn]struct{} // getChildren watches
 	paused   bool
+	recvGone int64 // packets read and written on connections now closed
+	sentGone int64
 	resumed  chan struct{} // closed by Resume
 	changed  chan struct{} // closed and replaced at every change (WaitFor)
 }
@@ -94,6 +111,8 @@ func Start(opts ...Option) (*Server, error) {
 		return nil, errors.New("minizk: nil clock")
 	case cfg.tick < time.Millisecond:
 		return nil, fmt.Errorf("minizk: tick time %v below 1ms", cfg.tick)
+	case cfg.superDigest != "" && strings.Count(cfg.superDigest, ":") != 1:
+		return nil, fmt.Errorf("minizk: super digest %q is not user:digest", cfg.superDigest)
 	}
 	ln, err := net.Listen("tcp", cfg.addr)
 	if err != nil {

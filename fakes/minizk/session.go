@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"sort"
 	"time"
 
 	"github.com/lockproof/lockproof/fakes/internal/anyclock"
@@ -18,7 +19,6 @@ type session struct {
 	lastHeard time.Time
 	timer     Timer
 	conn      *conn // the connection it is attached to, or nil
-	auth      bool  // credentials were added (the "auth" ACL scheme)
 }
 
 func (sess *session) stopTimer() {
@@ -222,36 +222,80 @@ func (s *Server) waitRunning(done <-chan struct{}) bool {
 func (s *Server) Restart(keepData bool) error {
 	s.life.Lock()
 	defer s.life.Unlock()
+	if err := s.down(); err != nil {
+		return err
+	}
+	if !keepData {
+		s.mu.Lock()
+		s.resetLocked()
+		s.mu.Unlock()
+	}
+	return s.up()
+}
+
+// Down stops the server as a process stop would, keeping its data: it
+// stops listening, closes every connection and stops the session timers
+// (no session expires while the server is down). Up brings it back.
+// Down on a server already down does nothing.
+func (s *Server) Down() error {
+	s.life.Lock()
+	defer s.life.Unlock()
+	return s.down()
+}
+
+// Up starts a server that Down stopped again, on the same address, as a
+// restart with its data: each session's timeout starts again from now. Up
+// on a server that is up does nothing.
+func (s *Server) Up() error {
+	s.life.Lock()
+	defer s.life.Unlock()
+	return s.up()
+}
+
+// down is Down; s.life is held.
+func (s *Server) down() error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
 		return ErrClosed
 	}
+	if s.ln == nil {
+		s.mu.Unlock()
+		return nil
+	}
 	ln := s.unlistenLocked()
+	for _, sess := range s.sessions {
+		sess.stopTimer()
+	}
 	if s.paused { // a restarted process answers again
 		s.paused = false
 		close(s.resumed)
 	}
+	s.changedLocked()
 	s.mu.Unlock()
 	_ = ln.Close()
 	s.wg.Wait()
+	return nil
+}
+
+// up is Up; s.life is held.
+func (s *Server) up() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if keepData {
-		for _, sess := range s.sessions {
-			s.touchLocked(sess)
-			s.armLocked(sess, sess.timeout)
-		}
-	} else {
-		for _, sess := range s.sessions {
-			sess.stopTimer()
-		}
-		s.resetLocked()
+	if s.closed {
+		return ErrClosed
+	}
+	if s.ln != nil {
+		return nil
+	}
+	for _, sess := range s.sessions {
+		s.touchLocked(sess)
+		s.armLocked(sess, sess.timeout)
 	}
 	nl, err := net.Listen("tcp", s.addr)
 	if err != nil {
 		s.closed = true
-		return fmt.Errorf("minizk: restart: listen on %s: %w", s.addr, err)
+		return fmt.Errorf("minizk: listen again on %s: %w", s.addr, err)
 	}
 	s.ln = nl
 	s.changedLocked()
@@ -365,4 +409,31 @@ func sessionPassword(id int64) []byte {
 		}
 	}
 	return out
+}
+
+// Reap runs one pass of ZooKeeper's container manager and returns the
+// paths it deleted, sorted: every container node that has had children
+// and has none left, and every TTL node without children that has not
+// changed for longer than its TTL on the server's clock. Each deletion is
+// a transaction of its own (a zxid, the watches fired), as the manager's
+// deletes are. ZooKeeper runs the pass every minute by itself; minizk only
+// when a test calls Reap.
+func (s *Server) Reap() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	var paths []string
+	for p, n := range s.st.nodes {
+		if n.reapable(now) {
+			paths = append(paths, p)
+		}
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		s.st.zxid++
+		x := &txn{t: s.st, zxid: s.st.zxid, now: now, super: true}
+		x.deleteNode(p)
+		s.fireLocked(x.events)
+	}
+	return paths
 }

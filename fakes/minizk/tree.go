@@ -83,7 +83,16 @@ func (n *znode) statOut() Stat {
 
 // ephemeral reports whether an ephemeralOwner is a session's (not 0, not a
 // container's mark).
-func ephemeral(owner int64) bool { return owner != 0 && owner != containerOwner }
+func ephemeral(owner int64) bool {
+	return owner != 0 && owner != containerOwner && owner&ttlMark != ttlMark
+}
+
+// ttlMark is the top byte of a TTL node's ephemeralOwner, whose low 40
+// bits are its TTL in ms (EphemeralType.TTL); session ids have 1 there.
+const ttlMark = -1 << 56
+
+// maxTTL is the longest TTL a node may have, in ms: 40 bits.
+const maxTTL = 1<<40 - 1
 
 // containerOwner is the ephemeralOwner of a container node
 // (EphemeralType.CONTAINER_EPHEMERAL_OWNER).
@@ -103,13 +112,15 @@ func (n *znode) childNames() []string {
 // recording how to undo each so that a failed multi leaves no trace, and the
 // notifications they trigger.
 type txn struct {
-	t      *tree
-	zxid   int64
-	now    int64 // ms since the epoch
-	sess   int64
-	auth   bool // the session added credentials (for the "auth" ACL scheme)
-	undo   []func()
-	events []event
+	t        *tree
+	zxid     int64
+	now      int64 // ms since the epoch
+	sess     int64
+	ids      []identity // who the connection is (ACL checks, the "auth" scheme)
+	super    bool       // the connection is the super user's
+	extended bool       // TTL nodes are on (WithExtendedTypes)
+	undo     []func()
+	events   []event
 }
 
 func (x *txn) rollback() {
@@ -124,8 +135,15 @@ func (x *txn) create(o op) (string, Code) {
 	if o.flags < 0 || o.flags > 6 {
 		return "", CodeBadArguments
 	}
-	if o.flags == flagTTL || o.flags == flagTTLSequential {
+	// A TTL needs TTL nodes on and a createTTL with a TTL in range; a
+	// createTTL of another mode must carry a negative TTL.
+	ttl := o.flags == flagTTL || o.flags == flagTTLSequential
+	withTTL := o.opcode == opCreateTTL
+	switch {
+	case ttl && !x.extended:
 		return "", CodeUnimplemented // TTL nodes are off by default on ZooKeeper too
+	case ttl && (!withTTL || o.ttl <= 0 || o.ttl > maxTTL), !ttl && withTTL && o.ttl >= 0:
+		return "", CodeBadArguments
 	}
 	seq := o.flags&flagSequential != 0
 	// ZooKeeper's order: the parent is looked up before the whole path is
@@ -134,7 +152,8 @@ func (x *txn) create(o op) (string, Code) {
 	if !strings.HasPrefix(o.path, "/") || strings.ContainsRune(o.path, 0) {
 		return "", CodeBadArguments
 	}
-	if c := x.checkACL(o.acl); c != CodeOK {
+	acl, c := x.fixupACL(o.acl)
+	if c != CodeOK {
 		return "", c
 	}
 	parentPath := o.path[:strings.LastIndexByte(o.path, '/')]
@@ -144,6 +163,9 @@ func (x *txn) create(o op) (string, Code) {
 	parent := x.t.nodes[parentPath]
 	if parent == nil {
 		return "", CodeNoNode
+	}
+	if !x.may(parent.acl, permCreate) {
+		return "", CodeNoAuth
 	}
 	p := o.path
 	if seq {
@@ -162,10 +184,12 @@ func (x *txn) create(o op) (string, Code) {
 	switch {
 	case o.flags == flagContainer:
 		owner = containerOwner
+	case ttl:
+		owner = ttlMark | o.ttl
 	case o.flags&flagEphemeral != 0:
 		owner = x.sess
 	}
-	n := &znode{data: o.data, acl: o.acl, children: map[string]struct{}{}, stat: Stat{
+	n := &znode{data: o.data, acl: acl, children: map[string]struct{}{}, stat: Stat{
 		Czxid: x.zxid, Mzxid: x.zxid, Pzxid: x.zxid, Ctime: x.now, Mtime: x.now,
 		EphemeralOwner: owner, DataLength: int32(len(o.data)),
 	}}
@@ -206,6 +230,9 @@ func (x *txn) remove(o op) Code {
 	if n == nil {
 		return CodeNoNode
 	}
+	if parentPath, _ := parentOf(o.path); !x.may(x.t.nodes[parentPath].acl, permDelete) {
+		return CodeNoAuth
+	}
 	if o.version != -1 && o.version != n.stat.Version {
 		return CodeBadVersion
 	}
@@ -244,15 +271,19 @@ func (x *txn) deleteNode(p string) {
 }
 
 // versioned finds the node a versioned write names: BADARGUMENTS for an
-// invalid path, NONODE, or BADVERSION unless version is -1 or the node's
-// (its data version, or its ACL version with acl).
-func (x *txn) versioned(o op, acl bool) (*znode, Code) {
+// invalid path, NONODE, NOAUTH unless the node's ACL grants perm, or
+// BADVERSION unless version is -1 or the node's (its data version, or its
+// ACL version with acl).
+func (x *txn) versioned(o op, acl bool, perm int32) (*znode, Code) {
 	if !validPath(o.path, false) {
 		return nil, CodeBadArguments
 	}
 	n := x.t.nodes[o.path]
 	if n == nil {
 		return nil, CodeNoNode
+	}
+	if !x.may(n.acl, perm) {
+		return nil, CodeNoAuth
 	}
 	have := n.stat.Version
 	if acl {
@@ -266,7 +297,7 @@ func (x *txn) versioned(o op, acl bool) (*znode, Code) {
 
 // setData applies a setData and returns the node's new stat.
 func (x *txn) setData(o op) (Stat, Code) {
-	n, code := x.versioned(o, false)
+	n, code := x.versioned(o, false, permWrite)
 	if code != CodeOK {
 		return Stat{}, code
 	}
@@ -282,31 +313,32 @@ func (x *txn) setData(o op) (Stat, Code) {
 
 // check applies a version check.
 func (x *txn) check(o op) Code {
-	_, code := x.versioned(o, false)
+	_, code := x.versioned(o, false, permRead)
 	return code
 }
 
 // setACL applies a setACL and returns the node's new stat.
 func (x *txn) setACL(o op) (Stat, Code) {
+	acl := o.acl
 	if validPath(o.path, false) {
-		if c := x.checkACL(o.acl); c != CodeOK {
+		var c Code
+		if acl, c = x.fixupACL(o.acl); c != CodeOK {
 			return Stat{}, c
 		}
 	}
-	n, code := x.versioned(o, true)
+	n, code := x.versioned(o, true, permAdmin)
 	if code != CodeOK {
 		return Stat{}, code
 	}
 	oldACL, oldStat := n.acl, n.stat
-	n.acl = o.acl
+	n.acl = acl
 	n.stat.Aversion++
 	x.undo = append(x.undo, func() { n.acl, n.stat = oldACL, oldStat })
 	return n.statOut(), CodeOK
 }
 
 // checkACL validates an ACL list as ZooKeeper's fixupACL does: not empty,
-// and every entry of a known scheme with a well-formed id. Permissions are
-// stored, never enforced.
+// and every entry of a known scheme with a well-formed id.
 func (x *txn) checkACL(acl []ACL) Code {
 	if len(acl) == 0 {
 		return CodeInvalidACL
@@ -318,7 +350,7 @@ func (x *txn) checkACL(acl []ACL) Code {
 				return CodeInvalidACL
 			}
 		case "auth":
-			if !x.auth {
+			if !x.hasDigest() {
 				return CodeInvalidACL
 			}
 		case "digest":
@@ -370,4 +402,20 @@ func (t *tree) ephemeralsOf(sess int64) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// reapable reports whether ZooKeeper's container manager would delete the
+// node at time now (ms): a container that has had children and has none
+// left, or a TTL node without children unchanged for longer than its TTL.
+func (n *znode) reapable(now int64) bool {
+	owner := n.stat.EphemeralOwner
+	switch {
+	case n.stat.NumChildren != 0:
+		return false
+	case owner == containerOwner:
+		return n.stat.Cversion > 0
+	case owner&ttlMark == ttlMark:
+		return now-n.stat.Mtime > owner&maxTTL
+	}
+	return false
 }

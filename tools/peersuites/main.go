@@ -1,0 +1,321 @@
+// Command peersuites runs the integration tests that go-zookeeper/zk and
+// hashicorp/consul/api ship, unchanged, against lockproof's fakes (minizk,
+// miniconsul), and fails unless every applicable test passes.
+//
+// The tests are not kept in this repository: at run time the program
+// copies a peer's package, tests included, from the module cache into a
+// temporary module, swaps the one file that starts the peer's real server
+// for a helper of ours (testdata/) that starts a fake under the same
+// names, and runs go test there. The temporary module requires this one
+// through a replace directive, so the fakes under test are the working
+// tree's. Tests that need what a fake does not claim to model (an
+// ensemble, the catalog) are skipped by name, each with its reason.
+//
+// Usage, from the module root:
+//
+//	go run ./tools/peersuites [-suite zk|consul|all] [-v]
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"embed"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+)
+
+//go:embed testdata/*.go
+var helpers embed.FS
+
+// suite is one peer package and how to run it on a fake.
+type suite struct {
+	name    string
+	module  string // the peer's module path; its version is this module's
+	pkg     string // the package's directory inside the module
+	drop    []string
+	keep    *regexp.Regexp // the test files copied; nil: every one
+	helper  string         // the file in testdata/ added in place of drop
+	starts  string         // what a test that starts a server calls
+	skipped map[string]string
+	timeout time.Duration
+}
+
+var suites = []suite{zkSuite, consulSuite}
+
+func main() {
+	which := flag.String("suite", "all", "the suite to run: zk, consul or all")
+	verbose := flag.Bool("v", false, "print every test's output")
+	flag.Parse()
+	root, err := moduleRoot()
+	if err != nil {
+		fail(err)
+	}
+	ran := 0
+	for _, s := range suites {
+		if *which != "all" && *which != s.name {
+			continue
+		}
+		ran++
+		if err := s.run(root, *verbose); err != nil {
+			fail(fmt.Errorf("%s: %w", s.name, err))
+		}
+	}
+	if ran == 0 {
+		fail(fmt.Errorf("no suite named %q", *which))
+	}
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "peersuites:", err)
+	os.Exit(1)
+}
+
+// moduleRoot returns the directory of the module the program is run in.
+func moduleRoot() (string, error) {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD: %w", err)
+	}
+	mod := strings.TrimSpace(string(out))
+	if mod == "" || mod == os.DevNull {
+		return "", errors.New("not inside a module: run from lockproof's root")
+	}
+	return filepath.Dir(mod), nil
+}
+
+// run copies the suite into a temporary module, runs it, and reports.
+func (s suite) run(root string, verbose bool) error {
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}} {{.Version}}", s.module).Output()
+	if err != nil {
+		return fmt.Errorf("go list -m %s (is it in go.mod and downloaded?): %w", s.module, err)
+	}
+	dir, version, _ := strings.Cut(strings.TrimSpace(string(out)), " ")
+	src := filepath.Join(dir, s.pkg)
+	tmp, err := os.MkdirTemp("", "peersuite-"+s.name+"-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	names, err := s.copyPackage(src, tmp)
+	if err != nil {
+		return err
+	}
+	if err := s.writeModule(root, tmp); err != nil {
+		return err
+	}
+	for name := range s.skipped {
+		if !names[name] {
+			return fmt.Errorf("%s %s has no test %s: update the skip list", s.module, version, name)
+		}
+	}
+	args := []string{"test", "-json", "-count=1", "-vet=off", "-timeout", s.timeout.String()}
+	if len(s.skipped) > 0 {
+		args = append(args, "-skip", "^("+strings.Join(sortedKeys(s.skipped), "|")+")$")
+	}
+	cmd := exec.Command("go", append(args, ".")...)
+	cmd.Dir = tmp
+	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	fmt.Printf("== %s %s (%s) on the fake, from %s\n", s.module, version, s.pkg, src)
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	res, perr := tally(stdout, verbose)
+	werr := cmd.Wait()
+	if perr != nil {
+		return perr
+	}
+	return s.report(names, res, werr, stderr.String())
+}
+
+// copyPackage copies the package's Go files, less the dropped ones and
+// the test files not kept, and adds the helper; it returns the names of
+// the top-level tests copied, each true if it starts a server.
+func (s suite) copyPackage(src, dst string) (map[string]bool, error) {
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		return nil, err
+	}
+	tests := map[string]bool{}
+	testFunc := regexp.MustCompile(`^func (Test\w+)\(t \*testing\.T\)`)
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() || !strings.HasSuffix(name, ".go") || contains(s.drop, name) {
+			continue
+		}
+		isTest := strings.HasSuffix(name, "_test.go")
+		if isTest && s.keep != nil && !s.keep.MatchString(name) {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(src, name))
+		if err != nil {
+			return nil, err
+		}
+		if isTest {
+			for _, fn := range strings.Split(string(b), "\nfunc ") {
+				if m := testFunc.FindStringSubmatch("func " + fn); m != nil {
+					tests[m[1]] = strings.Contains(fn, s.starts)
+				}
+			}
+		}
+		if err := os.WriteFile(filepath.Join(dst, name), b, 0o644); err != nil {
+			return nil, err
+		}
+	}
+	b, err := helpers.ReadFile("testdata/" + s.helper)
+	if err != nil {
+		return nil, err
+	}
+	return tests, os.WriteFile(filepath.Join(dst, "lockproof_"+s.helper), b, 0o644)
+}
+
+// writeModule makes dst a module that requires lockproof from root, with
+// root's go.sum (the peer's dependencies are among lockproof's).
+func (s suite) writeModule(root, dst string) error {
+	mod := fmt.Sprintf("module lockproof.test/peersuite/%s\n\ngo 1.26\n\n"+
+		"require github.com/lockproof/lockproof v0.0.0\n\n"+
+		"replace github.com/lockproof/lockproof => %s\n", s.name, root)
+	if err := os.WriteFile(filepath.Join(dst, "go.mod"), []byte(mod), 0o644); err != nil {
+		return err
+	}
+	sum, err := os.ReadFile(filepath.Join(root, "go.sum"))
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dst, "go.sum"), sum, 0o644)
+}
+
+// event is a line of go test -json.
+type event struct {
+	Action string
+	Test   string
+	Output string
+}
+
+// result is what go test said of each top-level test.
+type result struct {
+	action map[string]string // pass, fail or skip
+	output map[string]*strings.Builder
+	other  strings.Builder // output outside any test (build errors, panics)
+}
+
+func tally(r io.Reader, verbose bool) (*result, error) {
+	res := &result{action: map[string]string{}, output: map[string]*strings.Builder{}}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		var e event
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			res.other.WriteString(sc.Text() + "\n")
+			continue
+		}
+		if verbose {
+			fmt.Print(e.Output)
+		}
+		top, _, sub := strings.Cut(e.Test, "/")
+		switch {
+		case e.Test == "":
+			res.other.WriteString(e.Output)
+		case e.Action == "output":
+			if res.output[top] == nil {
+				res.output[top] = &strings.Builder{}
+			}
+			res.output[top].WriteString(e.Output)
+		case !sub && (e.Action == "pass" || e.Action == "fail" || e.Action == "skip"):
+			res.action[top] = e.Action
+		}
+	}
+	return res, sc.Err()
+}
+
+// report prints the tally and fails unless every applicable test passed.
+func (s suite) report(names map[string]bool, res *result, goTestErr error, stderr string) error {
+	var passed, failed []string
+	servers, serversPassed := 0, 0
+	for _, name := range sortedKeys(names) {
+		if _, skip := s.skipped[name]; skip {
+			continue
+		}
+		if names[name] {
+			servers++
+		}
+		if res.action[name] == "pass" {
+			passed = append(passed, name)
+			if names[name] {
+				serversPassed++
+			}
+			continue
+		}
+		failed = append(failed, name)
+		verdict := res.action[name]
+		if verdict == "" {
+			verdict = "did not run"
+		}
+		fmt.Printf("--- %s: %s\n", name, verdict)
+		if o := res.output[name]; o != nil {
+			fmt.Print(indent(o.String()))
+		}
+	}
+	for _, name := range sortedKeys(s.skipped) {
+		fmt.Printf("not applicable: %s: %s\n", name, s.skipped[name])
+	}
+	applicable := len(names) - len(s.skipped)
+	fmt.Printf("%s: %d tests, %d not applicable, %d applicable: %d pass on the fake, %d do not\n",
+		s.name, len(names), len(s.skipped), applicable, len(passed), len(failed))
+	fmt.Printf("%s: of the applicable, %d start a server: %d of them pass on the fake\n",
+		s.name, servers, serversPassed)
+	switch {
+	case len(failed) > 0:
+		if len(passed) == 0 {
+			fmt.Print(indent(res.other.String() + stderr))
+		}
+		return fmt.Errorf("%d of %d applicable tests do not pass: %s", len(failed), applicable, strings.Join(failed, ", "))
+	case len(passed) == 0:
+		fmt.Print(indent(res.other.String() + stderr))
+		return errors.New("no test ran")
+	case goTestErr != nil:
+		fmt.Print(indent(res.other.String() + stderr))
+		return fmt.Errorf("go test: %w", goTestErr)
+	}
+	return nil
+}
+
+func indent(s string) string {
+	if s == "" {
+		return ""
+	}
+	return "    " + strings.ReplaceAll(strings.TrimSuffix(s, "\n"), "\n", "\n    ") + "\n"
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
