@@ -75,6 +75,7 @@ func TestCheckCatchesABrokenLock(t *testing.T) {
 	cfg.shrink = time.Minute // a backstop the minimization never reaches, even under -race on a loaded machine
 	cfg.steps = 10           // the split brain shows in a short run, and every shrink candidate is one
 	cells := []cell{splitBrain()}
+	cells[0].opts.ShrinkRuns = 20 // what the test reads shows in any failing run; 200 candidates cost 4 s
 	var progressOut bytes.Buffer
 	res := runMatrix(cells, cfg, newProgress(&progressOut, cells, cfg))
 	if res.Exit != exitIllegal || res.Verdict != statusViolated {
