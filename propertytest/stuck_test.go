@@ -115,6 +115,7 @@ func checkStuck(t *testing.T, factory Factory, o Options, want ...string) {
 // its gate again and again and never let the step end, and the test hung
 // until go test's -timeout. Now the run ends, naming the cause and the fix.
 func TestWallTimePollerEndsTheRun(t *testing.T) {
+	shortPollWall(t)
 	checkStuck(t, wallPollerLock(t, false, false, false), Options{Settle: 20 * time.Millisecond},
 		"propertytest: the run is stuck", "Lock", "polls on a wall-time timer", "while the run's clock stood still", "Backend.InProcess")
 }
@@ -149,6 +150,7 @@ func TestLockIgnoringItsContextEndsTheRun(t *testing.T) {
 
 // RunStandalone (lockproof check) returns the message as ErrNoVerdict.
 func TestWallTimePollerStandalone(t *testing.T) {
+	shortPollWall(t)
 	began := time.Now()
 	rep, err := RunStandalone(wallPollerLock(t, false, false, false), Options{Settle: 20 * time.Millisecond, ShrinkRuns: 1},
 		Standalone{Name: "poller", Checks: 20, ShrinkTime: time.Second})
@@ -205,4 +207,15 @@ func shortStuckLimit(t *testing.T) {
 	old := stuckLimit
 	stuckLimit = time.Second
 	t.Cleanup(func() { stuckLimit = old })
+}
+
+// shortPollWall cuts the wall time after which the scheduler calls a
+// Lock that keeps passing its gate a wall-time poller from 2 s to 300 ms
+// for one test: the poller still passes its gate pollPassages times
+// first (every 2 ms), and each run that meets it costs 300 ms instead of
+// 2 s.
+func shortPollWall(t *testing.T) {
+	old := pollWall
+	pollWall = 300 * time.Millisecond
+	t.Cleanup(func() { pollWall = old })
 }

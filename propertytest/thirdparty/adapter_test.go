@@ -97,6 +97,13 @@ func quickSeed(quick, search uint64) uint64 {
 func ownClaims(t *testing.T, seed uint64, f propertytest.Factory, o propertytest.Options) *propertytest.Report {
 	t.Helper()
 	useSeed(t, seed)
+	return passesOwnClaims(t, f, o)
+}
+
+// passesOwnClaims is ownClaims with rapid's flags left as they are: for a
+// parallel subtest, whose parent set them (a parallel test must not).
+func passesOwnClaims(t *testing.T, f propertytest.Factory, o propertytest.Options) *propertytest.Report {
+	t.Helper()
 	began := time.Now()
 	rep := propertytest.Run(t, f, o)
 	t.Logf("%d runs in %v; checked %v; expected violations %v; undecided %d",

@@ -199,12 +199,37 @@ func etcdTest(t *testing.T) *etcdfake.Server {
 	return s
 }
 
-// etcd's Mutex, with its key's create revision as a fencing token, claims
-// mutual exclusion under crashes and, fenced, under pauses: the suite must
-// pass.
-func TestThirdPartyEtcdMutex(t *testing.T) {
+// The etcd locks pass the claims they make for themselves, each in a
+// parallel subtest on one embedded etcd: their runs keep real time and
+// mostly sleep (every Advance), so side by side they take the time of the
+// slowest instead of the sum. Their keys do not meet (each Factory gives
+// every run a prefix of its own), and the subtests share the rapid flags
+// etcdTest and the seed set here, since rapid reads them as it runs.
+//
+//   - etcd's Mutex, with its key's create revision as a fencing token,
+//     claims mutual exclusion under crashes and, fenced, under pauses.
+//   - kvtools/etcdv3 claims mutual exclusion across client crashes (a
+//     session's lease); it has no fencing token, so no claim about paused
+//     holders.
+//   - Scalingo/go-etcd-lock claims mutual exclusion for ttl seconds from a
+//     grant, across client crashes; no fencing token either.
+func TestThirdPartyEtcdLocks(t *testing.T) {
 	s := etcdTest(t)
-	ownClaims(t, 0xe7cd, etcdMutex(s, true), etcdOptions(propertytest.FaultCrash, propertytest.FaultPause))
+	useSeed(t, 0xe7cd)
+	for _, c := range []struct {
+		name string
+		f    propertytest.Factory
+		o    propertytest.Options
+	}{
+		{"EtcdMutex", etcdMutex(s, true), etcdOptions(propertytest.FaultCrash, propertytest.FaultPause)},
+		{"KvtoolsEtcdv3", kvEtcdLock(s), etcdOptions(propertytest.FaultCrash)},
+		{"ScalingoEtcdLock", scalingoLock(s), etcdOptions(propertytest.FaultCrash)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			passesOwnClaims(t, c.f, c.o)
+		})
+	}
 }
 
 // Without its revision as a token (Lock and Unlock alone), etcd's Mutex

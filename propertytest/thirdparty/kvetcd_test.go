@@ -158,13 +158,8 @@ func (c *kvEtcdClient) acquire(ctx context.Context, try bool) (adapter.Grant, er
 	return adapter.Grant{Start: start, Release: l.Unlock}, nil
 }
 
-// kvtools/etcdv3 claims mutual exclusion across client crashes (a
-// session's lease); it has no fencing token, so no claim about paused
-// holders.
-func TestThirdPartyKvtoolsEtcdv3(t *testing.T) {
-	s := etcdTest(t)
-	ownClaims(t, 0xe7c3, kvEtcdLock(s), etcdOptions(propertytest.FaultCrash))
-}
+// TestThirdPartyEtcdLocks (etcd_test.go) runs the suite on
+// kvtools/etcdv3 with its own claims.
 
 // kvtools/etcdv3's Lock returns (nil, nil), no error and no lost channel,
 // when its context is cancelled while another client holds the lock: a

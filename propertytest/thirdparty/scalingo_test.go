@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 	"sync/atomic"
-	"testing"
 	"time"
 
 	scalingo "github.com/Scalingo/go-etcd-lock/v5/lock"
@@ -154,12 +153,4 @@ func (c *scalingoClient) wait(ctx context.Context) (adapter.Grant, error) {
 		}()
 		return adapter.Grant{}, fmt.Errorf("go-etcd-lock adapter: WaitAcquire given up: %w", ctx.Err())
 	}
-}
-
-// Scalingo/go-etcd-lock claims mutual exclusion for ttl seconds from a
-// grant, across client crashes (a session's lease); it has no fencing
-// token, so no claim about paused holders: the suite must pass.
-func TestThirdPartyScalingoEtcdLock(t *testing.T) {
-	s := etcdTest(t)
-	ownClaims(t, 0x5ca1, scalingoLock(s), etcdOptions(propertytest.FaultCrash))
 }
