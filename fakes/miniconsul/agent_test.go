@@ -158,10 +158,10 @@ func TestSessionChecksMustExist(t *testing.T) {
 		se   api.SessionEntry
 		want string
 	}{
-		{api.SessionEntry{NodeChecks: []string{"dne"}}, "Missing check 'dne' registration"},
-		{api.SessionEntry{NodeChecks: []string{"serfHealth", "dne"}}, "Missing check 'dne' registration"},
-		{api.SessionEntry{Checks: []string{"dne"}}, "Missing check 'dne' registration"},
-		{api.SessionEntry{ServiceChecks: []api.ServiceCheck{{ID: "redis:alive"}}}, "Missing check 'redis:alive' registration"},
+		{api.SessionEntry{NodeChecks: []string{"dne"}}, "apply failed: Missing check 'dne' registration"},
+		{api.SessionEntry{NodeChecks: []string{"serfHealth", "dne"}}, "apply failed: Missing check 'dne' registration"},
+		{api.SessionEntry{Checks: []string{"dne"}}, "apply failed: Missing check 'dne' registration"},
+		{api.SessionEntry{ServiceChecks: []api.ServiceCheck{{ID: "redis:alive"}}}, "apply failed: Missing check 'redis:alive' registration"},
 	} {
 		_, _, err := c.Session().Create(&tc.se, nil)
 		wantStatus(t, tc.want, err, http.StatusInternalServerError, tc.want)

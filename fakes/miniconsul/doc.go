@@ -7,8 +7,11 @@
 // point api.Config.Address at Addr. In tests, consulfake.New does that and
 // cleans up.
 //
-// What it serves, with Consul's semantics and messages (checked against a
-// real agent by the differential test of package fakes):
+// What it serves, with Consul's semantics and messages, checked against a
+// real agent by its differential tests (run with LOCKPROOF_CONSUL_ADDR
+// naming an agent's HTTP address) and consulfake's; consul/api's own
+// KV, session, lock, semaphore and status tests pass on it and on the
+// agent (tools/peersuites):
 //
 //   - /v1/kv/<key>: GET of one key, ?recurse, ?keys with ?separator, ?raw;
 //     PUT with ?flags, ?cas, ?acquire, ?release; DELETE with ?recurse,
@@ -19,15 +22,18 @@
 //   - /v1/session/create, destroy, renew, info, list and node: TTL, Behavior
 //     (release or delete), LockDelay, Name, checks (the node has one,
 //     serfHealth, always passing; a session naming another check, or any
-//     service check, is refused: "Missing check '<id>' registration").
+//     service check, is refused: "apply failed: Missing check '<id>'
+//     registration").
 //   - /v1/txn with KV operations (set, cas, lock, unlock, get, get-or-empty,
 //     get-tree, delete, delete-cas, delete-tree, check-index,
 //     check-session, check-not-exists): a transaction of reads is served at
 //     once; one with writes is checked as the leader checks it (a key
 //     given, no lock under lock-delay) and applied at one index, all or
 //     nothing: 409 with every error and the agent's messages, else 200 with
-//     the results (a write's without its value). At most MaxTxnOps
-//     operations; catalog operations get 501.
+//     the results (a write's without its value). A transaction of reads
+//     also carries the read path's query metadata (Index 1, KnownLeader),
+//     zero when the pre-checks (a known verb, a key) refuse it. At most
+//     MaxTxnOps operations; catalog operations get 501.
 //   - /v1/status/leader and peers.
 //   - The index: one raft-like index shared by every table, starting where
 //     a fresh agent's stands before a client's first write (so that write
@@ -55,7 +61,8 @@
 // a session is not invalidated before its TTL; its server invalidates it
 // TTL × 2 after the last renewal (SessionTTLMultiplier). miniconsul does the
 // same by default, exactly at TTL × 2; WithSessionTTLMultiplier(1) makes it
-// exactly TTL, the strictest server a client may meet. Expiry is checked
+// exactly TTL, the strictest server a client may meet
+// (consulfake.SessionTTLMultiplier(1) starts it so). Expiry is checked
 // before every request as well as by timers, so right after a manual clock
 // moves, the next request sees every session that ran out as gone. A
 // session's lock-delay starts on each key it held when it is invalidated
@@ -69,6 +76,7 @@
 // Not modelled: ACLs, namespaces and partitions, other datacenters (one
 // server, one datacenter), transactions on the catalog, health checks
 // beyond serfHealth (which never fails), consistency modes (every read is
-// consistent: there is one server), the query metadata in a read-only
-// transaction's body, the catalog and the agent endpoints.
+// consistent: there is one server), the catalog and the agent endpoints
+// (consul/api's two session tests that register through the catalog are
+// not applicable), a dev agent's indented JSON.
 package miniconsul

@@ -138,11 +138,11 @@ func newUUID() string {
 func checksMissing(sess *session) string {
 	for _, id := range sess.NodeChecks {
 		if id != serfHealth {
-			return fmt.Sprintf("Missing check '%s' registration", id)
+			return fmt.Sprintf("apply failed: Missing check '%s' registration", id)
 		}
 	}
 	for _, c := range sess.ServiceChecks {
-		return fmt.Sprintf("Missing check '%s' registration", c.ID)
+		return fmt.Sprintf("apply failed: Missing check '%s' registration", c.ID)
 	}
 	return ""
 }

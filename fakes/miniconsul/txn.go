@@ -67,6 +67,29 @@ type txnResponse struct {
 	Errors  []txnError
 }
 
+// txnReadResponse is the body of a transaction of reads, which the agent
+// serves through its read path (structs.TxnReadResponse): the response
+// and the query's metadata, left zero when the pre-checks refused it.
+type txnReadResponse struct {
+	txnResponse
+	Index                 uint64
+	LastContact           int
+	KnownLeader           bool
+	ConsistencyLevel      string
+	NotModified           bool
+	Backend               int
+	ResultsFilteredByACLs bool
+}
+
+// knownVerb reports whether verb is one of the agent's KV verbs.
+func knownVerb(verb string) bool {
+	switch verb {
+	case verbGet, verbGetOrEmpty, verbGetTree, verbCheckSession, verbCheckIndex, verbCheckNotExists:
+		return true
+	}
+	return isWriteVerb(verb)
+}
+
 // isWriteVerb reports whether a KV verb writes (the agent's isWrite): a
 // transaction without one is served as a read.
 func isWriteVerb(verb string) bool {
@@ -113,8 +136,9 @@ func (s *Server) handleTxn(w http.ResponseWriter, r *http.Request) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	var resp txnResponse
-	if errs := st.txnPreCheckLocked(ops); errs != nil {
-		resp.Errors = errs
+	refused := st.txnPreCheckLocked(ops)
+	if refused != nil {
+		resp.Errors = refused
 	} else if writes == 0 {
 		resp.Results, resp.Errors = st.txnRunLocked(ops)
 	} else {
@@ -126,7 +150,17 @@ func (s *Server) handleTxn(w http.ResponseWriter, r *http.Request) {
 	}
 	if resp.Errors != nil {
 		resp.Results = nil
-		b, err := json.Marshal(resp)
+	}
+	var body any = resp
+	if writes == 0 {
+		read := txnReadResponse{txnResponse: resp}
+		if refused == nil { // the agent sets the metadata after its pre-checks
+			read.Index, read.KnownLeader = 1, true
+		}
+		body = read
+	}
+	if resp.Errors != nil {
+		b, err := json.Marshal(body)
 		if err != nil {
 			fail(w, http.StatusInternalServerError, err.Error())
 			return
@@ -136,7 +170,7 @@ func (s *Server) handleTxn(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write(b)
 		return
 	}
-	writeJSON(w, resp)
+	writeJSON(w, body)
 }
 
 // decodeTxn decodes and checks a /v1/txn body, answering the agent's
@@ -188,6 +222,8 @@ func (st *store) txnPreCheckLocked(ops []kvOp) []txnError {
 	var errs []txnError
 	for i, op := range ops {
 		switch {
+		case !knownVerb(op.Verb):
+			errs = append(errs, txnError{i, "unknown KV operation: " + op.Verb})
 		case op.Key == "" && op.Verb != verbDeleteTree:
 			errs = append(errs, txnError{i, "Must provide key"})
 		case op.Verb == verbLock && st.lockDelayedLocked(op.Key):
@@ -318,7 +354,7 @@ func (st *store) txnKVLocked(op kvOp) ([]txnResult, error) {
 		}
 		return nil, err
 	default:
-		err = fmt.Errorf("unknown KV verb %q", op.Verb)
+		err = fmt.Errorf("unknown KV operation: %s", op.Verb)
 	}
 	if err != nil || found == nil {
 		return nil, err

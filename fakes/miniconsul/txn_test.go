@@ -98,7 +98,7 @@ func TestTxnRollsBack(t *testing.T) {
 			fmt.Sprintf(`failed session check for key "held", current session %q != %q`, holder, other)},
 		{&api.KVTxnOp{Verb: api.KVCheckSession, Key: "none"}, `failed to check session, key "none" doesn't exist`},
 		{&api.KVTxnOp{Verb: api.KVCheckNotExists, Key: "a"}, `key "a" exists`},
-		{&api.KVTxnOp{Verb: "explode", Key: "a"}, `unknown KV verb "explode"`},
+		{&api.KVTxnOp{Verb: "explode", Key: "a"}, `unknown KV operation: explode`},
 		{&api.KVTxnOp{Verb: api.KVSet}, "Must provide key"},
 	} {
 		ok, resp := txn(t, c, api.KVTxnOps{
@@ -160,7 +160,8 @@ func TestTxnBadRequests(t *testing.T) {
 			"Failed to parse body: illegal base64 data at input byte 0"},
 		{"PUT", many, 413, "Transaction contains too many operations (129 > 128)"},
 		{"PUT", `[{"Node":{"Verb":"get"}}]`, 501, "miniconsul: /v1/txn serves KV operations only (no catalog)"},
-		{"PUT", `[{}]`, 200, `{"Results":[],"Errors":null}`},
+		{"PUT", `[{}]`, 200, `{"Results":[],"Errors":null,"Index":1,"LastContact":0,"KnownLeader":true,` +
+			`"ConsistencyLevel":"","NotModified":false,"Backend":0,"ResultsFilteredByACLs":false}`},
 	} {
 		code, body := raw(t, s, tc.method, "/v1/txn", tc.body)
 		if code != tc.code || body != tc.msg {

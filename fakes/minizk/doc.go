@@ -8,6 +8,8 @@
 // give its Addr to zk.Connect. In tests, zkfake.New does that, cleans
 // up, and switches to a real server when LOCKPROOF_ZK_ADDR is set.
 //
+// go-zookeeper's own integration tests pass on it, and side by side on a
+// real ZooKeeper, but for those that start an ensemble (tools/peersuites).
 // What it serves, checked against ZooKeeper 3.8 byte for byte (zxids,
 // stats, error codes, the order of notifications and replies) by the
 // differential tests, which run when LOCKPROOF_ZK_ADDR names a real server:

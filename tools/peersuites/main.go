@@ -11,9 +11,18 @@
 // tree's. Tests that need what a fake does not claim to model (an
 // ensemble, the catalog) are skipped by name, each with its reason.
 //
+// With -zk or -consul the same tests run against a real server instead,
+// so that each fake is judged side by side with its server: the helper
+// reads the server's address from LOCKPROOF_PEERSUITE_ADDR, empties it
+// before each test (as a fresh server would be), and stands in for the
+// stops and restarts a test asks for (see testdata/). Only the suites
+// given a server run then. The server must be one of its own: the runner
+// deletes its data.
+//
 // Usage, from the module root:
 //
 //	go run ./tools/peersuites [-suite zk|consul|all] [-v]
+//	go run ./tools/peersuites [-zk host:port] [-consul host:port] [-v]
 package main
 
 import (
@@ -37,6 +46,9 @@ import (
 //go:embed testdata/*.go
 var helpers embed.FS
 
+// envAddr passes the real server's address to the helper ("": the fake).
+const envAddr = "LOCKPROOF_PEERSUITE_ADDR"
+
 // suite is one peer package and how to run it on a fake.
 type suite struct {
 	name    string
@@ -46,8 +58,40 @@ type suite struct {
 	keep    *regexp.Regexp // the test files copied; nil: every one
 	helper  string         // the file in testdata/ added in place of drop
 	starts  string         // what a test that starts a server calls
+	patches []patch        // applied to the copied files
 	skipped map[string]string
-	timeout time.Duration
+	// skippedFake are not applicable on the fake only (the real server
+	// runs them).
+	skippedFake map[string]string
+	timeout     time.Duration
+}
+
+// patch renames one declaration of a copied file, which the helper then
+// declares anew; it must match exactly once.
+type patch struct{ file, old, new string }
+
+// target is where a suite runs: its fake, or the real server at addr.
+type target struct{ addr string }
+
+func (t target) String() string {
+	if t.addr == "" {
+		return "the fake"
+	}
+	return "the real server"
+}
+
+// notApplicable returns the tests skipped on t, each with its reason.
+func (s suite) notApplicable(t target) map[string]string {
+	out := map[string]string{}
+	for name, why := range s.skipped {
+		out[name] = why
+	}
+	if t.addr == "" {
+		for name, why := range s.skippedFake {
+			out[name] = why
+		}
+	}
+	return out
 }
 
 var suites = []suite{zkSuite, consulSuite}
@@ -55,19 +99,28 @@ var suites = []suite{zkSuite, consulSuite}
 func main() {
 	which := flag.String("suite", "all", "the suite to run: zk, consul or all")
 	verbose := flag.Bool("v", false, "print every test's output")
+	addrs := map[string]*string{
+		"zk":     flag.String("zk", "", "run the zk suite against the real ZooKeeper at `host:port` (it is emptied)"),
+		"consul": flag.String("consul", "", "run the consul suite against the real agent at `host:port` (its KV and sessions are deleted)"),
+	}
 	flag.Parse()
 	root, err := moduleRoot()
 	if err != nil {
 		fail(err)
 	}
+	onReal := *addrs["zk"] != "" || *addrs["consul"] != ""
+	if onReal && *which != "all" {
+		fail(errors.New("-suite and -zk/-consul exclude each other: -zk and -consul choose the suites"))
+	}
 	ran := 0
 	for _, s := range suites {
-		if *which != "all" && *which != s.name {
+		to := target{addr: *addrs[s.name]}
+		if *which != "all" && *which != s.name || onReal && to.addr == "" {
 			continue
 		}
 		ran++
-		if err := s.run(root, *verbose); err != nil {
-			fail(fmt.Errorf("%s: %w", s.name, err))
+		if err := s.run(root, to, *verbose); err != nil {
+			fail(fmt.Errorf("%s on %s: %w", s.name, to, err))
 		}
 	}
 	if ran == 0 {
@@ -93,8 +146,9 @@ func moduleRoot() (string, error) {
 	return filepath.Dir(mod), nil
 }
 
-// run copies the suite into a temporary module, runs it, and reports.
-func (s suite) run(root string, verbose bool) error {
+// run copies the suite into a temporary module, runs it on to, and
+// reports.
+func (s suite) run(root string, to target, verbose bool) error {
 	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}} {{.Version}}", s.module).Output()
 	if err != nil {
 		return fmt.Errorf("go list -m %s (is it in go.mod and downloaded?): %w", s.module, err)
@@ -113,25 +167,33 @@ func (s suite) run(root string, verbose bool) error {
 	if err := s.writeModule(root, tmp); err != nil {
 		return err
 	}
-	for name := range s.skipped {
+	skipped := s.notApplicable(to)
+	for name := range skipped {
 		if !names[name] {
 			return fmt.Errorf("%s %s has no test %s: update the skip list", s.module, version, name)
 		}
 	}
 	args := []string{"test", "-json", "-count=1", "-vet=off", "-timeout", s.timeout.String()}
-	if len(s.skipped) > 0 {
-		args = append(args, "-skip", "^("+strings.Join(sortedKeys(s.skipped), "|")+")$")
+	if len(skipped) > 0 {
+		args = append(args, "-skip", "^("+strings.Join(sortedKeys(skipped), "|")+")$")
+	}
+	if to.addr != "" {
+		args = append(args, "-p", "1", "-parallel", "1") // one server: one test at a time
 	}
 	cmd := exec.Command("go", append(args, ".")...)
 	cmd.Dir = tmp
-	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off")
+	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off", envAddr+"="+to.addr)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return err
 	}
-	fmt.Printf("== %s %s (%s) on the fake, from %s\n", s.module, version, s.pkg, src)
+	where := to.String()
+	if to.addr != "" {
+		where += " at " + to.addr
+	}
+	fmt.Printf("== %s %s (%s) on %s, from %s\n", s.module, version, s.pkg, where, src)
 	if err := cmd.Start(); err != nil {
 		return err
 	}
@@ -140,7 +202,7 @@ func (s suite) run(root string, verbose bool) error {
 	if perr != nil {
 		return perr
 	}
-	return s.report(names, res, werr, stderr.String())
+	return s.report(names, skipped, to, res, werr, stderr.String())
 }
 
 // copyPackage copies the package's Go files, less the dropped ones and
@@ -173,6 +235,9 @@ func (s suite) copyPackage(src, dst string) (map[string]bool, error) {
 				}
 			}
 		}
+		if b, err = s.patch(name, b); err != nil {
+			return nil, err
+		}
 		if err := os.WriteFile(filepath.Join(dst, name), b, 0o644); err != nil {
 			return nil, err
 		}
@@ -182,6 +247,20 @@ func (s suite) copyPackage(src, dst string) (map[string]bool, error) {
 		return nil, err
 	}
 	return tests, os.WriteFile(filepath.Join(dst, "lockproof_"+s.helper), b, 0o644)
+}
+
+// patch applies the suite's patches of file name to its text b.
+func (s suite) patch(name string, b []byte) ([]byte, error) {
+	for _, p := range s.patches {
+		if p.file != name {
+			continue
+		}
+		if n := bytes.Count(b, []byte(p.old)); n != 1 {
+			return nil, fmt.Errorf("%s: %q occurs %d times, want once: update the patch", name, p.old, n)
+		}
+		b = bytes.Replace(b, []byte(p.old), []byte(p.new), 1)
+	}
+	return b, nil
 }
 
 // writeModule makes dst a module that requires lockproof from root, with
@@ -244,11 +323,11 @@ func tally(r io.Reader, verbose bool) (*result, error) {
 }
 
 // report prints the tally and fails unless every applicable test passed.
-func (s suite) report(names map[string]bool, res *result, goTestErr error, stderr string) error {
+func (s suite) report(names map[string]bool, skipped map[string]string, to target, res *result, goTestErr error, stderr string) error {
 	var passed, failed []string
 	servers, serversPassed := 0, 0
 	for _, name := range sortedKeys(names) {
-		if _, skip := s.skipped[name]; skip {
+		if _, skip := skipped[name]; skip {
 			continue
 		}
 		if names[name] {
@@ -271,14 +350,14 @@ func (s suite) report(names map[string]bool, res *result, goTestErr error, stder
 			fmt.Print(indent(o.String()))
 		}
 	}
-	for _, name := range sortedKeys(s.skipped) {
-		fmt.Printf("not applicable: %s: %s\n", name, s.skipped[name])
+	for _, name := range sortedKeys(skipped) {
+		fmt.Printf("not applicable: %s: %s\n", name, skipped[name])
 	}
-	applicable := len(names) - len(s.skipped)
-	fmt.Printf("%s: %d tests, %d not applicable, %d applicable: %d pass on the fake, %d do not\n",
-		s.name, len(names), len(s.skipped), applicable, len(passed), len(failed))
-	fmt.Printf("%s: of the applicable, %d start a server: %d of them pass on the fake\n",
-		s.name, servers, serversPassed)
+	applicable := len(names) - len(skipped)
+	fmt.Printf("%s: %d tests, %d not applicable, %d applicable: %d pass on %s, %d do not\n",
+		s.name, len(names), len(skipped), applicable, len(passed), to, len(failed))
+	fmt.Printf("%s: of the applicable, %d start a server: %d of them pass on %s\n",
+		s.name, servers, serversPassed, to)
 	switch {
 	case len(failed) > 0:
 		if len(passed) == 0 {

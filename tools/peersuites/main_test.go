@@ -65,11 +65,11 @@ func TestReport(t *testing.T) {
 		{"none ran", map[string]string{}, false},
 	} {
 		res := &result{action: tc.action}
-		if err := s.report(names, res, nil, ""); (err == nil) != tc.ok {
+		if err := s.report(names, s.skipped, target{}, res, nil, ""); (err == nil) != tc.ok {
 			t.Errorf("%s: report = %v, want ok %v", tc.name, err, tc.ok)
 		}
 	}
-	if err := s.report(map[string]bool{"TestN": true}, &result{action: map[string]string{}}, nil, ""); err == nil {
+	if err := s.report(map[string]bool{"TestN": true}, s.skipped, target{}, &result{action: map[string]string{}}, nil, ""); err == nil {
 		t.Error("a suite of only not-applicable tests passed")
 	}
 }
@@ -110,5 +110,35 @@ func TestCopyPackage(t *testing.T) {
 	}
 	if want := "a_test.go lib.go lockproof_zk_server_test.go"; strings.Join(got, " ") != want {
 		t.Errorf("copied %v, want %s", got, want)
+	}
+}
+
+// TestPatch: a patch applies where its text occurs once, and fails the
+// copy where it occurs never or twice.
+func TestPatch(t *testing.T) {
+	s := suite{patches: []patch{{file: "h_test.go", old: "func f(", new: "func g("}}}
+	got, err := s.patch("h_test.go", []byte("func f() {}\n"))
+	if err != nil || string(got) != "func g() {}\n" {
+		t.Errorf("patch = %q, %v; want func g", got, err)
+	}
+	if got, err := s.patch("other_test.go", []byte("func f() {}\n")); err != nil || string(got) != "func f() {}\n" {
+		t.Errorf("another file was patched: %q, %v", got, err)
+	}
+	for _, text := range []string{"func h() {}\n", "func f() {}\nfunc f() {}\n"} {
+		if _, err := s.patch("h_test.go", []byte(text)); err == nil {
+			t.Errorf("patching %q: no error", text)
+		}
+	}
+}
+
+// TestNotApplicable: the fake-only list is skipped on the fake, not on
+// the real server; the shared list on both.
+func TestNotApplicable(t *testing.T) {
+	s := suite{skipped: map[string]string{"TestE": "ensemble"}, skippedFake: map[string]string{"TestC": "catalog"}}
+	if got := s.notApplicable(target{}); len(got) != 2 || got["TestC"] != "catalog" || got["TestE"] != "ensemble" {
+		t.Errorf("on the fake: %v", got)
+	}
+	if got := s.notApplicable(target{addr: "127.0.0.1:1"}); len(got) != 1 || got["TestE"] != "ensemble" {
+		t.Errorf("on the real server: %v", got)
 	}
 }

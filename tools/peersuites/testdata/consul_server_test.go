@@ -5,11 +5,18 @@ package api
 // (makeClient, makeClientWithoutConnect), but the server is a miniconsul,
 // a fresh one per call, not a consul agent. tools/peersuites copies this
 // file beside those tests at run time; api_test.go is not copied.
+//
+// When LOCKPROOF_PEERSUITE_ADDR names a real agent (tools/peersuites
+// -consul), makeClient gives a client of that agent instead, after
+// deleting every key and session on it (so that it looks as a fresh
+// agent does to these tests), and Stop leaves it running.
 
 import (
 	"crypto/rand"
 	"fmt"
+	"os"
 	"testing"
+	"time"
 
 	"github.com/lockproof/lockproof/fakes/miniconsul"
 )
@@ -28,11 +35,17 @@ type testServerConfig struct {
 	Datacenter string
 }
 
+// realAddr is the real agent the tests run against; "": miniconsul.
+var realAddr = os.Getenv("LOCKPROOF_PEERSUITE_ADDR")
+
 // makeClient starts a miniconsul, closed when the test ends, and a client
 // of it.
 func makeClient(t *testing.T) (*Client, *testServer) {
 	if testing.Short() {
 		t.Skip("too slow for testing.Short")
+	}
+	if realAddr != "" {
+		return realAgent(t)
 	}
 	fake, err := miniconsul.Start()
 	if err != nil {
@@ -56,14 +69,62 @@ func makeClientWithoutConnect(t *testing.T) (*Client, *testServer) {
 	return makeClient(t)
 }
 
-// Stop closes the fake.
-func (s *testServer) Stop() error { return s.fake.Close() }
+// realAgent empties the real agent's KV store and sessions and returns a
+// client of it.
+func realAgent(t *testing.T) (*Client, *testServer) {
+	conf := DefaultConfig()
+	conf.Address = realAddr
+	client, err := NewClient(conf)
+	if err != nil {
+		t.Fatalf("err: %v", err)
+	}
+	self, err := client.Agent().Self()
+	if err != nil {
+		t.Fatalf("the agent at %s: %v", realAddr, err)
+	}
+	node, _ := self["Config"]["NodeName"].(string)
+	dc, _ := self["Config"]["Datacenter"].(string)
+	if _, err := client.KV().DeleteTree("", nil); err != nil {
+		t.Fatalf("emptying the agent's KV store: %v", err)
+	}
+	sessions, _, err := client.Session().List(nil)
+	if err != nil {
+		t.Fatalf("listing the agent's sessions: %v", err)
+	}
+	for _, se := range sessions {
+		if _, err := client.Session().Destroy(se.ID, nil); err != nil {
+			t.Fatalf("destroying session %s: %v", se.ID, err)
+		}
+	}
+	return client, &testServer{HTTPAddr: realAddr, client: client,
+		Config: testServerConfig{NodeName: node, Datacenter: dc}}
+}
+
+// Stop closes the fake; a real agent keeps running.
+func (s *testServer) Stop() error {
+	if s.fake == nil {
+		return nil
+	}
+	return s.fake.Close()
+}
 
 // WaitForSerfCheck waits, as the sdk's does, until the agent's node check
-// can back a session: on miniconsul, whose serfHealth check passes from
-// the start, until the server answers as its own leader.
+// can back a session: on a real agent until its serfHealth check passes
+// (at most 10 s); on miniconsul, whose serfHealth check passes from the
+// start, until the server answers as its own leader.
 func (s *testServer) WaitForSerfCheck(t testing.TB) {
 	t.Helper()
+	if s.fake == nil {
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			checks, _, err := s.client.Health().Node(s.Config.NodeName, nil)
+			if err == nil && len(checks) > 0 && checks.AggregatedStatus() == HealthPassing {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the agent's node checks do not pass: %v, %v", checks, err)
+			}
+		}
+	}
 	leader, err := s.client.Status().Leader()
 	if err != nil || leader == "" {
 		t.Fatalf("miniconsul has no leader: %q, %v", leader, err)
