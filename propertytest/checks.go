@@ -97,7 +97,7 @@ func (m *machine) violate(p Property, expected bool, detail string) {
 	lockH, _, _ := m.rec.histories()
 	m.found = append(m.found, Violation{
 		Property: p, Expected: expected || len(m.unclaimed) > 0, Unclaimed: m.unclaimedList(),
-		Detail: detail, History: m.describeLockOps(lockH, 24),
+		Detail: detail, History: describeLockOps(m.lock, lockH, 24),
 	})
 }
 
@@ -271,184 +271,54 @@ func (m *machine) checkAvailability() {
 const availabilityTries = 3
 
 // verdict runs the history checks after finish and returns every
-// violation of the run, with its evidence, written by out.
+// violation of the run, with its evidence, written by out, and the number
+// of checks left undecided.
 func (m *machine) verdict(ctx context.Context, out *outputs) ([]Violation, int, error) {
 	lockH, regH, unfenced := m.rec.histories()
 	m.ran[Exclusivity] = true
+	in := historyInput{model: m.model, lock: m.lock, opts: m.o.checkOptions(), unclaimed: m.unclaimedList()}
 	undecided := 0
-	lres, ev, err := m.checkLockHistory(ctx, lockH)
+	lf, err := checkLockHistory(ctx, in, lockH)
 	if err != nil {
 		return nil, 0, err
 	}
-	lockEvidence := func(all, expected bool) *Evidence {
-		e := *ev
-		e.All, e.Expected = all, expected
-		return &e
+	for _, op := range lf.refusals {
+		m.logf("the lock history refused client %d's acquire at t=%v while the lock was free (a spurious refusal): judged without it",
+			op.ClientID, round(time.Duration(op.Call)))
+		m.countSpurious(op.Input.Owner)
 	}
-	if lres.Verdict == linearize.Unknown {
+	if lf.illegal != nil {
+		m.found = append(m.found, *lf.illegal) // after the named checks' findings, which came first in time
+	}
+	if lf.result.Verdict == linearize.Unknown {
 		undecided++
 	}
-	if v, ok, err := m.checkRegister(ctx, regH, unfenced); err != nil {
+	if v, undec, err := checkRegister(ctx, in, regH, unfenced); err != nil {
 		return nil, 0, err
-	} else if ok {
-		m.found = append(m.found, v)
-	} else if v.Detail == "undecided" {
+	} else if v != nil {
+		m.found = append(m.found, *v)
+	} else if undec {
 		undecided++
 	}
-	m.checkLostUpdates()
+	if detail, paused := checkLostUpdates(m.reg.lostUpdates(), m.o.claims(FaultPause)); detail != "" {
+		if paused {
+			m.unclaimed["a holder paused past its lease (pause)"] = true
+		}
+		m.violate(Exclusivity, paused, detail)
+	}
 	nth := map[Property]int{} // a property may be broken twice in a run: a file each
 	for i := range m.found {
 		v := &m.found[i]
 		if v.Evidence == nil {
 			// The whole lock history, for the named checks' findings.
-			v.Evidence = lockEvidence(true, v.Expected)
+			e := *lf.evidence
+			e.Expected = v.Expected
+			v.Evidence = &e
 		}
 		nth[v.Property]++
 		v.File = out.write(v.Property, nth[v.Property], v.Evidence)
 	}
 	return m.found, undecided, nil
-}
-
-// grantWasLegal reports whether the counterexample cex, stuck at the grant
-// h[grant], becomes linearizable without the successful Unlocks and Renews
-// of other owners that were called at or after the instant the grant
-// returned. The search may get stuck at a grant after linearizing such
-// calls first (when several share an instant, as on a manual clock, it
-// linearizes as many as it can): the grant itself was legal, and what
-// broke the lock is that a former holder was still told it held the lock,
-// which is symmetry's business. A renewal called before the grant returned
-// stays: when the holder renewed honestly while another client's Lock was
-// still waiting, and the Lock then returned granted, the double grant is
-// exclusivity's, not a renewal's fault. A grant that stays illegal without
-// the dropped calls is exclusivity's.
-func grantWasLegal(ctx context.Context, model linearize.Checker[linearize.LeaseInput, linearize.LeaseOutput],
-	h []lockOp, cex []int, grant int, opts linearize.Options) bool {
-	g := h[grant]
-	return legalWithout(ctx, model, h, cex, opts, func(op *lockOp) bool {
-		return op.Input.Op != linearize.Acquire && op.Output.OK && !op.Unknown &&
-			op.Input.Owner != g.Input.Owner && op.Call >= g.Return
-	})
-}
-
-// legalWithout reports whether the counterexample cex becomes
-// linearizable once the operations drop picks are left out.
-func legalWithout(ctx context.Context, model linearize.Checker[linearize.LeaseInput, linearize.LeaseOutput],
-	h []lockOp, cex []int, opts linearize.Options, drop func(op *lockOp) bool) bool {
-	var rest []lockOp
-	for _, i := range cex {
-		if !drop(&h[i]) {
-			rest = append(rest, h[i])
-		}
-	}
-	if len(rest) == len(cex) {
-		return false
-	}
-	res, err := model.Check(ctx, rest, opts)
-	return err == nil && res.Verdict == linearize.Ok
-}
-
-// lockIllegal names the property a non-linearizable lock history breaks,
-// from the operation the search got stuck at.
-func lockIllegal(ctx context.Context, m *machine, h []lockOp, res *linearize.Result) Violation {
-	model := m.lock
-	p, what := Exclusivity, "a grant while the lease of another owner could not yet have expired, or a fencing token that did not grow"
-	if b := res.Blocker; b >= 0 && b < len(h) {
-		op := h[b]
-		switch {
-		case op.Input.Op != linearize.Acquire && op.Output.OK && !op.Unknown:
-			p, what = Symmetry, "an Unlock or Renew succeeded for an owner that did not hold the lock"
-		case op.Input.Op != linearize.Acquire && !op.Unknown:
-			what = "the holder's lease was lost before it could have expired"
-		case op.Input.Op == linearize.Acquire && !op.Output.OK && !op.Unknown:
-			p, what = Progress, fmt.Sprintf("acquires were refused while the lock was free, more than %d times", maxSpurious)
-		case op.Input.Op == linearize.Acquire && !op.Unknown && grantWasLegal(ctx, model, h, res.Counterexample, b, m.o.checkOptions()):
-			p, what = Symmetry, "an Unlock or Renew succeeded, at or after a legal grant to another owner, for an owner that no longer held the lock"
-		}
-		what += fmt.Sprintf(" (stuck at: client %d %s)", op.ClientID, model.DescribeOperation(&op))
-	}
-	var cex []lockOp
-	for _, i := range res.Counterexample {
-		cex = append(cex, h[i])
-	}
-	if m.model.Kind == linearize.KindLease {
-		if reasons := linearize.ExplainLease(cex, m.model.TTL, m.model.Tolerance); len(reasons) > 0 {
-			what += ": " + strings.Join(reasons, "; ")
-		}
-	}
-	minimal := "minimal"
-	if !res.Minimal {
-		minimal = "not minimized"
-	}
-	return Violation{
-		Property: p, Expected: len(m.unclaimed) > 0, Unclaimed: m.unclaimedList(),
-		Detail:  fmt.Sprintf("lock history is not linearizable (%s): %s; counterexample of %d operations (%s)", m.modelName(), what, len(res.Counterexample), minimal),
-		History: m.lockText(h, res),
-	}
-}
-
-// checkAgainst checks h against the model s names.
-func checkAgainst[I, O any](ctx context.Context, s linearize.Spec, h []linearize.Operation[I, O], opts linearize.Options) (linearize.Result, error) {
-	c, err := linearize.Bind[I, O](s)
-	if err != nil {
-		return linearize.Result{}, err
-	}
-	return c.Check(ctx, h, opts)
-}
-
-// checkRegister checks the register history: fenced (every lease had a
-// token) against NewFencedRegisterModel, unfenced against NewRegisterModel.
-// It guards the recording itself; lost updates are checkLostUpdates' job.
-func (m *machine) checkRegister(ctx context.Context, h []regOp, unfenced int) (Violation, bool, error) {
-	opts := m.o.checkOptions()
-	var res linearize.Result
-	var err error
-	ev := &Evidence{Expected: len(m.unclaimed) > 0}
-	switch unfenced {
-	case 0:
-		ev.Model, ev.Fenced = linearize.Spec{Kind: linearize.KindFenced}, fencedEvidence(h)
-		res, err = checkAgainst(ctx, ev.Model, ev.Fenced, opts)
-	case len(h):
-		ev.Model, ev.Register = linearize.Spec{Kind: linearize.KindRegister}, plainEvidence(h)
-		res, err = checkAgainst(ctx, ev.Model, ev.Register, opts)
-	default:
-		return Violation{}, false, fmt.Errorf("propertytest: the lock gave %d of %d leases no fencing token: a lock must be fenced always or never", unfenced, len(h))
-	}
-	if err != nil {
-		return Violation{}, false, fmt.Errorf("propertytest: checking the register history: %w", err)
-	}
-	switch res.Verdict {
-	case linearize.Unknown:
-		return Violation{Detail: "undecided"}, false, nil
-	case linearize.Ok:
-		return Violation{}, false, nil
-	}
-	ev.Result = res
-	return Violation{
-		Property: Exclusivity, Expected: len(m.unclaimed) > 0, Unclaimed: m.unclaimedList(),
-		Detail:   fmt.Sprintf("the shared register's history is not linearizable (%d operations in the counterexample)", len(res.Counterexample)),
-		Evidence: ev,
-	}, true, nil
-}
-
-// checkLostUpdates reports the register's lost updates: two holders'
-// read-modify-writes interleaved. A lost update caused by a write after the
-// writer's lease deadline is expected unless the lock claims FaultPause.
-func (m *machine) checkLostUpdates() {
-	lost := m.reg.lostUpdates()
-	if len(lost) == 0 {
-		return
-	}
-	paused := false
-	lines := make([]string, len(lost))
-	for i, l := range lost {
-		paused = paused || l.late
-		lines[i] = l.String()
-	}
-	expected := paused && !m.o.claims(FaultPause)
-	if expected {
-		m.unclaimed["a holder paused past its lease (pause)"] = true
-	}
-	m.violate(Exclusivity, expected, "lost update on the shared register: "+strings.Join(lines, "; "))
 }
 
 // believes reports whether c acts as the holder: its lease is valid by its
