@@ -42,6 +42,9 @@ type liveChecks interface {
 	collected(c *client)
 	// stepped: the driver took in every client after a step.
 	stepped()
+	// ended: every client crashed at the end of the run, which settled;
+	// the checks may probe the lock (endprobes.go).
+	ended()
 }
 
 // liveCheck is the suite's liveChecks: exclusivity at each grant and after
