@@ -3,7 +3,6 @@ package propertytest
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -91,19 +90,10 @@ func (v Violation) String() string {
 // violate records a violation found by a named check.
 func (m *machine) violate(p Property, expected bool, detail string) {
 	lockH, _, _ := m.rec.histories()
-	m.found = append(m.found, Violation{
-		Property: p, Expected: expected || len(m.unclaimed) > 0, Unclaimed: m.unclaimedList(),
+	m.findings.found = append(m.findings.found, Violation{
+		Property: p, Expected: expected || len(m.faults.unclaimed) > 0, Unclaimed: m.faults.unclaimedList(),
 		Detail: detail, History: describeLockOps(m.lock, lockH, 24),
 	})
-}
-
-func (m *machine) unclaimedList() []string {
-	var out []string
-	for k := range m.unclaimed {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // holder returns a client whose lease is valid (a client whose Unlock is
@@ -138,8 +128,8 @@ func (m *machine) fullHolders() []*client {
 // of checks left undecided.
 func (m *machine) verdict(ctx context.Context, out *outputs) ([]Violation, int, error) {
 	lockH, regH, unfenced := m.rec.histories()
-	m.ran[Exclusivity] = true
-	in := historyInput{model: m.model, lock: m.lock, opts: m.o.checkOptions(), unclaimed: m.unclaimedList()}
+	m.findings.ran[Exclusivity] = true
+	in := historyInput{model: m.model, lock: m.lock, opts: m.o.checkOptions(), unclaimed: m.faults.unclaimedList()}
 	undecided := 0
 	lf, err := checkLockHistory(ctx, in, lockH)
 	if err != nil {
@@ -148,10 +138,10 @@ func (m *machine) verdict(ctx context.Context, out *outputs) ([]Violation, int, 
 	for _, op := range lf.refusals {
 		m.logf("the lock history refused client %d's acquire at t=%v while the lock was free (a spurious refusal): judged without it",
 			op.ClientID, round(time.Duration(op.Call)))
-		m.countSpurious(op.Input.Owner)
+		m.findings.countSpurious(op.Input.Owner)
 	}
 	if lf.illegal != nil {
-		m.found = append(m.found, *lf.illegal) // after the named checks' findings, which came first in time
+		m.findings.found = append(m.findings.found, *lf.illegal) // after the named checks' findings, which came first in time
 	}
 	if lf.result.Verdict == linearize.Unknown {
 		undecided++
@@ -159,19 +149,19 @@ func (m *machine) verdict(ctx context.Context, out *outputs) ([]Violation, int, 
 	if v, undec, err := checkRegister(ctx, in, regH, unfenced); err != nil {
 		return nil, 0, err
 	} else if v != nil {
-		m.found = append(m.found, *v)
+		m.findings.found = append(m.findings.found, *v)
 	} else if undec {
 		undecided++
 	}
 	if detail, paused := checkLostUpdates(m.reg.lostUpdates(), m.o.claims(FaultPause)); detail != "" {
 		if paused {
-			m.unclaimed["a holder paused past its lease (pause)"] = true
+			m.faults.unclaimed["a holder paused past its lease (pause)"] = true
 		}
 		m.violate(Exclusivity, paused, detail)
 	}
 	nth := map[Property]int{} // a property may be broken twice in a run: a file each
-	for i := range m.found {
-		v := &m.found[i]
+	for i := range m.findings.found {
+		v := &m.findings.found[i]
 		if v.Evidence == nil {
 			// The whole lock history, for the named checks' findings.
 			e := *lf.evidence
@@ -181,7 +171,7 @@ func (m *machine) verdict(ctx context.Context, out *outputs) ([]Violation, int, 
 		nth[v.Property]++
 		v.File = out.write(v.Property, nth[v.Property], v.Evidence)
 	}
-	return m.found, undecided, nil
+	return m.findings.found, undecided, nil
 }
 
 // believes reports whether c acts as the holder: its lease is valid by its

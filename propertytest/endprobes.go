@@ -33,11 +33,11 @@ func (k *liveCheck) ended() {
 // reported.
 func (k *liveCheck) deadlockFreedom() {
 	m := k.m
-	m.ran[DeadlockFreedom] = true
+	m.findings.ran[DeadlockFreedom] = true
 	crashed := m.rec.now()
 	// One refusal may be spurious (see Progress): a second try decides.
 	maxRefusals := 2
-	if m.faulted {
+	if m.faults.faulted {
 		maxRefusals = 3
 	}
 	var h *held
@@ -64,8 +64,8 @@ func (k *liveCheck) deadlockFreedom() {
 			round(time.Duration(crashed)), m.at(), refused+unknown, m.o.TTL, m.o.Slack, refused, unknown, err))
 		return
 	}
-	if refused > 0 && !m.faulted {
-		m.spurious++
+	if refused > 0 && !m.faults.faulted {
+		m.findings.spurious++
 		m.logf("deadlock-freedom probe granted after %d refusals (spurious)", refused)
 	}
 	if err := m.unlock(m.probe, h); err != nil {
@@ -84,7 +84,7 @@ func (k *liveCheck) availability() {
 	if m.be.Nodes < 3 || m.be.StopNode == nil || m.be.StartNode == nil {
 		return
 	}
-	m.ran[Availability] = true
+	m.findings.ran[Availability] = true
 	down := (m.be.Nodes - 1) / 2
 	for i := range down {
 		m.be.StopNode(i)

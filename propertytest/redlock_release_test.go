@@ -92,7 +92,7 @@ func TestRedlockReleaseThatFreedAndThenFoundNothingIsNoViolation(t *testing.T) {
 	if lf.result.Verdict != linearize.Ok || lf.illegal != nil {
 		t.Errorf("lock history: %v, want Ok; log:\n%s", lf.result.Verdict, strings.Join(m.log, "\n"))
 	}
-	if len(m.found) > 0 {
-		t.Errorf("violations: %v", m.found)
+	if len(m.findings.found) > 0 {
+		t.Errorf("violations: %v", m.findings.found)
 	}
 }
