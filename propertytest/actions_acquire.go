@@ -17,7 +17,7 @@ type acquisition struct {
 	c        *client
 	i        int    // the call's operation in the lock history
 	owner    uint64 // the suite's name for the acquisition
-	events   int    // m.faultEvents at the call
+	events   int    // m.faults.events at the call
 	locker   locks.Locker
 	shared   bool
 	blocking bool
@@ -41,7 +41,7 @@ type acquisition struct {
 func (m *machine) acquire(c *client, blocking, crash bool, stallAt int, onGrant func(h *held)) *op {
 	a := &acquisition{m: m, c: c, owner: m.newOwner(), blocking: blocking, crash: crash, onGrant: onGrant}
 	a.i = m.rec.call(c.id, linearize.Acquire, m.o.Name, a.owner)
-	a.events = m.faultEvents
+	a.events = m.faults.events
 	a.locker, a.shared = c.locker, c.read
 	if a.shared {
 		a.locker, c.read = c.reader, false
@@ -96,7 +96,7 @@ func (a *acquisition) finished() {
 func (a *acquisition) outcome() {
 	m, c := a.m, a.c
 	out, unknown := m.outputOf(a.i)
-	m.count(a.name, a.err, true, m.sched.crashed(a.o))
+	m.findings.count(a.name, a.err, true, m.sched.crashed(a.o))
 	if unknown {
 		m.doubt()
 		if m.sched.crashed(a.o) {
@@ -147,7 +147,7 @@ func (a *acquisition) diedAtGrant() {
 	if _, crasher := c.locker.(Crasher); crasher {
 		m.rec.cleanedUp(a.i) // its lease may end with its connections (crashedHolder)
 	}
-	m.count(a.name, nil, true, true)
+	m.findings.count(a.name, nil, true, true)
 	m.doubt()
 	m.logf("client %d: crashed inside %s at %v", c.id, a.name, locks.PointAcquired)
 	m.crash(c)

@@ -43,26 +43,26 @@ func (m *machine) crash(c *client) {
 // toggleFault injects fault i, or heals it when it is active.
 func (m *machine) toggleFault(i int) error {
 	f := m.be.Faults[i]
-	if m.active[i] {
+	if m.faults.active[i] {
 		m.logf("heal %s", f.Name)
-		delete(m.active, i)
-		m.faultEvents++
+		delete(m.faults.active, i)
+		m.faults.events++
 		err := f.Heal()
 		m.sched.settle()
 		m.collect()
 		return err
 	}
 	m.logf("inject %s", f.Name)
-	m.faulted, m.used[i] = true, true
-	m.faultEvents++
+	m.faults.faulted, m.faults.used[i] = true, true
+	m.faults.events++
 	if !m.o.claims(f.Kind) {
-		m.unclaimed[f.Name+" ("+string(f.Kind)+")"] = true
+		m.faults.unclaimed[f.Name+" ("+string(f.Kind)+")"] = true
 	}
 	if err := f.Inject(); err != nil {
 		return fmt.Errorf("propertytest: inject %s: %w", f.Name, err)
 	}
 	if f.Heal != nil {
-		m.active[i] = true
+		m.faults.active[i] = true
 	}
 	m.sched.settle()
 	m.collect()
@@ -86,7 +86,7 @@ var faultActions = []action{
 	}},
 	{name: "Fault", on: func(m *machine) bool { return len(m.be.Faults) > 0 }, do: func(m *machine, t *rapid.T, _ *client) {
 		i := rapid.IntRange(0, len(m.be.Faults)-1).Draw(t, "fault")
-		if m.used[i] && m.be.Faults[i].Heal == nil {
+		if m.faults.used[i] && m.be.Faults[i].Heal == nil {
 			t.Skip("fault cannot be undone")
 		}
 		if err := m.toggleFault(i); err != nil {

@@ -30,7 +30,7 @@ func (m *machine) release(c *client, h *held, unlock bool, stallAt int, done fun
 	})
 	c.op = o
 	c.fin = func() {
-		m.count(name, err, false, m.sched.crashed(o))
+		m.findings.count(name, err, false, m.sched.crashed(o))
 		m.checks.released(c, h, rc, o, err)
 		if !unlock && err == nil {
 			h.proved = m.rec.now()

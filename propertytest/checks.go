@@ -2,16 +2,11 @@ package propertytest
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"maps"
-	"slices"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/lockproof/lockproof/linearize"
-	"github.com/lockproof/lockproof/locks"
 )
 
 // Property names what a lock promises.
@@ -95,19 +90,10 @@ func (v Violation) String() string {
 // violate records a violation found by a named check.
 func (m *machine) violate(p Property, expected bool, detail string) {
 	lockH, _, _ := m.rec.histories()
-	m.found = append(m.found, Violation{
-		Property: p, Expected: expected || len(m.unclaimed) > 0, Unclaimed: m.unclaimedList(),
-		Detail: detail, History: m.describeLockOps(lockH, 24),
+	m.findings.found = append(m.findings.found, Violation{
+		Property: p, Expected: expected || len(m.faults.unclaimed) > 0, Unclaimed: m.faults.unclaimedList(),
+		Detail: detail, History: describeLockOps(m.lock, lockH, 24),
 	})
-}
-
-func (m *machine) unclaimedList() []string {
-	var out []string
-	for k := range m.unclaimed {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // holder returns a client whose lease is valid (a client whose Unlock is
@@ -137,318 +123,55 @@ func (m *machine) fullHolders() []*client {
 	return hs
 }
 
-// finish ends the run: heals the faults, resolves pending Locks, then
-// checks deadlock freedom and availability. The faults heal in the order
-// of their index, not a map's, which Go draws anew at each range: two
-// nodes of five down at the end of a Redlock run came back in either
-// order, and two replays of a seed parted there.
-func (m *machine) finish() error {
-	for _, i := range slices.Sorted(maps.Keys(m.active)) {
-		if err := m.toggleFault(i); err != nil {
-			return err
-		}
-	}
-	for _, c := range m.cl {
-		m.crash(c)
-	}
-	if m.fatal != nil {
-		return m.fatal
-	}
-	m.sched.settle()
-	m.collect()
-	m.checkDeadlockFreedom()
-	m.checkAvailability()
-	return nil
-}
-
-// checkDeadlockFreedom: every client has crashed; once TTL + Slack has
-// passed, a new client's TryLock must be granted. A refused probe is
-// retried TTL + Slack later, once (a refusal may be spurious), or up to
-// three refusals in all after network faults: a request held by a healed
-// partition may still land (in wall time) after the crash and take the
-// lock for one more TTL.
-//
-// A probe that ends without an answer (OpTimeout ran out on a loaded
-// machine, say) is no evidence either way, and may even have taken the
-// lock on the server; it is retried the same way, up to maxUnknownProbes
-// times. Only a lock that refuses, or never answers, that often is
-// reported.
-func (m *machine) checkDeadlockFreedom() {
-	m.ran[DeadlockFreedom] = true
-	crashed := m.rec.now()
-	// One refusal may be spurious (see Progress): a second try decides.
-	maxRefusals := 2
-	if m.faulted {
-		maxRefusals = 3
-	}
-	var h *held
-	var err error
-	refused, unknown := 0, 0
-	for refused < maxRefusals && unknown < maxUnknownProbes {
-		step := m.o.TTL / 4
-		for passed := time.Duration(0); passed < m.o.TTL+m.o.Slack; passed += step {
-			m.advance(min(step, m.o.TTL+m.o.Slack-passed))
-		}
-		if h, err = m.tryLock(m.probe); h != nil {
-			break
-		}
-		if errors.Is(err, locks.ErrLocked) {
-			refused++
-		} else {
-			unknown++
-			m.logf("deadlock-freedom probe without an answer: %v", err)
-		}
-	}
-	if h == nil {
-		m.violate(DeadlockFreedom, false, fmt.Sprintf(
-			"every holder crashed at t=%v; at t=%v (%d × (TTL %v + slack %v) later; %d refused, %d without an answer) TryLock still failed: %v",
-			round(time.Duration(crashed)), m.at(), refused+unknown, m.o.TTL, m.o.Slack, refused, unknown, err))
-		return
-	}
-	if refused > 0 && !m.faulted {
-		m.spurious++
-		m.logf("deadlock-freedom probe granted after %d refusals (spurious)", refused)
-	}
-	if err := m.unlock(m.probe, h); err != nil {
-		m.logf("deadlock-freedom probe: unlock: %v", err)
-	}
-}
-
-// maxUnknownProbes bounds the deadlock-freedom probes that may end without
-// an answer before the lock is reported.
-const maxUnknownProbes = 5
-
-// checkAvailability stops a minority of the backend's nodes and requires
-// TryLock, Renew and Unlock to succeed.
-func (m *machine) checkAvailability() {
-	if m.be.Nodes < 3 || m.be.StopNode == nil || m.be.StartNode == nil {
-		return
-	}
-	m.ran[Availability] = true
-	down := (m.be.Nodes - 1) / 2
-	for i := range down {
-		m.be.StopNode(i)
-	}
-	defer func() {
-		for i := range down {
-			m.be.StartNode(i)
-		}
-	}()
-	fail := func(what string, err error) {
-		m.violate(Availability, false, fmt.Sprintf("with %d of %d nodes down (nodes 0..%d), %s failed: %v",
-			down, m.be.Nodes, down-1, what, err))
-	}
-	// A request of the deadlock-freedom probe that timed out on a loaded
-	// machine may still land on a node after its Unlock and hold the key
-	// there for a TTL: with a minority down, that alone can refuse the next
-	// TryLock. So a failed TryLock is retried after TTL + Slack, twice; a
-	// lock still refused then is unavailable.
-	var h *held
-	var err error
-	for attempt := range availabilityTries {
-		if attempt > 0 {
-			m.logf("availability probe %d failed (%v): retrying after TTL + Slack", attempt, err)
-			m.advance(m.o.TTL + m.o.Slack)
-		}
-		if h, err = m.tryLock(m.probe); h != nil {
-			break
-		}
-	}
-	if h == nil {
-		fail(fmt.Sprintf("TryLock on the free lock (%d times, TTL + slack apart)", availabilityTries), err)
-		return
-	}
-	if err := m.renew(m.probe, h); err != nil && !errors.Is(err, errors.ErrUnsupported) {
-		fail("Renew", err) // a lock that cannot renew says so with errors.ErrUnsupported
-	}
-	if err := m.unlock(m.probe, h); err != nil {
-		fail("Unlock", err)
-	}
-}
-
-// availabilityTries is how many TryLocks the availability check makes on
-// the free lock before it reports the lock unavailable.
-const availabilityTries = 3
-
 // verdict runs the history checks after finish and returns every
-// violation of the run, with its evidence, written by out.
+// violation of the run, with its evidence, written by out, and the number
+// of checks left undecided.
 func (m *machine) verdict(ctx context.Context, out *outputs) ([]Violation, int, error) {
 	lockH, regH, unfenced := m.rec.histories()
-	m.ran[Exclusivity] = true
+	m.findings.ran[Exclusivity] = true
+	in := historyInput{model: m.model, lock: m.lock, opts: m.o.checkOptions(), unclaimed: m.faults.unclaimedList()}
 	undecided := 0
-	lres, ev, err := m.checkLockHistory(ctx, lockH)
+	lf, err := checkLockHistory(ctx, in, lockH)
 	if err != nil {
 		return nil, 0, err
 	}
-	lockEvidence := func(all, expected bool) *Evidence {
-		e := *ev
-		e.All, e.Expected = all, expected
-		return &e
+	for _, op := range lf.refusals {
+		m.logf("the lock history refused client %d's acquire at t=%v while the lock was free (a spurious refusal): judged without it",
+			op.ClientID, round(time.Duration(op.Call)))
+		m.findings.countSpurious(op.Input.Owner)
 	}
-	if lres.Verdict == linearize.Unknown {
+	if lf.illegal != nil {
+		m.findings.found = append(m.findings.found, *lf.illegal) // after the named checks' findings, which came first in time
+	}
+	if lf.result.Verdict == linearize.Unknown {
 		undecided++
 	}
-	if v, ok, err := m.checkRegister(ctx, regH, unfenced); err != nil {
+	if v, undec, err := checkRegister(ctx, in, regH, unfenced); err != nil {
 		return nil, 0, err
-	} else if ok {
-		m.found = append(m.found, v)
-	} else if v.Detail == "undecided" {
+	} else if v != nil {
+		m.findings.found = append(m.findings.found, *v)
+	} else if undec {
 		undecided++
 	}
-	m.checkLostUpdates()
+	if detail, paused := checkLostUpdates(m.reg.lostUpdates(), m.o.claims(FaultPause)); detail != "" {
+		if paused {
+			m.faults.unclaimed["a holder paused past its lease (pause)"] = true
+		}
+		m.violate(Exclusivity, paused, detail)
+	}
 	nth := map[Property]int{} // a property may be broken twice in a run: a file each
-	for i := range m.found {
-		v := &m.found[i]
+	for i := range m.findings.found {
+		v := &m.findings.found[i]
 		if v.Evidence == nil {
 			// The whole lock history, for the named checks' findings.
-			v.Evidence = lockEvidence(true, v.Expected)
+			e := *lf.evidence
+			e.Expected = v.Expected
+			v.Evidence = &e
 		}
 		nth[v.Property]++
 		v.File = out.write(v.Property, nth[v.Property], v.Evidence)
 	}
-	return m.found, undecided, nil
-}
-
-// grantWasLegal reports whether the counterexample cex, stuck at the grant
-// h[grant], becomes linearizable without the successful Unlocks and Renews
-// of other owners that were called at or after the instant the grant
-// returned. The search may get stuck at a grant after linearizing such
-// calls first (when several share an instant, as on a manual clock, it
-// linearizes as many as it can): the grant itself was legal, and what
-// broke the lock is that a former holder was still told it held the lock,
-// which is symmetry's business. A renewal called before the grant returned
-// stays: when the holder renewed honestly while another client's Lock was
-// still waiting, and the Lock then returned granted, the double grant is
-// exclusivity's, not a renewal's fault. A grant that stays illegal without
-// the dropped calls is exclusivity's.
-func grantWasLegal(ctx context.Context, model linearize.Checker[linearize.LeaseInput, linearize.LeaseOutput],
-	h []lockOp, cex []int, grant int, opts linearize.Options) bool {
-	g := h[grant]
-	return legalWithout(ctx, model, h, cex, opts, func(op *lockOp) bool {
-		return op.Input.Op != linearize.Acquire && op.Output.OK && !op.Unknown &&
-			op.Input.Owner != g.Input.Owner && op.Call >= g.Return
-	})
-}
-
-// legalWithout reports whether the counterexample cex becomes
-// linearizable once the operations drop picks are left out.
-func legalWithout(ctx context.Context, model linearize.Checker[linearize.LeaseInput, linearize.LeaseOutput],
-	h []lockOp, cex []int, opts linearize.Options, drop func(op *lockOp) bool) bool {
-	var rest []lockOp
-	for _, i := range cex {
-		if !drop(&h[i]) {
-			rest = append(rest, h[i])
-		}
-	}
-	if len(rest) == len(cex) {
-		return false
-	}
-	res, err := model.Check(ctx, rest, opts)
-	return err == nil && res.Verdict == linearize.Ok
-}
-
-// lockIllegal names the property a non-linearizable lock history breaks,
-// from the operation the search got stuck at.
-func lockIllegal(ctx context.Context, m *machine, h []lockOp, res *linearize.Result) Violation {
-	model := m.lock
-	p, what := Exclusivity, "a grant while the lease of another owner could not yet have expired, or a fencing token that did not grow"
-	if b := res.Blocker; b >= 0 && b < len(h) {
-		op := h[b]
-		switch {
-		case op.Input.Op != linearize.Acquire && op.Output.OK && !op.Unknown:
-			p, what = Symmetry, "an Unlock or Renew succeeded for an owner that did not hold the lock"
-		case op.Input.Op != linearize.Acquire && !op.Unknown:
-			what = "the holder's lease was lost before it could have expired"
-		case op.Input.Op == linearize.Acquire && !op.Output.OK && !op.Unknown:
-			p, what = Progress, fmt.Sprintf("acquires were refused while the lock was free, more than %d times", maxSpurious)
-		case op.Input.Op == linearize.Acquire && !op.Unknown && grantWasLegal(ctx, model, h, res.Counterexample, b, m.o.checkOptions()):
-			p, what = Symmetry, "an Unlock or Renew succeeded, at or after a legal grant to another owner, for an owner that no longer held the lock"
-		}
-		what += fmt.Sprintf(" (stuck at: client %d %s)", op.ClientID, model.DescribeOperation(&op))
-	}
-	var cex []lockOp
-	for _, i := range res.Counterexample {
-		cex = append(cex, h[i])
-	}
-	if m.model.Kind == linearize.KindLease {
-		if reasons := linearize.ExplainLease(cex, m.model.TTL, m.model.Tolerance); len(reasons) > 0 {
-			what += ": " + strings.Join(reasons, "; ")
-		}
-	}
-	minimal := "minimal"
-	if !res.Minimal {
-		minimal = "not minimized"
-	}
-	return Violation{
-		Property: p, Expected: len(m.unclaimed) > 0, Unclaimed: m.unclaimedList(),
-		Detail:  fmt.Sprintf("lock history is not linearizable (%s): %s; counterexample of %d operations (%s)", m.modelName(), what, len(res.Counterexample), minimal),
-		History: m.lockText(h, res),
-	}
-}
-
-// checkAgainst checks h against the model s names.
-func checkAgainst[I, O any](ctx context.Context, s linearize.Spec, h []linearize.Operation[I, O], opts linearize.Options) (linearize.Result, error) {
-	c, err := linearize.Bind[I, O](s)
-	if err != nil {
-		return linearize.Result{}, err
-	}
-	return c.Check(ctx, h, opts)
-}
-
-// checkRegister checks the register history: fenced (every lease had a
-// token) against NewFencedRegisterModel, unfenced against NewRegisterModel.
-// It guards the recording itself; lost updates are checkLostUpdates' job.
-func (m *machine) checkRegister(ctx context.Context, h []regOp, unfenced int) (Violation, bool, error) {
-	opts := m.o.checkOptions()
-	var res linearize.Result
-	var err error
-	ev := &Evidence{Expected: len(m.unclaimed) > 0}
-	switch unfenced {
-	case 0:
-		ev.Model, ev.Fenced = linearize.Spec{Kind: linearize.KindFenced}, fencedEvidence(h)
-		res, err = checkAgainst(ctx, ev.Model, ev.Fenced, opts)
-	case len(h):
-		ev.Model, ev.Register = linearize.Spec{Kind: linearize.KindRegister}, plainEvidence(h)
-		res, err = checkAgainst(ctx, ev.Model, ev.Register, opts)
-	default:
-		return Violation{}, false, fmt.Errorf("propertytest: the lock gave %d of %d leases no fencing token: a lock must be fenced always or never", unfenced, len(h))
-	}
-	if err != nil {
-		return Violation{}, false, fmt.Errorf("propertytest: checking the register history: %w", err)
-	}
-	switch res.Verdict {
-	case linearize.Unknown:
-		return Violation{Detail: "undecided"}, false, nil
-	case linearize.Ok:
-		return Violation{}, false, nil
-	}
-	ev.Result = res
-	return Violation{
-		Property: Exclusivity, Expected: len(m.unclaimed) > 0, Unclaimed: m.unclaimedList(),
-		Detail:   fmt.Sprintf("the shared register's history is not linearizable (%d operations in the counterexample)", len(res.Counterexample)),
-		Evidence: ev,
-	}, true, nil
-}
-
-// checkLostUpdates reports the register's lost updates: two holders'
-// read-modify-writes interleaved. A lost update caused by a write after the
-// writer's lease deadline is expected unless the lock claims FaultPause.
-func (m *machine) checkLostUpdates() {
-	lost := m.reg.lostUpdates()
-	if len(lost) == 0 {
-		return
-	}
-	paused := false
-	lines := make([]string, len(lost))
-	for i, l := range lost {
-		paused = paused || l.late
-		lines[i] = l.String()
-	}
-	expected := paused && !m.o.claims(FaultPause)
-	if expected {
-		m.unclaimed["a holder paused past its lease (pause)"] = true
-	}
-	m.violate(Exclusivity, expected, "lost update on the shared register: "+strings.Join(lines, "; "))
+	return m.findings.found, undecided, nil
 }
 
 // believes reports whether c acts as the holder: its lease is valid by its

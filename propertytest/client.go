@@ -18,7 +18,7 @@ type held struct {
 	// lease returned: the backend may keep the lease until TTL after it,
 	// whatever the holder believes.
 	proved int64
-	// faultEvents is the machine's faultEvents at the acquisition's call.
+	// faultEvents is the machine's faults.events at the acquisition's call.
 	faultEvents int
 }
 

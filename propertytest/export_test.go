@@ -33,7 +33,7 @@ func TraceRuns(t *testing.T, factory Factory, o Options) []string {
 		var b strings.Builder
 		b.WriteString(volatile.ReplaceAllString(strings.Join(m.log, "\n"), "<id>"))
 		b.WriteString("\n--- lock history\n")
-		b.WriteString(m.describeLockOps(lockH, len(lockH)))
+		b.WriteString(describeLockOps(m.lock, lockH, len(lockH)))
 		b.WriteString("--- register history\n")
 		for _, op := range regH {
 			fmt.Fprintf(&b, "client %d at %d: %+v -> %+v\n", op.ClientID, op.Call, op.Input, op.Output)

@@ -3,7 +3,6 @@ package propertytest
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -337,26 +336,4 @@ func (g *register) lostUpdates() []lostUpdate {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return append([]lostUpdate(nil), g.lost...)
-}
-
-// describeLockOps renders the last n operations of the lock history, for
-// the named checks' findings, which come before any verdict.
-func (m *machine) describeLockOps(h []lockOp, n int) string {
-	from := max(0, len(h)-n)
-	text := m.lockText(h[from:], nil)
-	if from > 0 {
-		text = fmt.Sprintf("... %d earlier operations\n", from) + text
-	}
-	return text
-}
-
-// lockText is the lock history h and the result res on it (nil: none
-// yet) as linearize.WriteText draws it: of an Illegal result, the
-// counterexample.
-func (m *machine) lockText(h []lockOp, res *linearize.Result) string {
-	var b strings.Builder
-	if err := m.lock.WriteText(&b, h, res, linearize.Picture{Unit: time.Nanosecond}); err != nil {
-		return fmt.Sprintf("(the history could not be drawn: %v)", err)
-	}
-	return b.String()
 }

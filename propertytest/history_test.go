@@ -221,12 +221,12 @@ func TestLockIllegalBlame(t *testing.T) {
 			if c.h[res.Blocker].Input.Op != linearize.Acquire {
 				t.Fatalf("stuck at %+v, want the second grant: the history no longer tests the grant's blame", c.h[res.Blocker])
 			}
-			m := &machine{o: Options{TTL: ttl, CheckTimeLimit: 10 * time.Second}, unclaimed: map[string]bool{}}
-			m.model = lockModel(m.o)
-			if m.lock, err = linearize.Bind[linearize.LeaseInput, linearize.LeaseOutput](m.model); err != nil {
+			o := Options{TTL: ttl, CheckTimeLimit: 10 * time.Second}
+			in := historyInput{model: lockModel(o), opts: o.checkOptions()}
+			if in.lock, err = linearize.Bind[linearize.LeaseInput, linearize.LeaseOutput](in.model); err != nil {
 				t.Fatal(err)
 			}
-			if v := lockIllegal(context.Background(), m, c.h, &res); v.Property != c.want {
+			if v := lockIllegal(context.Background(), in, c.h, &res); v.Property != c.want {
 				t.Errorf("blamed on %s, want %s: %s", v.Property, c.want, v.Detail)
 			}
 		})

@@ -42,6 +42,9 @@ type liveChecks interface {
 	collected(c *client)
 	// stepped: the driver took in every client after a step.
 	stepped()
+	// ended: every client crashed at the end of the run, which settled;
+	// the checks may probe the lock (endprobes.go).
+	ended()
 }
 
 // liveCheck is the suite's liveChecks: exclusivity at each grant and after
@@ -63,11 +66,11 @@ var _ liveChecks = (*liveCheck)(nil)
 // run without faults, which a cell of frequent faults seldom has.
 func (k *liveCheck) untouchedByFaults(hs []*client) bool {
 	m := k.m
-	if len(m.active) > 0 {
+	if len(m.faults.active) > 0 {
 		return false
 	}
 	for _, c := range hs {
-		if c.cur.faultEvents != m.faultEvents {
+		if c.cur.faultEvents != m.faults.events {
 			return false
 		}
 	}
@@ -153,7 +156,7 @@ func (k *liveCheck) afterForeign(what string, holder *client) {
 	if !k.untouchedByFaults(hs) || !slices.Contains(hs, holder) {
 		return
 	}
-	m.ran[Symmetry] = true
+	m.findings.ran[Symmetry] = true
 	listed, leases := k.heldBy(hs), leasesOf(hs)
 	h, err := m.tryLock(m.probe)
 	if h == nil {
@@ -267,7 +270,7 @@ func (k *liveCheck) renewed(c *client, h *held, err error) {
 	if _, unknown := releaseOutcome(err); err == nil || unknown {
 		return
 	}
-	m.ran[Exclusivity] = true
+	m.findings.ran[Exclusivity] = true
 	if !closed(h.lease.Done()) || h.lease.Err() == nil {
 		m.violate(Exclusivity, false, fmt.Sprintf(
 			"client %d's Renew was refused (%v) but its lease (token %d) did not say it was lost: Done open=%v, Err=%v",
@@ -302,7 +305,7 @@ func (k *liveCheck) collected(c *client) {
 		case m.be.Clock.Now().Before(end):
 			kept = append(kept, l)
 		default:
-			m.ran[Exclusivity] = true
+			m.findings.ran[Exclusivity] = true
 			m.violate(Exclusivity, false, fmt.Sprintf(
 				"client %d's lease (token %d) ended at t=%v, yet at t=%v (slack %v later) its Done was still open (Err=%v): the holder was never told it lost the lock",
 				c.id, l.h.token, m.since(l.h.lease.Deadline()), m.at(), m.o.Slack, l.h.lease.Err()))
@@ -384,7 +387,7 @@ func (k *liveCheck) released(c *client, h *held, rc releaseCall, o *op, err erro
 		!m.be.Clock.Now().Before(rc.deadline) {
 		return
 	}
-	m.ran[Progress] = true
+	m.findings.ran[Progress] = true
 	if err == nil || unknownError(err) || errors.Is(err, locks.ErrNotHeld) {
 		return
 	}
@@ -399,7 +402,7 @@ func (k *liveCheck) released(c *client, h *held, rc releaseCall, o *op, err erro
 // lock is.
 func (k *liveCheck) refusedFree(c *client, owner uint64) {
 	m := k.m
-	m.countSpurious(owner)
+	m.findings.countSpurious(owner)
 	m.logf("client %d: TryLock refused while the lock was free (a spurious refusal)", c.id)
 	k.probeFree(fmt.Sprintf("client %d's TryLock was refused at t=%v while the lock was free", c.id, m.at()))
 }
@@ -413,7 +416,7 @@ func (k *liveCheck) refusedFree(c *client, owner uint64) {
 // granted, it broke deadlock freedom.
 func (k *liveCheck) probeFree(what string) {
 	m := k.m
-	m.ran[DeadlockFreedom], m.ran[Progress] = true, true
+	m.findings.ran[DeadlockFreedom], m.findings.ran[Progress] = true, true
 	since := m.rec.now()
 	var h *held
 	var err error
@@ -466,12 +469,12 @@ func (k *liveCheck) reentered(c *client, h *held, name string, nested locks.Leas
 	m := k.m
 	switch {
 	case err != nil:
-		m.ran[DeadlockFreedom] = true
+		m.findings.ran[DeadlockFreedom] = true
 		m.violate(DeadlockFreedom, false, fmt.Sprintf(
 			"client %d holds the lock (token %d, valid until t=%v) and its owner's nested %s was refused: %v; an owner must re-enter its own acquisition",
 			c.id, h.token, m.since(h.lease.Deadline()), name, err))
 	case !sameAcquisition(h, nested):
-		m.ran[Exclusivity] = true
+		m.findings.ran[Exclusivity] = true
 		tok, _ := nested.Token()
 		m.violate(Exclusivity, false, fmt.Sprintf(
 			"client %d holds the lock (token %d) and its owner's nested %s came back with another acquisition (token %d, deadline t=%v against t=%v): two acquisitions held at once",
@@ -483,7 +486,7 @@ func (k *liveCheck) reentered(c *client, h *held, name string, nested locks.Leas
 // acquisition under the outer hold.
 func (k *liveCheck) innerUnlocked(c *client, h *held) {
 	m := k.m
-	m.ran[Exclusivity] = true
+	m.findings.ran[Exclusivity] = true
 	if closed(h.lease.Done()) || h.lease.Err() != nil {
 		m.violate(Exclusivity, false, fmt.Sprintf(
 			"client %d's Unlock of a nested hold ended its acquisition (token %d; Err=%v) while its outer hold was still held: the lock is free to others under the owner's outer hold",

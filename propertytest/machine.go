@@ -3,52 +3,79 @@ package propertytest
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"slices"
+	"sort"
 	"time"
 
 	"github.com/lockproof/lockproof/linearize"
 	"github.com/lockproof/lockproof/locks"
 )
 
-// machine is one run of the state machine.
+// machine is one run of the state machine: the clients, the scheduler
+// that drives their operations, the fault state, the findings and the live
+// checks.
 type machine struct {
-	o     Options
-	be    *Backend
-	rec   *recorder
-	reg   register
-	cl    []*client
-	probe *client // acquires on the suite's behalf for the named checks
+	o   Options
+	be  *Backend
+	rec *recorder // the lock history, and the register's
+	reg register
+	log []string
 
-	owners         uint64
-	active         map[int]bool    // backend faults injected and not healed
-	used           map[int]bool    // backend faults injected at least once
-	unclaimed      map[string]bool // unclaimed faults injected during the run
-	faulted        bool            // some backend fault was injected
-	faultEvents    int             // backend faults injected or healed so far
-	found          []Violation
-	ran            map[Property]bool // the named checks this run made
-	log            []string
-	sched          *sched
-	jitterSeed     uint64               // the seed of the clients' jitter sources
-	fatal          error                // a failure of the harness outside an action's reach (a crashed client's new Locker)
-	fenced         int                  // 1: the lock's leases are fenced, -1: they are not, 0: no lease seen yet
-	outcomes       map[string]*Outcomes // per kind of call (outcomeKinds)
-	spurious       int                  // refusals of a free lock tolerated (Report.SpuriousRefusals)
-	spuriousOwners map[uint64]bool      // the acquisitions they refused
-	uncertain      int64                // history time of the last event that may have left the lock taken (unknown outcome, crash, foreign call)
-	doubted        bool                 // such an event happened (uncertain may be 0, the history's start)
+	cl         []*client
+	probe      *client // acquires on the suite's behalf for the named checks
+	owners     uint64  // the last owner id drawn (newOwner)
+	jitterSeed uint64  // the seed of the clients' jitter sources
+	fenced     int     // 1: the lock's leases are fenced, -1: they are not, 0: no lease seen yet
+	uncertain  int64   // history time of the last event that may have left the lock taken (unknown outcome, crash, foreign call)
+	doubted    bool    // such an event happened (uncertain may be 0, the history's start)
 
-	checks liveChecks // the checks made as the run goes on
+	sched *sched
+	fatal error // a failure of the harness outside an action's reach (a crashed client's new Locker)
+
+	faults   faultState
+	findings findings
+	checks   liveChecks // the checks made as the run goes on
 
 	// model is the model the lock history is checked against, recorded
 	// once for the run (lockModel); lock is its checker.
 	model linearize.Spec
-	lock  linearize.Checker[linearize.LeaseInput, linearize.LeaseOutput]
+	lock  leaseChecker
+}
+
+// faultState is what the run's backend faults did so far.
+type faultState struct {
+	active    map[int]bool    // indices into Backend.Faults injected and not healed
+	used      map[int]bool    // indices injected at least once
+	unclaimed map[string]bool // unclaimed faults injected during the run
+	faulted   bool            // some backend fault was injected
+	events    int             // backend faults injected or healed so far
+}
+
+// unclaimedList returns the unclaimed faults, sorted; nil if none.
+func (f *faultState) unclaimedList() []string {
+	var out []string
+	for k := range f.unclaimed {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// findings is what the run's checks found and counted, for its Report.
+type findings struct {
+	found          []Violation
+	ran            map[Property]bool    // the checks this run made
+	outcomes       map[string]*Outcomes // per kind of call (outcomeKinds)
+	spurious       int                  // refusals of a free lock tolerated (Report.SpuriousRefusals)
+	spuriousOwners map[uint64]bool      // the acquisitions they refused
 }
 
 func newMachine(o Options, be *Backend, jitterSeed uint64) (*machine, error) {
 	m := &machine{o: o, be: be, rec: newRecorder(be.Clock), sched: newSched(o.Settle, be.InProcess),
-		active: map[int]bool{}, used: map[int]bool{}, ran: map[Property]bool{}, unclaimed: map[string]bool{}}
+		faults:   faultState{active: map[int]bool{}, used: map[int]bool{}, unclaimed: map[string]bool{}},
+		findings: findings{ran: map[Property]bool{}}}
 	m.checks = &liveCheck{m: m}
 	m.sched.follow(be.Clock, o.TTL+o.Slack)
 	if c, ok := be.Clock.(ManualClock); ok {
@@ -189,4 +216,27 @@ func (m *machine) advance(d time.Duration) {
 	m.be.Advance(d)
 	m.sched.settle()
 	m.collect()
+}
+
+// finish ends the run: heals the faults, resolves pending Locks, then
+// lets the live checks probe the lock (liveChecks.ended). The faults heal
+// in the order of their index, not a map's, which Go draws anew at each
+// range: two nodes of five down at the end of a Redlock run came back in
+// either order, and two replays of a seed parted there.
+func (m *machine) finish() error {
+	for _, i := range slices.Sorted(maps.Keys(m.faults.active)) {
+		if err := m.toggleFault(i); err != nil {
+			return err
+		}
+	}
+	for _, c := range m.cl {
+		m.crash(c)
+	}
+	if m.fatal != nil {
+		return m.fatal
+	}
+	m.sched.settle()
+	m.collect()
+	m.checks.ended()
+	return nil
 }

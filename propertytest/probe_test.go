@@ -66,8 +66,8 @@ func TestProbeGrantedOnceTheHolderRanOutIsNoViolation(t *testing.T) {
 			t.Fatalf("the holder's TryLock: %v", err)
 		}
 		check()
-		if len(m.found) > 0 {
-			t.Fatalf("violations: %v", m.found)
+		if len(m.findings.found) > 0 {
+			t.Fatalf("violations: %v", m.findings.found)
 		}
 	}
 	excused := 0
@@ -145,7 +145,7 @@ func TestProbesAfterAFaultOverBeforeTheAcquisition(t *testing.T) {
 			m.checks.beforeForeign(holder)
 			m.checks.afterForeign("a foreign call", holder)
 			var props []Property
-			for _, v := range m.found {
+			for _, v := range m.findings.found {
 				props = append(props, v.Property)
 			}
 			want := []Property(nil)
@@ -153,10 +153,10 @@ func TestProbesAfterAFaultOverBeforeTheAcquisition(t *testing.T) {
 				want = []Property{Exclusivity, Symmetry}
 			}
 			if !slices.Equal(props, want) {
-				t.Fatalf("violations %v, want %v: %v", props, want, m.found)
+				t.Fatalf("violations %v, want %v: %v", props, want, m.findings.found)
 			}
-			if m.ran[Symmetry] != c.want {
-				t.Errorf("symmetry checked: %v, want %v", m.ran[Symmetry], c.want)
+			if m.findings.ran[Symmetry] != c.want {
+				t.Errorf("symmetry checked: %v, want %v", m.findings.ran[Symmetry], c.want)
 			}
 		})
 	}

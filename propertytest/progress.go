@@ -65,14 +65,14 @@ func unknownError(err error) bool {
 }
 
 // count adds a call of kind to the run's outcomes.
-func (m *machine) count(kind string, err error, acquire, crashed bool) {
-	if m.outcomes == nil {
-		m.outcomes = map[string]*Outcomes{}
+func (f *findings) count(kind string, err error, acquire, crashed bool) {
+	if f.outcomes == nil {
+		f.outcomes = map[string]*Outcomes{}
 	}
-	o := m.outcomes[kind]
+	o := f.outcomes[kind]
 	if o == nil {
 		o = &Outcomes{}
-		m.outcomes[kind] = o
+		f.outcomes[kind] = o
 	}
 	outcome(err, acquire, crashed)(o)
 }
@@ -81,7 +81,7 @@ func (m *machine) count(kind string, err error, acquire, crashed bool) {
 // happened in the run: no backend fault, and no crash, unknown outcome or
 // foreign call within TTL + Slack.
 func (m *machine) healthy() bool {
-	return !m.faulted && !(m.doubted && m.rec.now()-m.uncertain < int64(m.o.TTL+m.o.Slack))
+	return !m.faults.faulted && !(m.doubted && m.rec.now()-m.uncertain < int64(m.o.TTL+m.o.Slack))
 }
 
 // releaseCall is what checkReleaseWorks needs of an Unlock or Renew: the
@@ -120,13 +120,13 @@ func (m *machine) lockFree(c *client) bool {
 
 // countSpurious counts the refusal of a free lock to the acquisition of
 // owner, once whether the suite or the lock history saw it.
-func (m *machine) countSpurious(owner uint64) {
-	if m.spuriousOwners[owner] {
+func (f *findings) countSpurious(owner uint64) {
+	if f.spuriousOwners[owner] {
 		return
 	}
-	if m.spuriousOwners == nil {
-		m.spuriousOwners = map[uint64]bool{}
+	if f.spuriousOwners == nil {
+		f.spuriousOwners = map[uint64]bool{}
 	}
-	m.spuriousOwners[owner] = true
-	m.spurious++
+	f.spuriousOwners[owner] = true
+	f.spurious++
 }

@@ -85,14 +85,14 @@ func TestRedlockReleaseThatFreedAndThenFoundNothingIsNoViolation(t *testing.T) {
 	}
 
 	lockH, _, _ := m.rec.histories()
-	res, _, err := m.checkLockHistory(context.Background(), lockH)
+	lf, err := checkLockHistory(context.Background(), historyInput{model: m.model, lock: m.lock, opts: m.o.checkOptions()}, lockH)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Verdict != linearize.Ok {
-		t.Errorf("lock history: %v, want Ok; log:\n%s", res.Verdict, strings.Join(m.log, "\n"))
+	if lf.result.Verdict != linearize.Ok || lf.illegal != nil {
+		t.Errorf("lock history: %v, want Ok; log:\n%s", lf.result.Verdict, strings.Join(m.log, "\n"))
 	}
-	if len(m.found) > 0 {
-		t.Errorf("violations: %v", m.found)
+	if len(m.findings.found) > 0 {
+		t.Errorf("violations: %v", m.findings.found)
 	}
 }

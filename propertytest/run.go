@@ -256,15 +256,15 @@ func (s *suite) record(m *machine, found []Violation, undecided int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.report.Runs++
-	for p := range m.ran {
+	for p := range m.findings.ran {
 		s.report.Checked[p]++
 	}
-	for kind, o := range m.outcomes {
+	for kind, o := range m.findings.outcomes {
 		sum := s.report.Outcomes[kind]
 		sum.OK, sum.Refused, sum.Failed, sum.Unknown = sum.OK+o.OK, sum.Refused+o.Refused, sum.Failed+o.Failed, sum.Unknown+o.Unknown
 		s.report.Outcomes[kind] = sum
 	}
-	s.report.SpuriousRefusals += m.spurious
+	s.report.SpuriousRefusals += m.findings.spurious
 	kinds := []FaultKind{}
 	if !m.o.claims(FaultPause) {
 		kinds = append(kinds, FaultPause)
