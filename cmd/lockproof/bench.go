@@ -96,7 +96,7 @@ func bench(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.zk, "zk", "", "a real ZooKeeper host:port instead of in-process minizk (its maxSessionTimeout must allow 10s)")
 	fs.StringVar(&f.json, "json", "", "write the measurements as JSON to this file")
 	fs.StringVar(&f.html, "html", "", "write an HTML page with an SVG chart to this file")
-	fs.Float64Var(&f.noisy, "noisy", 0.25, "warn when a median's runs spread more than this fraction")
+	fs.Float64Var(&f.noisy, "noisy", 0.25, "warn when a median's runs, or a peer's per-run ratios to lockproof, spread more than this fraction")
 	if code, ok := parseArgs(fs, args, "lockproof bench [flags]", 0, stderr); !ok {
 		return code
 	}
@@ -229,7 +229,8 @@ func runBench(ctx context.Context, f benchFlags, progress io.Writer) (BenchRepor
 			rep.Measurements = append(rep.Measurements, ms...)
 		}
 	}
-	rep.Warnings = append(noiseWarnings(rep, f.noisy), cutShort(rep, f)...)
+	rep.Warnings = append(noiseWarnings(rep, f.noisy), ratioWarnings(rep, f.noisy)...)
+	rep.Warnings = append(rep.Warnings, cutShort(rep, f)...)
 	return rep, nil
 }
 
@@ -538,6 +539,71 @@ func ratios(rep BenchReport, backend, base string) map[string]map[int]row {
 		out[k.lib][k.w] = r
 	}
 	return out
+}
+
+// ratioWarnings flags the peers' p50 and acq/s ratios to lockproof that
+// spread more than limit around their median across runs, each run's
+// ratio the median of its batches': such a ratio is not settled by the
+// runs made, however steady each library's own figures look.
+func ratioWarnings(rep BenchReport, limit float64) []string {
+	if rep.Runs < 2 {
+		return nil
+	}
+	type key struct {
+		backend, lib string
+		w            int
+	}
+	type runKey struct {
+		backend string
+		run, w  int
+	}
+	bases := map[runKey]Measurement{}
+	for _, m := range rep.Measurements {
+		if be, ok := backendNamed(m.Backend); ok && m.Lib == be.libs[0] {
+			bases[runKey{m.Backend, m.Run, m.Waiters}] = m
+		}
+	}
+	per := map[key][]row{}
+	for _, m := range rep.Measurements {
+		b, ok := bases[runKey{m.Backend, m.Run, m.Waiters}]
+		if !ok || m.Lib == b.Lib {
+			continue
+		}
+		r := divide(rowOf(m), rowOf(b))
+		var byBatch []row
+		for i := range min(len(m.Batches), len(b.Batches)) {
+			byBatch = append(byBatch, divide(batchRow(m.Batches[i]), batchRow(b.Batches[i])))
+		}
+		if len(byBatch) > 0 {
+			med := medianRow(byBatch)
+			r.p50, r.acq = med.p50, med.acq
+		}
+		k := key{m.Backend, m.Lib, m.Waiters}
+		per[k] = append(per[k], r)
+	}
+	var warn []string
+	for k, rs := range per {
+		for _, metric := range []struct {
+			name string
+			f    func(row) float64
+		}{{"p50", func(r row) float64 { return r.p50 }}, {"acq/s", func(r row) float64 { return r.acq }}} {
+			xs := make([]float64, 0, len(rs))
+			for _, r := range rs {
+				if v := metric.f(r); v > 0 {
+					xs = append(xs, v)
+				}
+			}
+			if len(xs) < 2 {
+				continue
+			}
+			if spread := (slices.Max(xs) - slices.Min(xs)) / median(xs); spread > limit {
+				warn = append(warn, fmt.Sprintf("noisy ratio: %s's %s to lockproof's on %s at %s spread %.0f%% across %d runs (%.2f to %.2f)",
+					k.lib, metric.name, k.backend, waitersName(k.w), 100*spread, len(xs), slices.Min(xs), slices.Max(xs)))
+			}
+		}
+	}
+	sort.Strings(warn)
+	return warn
 }
 
 // batchRow is a batch's figures as a row: p50 and acq/s, the rest -1.

@@ -383,6 +383,18 @@ func TestRatiosPairBatches(t *testing.T) {
 	if apart := med["zk.Lock"][16].acq / med["lockproof"][16].acq; apart == 1.5 {
 		t.Errorf("the medians taken apart agree (%v): the case shows nothing", apart)
 	}
+	// Run 3's ratio (the median of its batches', 5.25) is far from the
+	// others' (1.5): the ratio is flagged as noisy, p50's and acq/s's.
+	warn := ratioWarnings(rep, 0.25)
+	if len(warn) != 2 || !strings.Contains(warn[0], "zk.Lock's acq/s to lockproof's on zk at W=16 spread 250%") ||
+		!strings.Contains(warn[1], "zk.Lock's p50") {
+		t.Errorf("ratio warnings %q, want acq/s's and p50's", warn)
+	}
+	steady := slices.Clone(rep.Measurements)
+	steady[5] = m("zk.Lock", 3, 600, 1500)
+	if warn := ratioWarnings(BenchReport{Runs: 3, Measurements: steady}, 0.25); len(warn) != 0 {
+		t.Errorf("steady ratios flagged: %q", warn)
+	}
 	// Without batches (a report from before them), runs pair.
 	for i := range rep.Measurements {
 		rep.Measurements[i].Batches = nil
