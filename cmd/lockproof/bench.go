@@ -496,13 +496,23 @@ func medians(rep BenchReport, backend string) (map[string]map[int]row, []int) {
 }
 
 // ratios returns, for every library of backend but base, the median of
-// its ratios to base, cell by cell: p50 and acq/s batch by batch (each
-// peer's batch with base's batch of the same number in the same run,
-// measured next to it: see benchCell), the other figures run by run. Two
-// figures measured side by side share most of the outside load that the
-// medians of each library's runs, taken apart, would each carry. A figure
-// is -1 where base's is not positive or either is not counted.
+// its per-run ratios to base (see pairRatio), cell by cell. Two figures
+// measured side by side share most of the outside load that the medians of
+// each library's runs, taken apart, would each carry.
 func ratios(rep BenchReport, backend, base string) map[string]map[int]row {
+	out := map[string]map[int]row{}
+	for k, rs := range runRatios(rep, backend, base) {
+		if out[k.lib] == nil {
+			out[k.lib] = map[int]row{}
+		}
+		out[k.lib][k.w] = medianRow(rs)
+	}
+	return out
+}
+
+// runRatios returns, for every library of backend but base and every
+// cell, its ratio to base in each run (see pairRatio).
+func runRatios(rep BenchReport, backend, base string) map[cellKey][]row {
 	type runKey struct{ run, w int }
 	bases := map[runKey]Measurement{}
 	for _, m := range rep.Measurements {
@@ -510,99 +520,79 @@ func ratios(rep BenchReport, backend, base string) map[string]map[int]row {
 			bases[runKey{m.Run, m.Waiters}] = m
 		}
 	}
-	type pairs struct{ runs, batches []row }
-	vals := map[cellKey]*pairs{}
+	out := map[cellKey][]row{}
 	for _, m := range rep.Measurements {
-		b, ok := bases[runKey{m.Run, m.Waiters}]
-		if m.Backend != backend || m.Lib == base || !ok {
-			continue
+		if b, ok := bases[runKey{m.Run, m.Waiters}]; ok && m.Backend == backend && m.Lib != base {
+			k := cellKey{m.Lib, m.Waiters}
+			out[k] = append(out[k], pairRatio(m, b))
 		}
-		k := cellKey{m.Lib, m.Waiters}
-		if vals[k] == nil {
-			vals[k] = &pairs{}
-		}
-		vals[k].runs = append(vals[k].runs, divide(rowOf(m), rowOf(b)))
-		for i := range min(len(m.Batches), len(b.Batches)) {
-			vals[k].batches = append(vals[k].batches, divide(batchRow(m.Batches[i]), batchRow(b.Batches[i])))
-		}
-	}
-	out := map[string]map[int]row{}
-	for k, v := range vals {
-		if out[k.lib] == nil {
-			out[k.lib] = map[int]row{}
-		}
-		r := medianRow(v.runs)
-		if len(v.batches) > 0 {
-			byBatch := medianRow(v.batches)
-			r.p50, r.acq = byBatch.p50, byBatch.acq
-		}
-		out[k.lib][k.w] = r
 	}
 	return out
 }
 
+// pairRatio is m's figures over b's, measured in the same run: p50 and
+// acq/s the median of the ratios of their batches of the same number,
+// measured next to each other (see benchCell), where they have batches.
+// A figure is -1 where b's is not positive or either is not counted.
+func pairRatio(m, b Measurement) row {
+	r := divide(rowOf(m), rowOf(b))
+	var byBatch []row
+	for i := range min(len(m.Batches), len(b.Batches)) {
+		byBatch = append(byBatch, divide(batchRow(m.Batches[i]), batchRow(b.Batches[i])))
+	}
+	if len(byBatch) > 0 {
+		med := medianRow(byBatch)
+		r.p50, r.acq = med.p50, med.acq
+	}
+	return r
+}
+
 // ratioWarnings flags the peers' p50 and acq/s ratios to lockproof that
-// spread more than limit around their median across runs, each run's
-// ratio the median of its batches': such a ratio is not settled by the
-// runs made, however steady each library's own figures look.
+// spread more than limit around their median across runs: such a ratio is
+// not settled by the runs made, however steady each library's own figures
+// look.
 func ratioWarnings(rep BenchReport, limit float64) []string {
 	if rep.Runs < 2 {
 		return nil
 	}
-	type key struct {
-		backend, lib string
-		w            int
-	}
-	type runKey struct {
-		backend string
-		run, w  int
-	}
-	bases := map[runKey]Measurement{}
-	for _, m := range rep.Measurements {
-		if be, ok := backendNamed(m.Backend); ok && m.Lib == be.libs[0] {
-			bases[runKey{m.Backend, m.Run, m.Waiters}] = m
-		}
-	}
-	per := map[key][]row{}
-	for _, m := range rep.Measurements {
-		b, ok := bases[runKey{m.Backend, m.Run, m.Waiters}]
-		if !ok || m.Lib == b.Lib {
+	var warn []string
+	for _, name := range rep.Backends {
+		be, ok := backendNamed(name)
+		if !ok {
 			continue
 		}
-		r := divide(rowOf(m), rowOf(b))
-		var byBatch []row
-		for i := range min(len(m.Batches), len(b.Batches)) {
-			byBatch = append(byBatch, divide(batchRow(m.Batches[i]), batchRow(b.Batches[i])))
-		}
-		if len(byBatch) > 0 {
-			med := medianRow(byBatch)
-			r.p50, r.acq = med.p50, med.acq
-		}
-		k := key{m.Backend, m.Lib, m.Waiters}
-		per[k] = append(per[k], r)
-	}
-	var warn []string
-	for k, rs := range per {
-		for _, metric := range []struct {
-			name string
-			f    func(row) float64
-		}{{"p50", func(r row) float64 { return r.p50 }}, {"acq/s", func(r row) float64 { return r.acq }}} {
-			xs := make([]float64, 0, len(rs))
-			for _, r := range rs {
-				if v := metric.f(r); v > 0 {
-					xs = append(xs, v)
-				}
-			}
-			if len(xs) < 2 {
-				continue
-			}
-			if spread := (slices.Max(xs) - slices.Min(xs)) / median(xs); spread > limit {
-				warn = append(warn, fmt.Sprintf("noisy ratio: %s's %s to lockproof's on %s at %s spread %.0f%% across %d runs (%.2f to %.2f)",
-					k.lib, metric.name, k.backend, waitersName(k.w), 100*spread, len(xs), slices.Min(xs), slices.Max(xs)))
-			}
+		for k, rs := range runRatios(rep, name, be.libs[0]) {
+			warn = append(warn, spreadWarnings(rs, limit, func(metric string, spread float64, xs []float64) string {
+				return fmt.Sprintf("noisy ratio: %s's %s to lockproof's on %s at %s spread %.0f%% across %d runs (%.2f to %.2f)",
+					k.lib, metric, name, waitersName(k.w), 100*spread, len(xs), slices.Min(xs), slices.Max(xs))
+			})...)
 		}
 	}
 	sort.Strings(warn)
+	return warn
+}
+
+// spreadWarnings returns, for p50 and acq/s, say's sentence when the
+// positive values among rs spread more than limit around their median.
+func spreadWarnings(rs []row, limit float64, say func(metric string, spread float64, xs []float64) string) []string {
+	var warn []string
+	for _, metric := range []struct {
+		name string
+		f    func(row) float64
+	}{{"p50", func(r row) float64 { return r.p50 }}, {"acq/s", func(r row) float64 { return r.acq }}} {
+		var xs []float64
+		for _, r := range rs {
+			if v := metric.f(r); v > 0 {
+				xs = append(xs, v)
+			}
+		}
+		if len(xs) < 2 {
+			continue
+		}
+		if spread := (slices.Max(xs) - slices.Min(xs)) / median(xs); spread > limit {
+			warn = append(warn, say(metric.name, spread, xs))
+		}
+	}
 	return warn
 }
 
@@ -646,31 +636,17 @@ func noiseWarnings(rep BenchReport, limit float64) []string {
 		backend, lib string
 		w            int
 	}
-	groups := map[key][]Measurement{}
+	groups := map[key][]row{}
 	for _, m := range rep.Measurements {
 		k := key{m.Backend, m.Lib, m.Waiters}
-		groups[k] = append(groups[k], m)
+		groups[k] = append(groups[k], rowOf(m))
 	}
 	var warn []string
-	for k, ms := range groups {
-		for _, metric := range []struct {
-			name string
-			f    func(Measurement) float64
-		}{{"p50", func(m Measurement) float64 { return m.P50Ms }}, {"acq/s", func(m Measurement) float64 { return m.AcqPerSec }}} {
-			xs := make([]float64, len(ms))
-			for i, m := range ms {
-				xs[i] = metric.f(m)
-			}
-			med := median(xs)
-			if med <= 0 {
-				continue
-			}
-			spread := (slices.Max(xs) - slices.Min(xs)) / med
-			if spread > limit {
-				warn = append(warn, fmt.Sprintf("noisy: %s on %s %s at %s spread %.0f%% across %d runs",
-					k.lib, k.backend, metric.name, waitersName(k.w), 100*spread, len(xs)))
-			}
-		}
+	for k, rs := range groups {
+		warn = append(warn, spreadWarnings(rs, limit, func(metric string, spread float64, xs []float64) string {
+			return fmt.Sprintf("noisy: %s on %s %s at %s spread %.0f%% across %d runs",
+				k.lib, k.backend, metric, waitersName(k.w), 100*spread, len(xs))
+		})...)
 	}
 	sort.Strings(warn)
 	return warn

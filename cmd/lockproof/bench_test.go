@@ -345,11 +345,12 @@ func benchmarkCell(b *testing.B, be benchBackend, lib string, w int) {
 	b.ReportMetric(m.AllocsPerAcq, "allocs/acq")
 }
 
-// TestRatiosPairBatches: a peer's p50 and acq/s ratios are the median of
-// its batches' ratios to lockproof's batches of the same number, so a load
-// that halves both libraries' throughput in one run leaves the ratio
-// alone, where the ratio of each library's medians taken apart would not;
-// the other figures pair runs.
+// TestRatiosPairBatches: a peer's p50 and acq/s ratios are the median,
+// across runs, of each run's ratio, itself the median of the ratios of its
+// batches to lockproof's batches of the same number; so a load that halves
+// both libraries' throughput in one run leaves the ratio alone, where the
+// ratio of each library's medians taken apart would not. The other
+// figures pair runs. A ratio that spreads across runs is flagged.
 func TestRatiosPairBatches(t *testing.T) {
 	m := func(lib string, run int, acq ...float64) Measurement {
 		out := Measurement{Backend: "zk", Lib: lib, Run: run, Waiters: 16, CmdsPerAcq: 5 * float64(run)}
@@ -362,7 +363,7 @@ func TestRatiosPairBatches(t *testing.T) {
 		}
 		return out
 	}
-	rep := BenchReport{Runs: 3, Measurements: []Measurement{
+	rep := BenchReport{Runs: 3, Backends: []string{"zk"}, Measurements: []Measurement{
 		// Lockproof's run 1 was loaded; zk.Lock's run 3 too: each batch
 		// of zk.Lock is 1.5× lockproof's batch next to it, but one.
 		m("lockproof", 1, 500, 600), m("zk.Lock", 1, 750, 900),
@@ -392,7 +393,7 @@ func TestRatiosPairBatches(t *testing.T) {
 	}
 	steady := slices.Clone(rep.Measurements)
 	steady[5] = m("zk.Lock", 3, 600, 1500)
-	if warn := ratioWarnings(BenchReport{Runs: 3, Measurements: steady}, 0.25); len(warn) != 0 {
+	if warn := ratioWarnings(BenchReport{Runs: 3, Backends: rep.Backends, Measurements: steady}, 0.25); len(warn) != 0 {
 		t.Errorf("steady ratios flagged: %q", warn)
 	}
 	// Without batches (a report from before them), runs pair.
