@@ -495,24 +495,37 @@ func medians(rep BenchReport, backend string) (map[string]map[int]row, []int) {
 	return out, ws
 }
 
-// ratios returns, for every library of backend but base, the median of
-// its per-run ratios to base (see pairRatio), cell by cell. Two figures
-// measured side by side share most of the outside load that the medians of
-// each library's runs, taken apart, would each carry.
+// ratios returns, for every library of backend but base, its ratios to
+// base, cell by cell: p50 and acq/s the median of the ratios of all its
+// batches to base's batches of the same number in the same run, measured
+// next to each other (see benchCell); the other figures the median of the
+// runs' ratios. Two figures measured side by side share most of the
+// outside load that the medians of each library's runs, taken apart, would
+// each carry. A figure is -1 where base's is not positive or either is not
+// counted.
 func ratios(rep BenchReport, backend, base string) map[string]map[int]row {
 	out := map[string]map[int]row{}
-	for k, rs := range runRatios(rep, backend, base) {
+	for k, c := range pairRatios(rep, backend, base) {
 		if out[k.lib] == nil {
 			out[k.lib] = map[int]row{}
 		}
-		out[k.lib][k.w] = medianRow(rs)
+		r := medianRow(c.runs)
+		if len(c.batches) > 0 {
+			med := medianRow(c.batches)
+			r.p50, r.acq = med.p50, med.acq
+		}
+		out[k.lib][k.w] = r
 	}
 	return out
 }
 
-// runRatios returns, for every library of backend but base and every
-// cell, its ratio to base in each run (see pairRatio).
-func runRatios(rep BenchReport, backend, base string) map[cellKey][]row {
+// cellRatios are one peer's ratios to lockproof in one cell: a row per
+// run (p50 and acq/s the median of the run's batches' ratios, where it has
+// batches) and a row per pair of batches (p50 and acq/s only).
+type cellRatios struct{ runs, batches []row }
+
+// pairRatios returns the cellRatios of every library of backend but base.
+func pairRatios(rep BenchReport, backend, base string) map[cellKey]*cellRatios {
 	type runKey struct{ run, w int }
 	bases := map[runKey]Measurement{}
 	for _, m := range rep.Measurements {
@@ -520,35 +533,34 @@ func runRatios(rep BenchReport, backend, base string) map[cellKey][]row {
 			bases[runKey{m.Run, m.Waiters}] = m
 		}
 	}
-	out := map[cellKey][]row{}
+	out := map[cellKey]*cellRatios{}
 	for _, m := range rep.Measurements {
-		if b, ok := bases[runKey{m.Run, m.Waiters}]; ok && m.Backend == backend && m.Lib != base {
-			k := cellKey{m.Lib, m.Waiters}
-			out[k] = append(out[k], pairRatio(m, b))
+		b, ok := bases[runKey{m.Run, m.Waiters}]
+		if !ok || m.Backend != backend || m.Lib == base {
+			continue
 		}
+		k := cellKey{m.Lib, m.Waiters}
+		if out[k] == nil {
+			out[k] = &cellRatios{}
+		}
+		run := divide(rowOf(m), rowOf(b))
+		var byBatch []row
+		for i := range min(len(m.Batches), len(b.Batches)) {
+			byBatch = append(byBatch, divide(batchRow(m.Batches[i]), batchRow(b.Batches[i])))
+		}
+		if len(byBatch) > 0 {
+			med := medianRow(byBatch)
+			run.p50, run.acq = med.p50, med.acq
+		}
+		out[k].runs = append(out[k].runs, run)
+		out[k].batches = append(out[k].batches, byBatch...)
 	}
 	return out
 }
 
-// pairRatio is m's figures over b's, measured in the same run: p50 and
-// acq/s the median of the ratios of their batches of the same number,
-// measured next to each other (see benchCell), where they have batches.
-// A figure is -1 where b's is not positive or either is not counted.
-func pairRatio(m, b Measurement) row {
-	r := divide(rowOf(m), rowOf(b))
-	var byBatch []row
-	for i := range min(len(m.Batches), len(b.Batches)) {
-		byBatch = append(byBatch, divide(batchRow(m.Batches[i]), batchRow(b.Batches[i])))
-	}
-	if len(byBatch) > 0 {
-		med := medianRow(byBatch)
-		r.p50, r.acq = med.p50, med.acq
-	}
-	return r
-}
-
 // ratioWarnings flags the peers' p50 and acq/s ratios to lockproof that
-// spread more than limit around their median across runs: such a ratio is
+// spread more than limit around their median across runs (each run's the
+// median of its batches'): such a ratio is
 // not settled by the runs made, however steady each library's own figures
 // look.
 func ratioWarnings(rep BenchReport, limit float64) []string {
@@ -561,8 +573,8 @@ func ratioWarnings(rep BenchReport, limit float64) []string {
 		if !ok {
 			continue
 		}
-		for k, rs := range runRatios(rep, name, be.libs[0]) {
-			warn = append(warn, spreadWarnings(rs, limit, func(metric string, spread float64, xs []float64) string {
+		for k, c := range pairRatios(rep, name, be.libs[0]) {
+			warn = append(warn, spreadWarnings(c.runs, limit, func(metric string, spread float64, xs []float64) string {
 				return fmt.Sprintf("noisy ratio: %s's %s to lockproof's on %s at %s spread %.0f%% across %d runs (%.2f to %.2f)",
 					k.lib, metric, name, waitersName(k.w), 100*spread, len(xs), slices.Min(xs), slices.Max(xs))
 			})...)

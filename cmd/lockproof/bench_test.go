@@ -345,12 +345,12 @@ func benchmarkCell(b *testing.B, be benchBackend, lib string, w int) {
 	b.ReportMetric(m.AllocsPerAcq, "allocs/acq")
 }
 
-// TestRatiosPairBatches: a peer's p50 and acq/s ratios are the median,
-// across runs, of each run's ratio, itself the median of the ratios of its
-// batches to lockproof's batches of the same number; so a load that halves
-// both libraries' throughput in one run leaves the ratio alone, where the
-// ratio of each library's medians taken apart would not. The other
-// figures pair runs. A ratio that spreads across runs is flagged.
+// TestRatiosPairBatches: a peer's p50 and acq/s ratios are the median of
+// its batches' ratios to lockproof's batches of the same number, so a load
+// that halves both libraries' throughput in one run leaves the ratio
+// alone, where the ratio of each library's medians taken apart would not;
+// the other figures pair runs. A ratio that spreads across runs (each
+// run's the median of its batches') is flagged.
 func TestRatiosPairBatches(t *testing.T) {
 	m := func(lib string, run int, acq ...float64) Measurement {
 		out := Measurement{Backend: "zk", Lib: lib, Run: run, Waiters: 16, CmdsPerAcq: 5 * float64(run)}
