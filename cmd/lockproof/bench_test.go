@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -194,6 +195,15 @@ func TestBenchZK(t *testing.T) {
 			if got := m.WakeupsPerHandoff != nil; got != (m.Waiters > 0) {
 				t.Errorf("%s W=%d: watch events counted %v", m.Lib, m.Waiters, got)
 			}
+			// -uncontended 3 makes 3 batches of one cycle (-batches 4 at
+			// most); -n 3 at W=2 one batch, so that every worker queues.
+			sum := 0
+			for _, b := range m.Batches {
+				sum += b.Acquisitions
+			}
+			if want := map[int]int{0: 3, 2: 1}[m.Waiters]; len(m.Batches) != want || sum != m.Acquisitions {
+				t.Errorf("%s W=%d: batches %+v for %d acquisitions, want %d batches", m.Lib, m.Waiters, m.Batches, m.Acquisitions, want)
+			}
 		}
 	}
 	kids, err := z.Minizk().Children("/")
@@ -318,11 +328,7 @@ func benchmarkCell(b *testing.B, be benchBackend, lib string, w int) {
 	name := "lockproof-bench-" + locks.NewOwner()[:8]
 	b.ResetTimer()
 	var m Measurement
-	if w == 0 {
-		m, err = benchUncontended(ctx, f, srv, lib, name)
-	} else {
-		m, err = benchContended(ctx, f, srv, lib, name, w)
-	}
+	m, err = benchOne(ctx, f, srv, lib, name, w)
 	b.StopTimer()
 	if err != nil {
 		b.Fatal(err)
@@ -337,4 +343,64 @@ func benchmarkCell(b *testing.B, be benchBackend, lib string, w int) {
 		b.ReportMetric(*m.WakeupsPerHandoff, "wakeups/handoff")
 	}
 	b.ReportMetric(m.AllocsPerAcq, "allocs/acq")
+}
+
+// TestRatiosPairBatches: a peer's p50 and acq/s ratios are the median of
+// its batches' ratios to lockproof's batches of the same number, so a load
+// that halves both libraries' throughput in one run leaves the ratio
+// alone, where the ratio of each library's medians taken apart would not;
+// the other figures pair runs. A ratio that spreads across runs (each
+// run's the median of its batches') is flagged.
+func TestRatiosPairBatches(t *testing.T) {
+	m := func(lib string, run int, acq ...float64) Measurement {
+		out := Measurement{Backend: "zk", Lib: lib, Run: run, Waiters: 16, CmdsPerAcq: 5 * float64(run)}
+		for _, a := range acq {
+			out.Batches = append(out.Batches, Batch{Acquisitions: 10, P50Ms: 1000 / a, AcqPerSec: a})
+			out.AcqPerSec += a / float64(len(acq))
+		}
+		if lib == "zk.Lock" {
+			out.CmdsPerAcq *= 2
+		}
+		return out
+	}
+	rep := BenchReport{Runs: 3, Backends: []string{"zk"}, Measurements: []Measurement{
+		// Lockproof's run 1 was loaded; zk.Lock's run 3 too: each batch
+		// of zk.Lock is 1.5× lockproof's batch next to it, but one.
+		m("lockproof", 1, 500, 600), m("zk.Lock", 1, 750, 900),
+		m("lockproof", 2, 1000, 1000), m("zk.Lock", 2, 1500, 1500),
+		m("lockproof", 3, 400, 1000), m("zk.Lock", 3, 600, 9000),
+	}}
+	got := ratios(rep, "zk", "lockproof")["zk.Lock"][16]
+	if got.acq != 1.5 || math.Abs(got.p50-1/1.5) > 1e-9 {
+		t.Errorf("batch-paired ratios acq %v p50 %v, want 1.5 and 0.667", got.acq, got.p50)
+	}
+	if got.cmds != 2 {
+		t.Errorf("run-paired reqs ratio %v, want 2", got.cmds)
+	}
+	if got.wake != -1 {
+		t.Errorf("wake-ups not counted, yet ratio %v", got.wake)
+	}
+	med, _ := medians(rep, "zk")
+	if apart := med["zk.Lock"][16].acq / med["lockproof"][16].acq; apart == 1.5 {
+		t.Errorf("the medians taken apart agree (%v): the case shows nothing", apart)
+	}
+	// Run 3's ratio (the median of its batches', 5.25) is far from the
+	// others' (1.5): the ratio is flagged as noisy, p50's and acq/s's.
+	warn := ratioWarnings(rep, 0.25)
+	if len(warn) != 2 || !strings.Contains(warn[0], "zk.Lock's acq/s to lockproof's on zk at W=16 spread 250%") ||
+		!strings.Contains(warn[1], "zk.Lock's p50") {
+		t.Errorf("ratio warnings %q, want acq/s's and p50's", warn)
+	}
+	steady := slices.Clone(rep.Measurements)
+	steady[5] = m("zk.Lock", 3, 600, 1500)
+	if warn := ratioWarnings(BenchReport{Runs: 3, Backends: rep.Backends, Measurements: steady}, 0.25); len(warn) != 0 {
+		t.Errorf("steady ratios flagged: %q", warn)
+	}
+	// Without batches (a report from before them), runs pair.
+	for i := range rep.Measurements {
+		rep.Measurements[i].Batches = nil
+	}
+	if got := ratios(rep, "zk", "lockproof")["zk.Lock"][16].acq; got != 1.5 {
+		t.Errorf("run-paired acq ratio %v, want 1.5", got)
+	}
 }

@@ -25,8 +25,10 @@ var errGaveUp = errors.New("gave up waiting for the reply")
 // the time held at the Gate. Without one, the bound is a wall-clock timer
 // (from a pool), and none at all when ctx's own deadline comes first.
 //
-// go-zookeeper's calls take no context. f runs in a goroutine of its own;
-// when ctx or the bound ends first, do returns at once with an error
+// go-zookeeper's calls take no context. f runs in a goroutine of its own
+// (on the caller's when there is no bound and ctx cannot end: an unbounded
+// request, the create, on a ctx without a Done channel); when ctx or the
+// bound ends first, do returns at once with an error
 // wrapping the context's error (context.DeadlineExceeded for the bound)
 // and errGaveUp, and f finishes in the background: the connection answers
 // or fails every request in bounded time (a request sent on a connection
@@ -56,6 +58,9 @@ func (l *Locker) do(ctx context.Context, op string, bounded bool, f func() error
 	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("zk %s: %w", op, err)
+	}
+	if bound == nil && ctx.Done() == nil {
+		return f() // nothing but the reply could end the wait
 	}
 	c := &call{f: f, late: late, res: make(chan error, 1)}
 	go c.run()

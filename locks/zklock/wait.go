@@ -114,7 +114,7 @@ type entry struct {
 // marker before it (as Curator's read-write lock sorts, stripping either
 // marker). Other children are not the lock's and are left alone.
 func (l *Locker) contenders(kids []string) []entry {
-	var out []entry
+	out := make([]entry, 0, len(kids)) // one allocation, not one per doubling
 	for _, k := range kids {
 		if e, ok := l.parse(k); ok {
 			out = append(out, e)
