@@ -55,72 +55,40 @@
 //
 // # Migration from the single package
 //
-// Before the split every name below lived in package fakes. The core kept
+// Before the split every name lived in package fakes. The core kept
 // Clock, NewClock, Conns, NewConns, DialFunc, ErrSevered, ErrNoHolder,
 // MemLock, NewMemLock, VerifyNoLeaks, ZKFlushWedge, IgnoreConsulPorts and
-// EtcdPeerGrace under their names. The rest moved:
+// EtcdPeerGrace. The rest moved (old fakes name, then new one):
 //
-//	fakes.Redis                               redisfake.New
-//	fakes.StartRedis                          redisfake.Start
-//	fakes.RedisServer                         redisfake.Server
-//	fakes.RedisCluster                        redisfake.NewCluster
-//	fakes.StartRedisCluster                   redisfake.StartCluster
-//	fakes.RedisNodes                          redisfake.Nodes
-//	fakes.RedisOption                         redisfake.Option
-//	fakes.ManualTime                          redisfake.ManualTime
-//	fakes.ForceMiniredis                      redisfake.ForceMiniredis
-//	fakes.RedisAt                             redisfake.At
-//	fakes.RedisNodesAt                        redisfake.NodesAt
-//	fakes.RedisGateHook                       redisfake.GateHook
-//	fakes.GateRedis                           redisfake.Gate
-//	fakes.ErrMiniredisNoKeyspaceNotifications redisfake.ErrMiniredisNoKeyspaceNotifications
-//	fakes.EnvRedisAddr                        redisfake.EnvAddr
-//	fakes.EnvRedisAddrs                       redisfake.EnvAddrs
-//	fakes.Etcd                                etcdfake.New
-//	fakes.StartEtcd                           etcdfake.Start
-//	fakes.EtcdServer                          etcdfake.Server
-//	fakes.EtcdCluster                         etcdfake.NewCluster
-//	fakes.StartEtcdCluster                    etcdfake.StartCluster
-//	fakes.EtcdOption                          etcdfake.Option
-//	fakes.EtcdAt                              etcdfake.At
-//	fakes.ForceEmbeddedEtcd                   etcdfake.ForceEmbedded
-//	fakes.EtcdGateDialOptions                 etcdfake.GateDialOptions
-//	fakes.EtcdGateUnaryInterceptor            etcdfake.GateUnaryInterceptor
-//	fakes.EtcdGateStreamInterceptor           etcdfake.GateStreamInterceptor
-//	fakes.EnvEtcdEndpoints                    etcdfake.EnvEndpoints
-//	fakes.Consul                              consulfake.New
-//	fakes.StartConsul                         consulfake.Start
-//	fakes.ConsulServer                        consulfake.Server
-//	fakes.ConsulOption                        consulfake.Option
-//	fakes.ConsulManualTime                    consulfake.ManualTime
-//	fakes.ConsulAgent                         consulfake.Agent
-//	fakes.ConsulSessionTTLMin                 consulfake.SessionTTLMin
-//	fakes.ConsulSessionTTLMultiplier          consulfake.SessionTTLMultiplier
-//	fakes.ForceConsulAgent                    consulfake.ForceAgent
-//	fakes.ForceMiniconsul                     consulfake.ForceMiniconsul
-//	fakes.GateConsulTransport                 consulfake.GateTransport
-//	fakes.ConsulBinary                        consulfake.Binary
-//	fakes.EnvConsulBin                        consulfake.EnvBin
-//	fakes.MySQL                               mysqlfake.New
-//	fakes.StartMySQL                          mysqlfake.Start
-//	fakes.MySQLServer                         mysqlfake.Server
-//	fakes.MySQLOption                         mysqlfake.Option
-//	fakes.MySQLAt                             mysqlfake.At
-//	fakes.ForceEmbeddedMySQL                  mysqlfake.ForceEmbedded
-//	fakes.GatedMySQLConnector                 mysqlfake.GatedConnector
-//	fakes.DefaultLockTable                    mysqlfake.DefaultLockTable
-//	fakes.ErrMySQLClockTaken                  mysqlfake.ErrClockTaken
-//	fakes.EnvMySQLDSN                         mysqlfake.EnvDSN
-//	fakes.ZooKeeper                           zkfake.New
-//	fakes.StartZooKeeper                      zkfake.Start
-//	fakes.ZooKeeperServer                     zkfake.Server
-//	fakes.ZooKeeperOption                     zkfake.Option
-//	fakes.ZooKeeperManualTime                 zkfake.ManualTime
-//	fakes.ZooKeeperTickTime                   zkfake.TickTime
-//	fakes.ZooKeeperAt                         zkfake.At
-//	fakes.ForceMinizk                         zkfake.ForceMinizk
-//	fakes.ErrZooKeeperNotManual               zkfake.ErrNotManual
-//	fakes.EnvZKAddr                           zkfake.EnvAddr
+// redisfake: Redis New, StartRedis Start, RedisServer Server, RedisCluster
+// NewCluster, StartRedisCluster StartCluster, RedisNodes Nodes, RedisOption
+// Option, ManualTime ManualTime, ForceMiniredis ForceMiniredis, RedisAt At,
+// RedisNodesAt NodesAt, RedisGateHook GateHook, GateRedis Gate,
+// ErrMiniredisNoKeyspaceNotifications (same name), EnvRedisAddr EnvAddr,
+// EnvRedisAddrs EnvAddrs.
+//
+// etcdfake: Etcd New, StartEtcd Start, EtcdServer Server, EtcdCluster
+// NewCluster, StartEtcdCluster StartCluster, EtcdOption Option, EtcdAt At,
+// ForceEmbeddedEtcd ForceEmbedded, EtcdGateDialOptions GateDialOptions,
+// EtcdGateUnaryInterceptor GateUnaryInterceptor, EtcdGateStreamInterceptor
+// GateStreamInterceptor, EnvEtcdEndpoints EnvEndpoints.
+//
+// consulfake: Consul New, StartConsul Start, ConsulServer Server,
+// ConsulOption Option, ConsulManualTime ManualTime, ConsulAgent Agent,
+// ConsulSessionTTLMin SessionTTLMin, ConsulSessionTTLMultiplier
+// SessionTTLMultiplier, ForceConsulAgent ForceAgent, ForceMiniconsul
+// ForceMiniconsul, GateConsulTransport GateTransport, ConsulBinary Binary,
+// EnvConsulBin EnvBin.
+//
+// mysqlfake: MySQL New, StartMySQL Start, MySQLServer Server, MySQLOption
+// Option, MySQLAt At, ForceEmbeddedMySQL ForceEmbedded, GatedMySQLConnector
+// GatedConnector, DefaultLockTable DefaultLockTable, ErrMySQLClockTaken
+// ErrClockTaken, EnvMySQLDSN EnvDSN.
+//
+// zkfake: ZooKeeper New, StartZooKeeper Start, ZooKeeperServer Server,
+// ZooKeeperOption Option, ZooKeeperManualTime ManualTime, ZooKeeperTickTime
+// TickTime, ZooKeeperAt At, ForceMinizk ForceMinizk, ErrZooKeeperNotManual
+// ErrNotManual, EnvZKAddr EnvAddr.
 //
 // Changed signatures: ConsulServer.ExpireSession(id) failed the test and
 // now returns an error (wrapping ErrNoSession for an unknown session), as

@@ -78,10 +78,8 @@ func (a *acquisition) call(ctx context.Context) {
 	a.m.rec.ret(a.i, out, unknown)
 }
 
-// finished is the driver's part (c.fin). It runs later, once the operation
-// finished (returned, died at PointAcquired, or was crashed), because only
-// then is the outcome known, and on the driver, because it changes the
-// run's state, which the operation's goroutine must not touch.
+// finished is the driver's part (c.fin), run once the operation finished,
+// when the outcome is known, on the driver, which owns the run's state.
 func (a *acquisition) finished() {
 	defer a.recordLate() // whichever way the outcome went
 	if !a.returned {
@@ -124,11 +122,9 @@ func (a *acquisition) outcome() {
 	a.onGrant(h)
 }
 
-// diedAtGrant records a client that died at PointAcquired: the backend had
-// granted it, with the token the lock reported there (or the synthetic
-// one). Which token stands for it depends on whether this lock's leases are
-// fenced, which only a returned lease tells: until one did, the grant stays
-// of unknown outcome.
+// diedAtGrant records a client that died at PointAcquired, granted with the
+// reported (or synthetic) token; until a returned lease tells whether the
+// lock is fenced, the grant stays of unknown outcome.
 func (a *acquisition) diedAtGrant() {
 	m, c, synth := a.m, a.c, a.synth
 	out, known := linearize.LeaseOutput{OK: true}, synth.acquired
@@ -158,12 +154,9 @@ func (a *acquisition) diedAtGrant() {
 func (a *acquisition) recordLate() {
 	m := a.m
 	for _, g := range a.synth.late {
-		// The token the lock reported stands for the grant only if its
-		// leases are fenced, which only a returned lease tells (as for a
-		// crash at PointAcquired): a lock whose leases carry no token may
-		// still report its inner lock's fenced events, and the history
-		// numbers its grants itself. Until a lease told, the grant given
-		// back is of unknown outcome.
+		// The reported token stands for the grant only if a returned lease
+		// showed the lock fenced; until then the grant given back is of
+		// unknown outcome.
 		if m.fenced != 1 {
 			g.token = 0
 		}

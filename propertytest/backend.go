@@ -15,11 +15,9 @@ import (
 // returns ErrNoVerdict).
 type Factory func(env Env) (*Backend, error)
 
-// Env is what a Factory gets from the run it builds a backend for: the
-// suite's own, whose clean-ups run at the end of the run (not of the
-// test), so that the servers, connections and proxies of finished runs do
-// not pile up while rapid runs and shrinks. *testing.T satisfies it, for
-// a factory called directly in a test.
+// Env is what a Factory gets from the run it builds a backend for; its
+// clean-ups run at the end of the run, not of the test, so finished runs'
+// servers do not pile up. *testing.T satisfies it.
 type Env interface {
 	// Cleanup registers f to run at the end of the run, last registered
 	// first.
@@ -31,9 +29,8 @@ type Env interface {
 
 var _ Env = (*testing.T)(nil)
 
-// CloseAtCleanup registers the closing of c (a fake from fakes.Start*, a
-// proxy, a client) with env, and logs an error it returns: how a Factory
-// hands what it started to the run, which closes it when the run ends.
+// CloseAtCleanup registers the closing of c (a fake, a proxy, a client)
+// with env, logging an error it returns.
 func CloseAtCleanup(env Env, what string, c io.Closer) {
 	env.Cleanup(func() {
 		if err := c.Close(); err != nil {
@@ -51,16 +48,11 @@ func CloseAtCleanup(env Env, what string, c io.Closer) {
 //     to the run, with CloseAtCleanup or env.Cleanup, or releases it in
 //     Close. A failure to start is an error returned, not a panic.
 //   - Gated: every request a client sends with an operation's context
-//     calls locks.GateRequest with that context (the fakes' clients do,
-//     by hooks; a client of one's own must too). The suite orders the
-//     clients' requests at those gates: one that passes none cannot be
-//     stalled or overtaken there, and the run no longer replays exactly
-//     from its seed.
+//     calls locks.GateRequest with it (the fakes' clients do, by hooks);
+//     a request passing no gate cannot be stalled or replayed exactly.
 //   - Manual time: the lockers and the backend follow Clock, and Advance
-//     moves both; with a ManualClock (fakes.Clock), leases run out, edges
-//     are probed and timers fire in the same order in every replay,
-//     without sleeping. A backend in real time (locks.SystemClock,
-//     Advance sleeping) is judged too, slowly and with no exact replay.
+//     moves both; with a ManualClock (fakes.Clock) a seed replays without
+//     sleeping. A real-time backend is judged too, slowly, inexactly.
 //   - The suite's options last: NewLocker passes opts after the
 //     backend's own (see the field).
 //   - Crashes: a Locker that can end all its client started implements
@@ -69,24 +61,19 @@ func CloseAtCleanup(env Env, what string, c io.Closer) {
 //     Nodes, StopNode and StartNode only for a quorum of independent
 //     nodes; a Fault's Kind says what it does, for Options.Claims.
 type Backend struct {
-	// NewLocker returns the Locker of one client, on a connection of its
-	// own, for the lock called name. It must pass opts (TTL, watchdog off,
-	// the suite's Observer, which CrashInTryLock needs) to the lock's
-	// constructor after the backend's own options (prefix, clock), so that
-	// the suite's settings win. An observer among the backend's options
-	// (a chaos pause hook) keeps working: locks.WithObserver adds
-	// observers, and the suite's is called after it.
+	// NewLocker returns the Locker of one client, on its own connection,
+	// for the lock called name. It passes opts (TTL, watchdog off, the
+	// suite's Observer) after the backend's own, so the suite's win;
+	// observers add up (locks.WithObserver).
 	NewLocker func(name string, opts ...locks.Option) (locks.Locker, error)
 	// Clock is the manual clock the lockers and the backend follow; the
 	// suite stamps every operation with it.
 	Clock locks.Clock
 	// Advance moves the backend's time and Clock forward by d.
 	Advance func(d time.Duration)
-	// Nodes is the number of independent backend nodes the lock takes a
-	// quorum of (Redlock's Redis nodes); 1 when zero. Availability is
-	// checked when it is at least 3 and StopNode is set. A replicated
-	// backend that holds one copy of the lock (etcd, Consul, ZooKeeper
-	// clusters) is one node here.
+	// Nodes is the number of independent nodes the lock takes a quorum
+	// of (Redlock's); 1 when zero. Availability is checked at 3 or more
+	// with StopNode set. A replicated backend is one node here.
 	Nodes int
 	// StopNode and StartNode stop node i and start it again with its data,
 	// for the availability check. Optional.
@@ -95,24 +82,17 @@ type Backend struct {
 	Faults []Fault
 	// Close, if set, releases the backend at the end of the run.
 	Close func()
-	// InProcess reports that every connection of the run, the lockers'
-	// and the faults', is an in-memory one of the fakes (no socket): a
-	// request in flight is then a runnable goroutine, and the suite's
-	// scheduler tells that nothing can move from the runtime's counters
-	// alone, without waiting wall time for the kernel to deliver. Leave
-	// it false if any client uses a socket: the run is slower, but a
-	// request still in the kernel is not mistaken for none.
+	// InProcess reports that every connection of the run is in memory
+	// (no socket), so the scheduler need not wait wall time for the
+	// kernel. Leave it false if any client uses a socket.
 	InProcess bool
 
 	_ struct{} // keyed literals only
 }
 
 // ManualClock is a clock that moves only when told to and lets the suite
-// order the timer callbacks one move passes; fakes.Clock is one. When
-// Backend.Clock is a ManualClock, the suite starts the callbacks due in one
-// Advance one at a time, in deadline order, each after the process is
-// quiescent, so that two leases' watchdogs due together act in the same
-// order in every replay of a seed.
+// start the timer callbacks of one Advance one at a time, in deadline
+// order, after quiescence; fakes.Clock is one.
 type ManualClock interface {
 	locks.Clock
 	// Advance moves the clock forward by d, firing the timers it passes.
@@ -182,19 +162,13 @@ func (b *Backend) validate() error {
 }
 
 // Crasher is implemented by a Locker that can be told its client crashed.
-// The suite's crash cancels the client's operation in progress; a Locker
-// that also implements Crasher is then asked to end everything its client
-// started, as the death of its process would: its connections to the
-// backend cut (so that a keep-alive, a session renewer or a heartbeat
-// fails as it would after a real crash), its goroutines told to stop.
-// The suite gives the client a new Locker afterwards, from
-// Backend.NewLocker, as a restarted process would make. A Locker that is
-// not a Crasher keeps its connections and goroutines across a crash, so a
-// lock whose keep-alive runs on its own goroutine stays held by a
-// "crashed" client until that keep-alive ends by itself.
-//
-// Crash is called once, on the suite's goroutine, with no operation of
-// the client running; it must not block on the backend.
+// After cancelling the client's operation, the suite calls Crash to end
+// all the client started, as a process death would: connections cut (so
+// keep-alives fail), goroutines stopped. The client then gets a new
+// Locker. A non-Crasher keeps its connections and goroutines, so its
+// keep-alive may hold the lock for a "crashed" client. Crash is called
+// once, on the suite's goroutine, with no operation running; it must not
+// block on the backend.
 type Crasher interface {
 	// Crash ends everything the client started.
 	Crash()

@@ -26,15 +26,10 @@ const (
 	// released) is obtainable again by TTL + Options.Slack, retried: it
 	// is not refused for ever.
 	DeadlockFreedom Property = "deadlock freedom"
-	// Progress: a lock works when nothing is wrong. On a run with no
-	// backend fault, and nothing in doubt (a crash, an unknown outcome, a
-	// foreign call) within TTL + Options.Slack, a holder's Unlock and
-	// Renew called within its deadline and run straight through do not
-	// fail (on a backend in manual time), and a lock freed by an Unlock, or refused to a TryLock while
-	// free, is granted again within Options.Slack, not only once it
-	// expired. A single refusal of a free lock is tolerated and counted
-	// (Report.SpuriousRefusals): a lock may lose a race inside its own
-	// attempt.
+	// Progress: a lock works when nothing is wrong: with no fault and
+	// nothing in doubt within TTL + Options.Slack, a holder's Unlock and
+	// Renew within its deadline do not fail, and a freed lock is granted
+	// within Options.Slack (one spurious refusal tolerated and counted).
 	Progress Property = "progress"
 	// Availability: with a minority of the backend's nodes down, TryLock,
 	// Renew and Unlock still succeed.
@@ -96,10 +91,8 @@ func (m *machine) violate(p Property, expected bool, detail string) {
 	})
 }
 
-// holder returns a client whose lease is valid (a client whose Unlock is
-// under way no longer counts) when such clients hold every permit: with
-// one permit, the holder, if any; with Options.Permits > 1, one of the
-// holders of a full semaphore, else nil.
+// holder returns a client with a valid lease (not unlocking) when such
+// clients hold every permit, else nil.
 func (m *machine) holder() *client {
 	if hs := m.fullHolders(); len(hs) > 0 {
 		return hs[0]

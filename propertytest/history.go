@@ -34,10 +34,8 @@ func newRecorder(c locks.Clock) *recorder { return &recorder{clock: c, start: c.
 // now is the clock reading as history time.
 func (r *recorder) now() int64 { return int64(r.clock.Now().Sub(r.start)) }
 
-// deadline is a lease's deadline as history time, for
-// linearize.LeaseOutput.Deadline: 0 (none reported) for the zero time, and
-// at least 1 for a deadline at or before the run's start (a lease that
-// was over when granted).
+// deadline is a lease's deadline as history time: 0 (none reported) for
+// the zero time, at least 1 for one at or before the run's start.
 func (r *recorder) deadline(t time.Time) int64 {
 	if t.IsZero() {
 		return 0
@@ -74,15 +72,10 @@ func (r *recorder) ret(i int, out linearize.LeaseOutput, unknown bool) {
 }
 
 // cleanedUp records, after the crashed acquire i, a release by its owner
-// of unknown outcome called when the acquire was. The suite's crash cancels
-// the call's context, and the lock's own clean-up of an attempt it gives
-// up on (a release on a context of its own: consullock's abandon, a
-// TryLock deleting the node it created) may then run before the call
-// returns, which no real crash does. The owner never learned whether it
-// held the lock, so it used and fenced nothing: a release it may or may
-// not have made changes no property. Without it the lease model holds an
-// acquire that took effect for a whole TTL, and a grant to another client
-// after the clean-up freed the lock reads as a double grant.
+// of unknown outcome called when the acquire was. A lock's own clean-up of
+// an abandoned attempt may run before the cancelled call returns, which no
+// real crash does; the owner fenced nothing, so such a release changes no
+// property, and without it a later grant would read as a double grant.
 func (r *recorder) cleanedUp(i int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -90,14 +83,11 @@ func (r *recorder) cleanedUp(i int) {
 	r.unknownBesideLocked(acq, linearize.Release, acq.Input.Owner, false, acq.Call)
 }
 
-// crashedHolder records, at the crash of a client holding the lease of
-// owner whose Locker is a Crasher (its connections cut), a release by
-// owner of unknown outcome: its lease may end with its connections (a lock
-// held by a connection, a session closed with the process) or live out
-// its TTL on the backend. The model may then let it end anywhere from the
-// crash on, which no check of two clients acting at once needs more of:
-// the dead one does not act. A Locker that is no Crasher keeps its
-// connections, and its lease is held to its TTL as before.
+// crashedHolder records, at the crash of a client holding owner's lease
+// whose Locker is a Crasher, a release by owner of unknown outcome: the
+// lease may end with its connections or live out its TTL. The dead client
+// does not act, so no check needs more. A non-Crasher's lease is held to
+// its TTL.
 func (r *recorder) crashedHolder(client int, lockName string, owner uint64) {
 	t := r.now()
 	r.mu.Lock()
@@ -119,14 +109,11 @@ func (r *recorder) unknownBesideLocked(acq lockOp, op linearize.LeaseOp, owner u
 	})
 }
 
-// gaveBack records a grant that the lock made within acquire i and gave
-// back (locks.PointGrantedTooLate), under owner, an owner of its own as
-// the lock's was: an acquire called when i was, granted with g's fencing
-// token by the time the lock reported it (of unknown outcome for a lock
-// without fencing tokens, which gives the model nothing to order it by),
-// and a release by that owner from then until i returned, of unknown
-// outcome (the lock sends it on a lease already expired, and its answer
-// is not told).
+// gaveBack records a grant the lock made within acquire i and gave back
+// (locks.PointGrantedTooLate), under an owner of its own: an acquire
+// called when i was, granted with g's token when reported (unknown
+// outcome without fencing tokens), and a release of unknown outcome from
+// then until i returned.
 func (r *recorder) gaveBack(i int, owner uint64, g lateGrant) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -142,17 +129,12 @@ func (r *recorder) gaveBack(i int, owner uint64, g lateGrant) {
 	r.unknownBesideLocked(acq, linearize.Release, owner, false, at)
 }
 
-// heldUp records, beside acquire i, which stood stalled after one of its
-// requests while the run's time moved, an acquire of unknown outcome
-// under owner, an owner of its own, over the same span: a grant that i's
-// request made and lost unseen. A lock that writes its claim in one
-// request and reads the result back in the next (mysqllock) may find
-// the lock another's by the time the read-back goes, its own claim
-// having expired meanwhile: the call then returns a refusal, or, a Lock,
-// a later grant, and the claim held the lock in between, which another
-// client's refusal then, or the lower token of a grant after it, shows.
-// An acquire of unknown outcome may also never have taken effect: it
-// explains such refusals and tokens, never a second holder.
+// heldUp records, beside acquire i, which stood stalled after a request
+// while time moved, an acquire of unknown outcome under an owner of its
+// own over the same span: a grant i's request made and lost unseen (a
+// claim written, expired and taken before mysqllock's read-back). It
+// explains other clients' refusals and lower tokens, never a second
+// holder.
 func (r *recorder) heldUp(i int, owner uint64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -160,19 +142,11 @@ func (r *recorder) heldUp(i int, owner uint64) {
 	r.unknownBesideLocked(acq, linearize.Acquire, owner, acq.Input.Shared, acq.Call)
 }
 
-// releaseHeldUp makes release i, which stood stalled after one of its
-// requests while the run's time moved and then returned a refusal (not
-// held), of unknown outcome. A lock that releases on several nodes
-// (Redlock) may delete its key on one before the stall, which frees the
-// lock: another client wins that node and a free one. Its releases on
-// the others then come after the key expired there, or find the new
-// holder's key, and the lock counts a lease not held. As a refusal the
-// release changes nothing in the lease model, which then holds the lease
-// to its end and reads the other client's grant as a second one; as an
-// unknown release it may have taken effect before that grant, as it did.
-// A refusal without time moving in between is still a refusal: no key
-// expires meanwhile, so the release of a lease that held a majority when
-// it was called finds its key on each of them and succeeds.
+// releaseHeldUp makes release i, stalled after a request while time moved
+// and then refused (not held), of unknown outcome: a multi-node release
+// (Redlock) may have freed the lock on one node before the stall, and its
+// later requests then find the key expired or another's. Without time
+// moving a refusal stays a refusal: no key expires meanwhile.
 func (r *recorder) releaseHeldUp(i int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -182,10 +156,8 @@ func (r *recorder) releaseHeldUp(i int) {
 	}
 }
 
-// syntheticGap spaces the synthetic tokens. The lease model gives an
-// unknown acquire that took effect the previous token + 1; the gap leaves
-// room for that many of them between two grants that returned, in
-// whatever order the unknown ones were recorded.
+// syntheticGap spaces the synthetic tokens, leaving room for the lease
+// model's unknown acquires (previous token + 1) between two grants.
 const syntheticGap = 1 << 16
 
 // syntheticToken numbers a grant of a lock without fencing tokens, in the
@@ -236,11 +208,9 @@ func acquireOutcome(lease locks.Lease, err error, synth func() uint64) (lineariz
 }
 
 // releaseOutcome turns what Unlock or Renew returned into the model's
-// output: nil succeeded, ErrNotHeld is a refusal by the backend, anything
-// else unknown (ErrLeaseExpired from Unlock hides the backend's answer to
-// the release it still sends; ErrReleased and a locally expired Renew
-// never reached the backend, and an unknown release or renew of an owner
-// that no longer holds the lock changes nothing in the model).
+// output: nil succeeded, ErrNotHeld is a refusal, anything else unknown
+// (ErrLeaseExpired hides the answer to the release still sent; an unknown
+// release by a non-holder changes nothing in the model).
 func releaseOutcome(err error) (linearize.LeaseOutput, bool) {
 	switch {
 	case err == nil:

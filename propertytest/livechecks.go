@@ -11,11 +11,8 @@ import (
 )
 
 // liveChecks are the checks the suite makes while a run goes on, at the
-// moments the machine and its actions tell them of. The actions know only
-// these moments, not the properties behind them: a new property hooks into
-// them here, and no action changes. A check may probe the lock through the
-// machine (a TryLock of the probe client, time moved on), at the moment it
-// is told of, which is part of what a seed replays.
+// moments the actions tell them of; a new property hooks in here without
+// changing any action. A check may probe the lock through the machine.
 type liveChecks interface {
 	// granted: c takes the grant h, checked against the other holders.
 	granted(c *client, h *held)
@@ -60,10 +57,8 @@ var _ liveChecks = (*liveCheck)(nil)
 
 // untouchedByFaults reports whether no backend fault can have touched the
 // leases of hs: none is active, and none was injected or healed since the
-// earliest of their acquisitions was called. A fault over before a lease
-// was asked for cannot take it (a failover, a restarted node, an expired
-// session all come before the grant), so the probes need not wait for a
-// run without faults, which a cell of frequent faults seldom has.
+// earliest of their acquisitions was called (a fault over before a lease
+// was asked for cannot take it).
 func (k *liveCheck) untouchedByFaults(hs []*client) bool {
 	m := k.m
 	if len(m.faults.active) > 0 {
@@ -97,13 +92,9 @@ func leasesOf(hs []*client) []*held {
 }
 
 // ranOutDuring reports whether one of leases, held when a probe began, ran
-// out by its deadline before the probe was granted h: on a real-time
-// backend time goes on while the probe runs (in manual time it does not).
-// Such a grant is no finding of the named check (what) but the lease
-// model's to judge, which has both on the clock; the probe's lease is
-// given back. (Described through the holders' leases, which the probe's
-// collection had retired meanwhile, it was a nil-pointer panic: once in
-// about 120 runs of TestZKRWMutexOnRealServer.)
+// out by its deadline before the probe was granted h (time goes on during
+// a probe in real time). Such a grant is the lease model's to judge, not
+// the named check's (what); the probe's lease is given back.
 func (k *liveCheck) ranOutDuring(what string, h *held, leases []*held) bool {
 	m := k.m
 	now := m.be.Clock.Now()
@@ -118,11 +109,9 @@ func (k *liveCheck) ranOutDuring(what string, h *held, leases []*held) bool {
 }
 
 // beforeForeign probes, before a foreign call, that the holder holds the
-// lock. A lock that grants the probe then is not exclusive, whatever the
-// foreign call would do: that is reported as an exclusivity violation, and
-// beforeForeign returns false so that the grant is not blamed on the foreign
-// call as well. Like afterForeign it reports nothing when a backend fault
-// may have taken a holder's lease (untouchedByFaults).
+// lock. A granted probe is reported as exclusivity, and false is returned
+// so the foreign call is not blamed too. Nothing is reported when a fault
+// may have taken a lease (untouchedByFaults).
 func (k *liveCheck) beforeForeign(holder *client) bool {
 	m := k.m
 	hs := m.fullHolders()
@@ -145,11 +134,9 @@ func (k *liveCheck) beforeForeign(holder *client) bool {
 	return false
 }
 
-// afterForeign probes, after a foreign call, that the holder still holds
-// the lock: a probe TryLock must be refused while the holder's lease is
-// within its local deadline (which ends before the backend's TTL). It is
-// skipped when a backend fault, which may lose a lease by itself, could
-// have touched a holder's lease (untouchedByFaults).
+// afterForeign probes, after a foreign call, that a probe TryLock is
+// refused while the holder's lease is within its local deadline; skipped
+// when a fault may have touched a lease (untouchedByFaults).
 func (k *liveCheck) afterForeign(what string, holder *client) {
 	m := k.m
 	hs := m.fullHolders()
@@ -172,15 +159,11 @@ func (k *liveCheck) afterForeign(what string, holder *client) {
 	_ = m.unlock(m.probe, h) // recorded; its result is part of the history
 }
 
-// granted: when c is granted h, no other client may still hold a lease
-// that is valid by its own deadline and Done (with Options.ReadWrite, unless
-// both leases are shared). A correct lock never lets
-// that happen: a holder's local deadline ends no later than the backend's
-// expiry of its lease, and one manual clock stamps both. A lock whose
-// lease ends earlier on the backend than the holder believes (the
-// deadline reckoned from the reply rather than from the request, a drift
-// allowance too small) fails here: two clients then act as holders at
-// once, which is exclusivity broken, whatever the lease model accepts.
+// granted: when c is granted h, no other client may hold a lease valid by
+// its own deadline and Done (with ReadWrite, unless both are shared). A
+// correct holder's deadline ends no later than the backend's expiry, on
+// one manual clock; a lock whose backend lease ends earlier than the
+// holder believes fails here, whatever the lease model accepts.
 func (k *liveCheck) granted(c *client, h *held) {
 	m := k.m
 	if !m.valid(h) {
@@ -200,11 +183,9 @@ func (k *liveCheck) granted(c *client, h *held) {
 	}
 }
 
-// stepped: at no moment may two clients hold leases that are both
-// valid by their own deadlines and Done. granted looks at the moment
-// of a grant; this looks after every step, which catches a lease brought
-// back to life (a renewal that reached the backend after the lease ran out
-// and another client took the lock, and reported success).
+// stepped: after every step, no two clients may hold leases both valid by
+// their own deadlines and Done; this catches a lease brought back to life
+// by a late renewal that reported success.
 func (k *liveCheck) stepped() {
 	m := k.m
 	if m.o.Permits > 1 {
@@ -248,13 +229,10 @@ func (k *liveCheck) firstReport(key [2]uint64) bool {
 	return true
 }
 
-// unlocked: right after a successful Unlock, with nobody else holding
-// or waiting and nothing in doubt (no operation of unknown outcome, crash
-// or foreign call within TTL + Slack, no backend fault), the lock is free:
-// probeFree probes it. A lease (the unlocker's own or another's) that
-// lapsed without an Unlock less than TTL + Slack after its last grant or
-// renewal returned may still hold the lock on the backend, so the check
-// does not run then.
+// unlocked: right after a successful Unlock, with nobody else holding or
+// waiting and nothing in doubt, probeFree probes the lock. Skipped while a
+// lease lapsed without an Unlock less than TTL + Slack after its last
+// grant or renewal may still hold it on the backend.
 func (k *liveCheck) unlocked(c *client, err error) {
 	m := k.m
 	if err != nil || !m.lockFree(c) {
@@ -263,8 +241,7 @@ func (k *liveCheck) unlocked(c *client, err error) {
 	k.probeFree(fmt.Sprintf("client %d unlocked at t=%v", c.id, m.at()))
 }
 
-// renewed: a Renew the backend refused (the lease is not held any
-// more) must leave the lease saying so: Done closed and Err set, at once.
+// renewed: a refused Renew must leave Done closed and Err set, at once.
 func (k *liveCheck) renewed(c *client, h *held, err error) {
 	m := k.m
 	if _, unknown := releaseOutcome(err); err == nil || unknown {
@@ -278,16 +255,10 @@ func (k *liveCheck) renewed(c *client, h *held, err error) {
 	}
 }
 
-// collected: once a lease is past its deadline by more than
-// Options.Slack, without a renewal, its Done must be closed and Err set. A
-// holder that waits on Done (a watchdog that swallows its renewal failures
-// and never tells) would otherwise go on as if it held the lock. Leases
-// are followed from the moment they stop being valid until they signal
-// the loss or are reported. A lease seen lapsed is judged only after the
-// scheduler has settled the run once more: a lock may close Done on a
-// goroutine of its own (one started by the first call to Done, say), and
-// collect runs several times within one step, with nothing let run in
-// between.
+// collected: a lease past its deadline by more than Slack without a
+// renewal must have Done closed and Err set; else a holder waiting on Done
+// goes on as holder. A lapsed lease is judged only after one more settle,
+// since a lock may close Done on a goroutine of its own.
 func (k *liveCheck) collected(c *client) {
 	m := k.m
 	if c.cur != nil && !m.valid(c.cur) && !c.unlocking() && !closed(c.cur.lease.Done()) {
@@ -374,13 +345,10 @@ func (k *liveCheck) overfull(leases []*held, detail string) {
 	}
 }
 
-// released: on a healthy run, a holder's Unlock or Renew called
-// within its lease's deadline, run straight through (no stall, not held
-// up, not crashed) and returned before that deadline, must not fail of
-// itself (Outcomes.Failed): a lock whose every release fails with an error
-// is only ever freed by its TTL. A refusal (ErrNotHeld) is the lock
-// history's to judge, a lease lost early. Not on a backend in real time,
-// where a loaded machine makes requests time out of themselves.
+// released: on a healthy run, a holder's Unlock or Renew called within its
+// deadline, run straight through and returned before it, must not fail of
+// itself (Outcomes.Failed); ErrNotHeld is the lock history's to judge. Not
+// on a real-time backend, where requests time out under load.
 func (k *liveCheck) released(c *client, h *held, rc releaseCall, o *op, err error) {
 	m := k.m
 	if m.sched.realTime || !rc.valid || !rc.straight || !m.healthy() || m.sched.wasHeldUp(o) || m.sched.crashed(o) ||
@@ -396,10 +364,8 @@ func (k *liveCheck) released(c *client, h *held, rc releaseCall, o *op, err erro
 		c.id, rc.name, h.token, m.since(rc.deadline), err))
 }
 
-// refusedFree handles a TryLock of c refused while the lock was free
-// by the suite's knowledge: a spurious refusal, counted and tolerated once
-// (a lock may lose a race inside its own attempt), then probed as a freed
-// lock is.
+// refusedFree handles a spurious refusal of a free lock: counted and
+// tolerated once, then probed as a freed lock is.
 func (k *liveCheck) refusedFree(c *client, owner uint64) {
 	m := k.m
 	m.findings.countSpurious(owner)
@@ -407,13 +373,10 @@ func (k *liveCheck) refusedFree(c *client, owner uint64) {
 	k.probeFree(fmt.Sprintf("client %d's TryLock was refused at t=%v while the lock was free", c.id, m.at()))
 }
 
-// probeFree probes a lock that should be free (what says why, and since
-// when): a probe TryLock must be granted, at once or within Options.Slack
-// (tried at once, then after every quarter of Slack). A lock still
-// refused then is probed on, every quarter of the TTL, until TTL + Slack
-// later: granted by then, it broke Progress (it came free only by expiry:
-// something was left behind, a key kept alive, a queue entry); never
-// granted, it broke deadlock freedom.
+// probeFree probes a lock that should be free (what says why and since
+// when): a TryLock must be granted within Slack (tried every quarter of
+// it), else it is probed every quarter TTL until TTL + Slack later:
+// granted then breaks Progress, never breaks deadlock freedom.
 func (k *liveCheck) probeFree(what string) {
 	m := k.m
 	m.findings.ran[DeadlockFreedom], m.findings.ran[Progress] = true, true

@@ -16,10 +16,9 @@ import (
 // an expected violation, not a failure.
 type FaultKind = chaos.Kind
 
-// The fault kinds the suite injects, under the names propertytest has
-// always given them (each is the chaos.Kind of the same name). FaultCrash
-// and FaultPause are produced by the suite itself for every lock; the
-// others come from the Backend's Faults.
+// The fault kinds the suite injects, each the chaos.Kind of the same name.
+// The suite makes FaultCrash and FaultPause for every lock; the others
+// come from the Backend's Faults.
 const (
 	// FaultCrash: a client stops without unlocking (its lease is left to
 	// expire) and comes back as a fresh process.
@@ -57,82 +56,52 @@ type Options struct {
 	// (Redlock) should claim only FaultCrash (and what its backend
 	// survives, such as FaultNodeDown for a minority of Redlock nodes).
 	Claims []FaultKind
-	// Settle is the least wall time the suite gives a Lock before it
-	// counts as blocked waiting; beyond it, the suite's scheduler waits
-	// until the process is quiescent (see the package doc). Backends in
-	// manual time need none; a backend that moves in real time (the
-	// embedded etcd, a real server) needs its round trip. Default 0.
+	// Settle is the least wall time a Lock gets before it counts as blocked
+	// waiting (then the scheduler waits for quiescence). Manual-time backends
+	// need none; a real-time one needs its round trip. Default 0.
 	Settle time.Duration
 	// OpTimeout bounds each lock operation in wall time; an operation that
 	// runs out has an unknown outcome. Default 2s.
 	OpTimeout time.Duration
 	// CheckSteps bounds each linearizability check in search steps
 	// (linearize.Options.MaxSteps); a check that spends them is undecided
-	// (logged, never a pass or a failure), on every machine alike, so that
-	// a seed replays the same under any load. Default DefaultCheckSteps.
+	// (logged, never pass or fail), alike under any load. Default
+	// DefaultCheckSteps.
 	CheckSteps int64
 	// CheckTimeLimit bounds each linearizability check in wall time too, a
 	// backstop for a check slower per step than most. Default 60s.
 	CheckTimeLimit time.Duration
 	// Name is the lock's name. Default "propertytest".
 	Name string
-	// ShrinkRuns bounds the minimization of a failing run by a number of
-	// runs, counted from the run that reproduced the failure: past it, the
-	// suite refuses rapid's further candidates at once (as invalid runs)
-	// and rapid reports the smallest failing run found so far. A bound by
-	// count, unlike rapid's wall-time bound (-rapid.shrinktime,
-	// Standalone.ShrinkTime), which stays as a backstop, shrinks a seed to
-	// the same run on an idle and on a loaded machine, so that a replay
-	// prints the history the check printed. Default 200; negative means no
-	// bound but the wall time's.
+	// ShrinkRuns bounds shrinking a failing run, counted in runs from the
+	// one that reproduced it; past it rapid's candidates are refused, so a
+	// seed shrinks alike on any load (-rapid.shrinktime stays a backstop).
+	// Default 200; negative means only the wall-time bound.
 	ShrinkRuns int
-	// OutDir is where the history of each violation is written, as the
-	// JSON that `lockproof history` reads (Violation.File; the same data
-	// is Violation.Evidence). Default in Run and Check: the
-	// -propertytest.out flag, then the LOCKPROOF_PROPERTYTEST_OUT
-	// environment variable, then t.TempDir() (removed after the test); in
-	// RunStandalone: nowhere.
+	// OutDir is where each violation's history is written as JSON
+	// (Violation.File). Default in Run and Check: -propertytest.out, then
+	// LOCKPROOF_PROPERTYTEST_OUT, then t.TempDir(); in RunStandalone:
+	// nowhere.
 	OutDir string
-	// Permits is how many leases the lock may grant at once: 1 for a
-	// mutex, N for a semaphore of N permits (redislock.NewSemaphore, say).
-	// With N > 1 the lock history is checked against
-	// linearize.NewSemaphoreModel, and exclusivity means at most N clients
-	// holding leases valid by their own deadlines; a probe TryLock is
-	// refused only while all N are held. The shared register, whose
-	// read-modify-writes N holders may interleave, is not used. Default 1.
+	// Permits is how many leases may be held at once: N > 1 for a semaphore
+	// checks linearize.NewSemaphoreModel, at most N valid holders, probes
+	// refused only while all N are held, and no shared register. Default 1.
 	Permits int
-	// ReadWrite makes the lock a read-write lock: every Locker the
-	// Backend makes must be a ReadWriteLocker, and each acquisition of a
-	// client draws its mode, shared (through RLocker) or exclusive. The
-	// lock history is then checked against linearize.NewRWLeaseModel, and
-	// exclusivity means that no client holds an exclusive lease valid by
-	// its own deadline together with any other client holding a lease so
-	// valid. Readers do not use the shared register (which checks a mutex);
-	// the suite's probes and intruders take exclusive leases. It needs
-	// Permits 1. Default false.
+	// ReadWrite makes every Locker a ReadWriteLocker, each acquisition
+	// drawing shared or exclusive; checked against NewRWLeaseModel (no valid
+	// exclusive lease beside any other valid lease). Probes take exclusive
+	// leases; readers skip the register. Needs Permits 1. Default false.
 	ReadWrite bool
-	// Reentrant checks re-entry by owner (locks.WithOwner): every client's
-	// Locker is made with an owner id of its own, and a new Locker with a
-	// new id when the client crashes (a restarted process has lost its
-	// holds). A holder may then take nested holds on its acquisition
-	// (Reenter, by Lock or TryLock) and unlock them, innermost first,
-	// before its outer Unlock, as reentrant code does. A nested hold must
-	// come back at once with the acquisition's fencing token: another
-	// token is a second acquisition while the first is held
-	// (exclusivity), a refusal or a wait is the owner locked out by its
-	// own acquisition (deadlock freedom). A nested hold's Unlock must leave
-	// the acquisition held: the other clients' grants are checked against
-	// it as before (exclusivity). Re-entry is the client's own business,
-	// so nested holds and their Unlocks are not in the lock history.
-	// Default false.
+	// Reentrant gives each client an owner id (locks.WithOwner, new after a
+	// crash) and has holders take and unlock nested holds: each must come
+	// back at once with the same token (else exclusivity or deadlock
+	// freedom) and leave the acquisition held. Default false.
 	Reentrant bool
 
 	_ struct{} // keyed literals only
 }
 
-// DefaultShrinkRuns is Options.ShrinkRuns's default: enough for rapid to
-// shrink the suite's failures to a few operations (a run on an in-process
-// backend takes milliseconds), few enough to bound the time it takes.
+// DefaultShrinkRuns is Options.ShrinkRuns's default.
 const DefaultShrinkRuns = 200
 
 // withDefaults fills in the defaults and validates o.
@@ -185,9 +154,8 @@ func (o Options) withDefaults() (Options, error) {
 // claims reports whether the lock claims to survive k.
 func (o Options) claims(k FaultKind) bool { return slices.Contains(o.Claims, k) }
 
-// DefaultCheckSteps is Options.CheckSteps when it is zero: for a lease
-// history, several seconds of search on a laptop, and well over a hundred
-// times what the suite's histories usually take.
+// DefaultCheckSteps is Options.CheckSteps when it is zero, well over a
+// hundred times what the suite's histories usually take.
 const DefaultCheckSteps = 5_000_000
 
 // checkOptions are the linearize options of each history check.

@@ -12,12 +12,9 @@ package propertytest
 //     the budget counts candidates (Options.ShrinkRuns) instead.
 //   - seedIn: rapid returns no seed; it prints one (-rapid.seed=N) in its
 //     failure message, which seedIn reads back for Report.Seed.
-//   - standaloneFlags and setRapidFlags: rapid.Check and T.Repeat both call
-//     testing.Short, which panics unless testing.Init has run ("testing:
-//     Short called before Init"); Check reads the seed, the number of checks
-//     and the shrink time only from its flags (baseSeed reads flags.seed)
-//     and Repeat the steps; Generator.Example(seed) fixes a seed without the
-//     flags but does not shrink and still reaches Repeat. So RunStandalone
+//   - standaloneFlags and setRapidFlags: rapid.Check and T.Repeat call
+//     testing.Short, which panics before testing.Init, and read the seed,
+//     checks, shrink time and steps only from flags; so RunStandalone
 //     calls testing.Init and sets the flags for its duration.
 
 import (
@@ -35,9 +32,7 @@ import (
 )
 
 // recordingTB is the rapid.TB of Check and RunStandalone: it records
-// rapid's failures and logs instead of failing a test. It implements
-// rapid's small interface and nothing of testing.TB: the factories get an
-// Env of the run's own.
+// rapid's failures and logs instead of failing a test.
 type recordingTB struct {
 	name string
 	log  io.Writer // a copy of every message as it comes; nil for none
@@ -70,9 +65,7 @@ func (r *recordingTB) note(fail bool, s string) {
 	}
 }
 
-// skip records a skip and ends the calling goroutine, as testing's Skip
-// does: rapid calls it only on the goroutine Check or RunStandalone
-// started for it.
+// skip records a skip and ends the calling goroutine, as testing's Skip.
 func (r *recordingTB) skip(s string) {
 	r.note(false, s)
 	r.mu.Lock()
@@ -111,16 +104,12 @@ func (r *recordingTB) Skipped() bool {
 }
 
 // shrinkBudget counts the runs rapid makes to shrink a failure, to refuse
-// its candidates once Options.ShrinkRuns are spent. It follows rapid's
-// order of calls (pgregory.net/rapid v1.3): the search until a run fails;
-// one run that reproduces that failure; then the shrinker's candidates,
-// each of which, when it fails, is run once more at once, recording,
-// before rapid goes on (and panics if the two differ); a last run of the
-// smallest case prints its log. A second run is never refused: a refusal
-// is only ever rapid's first look at a candidate. The last run falls
-// under the budget like a candidate: once it is spent, that run is refused
-// and its log is missing from rapid's output (the violation, recorded by
-// the shrinker's last accepted run, is not).
+// its candidates once Options.ShrinkRuns are spent. It follows rapid
+// v1.3's order of calls: the search until a run fails; one run that
+// reproduces it; the shrinker's candidates, each failing one run again at
+// once (never refused); a last run of the smallest case, which falls under
+// the budget like a candidate (refused, its log is missing from rapid's
+// output, but the violation is kept).
 type shrinkBudget struct {
 	phase    shrinkPhase
 	again    bool      // the next call is the second run of a failing candidate

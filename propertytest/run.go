@@ -49,15 +49,12 @@ type Report struct {
 	Checked map[Property]int
 	// Undecided counts history checks that ran out of their time budget.
 	Undecided int
-	// Unclaimed lists, sorted, the kinds of fault the runs could inject
-	// that the lock does not claim (Options.Claims): the kinds of the
-	// Backend's Faults outside the claims, and FaultPause when pauses are
-	// not claimed (every run may draw them). A violation under them is
-	// expected, not a failure.
+	// Unclaimed lists, sorted, the fault kinds the runs could inject that
+	// the lock does not claim (unclaimed Faults' kinds, and FaultPause if
+	// not claimed); a violation under them is expected.
 	Unclaimed []FaultKind
 	// Outcomes counts, per kind of call ("Lock", "TryLock", "Unlock",
-	// "Renew"), how the calls of every run ended, the suite's probes
-	// included.
+	// "Renew"), how the calls ended, the suite's probes included.
 	Outcomes map[string]Outcomes
 	// SpuriousRefusals counts the refusals of a free lock that were
 	// tolerated (see Progress).
@@ -66,17 +63,12 @@ type Report struct {
 	// RunStandalone (seed, steps).
 	Output string
 	// Seed replays the failure: the -rapid.seed rapid printed for it
-	// (Standalone.Seed in RunStandalone). 0 when nothing failed or rapid
-	// printed no seed.
+	// (Standalone.Seed in RunStandalone); 0 if none.
 	Seed uint64
 	// ShrinkCandidates is the number of candidates rapid's shrinker ran
-	// while minimizing the failure (at most Options.ShrinkRuns), and
-	// ShrinkTime the wall time from the first failure to the end. When a
-	// wall-time bound (-rapid.shrinktime, Standalone.ShrinkTime) ended the
-	// minimization first, a replay of Seed with Options.ShrinkRuns set to
-	// ShrinkCandidates, and a looser wall-time bound, stops where this run
-	// stopped, whatever the load of either machine: the candidates come in
-	// the same order, and the ones past the bound are refused.
+	// (at most Options.ShrinkRuns), ShrinkTime the wall time it took. A
+	// replay of Seed with ShrinkRuns set to ShrinkCandidates stops where
+	// this run stopped, under any load.
 	ShrinkCandidates int
 	ShrinkTime       time.Duration
 }
@@ -94,12 +86,11 @@ func (r *Report) Broken() []Property {
 }
 
 // Run checks the lock built by factory with rapid state machines and fails
-// t when a property it claims is violated. The failure names the property,
-// shows the minimal history and the file of its JSON history, and rapid
-// prints the seed that replays it (-rapid.seed); -rapid.checks and
-// -rapid.steps set the number of runs and their length. Violations under faults the lock
-// does not claim (see Options.Claims) are logged as expected violations.
-// Run must be called from the test's goroutine.
+// t when a property it claims is violated, naming the property with the
+// minimal history and its JSON file; rapid prints -rapid.seed to replay
+// it, and -rapid.checks and -rapid.steps set the runs and their length.
+// Violations under unclaimed faults are logged as expected. Run must be
+// called from the test's goroutine.
 func Run(t *testing.T, factory Factory, o Options) *Report {
 	t.Helper()
 	s, err := newSuite(t, factory, o)
@@ -115,8 +106,7 @@ func Run(t *testing.T, factory Factory, o Options) *Report {
 }
 
 // Check runs the same suite as Run but never fails t: it returns what it
-// found. Tests of the suite itself use it to assert that a broken lock is
-// caught, with the right property named.
+// found, so a test can assert that a broken lock is caught.
 func Check(t *testing.T, factory Factory, o Options) *Report {
 	t.Helper()
 	s, err := newSuite(t, factory, o)
@@ -140,8 +130,7 @@ func Check(t *testing.T, factory Factory, o Options) *Report {
 }
 
 // host is what a suite needs from what runs it: a test (Run, Check) or
-// RunStandalone's recordingTB. A host with a TempDir method (a test) is
-// where the histories go when no directory is given.
+// RunStandalone's recordingTB.
 type host interface {
 	Name() string
 	Logf(format string, args ...any)
@@ -317,16 +306,13 @@ func (s *suite) logExpected(t interface{ Logf(string, ...any) }) {
 	}
 }
 
-// outputs writes the evidence of violations as JSON, one file per test
-// and property, overwritten by later runs: rapid's last run of a failure
-// is its minimal one.
+// outputs writes violations' evidence as JSON, one file per test and
+// property, overwritten so rapid's last (minimal) run stays.
 type outputs struct {
 	name string // the test's or the standalone run's
 	dir  string
-	// tempDir is the test's TempDir; nil (RunStandalone, whose report
-	// carries the evidence) writes nothing without a dir rather than fall
-	// back to the flag, the environment and the test's temporary
-	// directory.
+	// tempDir is the test's TempDir; nil (RunStandalone) writes nothing
+	// without a dir.
 	tempDir func() string
 
 	mu   sync.Mutex

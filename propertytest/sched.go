@@ -18,67 +18,51 @@ import (
 	"github.com/lockproof/lockproof/propertytest/internal/gostack"
 )
 
-// The suite's scheduler. Every lock operation of a run (TryLock, Lock,
-// Unlock, Renew) runs on a goroutine of its own, with a context that
-// carries the operation's locks.Gate. The backends' clients call the gate
-// before each request (fakes installs the hooks), and the suite's Observer
-// calls it at each locks.Point the lock reports. The gate parks the
-// operation there until the driver, the goroutine that runs rapid's
-// actions, lets it go. So the driver, following the seed, decides which
-// operation's next request is sent, and it may leave one operation parked
-// between two of its requests (stalled) while other clients act and time
-// passes.
+// The suite's scheduler. Every lock operation of a run runs on its own
+// goroutine with a context carrying its locks.Gate; the backends' clients
+// call the gate before each request and the Observer at each locks.Point.
+// The gate parks the operation until the driver (the goroutine running
+// rapid's actions) lets it go, so the seed decides which request is sent
+// next, and an operation may stay parked between two requests (stalled)
+// while others act and time passes.
 //
-// Whether an operation has reached its next gate, finished, or is blocked
-// waiting (a Lock waiting for a notification) is not a question of wall
-// time: after every step the driver waits until the process is quiescent,
-// that is until the runtime's scheduler counts no goroutine runnable and
-// none running but the driver, and two fingerprints of every goroutine's
-// stack, taken a moment apart (during which the network poller runs), are
-// identical. On a backend whose connections are all in memory
-// (Backend.InProcess: miniredis, MemLock and the in-memory mutants'
-// servers) no request can hide in the kernel, so the pause between the
-// two fingerprints is a few microseconds of the thread's own, not the
-// millisecond a runtime timer takes: the suite runs two to three times
-// faster there. Nothing can then happen until the driver acts, and what it
-// sees (who is parked, whose lease closed its Done) is the same in every
-// replay of the seed. The limits: a lock or client that waits on wall-time
-// timers (a retry back-off in real time, an embedded etcd's leases) and
-// tests running in parallel in the same process can still move on their
-// own; the scheduler then gives up waiting after maxQuiesce and says so in
+// Whether an operation reached its next gate, finished or is blocked is
+// not a question of wall time: after every step the driver waits until
+// the process is quiescent, that is the runtime counts no goroutine
+// runnable or running but the driver, and two fingerprints of every
+// goroutine's stack a moment apart are identical. With every connection in
+// memory (Backend.InProcess) no request can hide in the kernel, so the
+// pause between fingerprints is microseconds, not a timer's millisecond;
+// nothing can happen until the driver acts, and what it sees is the same
+// in every replay. Wall-time timers and parallel tests can still move on
+// their own; the scheduler then gives up after maxQuiesce and says so in
 // the run's log. No wait of the driver is unbounded (see StuckLimit).
 
-// maxQuiesce bounds the time the driver waits for quiescence: it gives
-// up once this much wall time has passed and the process has had this
-// much CPU time meanwhile, or ten times as much wall time has passed.
-// Counting CPU time keeps a machine loaded by other processes, which
-// leaves this one a tenth of a core, from passing for a goroutine that
-// keeps waking (a give-up promises no exact replay).
+// maxQuiesce bounds the wait for quiescence: it gives up once this much
+// wall time and this much process CPU time have passed, or ten times as
+// much wall time. Counting CPU time keeps a loaded machine from passing
+// for a goroutine that keeps waking.
 const maxQuiesce = 250 * time.Millisecond
 
 // StuckLimit is the longest the suite's scheduler waits, in wall time, for
 // one thing: an operation to finish, block or reach its next request; a
-// settle of every operation after a step; a crashed operation to return;
-// the process to become quiescent, over failed tries in a row. Past it the
-// run ends with an error that names the operation and the likely cause
-// (in Run the test fails with it, in Check and RunStandalone it is the
-// Report's Output, and RunStandalone returns ErrNoVerdict). On a backend
-// in real time (Backend.Clock is locks.SystemClock) twice the options'
-// TTL + Slack is added, since a waiter there may rightly wait for a lease
-// to run out. A lock that polls in wall time while the run's clock stands
-// still is told sooner, once one operation passed its gate pollPassages
-// times within pollWall of wall time.
+// settle after a step; a crashed operation to return; quiescence, over
+// failed tries in a row. Past it the run ends with an error naming the
+// operation and the likely cause (see the package documentation). On a
+// backend in real time (Backend.Clock is locks.SystemClock) twice TTL +
+// Slack is added, since a waiter there may rightly wait out a lease. A
+// lock polling in wall time while the run's clock stands still is told
+// sooner, once one operation passed its gate pollPassages times within
+// pollWall.
 const StuckLimit = 5 * time.Second
 
 // stuckLimit is StuckLimit, shortened by the suite's own tests of it.
 var stuckLimit = StuckLimit
 
-// pollPassages and pollWall: an operation that passes its gate this often,
-// over at least this much wall time, in one wait of the driver, while the
-// run's clock stands still, polls in wall time. A lock that waits on the
-// run's clock blocks between its attempts; no lock sends that many
-// requests in one step otherwise. pollWall is shortened by the suite's
-// own tests of it.
+// pollPassages and pollWall: an operation passing its gate this often,
+// over at least this much wall time, in one wait while the run's clock
+// stands still, polls in wall time. pollWall is shortened by the suite's
+// own tests.
 const pollPassages = 100
 
 var pollWall = 2 * time.Second
@@ -94,19 +78,16 @@ type sched struct {
 	// must give the operations a chance to react waits for it to move.
 	settles int
 
-	// quiesceMu makes the waits for quiescence one at a time: the driver
-	// and a clock's dispatch (oneByOne, run by whoever advanced the clock)
-	// may both wait at once, and share snapshot's buffers and the restless
-	// count. The one that waits for the lock is parked meanwhile, which the
-	// other's snapshots see as blocked.
+	// quiesceMu makes the waits for quiescence (the driver's and a
+	// clock's dispatch, oneByOne) one at a time: they share snapshot's
+	// buffers and the restless count.
 	quiesceMu sync.Mutex
 	// snapshot's buffers, reused.
 	samples []metrics.Sample
 	stacks  []runtime.StackRecord
 
 	minBlock time.Duration // Options.Settle
-	// inProcess: every connection is in memory (Backend.InProcess), so
-	// quiescent need not sleep for the network poller.
+	// inProcess: every connection is in memory (Backend.InProcess).
 	inProcess bool
 	// realTime: the run's clock is the system's, so time passes while
 	// an operation stands stalled whatever the driver does.
@@ -115,15 +96,13 @@ type sched struct {
 	// requestClock); nil on any other, where they run on wall time.
 	requests *requestClock
 
-	// The run's clock (nil: moved by the driver only); the bound of each
-	// wait (StuckLimit, more in real time).
+	// The run's clock (nil: moved by the driver only); each wait's bound.
 	clock locks.Clock
 	limit time.Duration
-	// fail ends the run with the error (rapid's Fatalf); nil keeps the
-	// error only. It is called at most once, from run or settle.
+	// fail ends the run with the error (rapid's Fatalf), at most once;
+	// nil keeps the error only.
 	fail func(error)
-	// Guarded by mu: why the run was given up on (every wait then
-	// returns at once), and whether fail was told.
+	// Guarded by mu: why the run was given up on, and whether fail was told.
 	hung   error
 	failed bool
 	// The quiescence tries that failed in a row: since when, how many.
@@ -179,8 +158,7 @@ func (s *sched) stuck() error {
 }
 
 // check ends the run through fail, once, if it was given up on. crash
-// does not call it: it runs in the suite's deferred clean-up too, where
-// the run may already be ending; the driver's next run or settle does.
+// does not call it (it also runs in deferred clean-up).
 func (s *sched) check() {
 	s.mu.Lock()
 	err, tell := s.hung, s.hung != nil && !s.failed && s.fail != nil
@@ -230,11 +208,10 @@ type gateReq struct {
 	go_  chan struct{}
 }
 
-// start runs fn on a goroutine of its own, as operation name of client.
-// budget > 0 bounds the wall time the operation may run while not parked
-// (its context is cancelled after that much running time). fn receives a
-// context carrying the operation's gate; finished is called on the
-// operation's goroutine when fn returned (or the goroutine ended).
+// start runs fn on a goroutine of its own, as operation name of client,
+// with a context carrying its gate. budget > 0 cancels the context after
+// that much running time not parked; finished is called on the goroutine
+// when fn returned.
 func (s *sched) start(client int, name string, budget time.Duration, stallAt int, fn func(ctx context.Context)) *op {
 	ctx, cancel := context.WithCancel(context.Background())
 	s.mu.Lock()
@@ -289,17 +266,14 @@ func (g opGate) RequestClock() locks.Clock {
 	return g.o.s.requests
 }
 
-// Request parks the operation until the driver lets the request go. A
-// crashed operation is never parked: its context is cancelled, and the
-// request fails or is not sent.
+// Request parks the operation until the driver lets the request go.
 func (g opGate) Request(ctx context.Context, what string) func() {
 	o, s := g.o, g.o.s
 	s.mu.Lock()
 	if o.crashed || o.finished {
-		// Crashed: its context is cancelled, the request fails or is not
-		// sent. Finished: a request the lock sends on the operation's
-		// context after it returned (a release in the background) has no
-		// operation to schedule it with.
+		// Crashed: the request fails or is not sent. Finished: a request
+		// on the operation's context after it returned has no operation
+		// to schedule it with.
 		s.mu.Unlock()
 		return nil
 	}
@@ -338,13 +312,8 @@ func (s *sched) look(o *op) (opState, bool) {
 }
 
 // wait waits until o is parked or finished or, when blockedOK, the process
-// is quiescent without either (o is blocked waiting). Without blockedOK
-// it waits for parked or finished only: TryLock, Unlock and Renew do not
-// wait for other clients, and their running time is bounded by their
-// budget.
-//
-// It gives up (opBlocked, with the run given up on) after the scheduler's
-// limit of wall time, plus the operation's budget of running time.
+// is quiescent without either (o is blocked). It gives up (opBlocked, the
+// run given up on) after the scheduler's limit plus o's budget.
 func (s *sched) wait(o *op, blockedOK bool) opState {
 	began := time.Now()
 	limit := s.limit + o.budget
@@ -379,9 +348,8 @@ func (s *sched) wait(o *op, blockedOK bool) opState {
 			continue
 		case <-time.After(200 * time.Microsecond):
 		}
-		// Quiescent, or given up on: either way nothing more to wait for.
-		// On an in-process run, quiescent has timed out every request
-		// left without an answer, so an operation that must finish does.
+		// Quiescent or given up on; in-process, quiescent has timed out
+		// every unanswered request, so an operation that must finish does.
 		s.quiescent()
 		if st, ok := s.look(o); ok {
 			return st
@@ -412,10 +380,7 @@ func budgetNote(o *op) string {
 }
 
 // fanOut reports whether o has ever had two requests parked at once, or
-// has not sent any yet. A point the lock reported does not count as a
-// request: Redlock's Unlock and Renew pass the lease's point before they
-// ask every node at once, and had their first request let go as soon as
-// it came, whichever node's the Go runtime readied first.
+// has not sent any yet. A reported point does not count as a request.
 func (s *sched) fanOut(o *op) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -428,8 +393,7 @@ func (s *sched) fanOut(o *op) bool {
 func (s *sched) release(o *op) {
 	s.mu.Lock()
 	if len(o.parked) == 0 {
-		// It ended between the look and now (a timeout of its own let its
-		// parked requests go) or a request it parked was given up on.
+		// It ended between the look and now, or its request was given up on.
 		s.mu.Unlock()
 		return
 	}
@@ -459,12 +423,9 @@ func (s *sched) stalled(o *op) bool {
 	return !o.finished && len(o.parked) > 0 && o.stallAt >= 0 && o.passed >= o.stallAt
 }
 
-// run lets o go until it finishes, stalls (reaches the passage it is to
-// stop at) or, for an operation that may wait (blockedOK), blocks.
-//
-// It is bounded: an operation that keeps coming back to its gate, a lock
-// polling in wall time (see pollPassages), or one that is not done after
-// the scheduler's limit, ends the run (check).
+// run lets o go until it finishes, stalls or, when blockedOK, blocks. An
+// operation that keeps coming back to its gate, polls in wall time (see
+// pollPassages) or outlasts the scheduler's limit ends the run (check).
 func (s *sched) run(o *op, blockedOK bool) opState {
 	defer s.check()
 	began, clockAt := time.Now(), s.clockNow()
@@ -499,10 +460,8 @@ func (s *sched) run(o *op, blockedOK bool) opState {
 			return opBlocked
 		}
 		if s.fanOut(o) {
-			// Requests sent in parallel (Redlock asks every node at once)
-			// reach the gate in an order the Go runtime picks: wait until
-			// all that are coming have come, so that release's order is
-			// the same in every replay.
+			// Parallel requests reach the gate in an order the runtime
+			// picks: wait for all, so release's order replays.
 			s.quiescent()
 		}
 		s.release(o)
@@ -515,10 +474,8 @@ func (o *op) stoodAfterSend() bool {
 	return !o.finished && len(o.parked) > 0 && o.stallAt >= 0 && o.passed >= o.stallAt && o.passed >= 1
 }
 
-// holdUp notes, before the run's time moves, every operation that stands
-// stalled after a request went: what that request did may have run its
-// course unseen meanwhile (an acquisition that won, expired and was taken
-// over before its reply, or its read-back, came).
+// holdUp notes, before time moves, every operation stalled after a request
+// went: that request may have run its course unseen meanwhile.
 func (s *sched) holdUp() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -555,11 +512,9 @@ func (s *sched) crashed(o *op) bool {
 	return o.crashed
 }
 
-// crash cancels o and lets its parked requests go (they fail on the
-// cancelled context, or are not sent), then waits for it to end and for
-// the process to be quiescent: what the cancelled operation left running
-// in the background (a release sent after it returned) is over or
-// blocked before the driver goes on, say to crash the next client.
+// crash cancels o and lets its parked requests go, then waits for it to
+// end and for quiescence, so what it left running in the background is
+// over or blocked before the driver goes on.
 func (s *sched) crash(o *op) {
 	s.mu.Lock()
 	o.crashed = true
@@ -571,8 +526,7 @@ func (s *sched) crash(o *op) {
 		close(r.go_)
 	}
 	if s.stuck() == nil {
-		// Bounded; once the run is given up on, not waited for at all:
-		// it is ending.
+		// Bounded; not waited for once the run is given up on.
 		t := time.NewTimer(s.limit)
 		select {
 		case <-o.done:
@@ -598,16 +552,10 @@ func (s *sched) forget(o *op) {
 }
 
 // settle waits for quiescence, then runs every parked operation that is
-// not stalled (a waiter woken by a release reached its next request), in
-// id order, until none is left: the fixed point every action ends at.
-//
-// An operation that blocked once during a settle is not run again in the
-// same settle: a waiter that polls on wall-time timers (a retry back-off)
-// would otherwise keep coming back to its gate and the settle would never
-// end. It goes on at the next step.
-//
-// It is bounded by the scheduler's limit as a whole, and ends the run
-// (check) when it was given up on.
+// not stalled, in id order, until none is left: the fixed point every
+// action ends at. An operation that blocked once is not run again in the
+// same settle (a wall-time poller would never let it end). It is bounded
+// by the scheduler's limit and ends the run (check) when given up on.
 func (s *sched) settle() {
 	defer s.check()
 	began := time.Now()
@@ -641,11 +589,9 @@ func (s *sched) settle() {
 	}
 }
 
-// oneByOne starts the timer callbacks one Advance of a manual clock
-// passed (ManualClock.SetDispatch), each on a goroutine of its own, and
-// waits until the process is quiescent before it starts the next: the
-// lease watchdogs and expiries due in one advance then act in deadline
-// order, not in the order the Go runtime picks.
+// oneByOne starts the callbacks one manual-clock Advance made due
+// (ManualClock.SetDispatch), each on its own goroutine, waiting for
+// quiescence before the next, so they act in deadline order.
 func (s *sched) oneByOne(fs []func()) {
 	for _, f := range fs {
 		go f()
@@ -653,13 +599,9 @@ func (s *sched) oneByOne(fs []func()) {
 	}
 }
 
-// quiescent waits until the process is quiescent (see the comment at the
-// top of this file) and reports true, or gives up after maxQuiesce and
-// reports false.
-//
-// Tries that fail in a row for the scheduler's limit give the run up: a
-// goroutine keeps waking. Once the run was given up on, it returns false
-// at once.
+// quiescent waits until the process is quiescent (see the top of this
+// file) and reports true, or gives up after maxQuiesce and reports false.
+// Tries failing in a row for the scheduler's limit give the run up.
 func (s *sched) quiescent() bool {
 	s.quiesceMu.Lock()
 	defer s.quiesceMu.Unlock()
@@ -675,8 +617,7 @@ func (s *sched) quiescent() bool {
 		snap, busy = s.snapshot(snap)
 		if !busy && prev != nil && slices.Equal(snap, prev) {
 			if s.requests != nil && s.requests.fireNext() {
-				// A request that nothing will answer any more: its
-				// time ran out, and its client goes on.
+				// Unanswerable request: its time ran out.
 				prev = nil
 				began, cpu = time.Now(), processCPU()
 				deadline = began.Add(maxQuiesce)
@@ -704,9 +645,8 @@ func (s *sched) quiescent() bool {
 			prev = append(prev[:0], snap...)
 		}
 		if s.inProcess {
-			// Nothing is in flight outside the runtime's sight: a pause
-			// far below the timers' millisecond, which the goroutines
-			// this one readied use to run, then look again.
+			// Nothing in flight outside the runtime's sight: pause
+			// briefly, then look again.
 			pauseThread()
 			continue
 		}
@@ -733,9 +673,8 @@ func (s *sched) noteRestless() {
 	}
 }
 
-// restlessGoroutines names the goroutines that run, or move, between two
-// looks at every stack a moment apart: at most three, by the first
-// function of each that is not the standard library's.
+// restlessGoroutines names up to three goroutines that move between two
+// looks at every stack, by each one's first non-standard-library function.
 func restlessGoroutines() string {
 	first := stacksByID(textSnapshot())
 	time.Sleep(time.Millisecond)
@@ -807,18 +746,12 @@ var schedMetrics = []string{
 	"/sched/goroutines/not-in-go:goroutines",
 }
 
-// snapshot reports whether any goroutine is runnable or running besides
-// the caller (busy) and, when none is, a fingerprint of every goroutine:
-// the number created so far and, for each live goroutine, a hash of its
-// stack, sorted. Two equal fingerprints a pause apart mean that no
-// goroutine started, ended or moved during the pause.
-//
-// It reads the runtime's scheduler metrics first, which costs well under
-// a microsecond, and takes the goroutine profile (program counters only,
-// no symbols) only when they show nothing running: a few hundred
-// microseconds where rendering every stack as text (runtime.Stack) took
-// over a millisecond and was most of the suite's CPU time. The
-// fingerprint is written over dst, the caller's own buffer.
+// snapshot reports whether any goroutine besides the caller is runnable
+// or running (busy) and, when none is, a fingerprint over dst: goroutines
+// created so far and each live one's stack hash, sorted. Equal
+// fingerprints a pause apart mean nothing started, ended or moved. It
+// reads the cheap scheduler metrics first and takes the goroutine profile
+// (program counters only) only when they show nothing running.
 func (s *sched) snapshot(dst []uint64) ([]uint64, bool) {
 	if s.samples == nil {
 		s.samples = make([]metrics.Sample, len(schedMetrics))
@@ -880,8 +813,7 @@ func processCPU() time.Duration {
 }
 
 // pauseThread stops the calling thread for about 20µs in the kernel,
-// without the runtime's timers, whose sleeps last at least a millisecond
-// when every processor is idle.
+// below the runtime timers' millisecond.
 func pauseThread() {
 	ts := syscall.NsecToTimespec(20_000)
 	_ = syscall.Nanosleep(&ts, nil)

@@ -16,16 +16,13 @@ import (
 	"github.com/lockproof/lockproof/locks"
 )
 
-// errRequeue says a contender's node is gone, or no longer of the
-// connection's session (the session expired and the connection has a new
-// one), or it won too late to use the lock: Lock queues again with a new
-// node.
+// errRequeue says a contender's node is gone, of another session, or won
+// too late to use: Lock queues again with a new node.
 var errRequeue = errors.New("zklock: requeue")
 
-// Contender names: "_c_" + 32 hex digits (the GUID) + "-lock-", to which the
-// server appends the sequence number (see layout.ZKProtected); a read-write
-// mutex's have "__READ__" or "__WRIT__" in place of "lock-" (see
-// layout.ZKReadMarker).
+// Contender names: "_c_" + 32 hex digits (the GUID) + "-lock-" and the
+// server's sequence number (layout.ZKProtected); a read-write mutex's have
+// "__READ__" or "__WRIT__" for "lock-" (layout.ZKReadMarker).
 const (
 	protectedPrefix = layout.ZKProtected
 	lockMarker      = layout.ZKMarker
@@ -109,10 +106,8 @@ type entry struct {
 }
 
 // contenders returns the children that are contenders' nodes of l's kind
-// (a mutex's or semaphore's, or a read-write mutex's readers and writers),
-// in queue order: by the sequence number alone, whatever the GUID or the
-// marker before it (as Curator's read-write lock sorts, stripping either
-// marker). Other children are not the lock's and are left alone.
+// in queue order, by the sequence number alone (as Curator's read-write
+// lock sorts); other children are left alone.
 func (l *Locker) contenders(kids []string) []entry {
 	out := make([]entry, 0, len(kids)) // one allocation, not one per doubling
 	for _, k := range kids {
@@ -135,11 +130,9 @@ func (l *Locker) parse(child string) (entry, bool) {
 }
 
 // blockers returns the contenders of ahead (those before a contender of
-// l's, in queue order) that keep it waiting: every one of them, but for a
-// reader the writers only. Never one behind: kazoo's reader once counted
-// the writers behind its own node too, and waited for one that waited for
-// it, for good (python-zk/kazoo#649, fixed by #650;
-// TestRWMutexQueueWatchesOnlyWhatItMust fails on that bug).
+// l's, in queue order) that keep it waiting: every one, but for a reader
+// the writers only. Never one behind, which could deadlock
+// (TestRWMutexQueueWatchesOnlyWhatItMust).
 func (l *Locker) blockers(ahead []entry) []entry {
 	if l.role != roleReader {
 		return ahead
