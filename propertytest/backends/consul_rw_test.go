@@ -12,11 +12,7 @@ func TestConsulRWMutexKeepsItsProperties(t *testing.T) {
 	o := ConsulLockOptions()
 	o.ReadWrite, o.Clients = true, 4
 	rep := propertytest.Run(t, ConsulRWMutex(), o)
-	if rep.Runs == 0 || rep.Checked[propertytest.Exclusivity] != rep.Runs || rep.Checked[propertytest.DeadlockFreedom] != rep.Runs {
-		t.Fatalf("checks ran %v in %d runs", rep.Checked, rep.Runs)
-	}
+	checkedEveryRun(t, rep, propertytest.Exclusivity, propertytest.DeadlockFreedom)
 	t.Logf("runs %d, named checks %v", rep.Runs, rep.Checked)
-	if len(rep.Expected) > 0 {
-		t.Errorf("expected violations without unclaimed faults: %v\n%v", rep.Expected, rep.ExpectedExample)
-	}
+	noExpected(t, rep)
 }

@@ -16,9 +16,7 @@ const envConsulAddr = "LOCKPROOF_CONSUL_ADDR"
 
 func TestConsulLockKeepsItsProperties(t *testing.T) {
 	rep := propertytest.Run(t, ConsulLock(), ConsulLockOptions())
-	if rep.Runs == 0 || rep.Checked[propertytest.Exclusivity] != rep.Runs || rep.Checked[propertytest.DeadlockFreedom] != rep.Runs {
-		t.Fatalf("checks ran %v in %d runs", rep.Checked, rep.Runs)
-	}
+	checkedEveryRun(t, rep, propertytest.Exclusivity, propertytest.DeadlockFreedom)
 	t.Logf("runs %d, named checks %v, expected violations (unclaimed session invalidation) %v", rep.Runs, rep.Checked, rep.Expected)
 }
 
@@ -26,13 +24,9 @@ func TestConsulSemaphoreKeepsItsProperties(t *testing.T) {
 	o := ConsulLockOptions()
 	o.Permits, o.Clients = 2, 4
 	rep := propertytest.Run(t, ConsulSemaphore(2), o)
-	if rep.Runs == 0 || rep.Checked[propertytest.Exclusivity] != rep.Runs || rep.Checked[propertytest.DeadlockFreedom] != rep.Runs {
-		t.Fatalf("checks ran %v in %d runs", rep.Checked, rep.Runs)
-	}
+	checkedEveryRun(t, rep, propertytest.Exclusivity, propertytest.DeadlockFreedom)
 	t.Logf("runs %d, named checks %v", rep.Runs, rep.Checked)
-	if len(rep.Expected) > 0 {
-		t.Errorf("expected violations without unclaimed faults: %v\n%v", rep.Expected, rep.ExpectedExample)
-	}
+	noExpected(t, rep)
 }
 
 // TestConsulLockOnRealServer runs the suite on the agent at

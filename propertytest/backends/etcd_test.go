@@ -65,9 +65,7 @@ func etcdRuns(t *testing.T, n int) {
 func TestEtcdLockKeepsItsProperties(t *testing.T) {
 	etcdRuns(t, 1)
 	rep := propertytest.Run(t, EtcdLock(), EtcdLockOptions())
-	if rep.Runs == 0 || rep.Checked[propertytest.Exclusivity] != rep.Runs || rep.Checked[propertytest.DeadlockFreedom] != rep.Runs {
-		t.Fatalf("checks ran %v in %d runs", rep.Checked, rep.Runs)
-	}
+	checkedEveryRun(t, rep, propertytest.Exclusivity, propertytest.DeadlockFreedom)
 	t.Logf("runs %d, named checks %v, expected violations (unclaimed lease revoke) %v", rep.Runs, rep.Checked, rep.Expected)
 }
 
@@ -105,9 +103,7 @@ func TestEtcdRWMutexKeepsItsProperties(t *testing.T) {
 	o := EtcdLockOptions()
 	o.ReadWrite, o.Clients = true, 4
 	rep := propertytest.Run(t, EtcdRWMutex(), o)
-	if rep.Runs == 0 || rep.Checked[propertytest.Exclusivity] != rep.Runs || rep.Checked[propertytest.DeadlockFreedom] != rep.Runs {
-		t.Fatalf("checks ran %v in %d runs", rep.Checked, rep.Runs)
-	}
+	checkedEveryRun(t, rep, propertytest.Exclusivity, propertytest.DeadlockFreedom)
 	t.Logf("runs %d, named checks %v, undecided %d", rep.Runs, rep.Checked, rep.Undecided)
 }
 
@@ -117,8 +113,6 @@ func TestEtcdSemaphoreKeepsItsProperties(t *testing.T) {
 	o := EtcdLockOptions()
 	o.Permits = 2
 	rep := propertytest.Run(t, EtcdSemaphore(2), o)
-	if rep.Runs == 0 || rep.Checked[propertytest.Exclusivity] != rep.Runs || rep.Checked[propertytest.DeadlockFreedom] != rep.Runs {
-		t.Fatalf("checks ran %v in %d runs", rep.Checked, rep.Runs)
-	}
+	checkedEveryRun(t, rep, propertytest.Exclusivity, propertytest.DeadlockFreedom)
 	t.Logf("runs %d, named checks %v, undecided %d", rep.Runs, rep.Checked, rep.Undecided)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -80,9 +79,7 @@ func (l *countingLocker) TryLock(ctx context.Context) (locks.Lease, error) {
 func TestReentrantRedisLockKeepsItsProperties(t *testing.T) {
 	var rc reentryCounter
 	rep := propertytest.Run(t, wrapLockers(RedisLock(), rc.wrap), propertytest.Options{Reentrant: true})
-	if rep.Runs == 0 || rep.Checked[propertytest.Exclusivity] != rep.Runs {
-		t.Fatalf("checks ran %v in %d runs", rep.Checked, rep.Runs)
-	}
+	checkedEveryRun(t, rep, propertytest.Exclusivity)
 	if rc.n.Load() == 0 {
 		t.Fatalf("no nested hold granted in %d runs", rep.Runs)
 	}
@@ -139,12 +136,7 @@ func TestReentryRefusedIsCaught(t *testing.T) {
 	pinSeed(t, "3")                             // caught at its first run
 	rep := propertytest.Check(t, wrapLockers(RedisLock(), func(l locks.Locker) locks.Locker { return &selfLocked{Locker: l} }),
 		propertytest.Options{Reentrant: true, ShrinkRuns: caughtShrinkRuns})
-	if !rep.Failed || !slices.Contains(rep.Broken(), propertytest.DeadlockFreedom) {
-		t.Fatalf("not caught as deadlock freedom: failed %v, broken %v\n%s", rep.Failed, rep.Broken(), rep.Output)
-	}
-	for _, v := range rep.Violations {
-		t.Logf("caught at run %d: %s: %s", rep.FirstFailure, v.Property, v.Detail)
-	}
+	caughtAs(t, rep, propertytest.DeadlockFreedom)
 }
 
 // countIgnored is a Locker whose nested hold's Unlock releases the whole
@@ -201,12 +193,7 @@ func TestNestedUnlockThatReleasesIsCaught(t *testing.T) {
 	pinSeed(t, "3") // caught at its first run
 	rep := propertytest.Check(t, wrapLockers(RedisLock(), func(l locks.Locker) locks.Locker { return &countIgnored{Locker: l} }),
 		propertytest.Options{Reentrant: true, ShrinkRuns: caughtShrinkRuns})
-	if !rep.Failed || !slices.Contains(rep.Broken(), propertytest.Exclusivity) {
-		t.Fatalf("not caught as exclusivity: failed %v, broken %v\n%s", rep.Failed, rep.Broken(), rep.Output)
-	}
-	for _, v := range rep.Violations {
-		t.Logf("caught at run %d: %s: %s", rep.FirstFailure, v.Property, v.Detail)
-	}
+	caughtAs(t, rep, propertytest.Exclusivity)
 }
 
 // Re-entry by owner on every backend the suite runs in manual time, with

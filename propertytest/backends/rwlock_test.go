@@ -1,7 +1,6 @@
 package backends
 
 import (
-	"slices"
 	"testing"
 
 	"github.com/lockproof/lockproof/locks"
@@ -14,13 +13,9 @@ import (
 // violation, by the read-write lease model and the named checks.
 func TestRedisRWMutexKeepsItsProperties(t *testing.T) {
 	rep := propertytest.Run(t, RedisRWMutex(), propertytest.Options{ReadWrite: true, Clients: 4})
-	if rep.Runs == 0 || rep.Checked[propertytest.Exclusivity] != rep.Runs || rep.Checked[propertytest.DeadlockFreedom] != rep.Runs {
-		t.Fatalf("checks ran %v in %d runs", rep.Checked, rep.Runs)
-	}
+	checkedEveryRun(t, rep, propertytest.Exclusivity, propertytest.DeadlockFreedom)
 	t.Logf("named checks ran (runs): %v", rep.Checked)
-	if len(rep.Expected) > 0 {
-		t.Errorf("expected violations without unclaimed faults: %v\n%v", rep.Expected, rep.ExpectedExample)
-	}
+	noExpected(t, rep)
 }
 
 // A semaphore of two permits posing as a read-write lock (its permits
@@ -34,10 +29,5 @@ func TestSemaphoreAsRWLockBreaksExclusivity(t *testing.T) {
 		return propertytest.RWViews(s, s), nil
 	})
 	rep := propertytest.Check(t, sem, propertytest.Options{ReadWrite: true, Clients: 3, ShrinkRuns: caughtShrinkRuns})
-	if !rep.Failed || !slices.Contains(rep.Broken(), propertytest.Exclusivity) {
-		t.Fatalf("not caught as exclusivity: failed %v, broken %v", rep.Failed, rep.Broken())
-	}
-	for _, v := range rep.Violations {
-		t.Logf("caught at run %d: %s: %s", rep.FirstFailure, v.Property, v.Detail)
-	}
+	caughtAs(t, rep, propertytest.Exclusivity)
 }

@@ -11,13 +11,9 @@ import (
 // A semaphore of N permits checked as one: no violation.
 func TestRedisSemaphoreKeepsItsProperties(t *testing.T) {
 	rep := propertytest.Run(t, RedisSemaphore(2), propertytest.Options{Permits: 2, Clients: 4})
-	if rep.Runs == 0 || rep.Checked[propertytest.Exclusivity] != rep.Runs || rep.Checked[propertytest.DeadlockFreedom] != rep.Runs {
-		t.Fatalf("checks ran %v in %d runs", rep.Checked, rep.Runs)
-	}
+	checkedEveryRun(t, rep, propertytest.Exclusivity, propertytest.DeadlockFreedom)
 	t.Logf("named checks ran (runs): %v", rep.Checked)
-	if len(rep.Expected) > 0 {
-		t.Errorf("expected violations without unclaimed faults: %v\n%v", rep.Expected, rep.ExpectedExample)
-	}
+	noExpected(t, rep)
 }
 
 // A semaphore of 3 permits held to 2 grants a third holder: exclusivity,
@@ -25,12 +21,7 @@ func TestRedisSemaphoreKeepsItsProperties(t *testing.T) {
 func TestSemaphoreOfMorePermitsBreaksExclusivity(t *testing.T) {
 	pinSeed(t, "4") // caught at its first run
 	rep := propertytest.Check(t, RedisSemaphore(3), propertytest.Options{Permits: 2, Clients: 4, ShrinkRuns: caughtShrinkRuns})
-	if !rep.Failed || !slices.Contains(rep.Broken(), propertytest.Exclusivity) {
-		t.Fatalf("not caught as exclusivity: failed %v, broken %v", rep.Failed, rep.Broken())
-	}
-	for _, v := range rep.Violations {
-		t.Logf("caught at run %d: %s: %s", rep.FirstFailure, v.Property, v.Detail)
-	}
+	caughtAs(t, rep, propertytest.Exclusivity)
 }
 
 // A mutex held to two permits refuses a TryLock while one permit is free,

@@ -15,13 +15,9 @@ import (
 func TestZKRWMutexKeepsItsProperties(t *testing.T) {
 	suitemain.SetChecks(t, 5)
 	rep := propertytest.Run(t, ZKRWMutex(), propertytest.Options{ReadWrite: true, Clients: 4})
-	if rep.Runs == 0 || rep.Checked[propertytest.Exclusivity] != rep.Runs || rep.Checked[propertytest.DeadlockFreedom] != rep.Runs {
-		t.Fatalf("checks ran %v in %d runs", rep.Checked, rep.Runs)
-	}
+	checkedEveryRun(t, rep, propertytest.Exclusivity, propertytest.DeadlockFreedom)
 	t.Logf("runs %d, named checks %v", rep.Runs, rep.Checked)
-	if len(rep.Expected) > 0 {
-		t.Errorf("expected violations without unclaimed faults: %v\n%v", rep.Expected, rep.ExpectedExample)
-	}
+	noExpected(t, rep)
 }
 
 // TestZKRWMutexOnRealServer runs the read-write suite on the ZooKeeper

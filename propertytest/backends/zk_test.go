@@ -23,9 +23,7 @@ import (
 func TestZKLockKeepsItsProperties(t *testing.T) {
 	suitemain.SetChecks(t, 5)
 	rep := propertytest.Run(t, ZKLock(), propertytest.Options{})
-	if rep.Runs == 0 || rep.Checked[propertytest.Exclusivity] != rep.Runs || rep.Checked[propertytest.DeadlockFreedom] != rep.Runs {
-		t.Fatalf("checks ran %v in %d runs", rep.Checked, rep.Runs)
-	}
+	checkedEveryRun(t, rep, propertytest.Exclusivity, propertytest.DeadlockFreedom)
 	t.Logf("runs %d, named checks %v, expected violations (unclaimed session expiry) %v", rep.Runs, rep.Checked, rep.Expected)
 }
 
@@ -33,13 +31,9 @@ func TestZKLockKeepsItsProperties(t *testing.T) {
 func TestZKSemaphoreKeepsItsProperties(t *testing.T) {
 	suitemain.SetChecks(t, 5)
 	rep := propertytest.Run(t, ZKSemaphore(2), propertytest.Options{Permits: 2, Clients: 4})
-	if rep.Runs == 0 || rep.Checked[propertytest.Exclusivity] != rep.Runs || rep.Checked[propertytest.DeadlockFreedom] != rep.Runs {
-		t.Fatalf("checks ran %v in %d runs", rep.Checked, rep.Runs)
-	}
+	checkedEveryRun(t, rep, propertytest.Exclusivity, propertytest.DeadlockFreedom)
 	t.Logf("runs %d, named checks %v", rep.Runs, rep.Checked)
-	if len(rep.Expected) > 0 {
-		t.Errorf("expected violations without unclaimed faults: %v\n%v", rep.Expected, rep.ExpectedExample)
-	}
+	noExpected(t, rep)
 }
 
 // TestZKLockOnRealServer runs the suite on the ZooKeeper server at
@@ -92,9 +86,7 @@ func TestZKLockUnderNetworkFaults(t *testing.T) {
 	}
 	suitemain.SetChecks(t, 3) // each run waits out cut-off operations in wall time
 	rep := propertytest.Run(t, ZKLockWithNetworkFaults(), ZKLockNetworkOptions())
-	if rep.Runs == 0 || rep.Checked[propertytest.Exclusivity] != rep.Runs || rep.Checked[propertytest.DeadlockFreedom] != rep.Runs {
-		t.Fatalf("checks ran %v in %d runs", rep.Checked, rep.Runs)
-	}
+	checkedEveryRun(t, rep, propertytest.Exclusivity, propertytest.DeadlockFreedom)
 	t.Logf("runs %d, named checks %v, expected violations (unclaimed session expiry) %v", rep.Runs, rep.Checked, rep.Expected)
 }
 
