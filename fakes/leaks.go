@@ -25,13 +25,15 @@ const EtcdPeerGrace = 7 * time.Second
 // no way to close them sooner. So it first waits for HTTP connection
 // goroutines to end, at most EtcdPeerGrace.
 //
-// One goroutine is ignored, go-zookeeper v1.0.4's connection loop wedged
-// in flushRequests (ZKFlushWedge). It ignores nothing else beyond opts.
+// Two goroutines are ignored, each wedged for ever inside a dependency:
+// go-zookeeper v1.0.4's connection loop in flushRequests (ZKFlushWedge)
+// and etcd's peer /version handler on a stopped member (EtcdVersionWedge).
+// It ignores nothing else beyond opts.
 func VerifyNoLeaks(m *testing.M, opts ...goleak.Option) {
 	code := m.Run()
 	if code == 0 {
 		awaitHTTPConns(EtcdPeerGrace)
-		if err := goleak.Find(append(opts, ZKFlushWedge())...); err != nil {
+		if err := goleak.Find(append(opts, ZKFlushWedge(), EtcdVersionWedge())...); err != nil {
 			fmt.Fprintf(os.Stderr, "goleak: Errors on successful test run: %v\n", err)
 			code = 1
 		}
@@ -49,17 +51,50 @@ func awaitHTTPConns(grace time.Duration) {
 }
 
 // httpConnsOpen reports whether a goroutine serves or reads an HTTP
-// connection.
+// connection, apart from one wedged in etcd's version handler, which never
+// ends.
 func httpConnsOpen() bool {
 	buf := make([]byte, 1<<20)
 	for {
 		n := runtime.Stack(buf, true)
 		if n < len(buf) {
-			s := string(buf[:n])
-			return strings.Contains(s, "net/http.(*persistConn).readLoop") || strings.Contains(s, "net/http.(*conn).serve")
+			buf = buf[:n]
+			break
 		}
 		buf = make([]byte, 2*len(buf))
 	}
+	return httpConnsIn(string(buf))
+}
+
+// httpConnsIn is httpConnsOpen on a dump of every goroutine's stack, as
+// runtime.Stack writes it.
+func httpConnsIn(dump string) bool {
+	for _, g := range strings.Split(dump, "\n\n") {
+		if strings.Contains(g, etcdVersionHandler) {
+			continue
+		}
+		if strings.Contains(g, "net/http.(*persistConn).readLoop") || strings.Contains(g, "net/http.(*conn).serve") {
+			return true
+		}
+	}
+	return false
+}
+
+// etcdVersionHandler is the function of etcd v3.6's peer /version handler.
+const etcdVersionHandler = "go.etcd.io/etcd/server/v3/etcdserver/api/etcdhttp.newPeerHandler.versionHandler.func1"
+
+// EtcdVersionWedge is the goleak option for a goroutine that etcd v3.6 (the
+// version this module embeds) can leave behind when a member of a
+// multi-member cluster stops. embed.Etcd.Close stops the server, closing
+// its storage backend, before it stops serving peers. A peer's GET /version
+// in that window reads the storage version from the closed backend: the
+// backend's shared read transaction is nil by then, so the read panics
+// while holding the transaction's mutex. net/http recovers the panic, the
+// mutex stays locked, and the next /version request blocks on it for ever
+// (etcd-io/etcd#22189, open, reports the same read from a closed backend).
+// CI's race step met it once, in etcdlock's cluster tests.
+func EtcdVersionWedge() goleak.Option {
+	return goleak.IgnoreAnyFunction(etcdVersionHandler)
 }
 
 // ZKFlushWedge is the goleak option for a goroutine that go-zookeeper

@@ -67,9 +67,10 @@ func Main(m *testing.M, opts ...Option) {
 	code := m.Run()
 	if code == 0 {
 		// The same allowances as fakes.VerifyNoLeaks: a real Consul
-		// agent's port allocator, go-zookeeper's wedged loop, and the
-		// grace of etcd's peer connections (here a retry).
-		if err := f.find(fakes.EtcdPeerGrace, fakes.IgnoreConsulPorts(), fakes.ZKFlushWedge()); err != nil {
+		// agent's port allocator, go-zookeeper's and etcd's wedged
+		// goroutines, and the grace of etcd's peer connections (here a
+		// retry).
+		if err := f.find(fakes.EtcdPeerGrace, fakes.IgnoreConsulPorts(), fakes.ZKFlushWedge(), fakes.EtcdVersionWedge()); err != nil {
 			fmt.Fprintf(os.Stderr, "goleak: Errors on successful test run: %v\n", err)
 			code = 1
 		}
