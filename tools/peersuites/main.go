@@ -17,7 +17,8 @@
 // before each test (as a fresh server would be), and stands in for the
 // stops and restarts a test asks for (see testdata/). Only the suites
 // given a server run then. The server must be one of its own: the runner
-// deletes its data.
+// deletes its data, so an address off this machine (not loopback) is
+// refused unless -wipe is given too.
 //
 // Usage, from the module root:
 //
@@ -34,11 +35,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -103,7 +107,13 @@ func main() {
 		"zk":     flag.String("zk", "", "run the zk suite against the real ZooKeeper at `host:port` (it is emptied)"),
 		"consul": flag.String("consul", "", "run the consul suite against the real agent at `host:port` (its KV and sessions are deleted)"),
 	}
+	wipe := flag.Bool("wipe", false, "allow -zk and -consul to name a server off this machine: its data is deleted")
 	flag.Parse()
+	for _, name := range []string{"zk", "consul"} {
+		if err := checkTarget(*addrs[name], *wipe); err != nil {
+			fail(fmt.Errorf("-%s: %w", name, err))
+		}
+	}
 	root, err := moduleRoot()
 	if err != nil {
 		fail(err)
@@ -126,6 +136,33 @@ func main() {
 	if ran == 0 {
 		fail(fmt.Errorf("no suite named %q", *which))
 	}
+}
+
+// checkTarget vets a real server's address before anything is run on it.
+// The suites delete every node or key they find, so a server off this
+// machine is used only with wipe, the user's consent to lose its data.
+func checkTarget(addr string, wipe bool) error {
+	if addr == "" {
+		return nil
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%q is not host:port: %w", addr, err)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("%q: port %q is not a number from 1 to 65535", addr, port)
+	}
+	if host == "localhost" {
+		return nil
+	}
+	ip, err := netip.ParseAddr(host)
+	if err == nil && ip.IsLoopback() {
+		return nil
+	}
+	if wipe {
+		return nil
+	}
+	return fmt.Errorf("%s is not a loopback address, and the suite deletes all the server holds: add -wipe if that is what you want", host)
 }
 
 func fail(err error) {

@@ -142,3 +142,30 @@ func TestNotApplicable(t *testing.T) {
 		t.Errorf("on the real server: %v", got)
 	}
 }
+
+// TestCheckTarget: a server whose data the suite deletes must be on this
+// machine unless -wipe consents; a malformed address is refused.
+func TestCheckTarget(t *testing.T) {
+	for _, c := range []struct {
+		addr string
+		wipe bool
+		ok   bool
+	}{
+		{"", false, true},
+		{"127.0.0.1:2181", false, true},
+		{"127.0.0.2:8500", false, true},
+		{"[::1]:2181", false, true},
+		{"localhost:8500", false, true},
+		{"10.0.0.5:2181", false, false},
+		{"10.0.0.5:2181", true, true},
+		{"zk.example.com:2181", false, false},
+		{"127.0.0.1", false, false},
+		{"127.0.0.1:0", false, false},
+		{"127.0.0.1:port", true, false},
+	} {
+		err := checkTarget(c.addr, c.wipe)
+		if (err == nil) != c.ok {
+			t.Errorf("checkTarget(%q, wipe=%v) = %v, want ok=%v", c.addr, c.wipe, err, c.ok)
+		}
+	}
+}
