@@ -281,7 +281,7 @@ func TestBudgetsGiveUnknown(t *testing.T) {
 		}
 	})
 	t.Run("small enough to finish", func(t *testing.T) {
-		res, err := Check(context.Background(), m, hardHistory(10), Options{TimeLimit: 10 * time.Second, MaxMemory: 64 << 20})
+		res, err := Check(context.Background(), m, hardHistory(10), Options{TimeLimit: decideLimit, MaxMemory: 64 << 20})
 		if err != nil || res.Verdict != Illegal {
 			t.Fatalf("verdict %v cause %v err %v, want Illegal", res.Verdict, res.Cause, err)
 		}
@@ -309,7 +309,7 @@ func TestIllegalStopsOtherPartitions(t *testing.T) {
 		Input: KVInput{Op: Get, Key: "hard"}, Output: KVOutput{Value: "nope"}})
 	h = append(h, Operation[KVInput, KVOutput]{ID: 101, ClientID: 101, Call: 0, Return: 1,
 		Input: KVInput{Op: Get, Key: "bad"}, Output: KVOutput{Value: "ghost"}})
-	res, err := Check(context.Background(), kv, h, Options{TimeLimit: 30 * time.Second})
+	res, err := Check(context.Background(), kv, h, Options{TimeLimit: decideLimit})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -193,7 +193,7 @@ func TestFenceSimVerdicts(t *testing.T) {
 		}
 		for i, g := range gens {
 			h := fenceSimHistory(g)
-			res, err := Check(context.Background(), m, h, Options{TimeLimit: 10 * time.Second})
+			res, err := Check(context.Background(), m, h, Options{TimeLimit: decideLimit})
 			if err != nil {
 				t.Fatal(err)
 			}

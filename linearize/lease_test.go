@@ -304,7 +304,7 @@ func TestLeaseGenerated(t *testing.T) {
 		t.Run(fmt.Sprintf("bug=%q", bug), func(t *testing.T) {
 			g := lockGen{seed: 7, ops: 3000, clients: 16, keys: 4, unknownFrac: 0.01, ttl: 5 * time.Millisecond, bug: bug}
 			h := g.generate()
-			res, err := Check(t.Context(), leaseModel0(t, g.ttl), h, Options{TimeLimit: 20 * time.Second})
+			res, err := Check(t.Context(), leaseModel0(t, g.ttl), h, Options{TimeLimit: decideLimit})
 			if err != nil {
 				t.Fatal(err)
 			}

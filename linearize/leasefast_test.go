@@ -282,7 +282,7 @@ func TestLeaseSimVerdicts(t *testing.T) {
 				g.clients = 2
 			}
 			h := leaseSimHistory(g)
-			res, err := Check(context.Background(), m, h, Options{TimeLimit: 10 * time.Second})
+			res, err := Check(context.Background(), m, h, Options{TimeLimit: decideLimit})
 			if err != nil {
 				t.Fatal(err)
 			}

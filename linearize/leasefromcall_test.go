@@ -90,7 +90,7 @@ func TestLeaseFromCallGenerated(t *testing.T) {
 			t.Run(fmt.Sprintf("bug=%q/seed=%d", bug, seed), func(t *testing.T) {
 				g := lockGen{seed: seed, ops: 400, clients: 8, keys: 2, unknownFrac: 0.02, ttl: 5 * time.Millisecond, bug: bug}
 				h := g.generate()
-				opts := Options{TimeLimit: 20 * time.Second}
+				opts := Options{TimeLimit: decideLimit}
 				lease, err := Check(t.Context(), leaseModel0(t, g.ttl), h, opts)
 				if err != nil {
 					t.Fatal(err)

@@ -399,11 +399,11 @@ func sameVerdictsAsLease[S any](t *testing.T, rng *rand.Rand, m, sim Model[S, Le
 	count := [3]int{}
 	compare := func(h []Operation[LeaseInput, LeaseOutput], sm Model[S, LeaseInput, LeaseOutput], lm Model[LeaseState, LeaseInput, LeaseOutput]) {
 		t.Helper()
-		a, err := Check(context.Background(), sm, h, Options{NoMinimize: true, Workers: 1, TimeLimit: 10 * time.Second})
+		a, err := Check(context.Background(), sm, h, Options{NoMinimize: true, Workers: 1, TimeLimit: decideLimit})
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := Check(context.Background(), lm, h, Options{NoMinimize: true, Workers: 1, TimeLimit: 10 * time.Second})
+		b, err := Check(context.Background(), lm, h, Options{NoMinimize: true, Workers: 1, TimeLimit: decideLimit})
 		if err != nil {
 			t.Fatal(err)
 		}

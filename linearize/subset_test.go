@@ -94,7 +94,7 @@ func setsAgree[S, I, O any](t *testing.T, m Model[S, I, O], h []Operation[I, O],
 		_ = EncodeHistory(&byteWriter{&b}, h)
 		t.Fatalf(format+" on\n%s", append(args, b)...)
 	}
-	res, err := Check(context.Background(), genericOnly(m), h, Options{Workers: 1, TimeLimit: 30 * time.Second})
+	res, err := Check(context.Background(), genericOnly(m), h, Options{Workers: 1, TimeLimit: decideLimit})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +209,7 @@ func TestSetsDecideManyUnknownAcquires(t *testing.T) {
 	for _, i := range []uint64{144, 150, 157, 173} {
 		h := leaseSimHistory(leaseSim{seed: 3<<32 | i, ops: 100, clients: 3, keys: 1, unknown: 0.35,
 			ttl: testTTL, tol: time.Millisecond})
-		res, err := Check(context.Background(), m, h, Options{TimeLimit: 10 * time.Second})
+		res, err := Check(context.Background(), m, h, Options{TimeLimit: decideLimit})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -233,7 +233,7 @@ func TestSetsAlternateWithSplit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := Check(context.Background(), genericOnly(m), h, Options{TimeLimit: 20 * time.Second, Workers: 1})
+	res, err := Check(context.Background(), genericOnly(m), h, Options{TimeLimit: decideLimit, Workers: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,7 +267,7 @@ func TestAlternateRepeats(t *testing.T) {
 	}{{"token regression", m, bad}, {"correct, 35% unknown", gm, good}} {
 		var first Result
 		for i := range 3 {
-			res, err := Check(context.Background(), genericOnly(c.m), c.h, Options{TimeLimit: 20 * time.Second, Workers: 1})
+			res, err := Check(context.Background(), genericOnly(c.m), c.h, Options{TimeLimit: decideLimit, Workers: 1})
 			if err != nil {
 				t.Fatal(err)
 			}
