@@ -146,22 +146,29 @@ func (l *Locker) sweep(try func() error) {
 		if pause > 0 {
 			time.Sleep(pause)
 		}
+		before := l.conn.State()
 		err := try()
 		if l.settled(err) {
 			return
 		}
-		closed = closedCount(l.conn, err, closed)
+		closed = closedCount(before, l.conn.State(), err, closed)
 		pause = sweepPause(tries, closed > 0)
 	}
 }
 
-// closedCount returns how many requests in a row, closed before this one's
-// err, failed as on a connection closed by its owner (zk.ErrConnectionClosed
-// while the connection is disconnected): closed+1 if this one did, else 0.
-// A lost connection looks so for a moment only, before it dials again;
-// sweepClosed in a row, a pause apart, take the connection for closed.
-func closedCount(conn *zk.Conn, err error, closed int) int {
-	if errors.Is(err, zk.ErrConnectionClosed) && conn.State() == zk.StateDisconnected {
+// closedCount returns how many tries in a row, closed before this one's,
+// failed as on a connection closed by its owner: closed+1 if this one did,
+// else 0. before and after are the connection's states when the try was
+// sent and when it failed with err. A closed connection fails every request
+// at once with zk.ErrConnectionClosed and stays disconnected, so both are
+// StateDisconnected. A lost one is disconnected only for the moment between
+// failing the requests it had sent (with the same error) and dialling
+// again: a try sent while it had its session that fails in that moment is
+// no sign of a close, and counting it would end the sweep (or the lease's
+// watch, as "session lost") on a connection that keeps dropping and coming
+// back with its session.
+func closedCount(before, after zk.State, err error, closed int) int {
+	if errors.Is(err, zk.ErrConnectionClosed) && before == zk.StateDisconnected && after == zk.StateDisconnected {
 		return closed + 1
 	}
 	return 0
