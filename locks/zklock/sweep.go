@@ -156,17 +156,12 @@ func (l *Locker) sweep(try func() error) {
 	}
 }
 
-// closedCount returns how many tries in a row, closed before this one's,
-// failed as on a connection closed by its owner: closed+1 if this one did,
-// else 0. before and after are the connection's states when the try was
-// sent and when it failed with err. A closed connection fails every request
-// at once with zk.ErrConnectionClosed and stays disconnected, so both are
-// StateDisconnected. A lost one is disconnected only for the moment between
-// failing the requests it had sent (with the same error) and dialling
-// again: a try sent while it had its session that fails in that moment is
-// no sign of a close, and counting it would end the sweep (or the lease's
-// watch, as "session lost") on a connection that keeps dropping and coming
-// back with its session.
+// closedCount returns closed+1 if a try failed as on a connection its
+// owner closed, else 0: with zk.ErrConnectionClosed, the connection
+// disconnected both when the try was sent (before) and when it failed
+// (after). A lost connection is disconnected only for the moment it fails
+// the requests it had sent, so a try sent with the session alive does not
+// count, or a connection that keeps dropping would pass for closed.
 func closedCount(before, after zk.State, err error, closed int) int {
 	if errors.Is(err, zk.ErrConnectionClosed) && before == zk.StateDisconnected && after == zk.StateDisconnected {
 		return closed + 1

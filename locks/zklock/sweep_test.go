@@ -74,12 +74,9 @@ func TestSweepEndsWithItsClosedConnection(t *testing.T) {
 	}
 }
 
-// TestClosedCountTellsAFlapFromAClose: tries sent while the connection had
-// its session that fail with zk.ErrConnectionClosed in the moment it is
-// disconnected (a connection that keeps dropping and coming back) never
-// add up to a close, however many in a row; tries sent on a connection
-// already disconnected that fail so (one its owner closed) do, and reach
-// sweepClosed; anything else starts the count again.
+// TestClosedCountTellsAFlapFromAClose: tries sent while connected that fail
+// as the connection drops never add up to a close; tries sent on a closed
+// (disconnected) connection do; anything else starts the count again.
 func TestClosedCountTellsAFlapFromAClose(t *testing.T) {
 	flap, closed := 0, 0
 	for i := range 2 * sweepClosed {
