@@ -237,10 +237,11 @@ func (o *leaseOps) watchNode(lease *locks.ManagedLease) error {
 			return err
 		}
 		var (
-			ch  <-chan zk.Event
-			st  *zk.Stat
-			ok  bool
-			err error
+			ch     <-chan zk.Event
+			st     *zk.Stat
+			ok     bool
+			err    error
+			before = o.l.conn.State()
 		)
 		if ch = o.watch; ch != nil {
 			o.watch, ok = nil, true // set before the grant, which checked the node it read
@@ -271,7 +272,7 @@ func (o *leaseOps) watchNode(lease *locks.ManagedLease) error {
 			// unreachable server; watch again a little later. A
 			// connection its owner closed (its session closed with it)
 			// fails every request at once, and stays disconnected.
-			if closed = closedCount(o.l.conn, err, closed); closed >= sweepClosed {
+			if closed = closedCount(before, o.l.conn.State(), err, closed); closed >= sweepClosed {
 				return o.sessionLost()
 			}
 			if o.l.pause(ctx, err, &tries, nil) != nil {

@@ -146,22 +146,24 @@ func (l *Locker) sweep(try func() error) {
 		if pause > 0 {
 			time.Sleep(pause)
 		}
+		before := l.conn.State()
 		err := try()
 		if l.settled(err) {
 			return
 		}
-		closed = closedCount(l.conn, err, closed)
+		closed = closedCount(before, l.conn.State(), err, closed)
 		pause = sweepPause(tries, closed > 0)
 	}
 }
 
-// closedCount returns how many requests in a row, closed before this one's
-// err, failed as on a connection closed by its owner (zk.ErrConnectionClosed
-// while the connection is disconnected): closed+1 if this one did, else 0.
-// A lost connection looks so for a moment only, before it dials again;
-// sweepClosed in a row, a pause apart, take the connection for closed.
-func closedCount(conn *zk.Conn, err error, closed int) int {
-	if errors.Is(err, zk.ErrConnectionClosed) && conn.State() == zk.StateDisconnected {
+// closedCount returns closed+1 if a try failed as on a connection its
+// owner closed, else 0: with zk.ErrConnectionClosed, the connection
+// disconnected both when the try was sent (before) and when it failed
+// (after). A lost connection is disconnected only for the moment it fails
+// the requests it had sent, so a try sent with the session alive does not
+// count, or a connection that keeps dropping would pass for closed.
+func closedCount(before, after zk.State, err error, closed int) int {
+	if errors.Is(err, zk.ErrConnectionClosed) && before == zk.StateDisconnected && after == zk.StateDisconnected {
 		return closed + 1
 	}
 	return 0

@@ -73,3 +73,33 @@ func TestSweepEndsWithItsClosedConnection(t *testing.T) {
 		t.Fatalf("the sweep ended after %d tries that saw the connection closed, want at least %d", got, sweepClosed)
 	}
 }
+
+// TestClosedCountTellsAFlapFromAClose: tries sent while connected that fail
+// as the connection drops never add up to a close; tries sent on a closed
+// (disconnected) connection do; anything else starts the count again.
+func TestClosedCountTellsAFlapFromAClose(t *testing.T) {
+	flap, closed := 0, 0
+	for i := range 2 * sweepClosed {
+		flap = closedCount(zk.StateHasSession, zk.StateDisconnected, zk.ErrConnectionClosed, flap)
+		if flap != 0 {
+			t.Fatalf("try %d of a flapping connection counted as closed (%d)", i+1, flap)
+		}
+		closed = closedCount(zk.StateDisconnected, zk.StateDisconnected, zk.ErrConnectionClosed, closed)
+		if closed != i+1 {
+			t.Fatalf("try %d on a closed connection counted %d, want %d", i+1, closed, i+1)
+		}
+	}
+	for _, tc := range []struct {
+		before, after zk.State
+		err           error
+	}{
+		{zk.StateDisconnected, zk.StateDisconnected, zk.ErrNoServer},
+		{zk.StateDisconnected, zk.StateConnecting, zk.ErrConnectionClosed},
+		{zk.StateConnecting, zk.StateDisconnected, zk.ErrConnectionClosed},
+		{zk.StateDisconnected, zk.StateDisconnected, nil},
+	} {
+		if got := closedCount(tc.before, tc.after, tc.err, sweepClosed-1); got != 0 {
+			t.Errorf("closedCount(%v, %v, %v) after %d = %d, want 0", tc.before, tc.after, tc.err, sweepClosed-1, got)
+		}
+	}
+}
