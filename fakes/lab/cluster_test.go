@@ -2,6 +2,8 @@ package lab
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 )
@@ -31,7 +33,7 @@ func newCluster(t *testing.T, start func(context.Context, Options) (*Cluster, er
 
 // awaitWrite retries write until it succeeds, within faultBudget, and
 // returns how long that took.
-func awaitWrite(t *testing.T, write func(context.Context) error) time.Duration {
+func awaitWrite(t *testing.T, c *Cluster, write func(context.Context) error) time.Duration {
 	t.Helper()
 	began := time.Now()
 	for {
@@ -42,7 +44,7 @@ func awaitWrite(t *testing.T, write func(context.Context) error) time.Duration {
 			return time.Since(began)
 		}
 		if time.Since(began) > faultBudget {
-			t.Fatalf("no write went through in %v: %v", faultBudget, err)
+			t.Fatalf("no write went through in %v: %v\n%s", faultBudget, err, describe(c))
 		}
 		time.Sleep(pollEvery)
 	}
@@ -54,7 +56,7 @@ func awaitWrite(t *testing.T, write func(context.Context) error) time.Duration {
 // resume, heal). It logs each failover's time.
 func exerciseFailovers(t *testing.T, c *Cluster, write func(context.Context) error) {
 	t.Helper()
-	awaitWrite(t, write)
+	awaitWrite(t, c, write)
 	faults := []struct {
 		name           string
 		inject, repair func(ctx context.Context, leader int) error
@@ -89,7 +91,7 @@ func exerciseFailovers(t *testing.T, c *Cluster, write func(context.Context) err
 			t.Fatalf("%s of leader %d: %v", f.name, old, err)
 		}
 		elected := time.Since(began)
-		wrote := awaitWrite(t, write)
+		wrote := awaitWrite(t, c, write)
 		if err := f.repair(ctx, old); err != nil {
 			cancel()
 			t.Fatal(err)
@@ -103,5 +105,15 @@ func exerciseFailovers(t *testing.T, c *Cluster, write func(context.Context) err
 			c.Kind, f.name, old, next, elected.Round(time.Millisecond), wrote.Round(time.Millisecond), old,
 			(time.Since(began) - elected - wrote).Round(time.Millisecond))
 	}
-	awaitWrite(t, write)
+	awaitWrite(t, c, write)
+}
+
+// describe says what each member of c answers and logged last.
+func describe(c *Cluster) string {
+	var b strings.Builder
+	for i, m := range c.Members() {
+		s, err := c.ask(context.Background(), c, i)
+		fmt.Fprintf(&b, "member %d (pid %d, paused %v): %+v %v\n%s\n", i, m.Pid(), m.Paused(), s, err, m.LogTail(8))
+	}
+	return b.String()
 }
