@@ -24,9 +24,19 @@ const (
 	// KindReset: a link resets its connections or refuses new ones
 	// (Proxy.ResetAll, Proxy.Refuse).
 	KindReset Kind = "reset"
-	// KindNodeDown: a backend node stops, and later restarts with its data
-	// (the fakes' StopNode and StartNode).
+	// KindNodeDown: a backend node stops abruptly, as a kill (SIGKILL)
+	// would stop it, and later restarts with its data (the fakes' StopNode
+	// and StartNode, an embedded etcd member's Stop and Restart). A kill
+	// followed by a restart with the data is this kind.
 	KindNodeDown Kind = "node-down"
+	// KindNodeKill: a backend node is killed and restarts without the
+	// state it had not made durable (its data directory wiped, or a Redis
+	// without persistence): a lock it granted may be forgotten.
+	KindNodeKill Kind = "node-kill"
+	// KindNodePause: a backend node stops answering but keeps its state
+	// and connections (SIGSTOP), then resumes (SIGCONT) unaware of the
+	// time that passed: a paused leader may still believe it leads.
+	KindNodePause Kind = "node-pause"
 	// KindFailover: a primary is replaced by an asynchronously fed replica
 	// that may have missed the last writes (Proxy.Replicate,
 	// Proxy.Promote).
@@ -34,4 +44,14 @@ const (
 	// KindClockJump: one backend node's clock jumps forward (the fakes'
 	// JumpNode; a session expired early).
 	KindClockJump Kind = "clock-jump"
+	// KindClockSkew: one backend node's clock runs ahead of or behind the
+	// others' for a while (libfaketime), so that its leases and NOW()
+	// expire early or late against theirs.
+	KindClockSkew Kind = "clock-skew"
 )
+
+// Kinds returns every fault kind, in the order of their declaration.
+func Kinds() []Kind {
+	return []Kind{KindCrash, KindPause, KindPartition, KindLatency, KindReset, KindNodeDown, KindNodeKill,
+		KindNodePause, KindFailover, KindClockJump, KindClockSkew}
+}

@@ -82,6 +82,11 @@ type Backend struct {
 	Faults []Fault
 	// Close, if set, releases the backend at the end of the run.
 	Close func()
+	// Recovery is the longest the backend takes to serve again, and to let
+	// a dead holder's lease run out, after a node fault: an election, a
+	// Sentinel failover, a session check. Every liveness bound adds it to
+	// TTL + Slack. Zero for a backend of independent nodes, or of one.
+	Recovery time.Duration
 	// InProcess reports that every connection of the run is in memory
 	// (no socket), so the scheduler need not wait wall time for the
 	// kernel. Leave it false if any client uses a socket.
@@ -137,6 +142,11 @@ type Fault struct {
 	Inject func() error
 	// Heal undoes it; nil for a fault that cannot be undone (a failover).
 	Heal func() error
+	// Ongoing marks a node fault the nemesis goes on with after every
+	// client crashed: injected before each deadlock-freedom probe, healed
+	// after the probes, so each probe meets a backend just recovering
+	// (Backend.Recovery). Needs Heal.
+	Ongoing bool
 
 	_ struct{} // keyed literals only
 }
@@ -152,10 +162,15 @@ func (b *Backend) validate() error {
 		return fmt.Errorf("propertytest: backend has no Clock")
 	case b.Advance == nil:
 		return fmt.Errorf("propertytest: backend has no Advance")
+	case b.Recovery < 0:
+		return fmt.Errorf("propertytest: backend has a negative Recovery %v", b.Recovery)
 	}
 	for i, f := range b.Faults {
 		if f.Inject == nil || f.Name == "" || f.Kind == "" {
 			return fmt.Errorf("propertytest: fault %d (%q) needs a Name, a Kind and Inject", i, f.Name)
+		}
+		if f.Ongoing && f.Heal == nil {
+			return fmt.Errorf("propertytest: fault %d (%q) is Ongoing without a Heal: the probes need it healed", i, f.Name)
 		}
 	}
 	return nil

@@ -231,8 +231,8 @@ func (k *liveCheck) firstReport(key [2]uint64) bool {
 
 // unlocked: right after a successful Unlock, with nobody else holding or
 // waiting and nothing in doubt, probeFree probes the lock. Skipped while a
-// lease lapsed without an Unlock less than TTL + Slack after its last
-// grant or renewal may still hold it on the backend.
+// lease lapsed without an Unlock less than TTL + Slack + Recovery after
+// its last grant or renewal may still hold it on the backend.
 func (k *liveCheck) unlocked(c *client, err error) {
 	m := k.m
 	if err != nil || !m.lockFree(c) {
@@ -375,8 +375,8 @@ func (k *liveCheck) refusedFree(c *client, owner uint64) {
 
 // probeFree probes a lock that should be free (what says why and since
 // when): a TryLock must be granted within Slack (tried every quarter of
-// it), else it is probed every quarter TTL until TTL + Slack later:
-// granted then breaks Progress, never breaks deadlock freedom.
+// it), else it is probed every quarter TTL until TTL + 2 × Slack +
+// Recovery later: granted then breaks Progress, never deadlock freedom.
 func (k *liveCheck) probeFree(what string) {
 	m := k.m
 	m.findings.ran[DeadlockFreedom], m.findings.ran[Progress] = true, true
@@ -401,7 +401,7 @@ func (k *liveCheck) probeFree(what string) {
 		return false
 	}
 	if !answered() && !until(m.o.Slack, max(m.o.Slack/4, time.Millisecond)) {
-		until(m.o.TTL+2*m.o.Slack, max(m.o.TTL/4, time.Millisecond))
+		until(m.liveBound()+m.o.Slack, max(m.o.TTL/4, time.Millisecond))
 	}
 	if !errors.Is(err, locks.ErrLocked) && h == nil {
 		m.logf("freed-lock probe without an answer: %v", err)
@@ -421,8 +421,8 @@ func (k *liveCheck) probeFree(what string) {
 			what, round(time.Duration(m.rec.now()-since)), m.o.Slack))
 	default:
 		m.violate(DeadlockFreedom, false, fmt.Sprintf(
-			"%s, with nobody else holding or waiting, and a TryLock was still refused %v later (TTL %v + 2 × slack %v): the lock was left taken",
-			what, round(time.Duration(m.rec.now()-since)), m.o.TTL, m.o.Slack))
+			"%s, with nobody else holding or waiting, and a TryLock was still refused %v later (TTL %v + 2 × slack %v + recovery %v): the lock was left taken",
+			what, round(time.Duration(m.rec.now()-since)), m.o.TTL, m.o.Slack, m.be.Recovery))
 	}
 }
 

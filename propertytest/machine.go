@@ -77,7 +77,7 @@ func newMachine(o Options, be *Backend, jitterSeed uint64) (*machine, error) {
 		faults:   faultState{active: map[int]bool{}, used: map[int]bool{}, unclaimed: map[string]bool{}},
 		findings: findings{ran: map[Property]bool{}}}
 	m.checks = &liveCheck{m: m}
-	m.sched.follow(be.Clock, o.TTL+o.Slack)
+	m.sched.follow(be.Clock, o.TTL+o.Slack+be.Recovery)
 	if c, ok := be.Clock.(ManualClock); ok {
 		c.SetDispatch(m.sched.oneByOne)
 	}
@@ -238,5 +238,5 @@ func (m *machine) finish() error {
 	m.sched.settle()
 	m.collect()
 	m.checks.ended()
-	return nil
+	return m.fatal // a fault the end nemesis could not inject or heal
 }

@@ -30,13 +30,23 @@ const (
 	// FaultPartition: the network between clients and a backend node loses
 	// or holds messages.
 	FaultPartition = chaos.KindPartition
-	// FaultNodeDown: a backend node stops (and later restarts with its data).
+	// FaultNodeDown: a backend node stops abruptly, as killed, and later
+	// restarts with its data.
 	FaultNodeDown = chaos.KindNodeDown
+	// FaultNodeKill: a backend node is killed and restarts without what it
+	// had not made durable.
+	FaultNodeKill = chaos.KindNodeKill
+	// FaultNodePause: a backend node stops answering, keeping its state,
+	// then resumes.
+	FaultNodePause = chaos.KindNodePause
 	// FaultFailover: a primary is replaced by an asynchronously fed replica
 	// that may have missed the last writes.
 	FaultFailover = chaos.KindFailover
 	// FaultClockJump: one backend node's clock jumps forward.
 	FaultClockJump = chaos.KindClockJump
+	// FaultClockSkew: one backend node's clock runs ahead of or behind the
+	// others' for a while.
+	FaultClockSkew = chaos.KindClockSkew
 )
 
 // Options configure Run and Check. The zero value is ready: every field has
@@ -49,7 +59,7 @@ type Options struct {
 	TTL time.Duration
 	// Slack is what deadlock freedom allows beyond the TTL: after every
 	// holder crashed, a new client must acquire the lock once TTL + Slack
-	// has passed. Default TTL/4.
+	// (+ Backend.Recovery) has passed. Default TTL/4.
 	Slack time.Duration
 	// Claims are the fault kinds the lock claims to stay safe under.
 	// Default: FaultCrash and FaultPause. A lock without fencing tokens

@@ -79,9 +79,9 @@ func (f *findings) count(kind string, err error, acquire, crashed bool) {
 
 // healthy reports whether nothing that may have left the lock in doubt
 // happened in the run: no backend fault, and no crash, unknown outcome or
-// foreign call within TTL + Slack.
+// foreign call within TTL + Slack + Recovery (liveBound).
 func (m *machine) healthy() bool {
-	return !m.faults.faulted && !(m.doubted && m.rec.now()-m.uncertain < int64(m.o.TTL+m.o.Slack))
+	return !m.faults.faulted && !(m.doubted && m.rec.now()-m.uncertain < int64(m.liveBound()))
 }
 
 // releaseCall is what checkReleaseWorks needs of an Unlock or Renew: the
@@ -110,7 +110,7 @@ func (m *machine) lockFree(c *client) bool {
 			// live on the backend: until TTL after its grant or renewal
 			// reached it, which may be well after the deadline the holder
 			// reckoned from the call (a grant in a second request, late).
-			if m.rec.now()-h.proved < int64(m.o.TTL+m.o.Slack) {
+			if m.rec.now()-h.proved < int64(m.liveBound()) {
 				return false
 			}
 		}

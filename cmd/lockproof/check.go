@@ -16,6 +16,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/lockproof/lockproof/chaos"
 	"github.com/lockproof/lockproof/propertytest"
 )
 
@@ -584,7 +585,38 @@ cannot lose a minority. FAULTS names the cell's scenario and, "(not claimed)", t
 claim to survive: what breaks under those alone is expected.
 progress is a property of its own, apart from deadlock freedom: with nothing wrong, a holder's Unlock and Renew
 must succeed and a free lock be granted; deadlock freedom asks only that a lock left by its holders comes free by
-TTL + slack, which a lock whose every Unlock fails still does.`, minRuns)
+TTL + slack (+ the backend's recovery time: elections, failovers), which a lock whose every Unlock fails still does.
+`, minRuns) + faultKindLegend()
+
+// faultKinds says in a few words what each fault kind injects, for the
+// legend; a kind chaos adds without a line here fails the tests.
+var faultKinds = map[chaos.Kind]string{
+	chaos.KindCrash:     "a client dies holding",
+	chaos.KindPause:     "a holder stalls past its lease",
+	chaos.KindPartition: "a link loses or holds messages",
+	chaos.KindLatency:   "a link delays its bytes",
+	chaos.KindReset:     "a link resets or refuses connections",
+	chaos.KindNodeDown:  "a node killed, restarted with its data",
+	chaos.KindNodeKill:  "a node killed, restarted without what it had not made durable",
+	chaos.KindNodePause: "a node frozen, then resumed",
+	chaos.KindFailover:  "a primary replaced by a replica behind it",
+	chaos.KindClockJump: "a node's clock jumps forward",
+	chaos.KindClockSkew: "a node's clock runs ahead or behind",
+}
+
+// faultKindLegend is the legend's line of fault kinds, in chaos's order.
+func faultKindLegend() string {
+	var b strings.Builder
+	b.WriteString("fault kinds, which a cell's claims name (propertytest.Options.Claims): ")
+	for i, k := range chaos.Kinds() {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		fmt.Fprintf(&b, "%s: %s", k, faultKinds[k])
+	}
+	b.WriteString(".")
+	return b.String()
+}
 
 // cellSummary is a cell's row in a few words, for the progress line: its
 // verdict, and every property that did not simply pass.
