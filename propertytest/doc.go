@@ -109,11 +109,14 @@
 //     called (a failover loses the lock by itself). A foreign Unlock or
 //     Renew that reports success is also illegal in the lease model.
 //   - Deadlock freedom: a lock whose holders are all gone is obtainable
-//     again by TTL + Slack. After every client crashed and TTL + Slack, a
-//     new client's TryLock must be granted; a refusal is retried once, TTL +
-//     Slack later (twice after faults: a held request may land late); a
-//     probe with no answer is retried up to five times. A lock freed by an
-//     Unlock and still refused TTL + 2 × Slack later breaks it too.
+//     again by TTL + Slack + Backend.Recovery (the bound below; Recovery is
+//     what a replicated backend takes to elect a leader and serve again,
+//     zero for one node). After every client crashed and the bound, a new
+//     client's TryLock must be granted; a refusal is retried once, the
+//     bound later (twice after faults: a held request may land late); a
+//     probe with no answer is retried up to five times. An Ongoing fault is
+//     struck again before each probe. A lock freed by an Unlock and still
+//     refused the bound plus Slack later breaks it too.
 //   - Progress: a lock works when nothing is wrong. With no fault and
 //     nothing in doubt (crash, unknown outcome, foreign call) within TTL +
 //     Slack, a holder's Unlock or Renew called within its deadline and run
