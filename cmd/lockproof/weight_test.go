@@ -25,9 +25,12 @@ func TestBudgetFollowsTheWeights(t *testing.T) {
 	if f.Share < 0.5 {
 		t.Errorf("the fast cell had a share of %vs, want at least the 0.5s of its weight", f.Share)
 	}
-	// 1.5 s at a little over 100 ms a run, where an even 1 s buys 9.
-	if s.Runs < 11 {
-		t.Errorf("the slow cell of weight 3 made %d runs in %.1fs, want 11 or more", s.Runs, s.Seconds)
+	// The share is spent, not only granted: the slow cell runs past the
+	// even split's 1s (its runs take a little over 100ms each, so it stops
+	// within one run of 1.5s). Its run count would depend on the
+	// machine's load; the time it kept running does not.
+	if s.Seconds < 1.2 {
+		t.Errorf("the slow cell of weight 3 ran %.2fs (%d runs) of its 1.5s share, want at least 1.2s", s.Seconds, s.Runs)
 	}
 }
 
