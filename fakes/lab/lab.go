@@ -184,6 +184,14 @@ func (l *Lab) Close() error {
 		errs = append(errs, m.Kill())
 	}
 	ctx := context.Background()
+	for i := range made {
+		// A socket of a killed process (a TCP stream that still retransmits)
+		// keeps its namespace, and so its veth, alive past the namespace's
+		// deletion: deleting the veth first cuts it off all the same.
+		if link := fmt.Sprintf("lp%dv%d", l.num, i); run(ctx, "ip", "link", "show", link) == nil {
+			errs = append(errs, run(ctx, "ip", "link", "del", link))
+		}
+	}
 	for _, ns := range made {
 		errs = append(errs, run(ctx, "ip", "netns", "del", ns))
 	}
