@@ -1,6 +1,9 @@
-// Package lab starts real multi-node clusters (etcd, ZooKeeper) as
-// processes, one member per network namespace, with node controls, for
-// tests that need a replicated backend rather than a fake.
+// Package lab starts real multi-node clusters as processes, one member
+// per network namespace, with node controls, for tests that need a
+// replicated backend rather than a fake: etcd and ZooKeeper ensembles of
+// three (StartEtcd, StartZooKeeper), a Redis primary with two replicas and
+// three Sentinels (StartRedisSentinel, with go-redis's failover client),
+// and independent Redis nodes for Redlock (StartRedisNodes).
 //
 // The whole lab lives inside a sandbox: a network namespace with only a
 // loopback link and no route out, entered by re-running the test binary
