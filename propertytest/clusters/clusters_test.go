@@ -10,12 +10,12 @@ import (
 	"github.com/lockproof/lockproof/propertytest/suitemain"
 )
 
-// fewRuns keeps a test on a real cluster short: n runs of 6 steps on
+// fewRuns keeps a test on a real cluster short: n runs of 5 steps on
 // average, shrinking cut to one candidate (each run takes seconds).
 func fewRuns(t *testing.T, n int, o propertytest.Options) propertytest.Options {
 	t.Helper()
 	suitemain.SetFlag(t, "rapid.checks", fmt.Sprint(n))
-	suitemain.SetFlag(t, "rapid.steps", "6")
+	suitemain.SetFlag(t, "rapid.steps", "5")
 	o.ShrinkRuns = 1
 	return o
 }
@@ -44,14 +44,16 @@ func logReport(t *testing.T, what string, rep *propertytest.Report, took time.Du
 
 // Issue 35's false alarm: etcdlock on a real 3-member etcd whose leader
 // is isolated again and again (an Ongoing partition of the leader). With
-// no Recovery, the deadlock-freedom bound ignores that a new leader
-// restarts every lease for its TTL plus an election timeout, and a crashed
-// holder's key outlives it: the suite reports deadlock freedom violated,
-// and nothing else. With the declared Recovery (EtcdRecovery) the same
-// schedule passes.
+// no Recovery the deadlock-freedom bound ignores the election after each
+// isolation, and the suite reports deadlock freedom violated, and nothing
+// else; with the declared Recovery (EtcdRecovery) the same schedule
+// passes. In the runs seen here the alarm came from probes left without
+// an answer while the cluster elected (the first half of Recovery), not
+// from refusals by a key a new leader's lease restart kept (the issue's
+// reading): the test logs which, and asserts only the alarm and its end.
 func TestEtcdLeaderIsolationFalseAlarm(t *testing.T) {
 	c := Etcd(t)
-	o := fewRuns(t, 4, EtcdOptions())
+	o := fewRuns(t, 3, EtcdOptions())
 	began := time.Now()
 	rep := propertytest.Check(t, withRecovery(c.EtcdLock(IsolateLeader), 0), o)
 	logReport(t, "recovery 0", rep, time.Since(began))
@@ -74,7 +76,7 @@ func TestEtcdLeaderIsolationFalseAlarm(t *testing.T) {
 // isolates, kills and pauses the leader.
 func TestZKLockUnderLeaderFaults(t *testing.T) {
 	c := ZooKeeper(t)
-	o := fewRuns(t, 3, ZKOptions())
+	o := fewRuns(t, 2, ZKOptions())
 	began := time.Now()
 	rep := propertytest.Check(t, c.ZKLock(), o)
 	logReport(t, "zklock", rep, time.Since(began))
