@@ -25,14 +25,30 @@ type status struct {
 	term   uint64 // its term or epoch, to rank rival leaders
 }
 
+// Timing is how a cluster's members notice a lost leader and take over.
+type Timing struct {
+	// Tick is etcd's heartbeat interval, or ZooKeeper's tickTime.
+	Tick time.Duration
+	// Election is how long a member hears nothing from its leader before it
+	// gives it up: etcd's election timeout (randomized up to twice that),
+	// ZooKeeper's syncLimit ticks.
+	Election time.Duration
+	// Sync bounds a new ZooKeeper leader's wait for a quorum of followers
+	// to sync with it (initLimit ticks); 0 for etcd.
+	Sync time.Duration
+}
+
 // Cluster is a lab whose members run one replicated server: a 3-member
 // etcd or ZooKeeper. Its Lab's node controls and partitions act on it.
 type Cluster struct {
 	*Lab
 	// Kind names the server: "etcd" or "zookeeper".
 	Kind string
-	port int
-	ask  func(ctx context.Context, c *Cluster, i int) (status, error)
+	// Timing is the members' failure detection, for the recovery time a
+	// client must allow after a leader fault.
+	Timing Timing
+	port   int
+	ask    func(ctx context.Context, c *Cluster, i int) (status, error)
 }
 
 // ClientAddr is member i's client address, ip:port.

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // EtcdBinary is the etcd server the lab runs (Debian's is etcd 3.4).
@@ -40,7 +41,8 @@ func StartEtcd(ctx context.Context, opts Options) (*Cluster, error) {
 	if opts.Members == 0 {
 		opts.Members = 3
 	}
-	c := &Cluster{Kind: "etcd", port: etcdClientPort, ask: askEtcd}
+	c := &Cluster{Kind: "etcd", port: etcdClientPort, ask: askEtcd,
+		Timing: Timing{Tick: 100 * time.Millisecond, Election: time.Second}}
 	return startCluster(ctx, opts, c, etcdCommand)
 }
 

@@ -30,6 +30,8 @@ const (
 	zkPeerPort   = 2888
 	zkVotePort   = 3888
 	zkTick       = 200 * time.Millisecond
+	zkSyncLimit  = 5
+	zkInitLimit  = 10
 )
 
 // ZooKeeperUnavailable says why StartZooKeeper cannot run here, or "".
@@ -70,7 +72,8 @@ func StartZooKeeper(ctx context.Context, opts Options) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lab: %w", err)
 	}
-	c := &Cluster{Kind: "zookeeper", port: zkClientPort, ask: askZooKeeper}
+	c := &Cluster{Kind: "zookeeper", port: zkClientPort, ask: askZooKeeper,
+		Timing: Timing{Tick: zkTick, Election: zkSyncLimit * zkTick, Sync: zkInitLimit * zkTick}}
 	return startCluster(ctx, opts, c, func(c *Cluster, i int) Command { return zkCommand(c, i, cp) })
 }
 
@@ -81,8 +84,8 @@ func zkCommand(c *Cluster, i int, classPath string) Command {
 	cfg := filepath.Join(m.DataDir(), "zoo.cfg")
 	lines := []string{
 		fmt.Sprintf("tickTime=%d", zkTick.Milliseconds()),
-		"initLimit=10",
-		"syncLimit=5",
+		fmt.Sprintf("initLimit=%d", zkInitLimit),
+		fmt.Sprintf("syncLimit=%d", zkSyncLimit),
 		"dataDir=" + m.DataDir(),
 		fmt.Sprintf("clientPortAddress=%s", m.IP()),
 		fmt.Sprintf("clientPort=%d", zkClientPort),

@@ -1,0 +1,95 @@
+package clusters
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/lockproof/lockproof/propertytest"
+	"github.com/lockproof/lockproof/propertytest/suitemain"
+)
+
+// fewRuns keeps a test on a real cluster short: n runs of 5 steps on
+// average, shrinking cut to one candidate (each run takes seconds).
+func fewRuns(t *testing.T, n int, o propertytest.Options) propertytest.Options {
+	t.Helper()
+	suitemain.SetFlag(t, "rapid.checks", fmt.Sprint(n))
+	suitemain.SetFlag(t, "rapid.steps", "5")
+	o.ShrinkRuns = 1
+	return o
+}
+
+// withRecovery is factory with its Backend's Recovery replaced.
+func withRecovery(factory propertytest.Factory, recovery time.Duration) propertytest.Factory {
+	return func(env propertytest.Env) (*propertytest.Backend, error) {
+		be, err := factory(env)
+		if err != nil {
+			return nil, err
+		}
+		be.Recovery = recovery
+		return be, nil
+	}
+}
+
+// logReport logs what rep found, with the time it took.
+func logReport(t *testing.T, what string, rep *propertytest.Report, took time.Duration) {
+	t.Helper()
+	t.Logf("%s: %d runs in %v, failed %v, broken %v, checked %v", what, rep.Runs, took.Round(time.Millisecond),
+		rep.Failed, rep.Broken(), rep.Checked)
+	for _, v := range rep.Violations {
+		t.Logf("%s: %s: %s", what, v.Property, v.Detail)
+	}
+}
+
+// Issue 35's false alarm: etcdlock on a real 3-member etcd whose leader
+// is isolated again and again (an Ongoing partition of the leader). With
+// no Recovery the deadlock-freedom bound ignores the election after each
+// isolation, and the suite reports deadlock freedom violated, and nothing
+// else; with the declared Recovery (EtcdRecovery) the same schedule
+// passes. In the runs seen here the alarm came from probes left without
+// an answer while the cluster elected (the first half of Recovery), not
+// from refusals by a key a new leader's lease restart kept (the issue's
+// reading): the test logs which, and asserts only the alarm and its end.
+func TestEtcdLeaderIsolationFalseAlarm(t *testing.T) {
+	c := Etcd(t)
+	o := fewRuns(t, 3, EtcdOptions())
+	began := time.Now()
+	rep := propertytest.Check(t, withRecovery(c.EtcdLock(IsolateLeader), 0), o)
+	logReport(t, "recovery 0", rep, time.Since(began))
+	if !rep.Failed || !slices.Equal(rep.Broken(), []propertytest.Property{propertytest.DeadlockFreedom}) {
+		t.Fatalf("with no Recovery, the isolated leader drew no deadlock-freedom alarm alone: failed %v, broken %v\n%s",
+			rep.Failed, rep.Broken(), rep.Output)
+	}
+
+	o = fewRuns(t, 2, EtcdOptions())
+	began = time.Now()
+	rep = propertytest.Check(t, c.EtcdLock(IsolateLeader), o)
+	logReport(t, fmt.Sprintf("recovery %v", EtcdRecovery(c.Timing)), rep, time.Since(began))
+	if rep.Failed || rep.Runs == 0 || rep.Checked[propertytest.DeadlockFreedom] != rep.Runs {
+		t.Fatalf("with the declared Recovery: failed %v, broken %v, checked %v\n%s",
+			rep.Failed, rep.Broken(), rep.Checked, rep.Output)
+	}
+}
+
+// zklock on a real 3-server ZooKeeper keeps its properties while the suite
+// isolates, kills and pauses the leader.
+func TestZKLockUnderLeaderFaults(t *testing.T) {
+	c := ZooKeeper(t)
+	o := fewRuns(t, 2, ZKOptions())
+	began := time.Now()
+	rep := propertytest.Check(t, c.ZKLock(), o)
+	logReport(t, "zklock", rep, time.Since(began))
+	safety := []propertytest.Property{propertytest.Exclusivity, propertytest.Symmetry}
+	if rep.Runs == 0 || rep.Checked[propertytest.Exclusivity] != rep.Runs {
+		t.Fatalf("checks ran %v in %d runs", rep.Checked, rep.Runs)
+	}
+	for _, p := range rep.Broken() {
+		if slices.Contains(safety, p) {
+			t.Errorf("zklock broke %s under leader faults\n%s", p, rep.Output)
+		}
+	}
+	if rep.Failed {
+		t.Errorf("zklock failed under leader faults: %v\n%s", rep.Broken(), rep.Output)
+	}
+}

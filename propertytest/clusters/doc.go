@@ -1,0 +1,25 @@
+// Package clusters runs the property suite on real replicated clusters of
+// the cluster lab (fakes/lab): etcdlock on a 3-member etcd and zklock on a
+// 3-server ZooKeeper, each member a process in a network namespace of its
+// own, with Jepsen's nemeses on the leader: isolated from the other
+// members (nftables), killed and restarted with its data, paused and
+// resumed. The clients reach the members only through the lab's Dialer,
+// and each knows every member's address.
+//
+// A cluster takes seconds to start, so one serves every run of a test:
+// Etcd and ZooKeeper start it for a test and close it at the test's
+// cleanup, and its Factories (Cluster.EtcdLock, Cluster.ZKLock) start no
+// server but give each run a key prefix of its own, so that no run meets
+// the lock state an earlier run left. The faults are Ongoing: once every
+// client crashed, the suite strikes the leader again before each
+// deadlock-freedom probe. Each Backend declares its Recovery from the
+// cluster's Timing (EtcdRecovery, ZKRecovery): without it a correct lock
+// draws a deadlock-freedom false alarm, as issue 35 saw on etcd.
+//
+// Real clusters keep their own time: a run is in real time, and replaying
+// a seed replays the suite's steps and the fault schedule, not the
+// servers' timers. The tests need the lab (LOCKPROOF_LAB=1, root, a
+// TestMain calling lab.SandboxMain) and skip, saying why, without it:
+//
+//	LOCKPROOF_LAB=1 go test -count=1 -v ./propertytest/clusters/
+package clusters
