@@ -42,16 +42,35 @@ func logReport(t *testing.T, what string, rep *propertytest.Report, took time.Du
 	}
 }
 
-// Issue 35's false alarm: etcdlock on a real 3-member etcd whose leader
-// is isolated again and again (an Ongoing partition of the leader). With
-// no Recovery the deadlock-freedom bound ignores the election after each
-// isolation, and the suite reports deadlock freedom violated, and nothing
-// else; with the declared Recovery (EtcdRecovery) the same schedule
-// passes. In the runs seen here the alarm came from probes left without
-// an answer while the cluster elected (the first half of Recovery), not
-// from refusals by a key a new leader's lease restart kept (the issue's
-// reading): the test logs which, and asserts only the alarm and its end.
+// etcdlock on a real 3-member etcd whose leader is isolated again and
+// again (an Ongoing partition of the leader) keeps every property, with
+// the deadlock-freedom bound counting the declared Recovery (EtcdRecovery):
+// issue 35's schedule, without its false alarm.
+func TestEtcdLockUnderLeaderIsolation(t *testing.T) {
+	c := Etcd(t)
+	o := fewRuns(t, 2, EtcdOptions())
+	began := time.Now()
+	rep := propertytest.Check(t, c.EtcdLock(IsolateLeader), o)
+	logReport(t, fmt.Sprintf("recovery %v", EtcdRecovery(c.Timing)), rep, time.Since(began))
+	if rep.Failed || rep.Runs == 0 || rep.Checked[propertytest.DeadlockFreedom] != rep.Runs {
+		t.Fatalf("with the declared Recovery: failed %v, broken %v, checked %v\n%s",
+			rep.Failed, rep.Broken(), rep.Checked, rep.Output)
+	}
+}
+
+// Issue 35's false alarm: the same schedule with Recovery forced to 0, so
+// the deadlock-freedom bound ignores the election after each isolation.
+// The suite then reports deadlock freedom violated, and nothing else. In
+// the runs seen here the alarm came from probes left without an answer
+// while the cluster elected (the first half of Recovery), not from
+// refusals by a key a new leader's lease restart kept (the issue's
+// reading): the test logs which. Whether a run ends with a probe in an
+// election is up to rapid's runs, so the alarm is likely, not certain, in
+// three runs; and they take minutes: LOCKPROOF_DEEP only.
 func TestEtcdLeaderIsolationFalseAlarm(t *testing.T) {
+	if !suitemain.Deep() {
+		t.Skip("three runs on a real cluster that take minutes, with an alarm likely but not certain: LOCKPROOF_DEEP=1")
+	}
 	c := Etcd(t)
 	o := fewRuns(t, 3, EtcdOptions())
 	began := time.Now()
@@ -60,15 +79,6 @@ func TestEtcdLeaderIsolationFalseAlarm(t *testing.T) {
 	if !rep.Failed || !slices.Equal(rep.Broken(), []propertytest.Property{propertytest.DeadlockFreedom}) {
 		t.Fatalf("with no Recovery, the isolated leader drew no deadlock-freedom alarm alone: failed %v, broken %v\n%s",
 			rep.Failed, rep.Broken(), rep.Output)
-	}
-
-	o = fewRuns(t, 2, EtcdOptions())
-	began = time.Now()
-	rep = propertytest.Check(t, c.EtcdLock(IsolateLeader), o)
-	logReport(t, fmt.Sprintf("recovery %v", EtcdRecovery(c.Timing)), rep, time.Since(began))
-	if rep.Failed || rep.Runs == 0 || rep.Checked[propertytest.DeadlockFreedom] != rep.Runs {
-		t.Fatalf("with the declared Recovery: failed %v, broken %v, checked %v\n%s",
-			rep.Failed, rep.Broken(), rep.Checked, rep.Output)
 	}
 }
 
