@@ -294,7 +294,7 @@ func (r *RedisSentinel) votes(ctx context.Context) (map[int]int, error) {
 				continue
 			}
 		}
-		errs = append(errs, fmt.Errorf("Sentinel %d: %w", s, err))
+		errs = append(errs, fmt.Errorf("sentinel %d: %w", s, err))
 	}
 	return votes, errors.Join(errs...)
 }
@@ -470,7 +470,7 @@ func (r *RedisSentinel) sentinelKnowsAll(ctx context.Context, i int) error {
 	}
 	if info["flags"] != "master" || info["num-slaves"] != strconv.Itoa(redisServers-1) ||
 		info["num-other-sentinels"] != strconv.Itoa(redisSentinels-1) {
-		return fmt.Errorf("Sentinel %d sees flags %q, %s replicas, %s other Sentinels",
+		return fmt.Errorf("sentinel %d sees flags %q, %s replicas, %s other Sentinels",
 			i, info["flags"], info["num-slaves"], info["num-other-sentinels"])
 	}
 	return nil
