@@ -1,6 +1,7 @@
 package clusters
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -64,8 +65,9 @@ func (c *Cluster) EtcdLock(nemeses ...Nemesis) propertytest.Factory {
 				cli, err := clientv3.New(clientv3.Config{
 					Endpoints:   c.ClientAddrs(),
 					DialTimeout: 2 * time.Second,
-					DialOptions: append(etcdfake.GateDialOptions(), grpc.WithContextDialer(c.Dialer().DialTCP)),
-					Logger:      zap.NewNop(),
+					DialOptions: append(etcdfake.GateDialOptions(), grpc.WithContextDialer(c.Dialer().DialTCP),
+						grpc.WithChainUnaryInterceptor(requireLeaderUnary), grpc.WithChainStreamInterceptor(requireLeaderStream)),
+					Logger: zap.NewNop(),
 				})
 				if err != nil {
 					return nil, fmt.Errorf("clusters: etcd client: %w", err)
@@ -79,4 +81,18 @@ func (c *Cluster) EtcdLock(nemeses ...Nemesis) propertytest.Factory {
 		realTime(be)
 		return be, nil
 	}
+}
+
+// requireLeaderUnary and requireLeaderStream send every request with
+// etcd's require-leader flag (clientv3.WithRequireLeader), as a client of a
+// replicated etcd should be configured: a member cut off from the
+// majority then refuses at once with "no leader" (Unavailable), which the
+// client retries on another member, rather than holding the request until
+// the caller gives up.
+func requireLeaderUnary(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	return invoker(clientv3.WithRequireLeader(ctx), method, req, reply, cc, opts...)
+}
+
+func requireLeaderStream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+	return streamer(clientv3.WithRequireLeader(ctx), desc, cc, method, opts...)
 }
