@@ -36,6 +36,9 @@ var (
 // (wsrep_sst_mariabackup streams a backup through socat).
 var galeraTools = []string{"mariabackup", "socat", "wsrep_sst_mariabackup", "my_print_defaults"}
 
+// templateShutdown bounds the template server's clean shutdown.
+const templateShutdown = 20 * time.Second
+
 // galeraPort is MySQL's port on every member's own address.
 const galeraPort = 3306
 
@@ -181,8 +184,15 @@ func (g *Galera) makeTemplate(ctx context.Context) error {
 	err = awaitFile(ctx, socket, done)
 	// SIGTERM is mariadbd's clean shutdown, which saves the position.
 	_ = syscall.Kill(cmd.Process.Pid, syscall.SIGTERM)
-	if werr := <-done; err == nil && werr != nil {
-		err = fmt.Errorf("mariadbd's shutdown: %w", werr)
+	select {
+	case werr := <-done:
+		if err == nil && werr != nil {
+			err = fmt.Errorf("mariadbd's shutdown: %w", werr)
+		}
+	case <-time.After(templateShutdown):
+		_ = syscall.Kill(cmd.Process.Pid, syscall.SIGKILL)
+		<-done
+		err = errors.Join(err, fmt.Errorf("mariadbd did not shut down within %v of SIGTERM", templateShutdown))
 	}
 	if err != nil {
 		tail, _ := os.ReadFile(logPath)

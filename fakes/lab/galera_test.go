@@ -45,7 +45,8 @@ const galeraSkew = 10 * time.Second
 // TestGaleraCluster starts 3 MariaDB Galera nodes, member 2 with its clock
 // 10 s ahead; writes on one node and reads on another; isolates a node and
 // waits until it refuses queries while the majority still takes writes;
-// heals and waits until it rejoins with the write it missed.
+// heals and waits until it rejoins with the write it missed; kills and
+// restarts the bootstrap node without its data and waits until it rejoins.
 func TestGaleraCluster(t *testing.T) {
 	needLab(t)
 	if reason := GaleraUnavailable(); reason != "" {
@@ -119,6 +120,43 @@ func TestGaleraCluster(t *testing.T) {
 		t.Errorf("rejoined member 1 read %d for key 2, written as 20 during its isolation", v)
 	}
 	t.Logf("galera: partition to rejoin: %v", time.Since(cut).Round(time.Millisecond))
+
+	// Member 0 bootstrapped the cluster; killed and restarted without its
+	// data (from the template, so an incremental transfer), it must
+	// join the others again, not bootstrap a cluster of its own.
+	if err := g.Member(0).Kill(); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	// The survivors stall writes until they evict the dead member.
+	for {
+		wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		_, err := dbs[1].ExecContext(wctx, "REPLACE INTO lab.kv VALUES (3, 30)")
+		cancel()
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("no write went through after member 0's kill: %v", err)
+		}
+	}
+	t.Logf("galera: a write went through %v after member 0's kill", time.Since(killed).Round(time.Millisecond))
+	restarted := time.Now()
+	if err := g.Member(0).Restart(true); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.AwaitSynced(ctx, 0); err != nil {
+		t.Fatalf("member 0 did not rejoin after its restart: %v\n%s", err, g.Member(0).LogTail(15))
+	}
+	t.Logf("galera: killed member 0 synced again %v after its restart", time.Since(restarted).Round(time.Millisecond))
+	for i := range 3 {
+		if s, err := g.Status(ctx, i); err != nil || s.Size != 3 {
+			t.Errorf("member %d after member 0's restart: %+v, %v; want a component of 3", i, s, err)
+		}
+	}
+	if v := readKey(ctx, t, dbs[0], 3); v != 30 {
+		t.Errorf("restarted member 0 read %d for key 3, written as 30 while it was down", v)
+	}
 	for _, db := range dbs {
 		db.Close()
 	}
