@@ -1,9 +1,12 @@
 // Package lab starts real multi-node clusters as processes, one member
 // per network namespace, with node controls, for tests that need a
 // replicated backend rather than a fake: etcd and ZooKeeper ensembles of
-// three (StartEtcd, StartZooKeeper), a Redis primary with two replicas and
-// three Sentinels (StartRedisSentinel, with go-redis's failover client),
-// and independent Redis nodes for Redlock (StartRedisNodes).
+// three (StartEtcd, StartZooKeeper), three Consul servers (StartConsul,
+// the agent tools/consul builds), a MariaDB Galera cluster of three
+// (StartGalera, with a skewed wall clock per node through libfaketime), a
+// Redis primary with two replicas and three Sentinels (StartRedisSentinel,
+// with go-redis's failover client), and independent Redis nodes for
+// Redlock (StartRedisNodes).
 //
 // The whole lab lives inside a sandbox: a network namespace with only a
 // loopback link and no route out, entered by re-running the test binary
