@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"strconv"
@@ -80,22 +79,9 @@ type consulSelf struct {
 
 // askConsul asks member i for its Raft state through its HTTP API.
 func askConsul(ctx context.Context, c *Cluster, i int) (status, error) {
-	ctx, cancel := context.WithTimeout(ctx, askTimeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+c.ClientAddr(i)+"/v1/agent/self", nil)
+	body, err := c.askHTTP(ctx, i, http.MethodGet, "/v1/agent/self", nil, "Consul member %d's state")
 	if err != nil {
-		return status{}, fmt.Errorf("lab: %w", err)
-	}
-	transport := &http.Transport{DialContext: c.Dialer().DialContext, DisableKeepAlives: true}
-	defer transport.CloseIdleConnections()
-	resp, err := (&http.Client{Transport: transport}).Do(req)
-	if err != nil {
-		return status{}, fmt.Errorf("lab: Consul member %d's state: %w", i, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		return status{}, fmt.Errorf("lab: Consul member %d's state: %s %.200q: %v", i, resp.Status, body, err)
+		return status{}, err
 	}
 	return parseConsulSelf(body)
 }

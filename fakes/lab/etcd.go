@@ -79,23 +79,9 @@ type etcdStatus struct {
 
 // askEtcd asks member i for its status through etcd's JSON gateway.
 func askEtcd(ctx context.Context, c *Cluster, i int) (status, error) {
-	ctx, cancel := context.WithTimeout(ctx, askTimeout)
-	defer cancel()
-	url := "http://" + c.ClientAddr(i) + "/v3/maintenance/status"
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader([]byte("{}")))
+	body, err := c.askHTTP(ctx, i, http.MethodPost, "/v3/maintenance/status", []byte("{}"), "etcd member %d's status")
 	if err != nil {
-		return status{}, fmt.Errorf("lab: %w", err)
-	}
-	transport := &http.Transport{DialContext: c.Dialer().DialContext, DisableKeepAlives: true}
-	defer transport.CloseIdleConnections()
-	resp, err := (&http.Client{Transport: transport}).Do(req)
-	if err != nil {
-		return status{}, fmt.Errorf("lab: etcd member %d's status: %w", i, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		return status{}, fmt.Errorf("lab: etcd member %d's status: %s %q: %v", i, resp.Status, body, err)
+		return status{}, err
 	}
 	var s etcdStatus
 	if err := json.Unmarshal(body, &s); err != nil {
@@ -104,4 +90,32 @@ func askEtcd(ctx context.Context, c *Cluster, i int) (status, error) {
 	term, _ := strconv.ParseUint(s.RaftTerm, 10, 64)
 	known := s.Leader != "" && s.Leader != "0"
 	return status{leader: known && s.Leader == s.Header.MemberID, joined: known, term: term}, nil
+}
+
+// askHTTP sends one request to member i's client address through the
+// lab's Dialer, within askTimeout, and returns the body of a 200 answer;
+// what names the answer in errors, with %d for i.
+func (c *Cluster) askHTTP(ctx context.Context, i int, method, path string, body []byte, what string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, askTimeout)
+	defer cancel()
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://"+c.ClientAddr(i)+path, rd)
+	if err != nil {
+		return nil, fmt.Errorf("lab: %w", err)
+	}
+	transport := &http.Transport{DialContext: c.Dialer().DialContext, DisableKeepAlives: true}
+	defer transport.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: transport}).Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("lab: "+what+": %w", i, err)
+	}
+	defer resp.Body.Close()
+	got, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("lab: "+what+": %s %.200q: %v", i, resp.Status, got, err)
+	}
+	return got, nil
 }
