@@ -40,7 +40,7 @@ func (k *liveCheck) deadlockFreedom() {
 	crashed := m.rec.now()
 	nemesis := m.nemesis()
 	defer nemesis.stop()
-	nemesis.strike()
+	nemesis.strike() // first: a strike marks the run faulted, which allows a third refusal
 	// One refusal may be spurious (see Progress): a second try decides.
 	maxRefusals := 2
 	if m.faults.faulted {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"time"
 )
 
@@ -103,20 +104,22 @@ func (c *Cluster) lead(ctx context.Context) (int, uint64, error) {
 // AwaitLeader waits until a member other than those in except leads, and
 // returns its index.
 func (c *Cluster) AwaitLeader(ctx context.Context, except ...int) (int, error) {
-	for {
+	leader := -1
+	err := poll(ctx, "a "+c.Kind+" leader", func(ctx context.Context) error {
 		i, err := c.Leader(ctx)
-		if err == nil && !contains(except, i) {
-			return i, nil
+		switch {
+		case err != nil:
+			return err
+		case slices.Contains(except, i):
+			return fmt.Errorf("lab: member %d still leads", i)
 		}
-		if err == nil {
-			err = fmt.Errorf("lab: member %d still leads", i)
-		}
-		select {
-		case <-ctx.Done():
-			return -1, fmt.Errorf("lab: awaiting a %s leader: %w (last: %w)", c.Kind, ctx.Err(), err)
-		case <-time.After(pollEvery):
-		}
+		leader = i
+		return nil
+	})
+	if err != nil {
+		return -1, err
 	}
+	return leader, nil
 }
 
 // AwaitJoined waits until member i answers as a leader or a follower in
@@ -126,37 +129,38 @@ func (c *Cluster) AwaitJoined(ctx context.Context, i int) error {
 	if _, err := c.member(i); err != nil {
 		return err
 	}
-	for {
+	return poll(ctx, fmt.Sprintf("%s member %d", c.Kind, i), func(ctx context.Context) error {
 		s, err := c.ask(ctx, c, i)
+		if err != nil {
+			return err
+		}
+		_, term, err := c.lead(ctx)
+		switch {
+		case err != nil:
+			return err
+		case !s.joined:
+			return errors.New("not in a quorum")
+		case s.term < term:
+			return fmt.Errorf("in term %d, the leader in %d", s.term, term)
+		}
+		return nil
+	})
+}
+
+// poll calls f every pollEvery until it returns nil or ctx ends; the
+// error names what was awaited and f's last error.
+func poll(ctx context.Context, what string, f func(ctx context.Context) error) error {
+	for {
+		err := f(ctx)
 		if err == nil {
-			_, term, lerr := c.lead(ctx)
-			switch {
-			case lerr != nil:
-				err = lerr
-			case !s.joined:
-				err = errors.New("not in a quorum")
-			case s.term < term:
-				err = fmt.Errorf("in term %d, the leader in %d", s.term, term)
-			default:
-				return nil
-			}
+			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("lab: awaiting %s member %d: %w (last: %w)", c.Kind, i, ctx.Err(), err)
+			return fmt.Errorf("lab: awaiting %s: %w (last: %w)", what, ctx.Err(), err)
 		case <-time.After(pollEvery):
 		}
 	}
-}
-
-// contains reports whether xs holds x.
-func contains(xs []int, x int) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
 
 // startCluster makes a lab of n members, starts command(i) in member i and

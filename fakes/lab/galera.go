@@ -320,15 +320,6 @@ func copyDir(from, to string) error {
 	return nil
 }
 
-// lastLines is the last n lines of s.
-func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}
-
 // ClientAddr is member i's MySQL address, ip:port.
 func (g *Galera) ClientAddr(i int) string {
 	m := g.Member(i)
@@ -435,18 +426,11 @@ func (g *Galera) AwaitSynced(ctx context.Context, i int) error {
 	if _, err := g.member(i); err != nil {
 		return err
 	}
-	for {
+	return poll(ctx, fmt.Sprintf("Galera member %d", i), func(ctx context.Context) error {
 		s, err := g.Status(ctx, i)
-		if err == nil && s.Synced() {
-			return nil
-		}
-		if err == nil {
+		if err == nil && !s.Synced() {
 			err = fmt.Errorf("status %+v", s)
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("lab: awaiting Galera member %d: %w (last: %w)", i, ctx.Err(), err)
-		case <-time.After(pollEvery):
-		}
-	}
+		return err
+	})
 }

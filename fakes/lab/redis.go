@@ -173,7 +173,7 @@ func writeConf(path string, lines []string, rewrite bool) func(string) error {
 		if _, err := os.Stat(path); err == nil && !rewrite {
 			return nil
 		}
-		return os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600)
+		return writeLines(path, lines)
 	}
 }
 
@@ -474,22 +474,6 @@ func (r *RedisSentinel) sentinelKnowsAll(ctx context.Context, i int) error {
 			i, info["flags"], info["num-slaves"], info["num-other-sentinels"])
 	}
 	return nil
-}
-
-// poll calls f every pollEvery until it returns nil or ctx ends; the
-// error names what was awaited and f's last error.
-func poll(ctx context.Context, what string, f func(ctx context.Context) error) error {
-	for {
-		err := f(ctx)
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("lab: awaiting %s: %w (last: %w)", what, ctx.Err(), err)
-		case <-time.After(pollEvery):
-		}
-	}
 }
 
 // others is xs without x.
