@@ -95,6 +95,9 @@ func (c *Cluster) lead(ctx context.Context) (int, uint64, error) {
 			best, term = i, s.term
 		}
 	}
+	if best < 0 && len(errs) == 0 {
+		return -1, 0, fmt.Errorf("%w among the %s members: every member answered, none leads", ErrNoLeader, c.Kind)
+	}
 	if best < 0 {
 		return -1, 0, fmt.Errorf("%w among the %s members: %w", ErrNoLeader, c.Kind, errors.Join(errs...))
 	}
