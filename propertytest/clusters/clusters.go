@@ -148,8 +148,9 @@ func (c *Cluster) faults(env propertytest.Env, nemeses []Nemesis) ([]propertytes
 		nemeses = AllNemeses()
 	}
 	var fs []propertytest.Fault
+	one := &oneStrike{}
 	for _, n := range nemeses {
-		f, err := c.fault(env, n)
+		f, err := c.fault(env, n, one)
 		if err != nil {
 			return nil, err
 		}
@@ -158,12 +159,43 @@ func (c *Cluster) faults(env propertytest.Env, nemeses []Nemesis) ([]propertytes
 	return fs, nil
 }
 
-// fault is nemesis n on c. Inject waits for a leader and strikes it; Heal
-// repairs the member struck and waits until it serves in the quorum
-// again, so that the next fault never takes a second member of three.
-func (c *Cluster) fault(env propertytest.Env, n Nemesis) (propertytest.Fault, error) {
-	var mu sync.Mutex
-	struck := -1
+// oneStrike keeps a run's nemeses to one struck member at a time. The
+// suite may inject a second fault before it heals the first, and two
+// members down of three leave no quorum (no leader to strike, and a run
+// that fails on the fault, not on the lock): a nemesis injected while
+// another's member is struck first repairs that one, whose own Heal then
+// has nothing left to do.
+type oneStrike struct {
+	mu     sync.Mutex
+	by     Nemesis
+	repair func() error // the struck member's repair; nil when none is struck
+}
+
+// take returns the pending repair and clears it: any one, or only n's.
+func (o *oneStrike) take(n Nemesis, anyones bool) func() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.repair == nil || !anyones && o.by != n {
+		return nil
+	}
+	r := o.repair
+	o.repair = nil
+	return r
+}
+
+// set records n's strike and how to repair it.
+func (o *oneStrike) set(n Nemesis, repair func() error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.by, o.repair = n, repair
+}
+
+// fault is nemesis n on c, sharing one with the run's other nemeses.
+// Inject repairs the member another nemesis struck, if any, then waits
+// for a leader and strikes it; Heal repairs the member struck and waits
+// until it serves in the quorum again, so that the next fault never takes
+// a second member of three.
+func (c *Cluster) fault(env propertytest.Env, n Nemesis, one *oneStrike) (propertytest.Fault, error) {
 	var kind propertytest.FaultKind
 	var inject func(ctx context.Context, i int) error
 	var repair func(ctx context.Context, i int) error
@@ -192,6 +224,11 @@ func (c *Cluster) fault(env propertytest.Env, n Nemesis) (propertytest.Fault, er
 	return propertytest.Fault{
 		Name: fmt.Sprintf("%s (%s)", n, c.Kind), Kind: kind, Ongoing: true,
 		Inject: func() error {
+			if r := one.take(n, true); r != nil {
+				if err := r(); err != nil {
+					return err
+				}
+			}
 			ctx, cancel := context.WithTimeout(context.Background(), faultTimeout)
 			defer cancel()
 			i, err := c.AwaitLeader(ctx)
@@ -202,26 +239,22 @@ func (c *Cluster) fault(env propertytest.Env, n Nemesis) (propertytest.Fault, er
 			if err := inject(ctx, i); err != nil {
 				return fmt.Errorf("clusters: %s: member %d: %w", n, i, err)
 			}
-			mu.Lock()
-			struck = i
-			mu.Unlock()
+			one.set(n, func() error {
+				ctx, cancel := context.WithTimeout(context.Background(), faultTimeout)
+				defer cancel()
+				if err := repair(ctx, i); err != nil {
+					return fmt.Errorf("clusters: healing %s: member %d: %w", n, i, err)
+				}
+				if err := c.AwaitJoined(ctx, i); err != nil {
+					return fmt.Errorf("clusters: healing %s: %w", n, err)
+				}
+				return nil
+			})
 			return nil
 		},
 		Heal: func() error {
-			mu.Lock()
-			i := struck
-			struck = -1
-			mu.Unlock()
-			if i < 0 {
-				return nil
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), faultTimeout)
-			defer cancel()
-			if err := repair(ctx, i); err != nil {
-				return fmt.Errorf("clusters: healing %s: member %d: %w", n, i, err)
-			}
-			if err := c.AwaitJoined(ctx, i); err != nil {
-				return fmt.Errorf("clusters: healing %s: %w", n, err)
+			if r := one.take(n, false); r != nil {
+				return r()
 			}
 			return nil
 		},
