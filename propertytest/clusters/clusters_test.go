@@ -56,7 +56,7 @@ func TestZKLockUnderLeaderFaults(t *testing.T) {
 	logReport(t, "zklock", rep, time.Since(began))
 	safety := []propertytest.Property{propertytest.Exclusivity, propertytest.Symmetry}
 	if rep.Runs == 0 || rep.Checked[propertytest.Exclusivity] != rep.Runs {
-		t.Fatalf("checks ran %v in %d runs", rep.Checked, rep.Runs)
+		t.Fatalf("checks ran %v in %d runs\n%s", rep.Checked, rep.Runs, rep.Output)
 	}
 	for _, p := range rep.Broken() {
 		if slices.Contains(safety, p) {
