@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -243,13 +244,14 @@ func (s *Server) checkReady() error {
 
 // clientConfig is the configuration of every client the fake hands out:
 // all members' endpoints, logs into the fake's buffer, the gate's
-// interceptors (GateDialOptions) and then dialOpts.
+// interceptors (GateDialOptions), require-leader (RequireLeaderDialOptions)
+// and then dialOpts.
 func (s *Server) clientConfig(dialOpts []grpc.DialOption) clientv3.Config {
 	return clientv3.Config{
 		Endpoints:   s.Endpoints(),
 		DialTimeout: 5 * time.Second,
 		Logger:      s.log.Named("client"),
-		DialOptions: append(GateDialOptions(), dialOpts...),
+		DialOptions: slices.Concat(GateDialOptions(), RequireLeaderDialOptions(), dialOpts),
 	}
 }
 

@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 
 	"github.com/lockproof/lockproof/fakes/etcdfake"
 	"github.com/lockproof/lockproof/fakes/internal/faketest"
@@ -160,6 +162,7 @@ func TestEtcdClusterSurvivesOneMember(t *testing.T) {
 	} else if !errors.Is(err, context.DeadlineExceeded) && time.Since(start) > 2*time.Second {
 		t.Fatalf("write with two down: %v after %v", err, time.Since(start))
 	}
+	checkRequireLeader(t, s)
 	s.Restart(0)
 	s.Restart(1)
 	if err := put("all-up", 10*time.Second); err != nil {
@@ -193,5 +196,37 @@ func TestEtcdClusterNeedsEnoughRealEndpoints(t *testing.T) {
 	msg := faketest.FatalMessage(t, func(tb testing.TB) { etcdfake.NewCluster(tb, 3) })
 	if !strings.Contains(msg, "skip:") || !strings.Contains(msg, "3 members") {
 		t.Fatalf("NewCluster(3) with one real endpoint ended with %q", msg)
+	}
+}
+
+// checkRequireLeader checks, on s with members 0 and 1 stopped, that the
+// fake's clients send require-leader: a write through member 2 alone is
+// refused with "no leader" once that member knows it has none, where a
+// client without the flag waits out its deadline.
+func checkRequireLeader(t *testing.T, s *etcdfake.Server) {
+	t.Helper()
+	put := func(c *clientv3.Client) error {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_, err := c.Put(ctx, s.Prefix()+"no-leader", "v")
+		return err
+	}
+	fake := s.MemberClient(2)
+	var err error
+	for range 20 { // member 2 needs an election timeout to give its leader up
+		if err = put(fake); errors.Is(err, rpctypes.ErrNoLeader) {
+			break
+		}
+	}
+	if !errors.Is(err, rpctypes.ErrNoLeader) {
+		t.Fatalf("a write of the fake's client through a member without a leader: %v, want %v", err, rpctypes.ErrNoLeader)
+	}
+	plain, err := clientv3.New(clientv3.Config{Endpoints: []string{s.Endpoint(2)}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	if err := put(plain); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a write without require-leader through a member without a leader: %v, want %v", err, context.DeadlineExceeded)
 	}
 }

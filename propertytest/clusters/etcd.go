@@ -1,8 +1,8 @@
 package clusters
 
 import (
-	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -51,7 +51,10 @@ func EtcdRecovery(t lab.Timing) time.Duration { return 2*t.Election + t.Election
 // with the leader faults nemeses (AllNemeses if none), each Ongoing.
 // Every locker has a client of its own that knows all the members and
 // dials through the lab's Dialer; its requests pass the suite's gate
-// (etcdfake.GateDialOptions). Each run's keys are under a prefix of its
+// (etcdfake.GateDialOptions) and require a leader
+// (etcdfake.RequireLeaderDialOptions: without it, a client waits on a
+// member cut off from the majority until the caller gives up, the cause of
+// issue 35's deadlock-freedom false alarm). Each run's keys are under a prefix of its
 // own. Recovery is EtcdRecovery of the cluster's Timing. Run it with
 // EtcdOptions.
 func (c *Cluster) EtcdLock(nemeses ...Nemesis) propertytest.Factory {
@@ -65,8 +68,8 @@ func (c *Cluster) EtcdLock(nemeses ...Nemesis) propertytest.Factory {
 				cli, err := clientv3.New(clientv3.Config{
 					Endpoints:   c.ClientAddrs(),
 					DialTimeout: 2 * time.Second,
-					DialOptions: append(etcdfake.GateDialOptions(), grpc.WithContextDialer(c.Dialer().DialTCP),
-						grpc.WithChainUnaryInterceptor(requireLeaderUnary), grpc.WithChainStreamInterceptor(requireLeaderStream)),
+					DialOptions: slices.Concat(etcdfake.GateDialOptions(), etcdfake.RequireLeaderDialOptions(),
+						[]grpc.DialOption{grpc.WithContextDialer(c.Dialer().DialTCP)}),
 					Logger: zap.NewNop(),
 				})
 				if err != nil {
@@ -81,18 +84,4 @@ func (c *Cluster) EtcdLock(nemeses ...Nemesis) propertytest.Factory {
 		realTime(be)
 		return be, nil
 	}
-}
-
-// requireLeaderUnary and requireLeaderStream send every request with
-// etcd's require-leader flag (clientv3.WithRequireLeader), as a client of a
-// replicated etcd should be configured: a member cut off from the
-// majority then refuses at once with "no leader" (Unavailable), which the
-// client retries on another member, rather than holding the request until
-// the caller gives up.
-func requireLeaderUnary(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-	return invoker(clientv3.WithRequireLeader(ctx), method, req, reply, cc, opts...)
-}
-
-func requireLeaderStream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
-	return streamer(clientv3.WithRequireLeader(ctx), desc, cc, method, opts...)
 }
