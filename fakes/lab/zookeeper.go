@@ -2,8 +2,10 @@ package lab
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -110,7 +112,7 @@ func zkCommand(c *Cluster, i int, classPath string) Command {
 }
 
 // askZooKeeper sends member i the four-letter word srvr and reads its mode
-// and its last zxid, whose high 32 bits are the epoch.
+// and its epoch (see zkEpoch).
 func askZooKeeper(ctx context.Context, c *Cluster, i int) (status, error) {
 	ctx, cancel := context.WithTimeout(ctx, askTimeout)
 	defer cancel()
@@ -131,11 +133,42 @@ func askZooKeeper(ctx context.Context, c *Cluster, i int) (status, error) {
 	if err != nil {
 		return status{}, fmt.Errorf("lab: ZooKeeper member %d's srvr: %w", i, err)
 	}
-	return parseSrvr(string(out))
+	s, err := parseSrvr(string(out))
+	if err != nil {
+		return status{}, err
+	}
+	epoch, err := zkEpoch(c.Member(i).DataDir())
+	if err != nil {
+		return status{}, fmt.Errorf("lab: ZooKeeper member %d: %w", i, err)
+	}
+	s.term = max(s.term, epoch)
+	return s, nil
 }
 
-// parseSrvr reads a srvr answer. A server out of a quorum answers that it
-// is not serving: not joined, no error.
+// zkEpoch reads the epoch a ZooKeeper server with data directory dir last
+// took part in: its currentEpoch file, which a follower writes when it
+// accepts a new leader and a leader when a quorum accepted it (0 before the
+// first election). srvr's last zxid (its high 32 bits) is no substitute: a
+// follower keeps the old epoch's zxid until a write is made in the new
+// one, so an idle ensemble would never show a restarted member as joined.
+func zkEpoch(dir string) (uint64, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "version-2", "currentEpoch"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	epoch, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("the epoch in %s: %w", dir, err)
+	}
+	return epoch, nil
+}
+
+// parseSrvr reads a srvr answer: the mode, and the epoch of the last zxid
+// (its high 32 bits). A server out of a quorum answers that it is not
+// serving: not joined, no error.
 func parseSrvr(out string) (status, error) {
 	var s status
 	mode := ""

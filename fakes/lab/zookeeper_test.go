@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
 	"github.com/lockproof/lockproof/internal/zkrace"
 )
 
@@ -26,6 +29,30 @@ func TestParseSrvr(t *testing.T) {
 		if got, err := parseSrvr(out); err == nil {
 			t.Errorf("parseSrvr(%q) = %+v, want an error", out, got)
 		}
+	}
+}
+
+func TestZKEpoch(t *testing.T) {
+	dir := t.TempDir()
+	if e, err := zkEpoch(dir); e != 0 || err != nil {
+		t.Errorf("zkEpoch of a server never elected = %d, %v; want 0, nil", e, err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "version-2"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for text, want := range map[string]uint64{"3": 3, "12\n": 12} {
+		if err := os.WriteFile(filepath.Join(dir, "version-2", "currentEpoch"), []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if e, err := zkEpoch(dir); e != want || err != nil {
+			t.Errorf("zkEpoch with %q = %d, %v; want %d, nil", text, e, err, want)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "version-2", "currentEpoch"), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if e, err := zkEpoch(dir); err == nil {
+		t.Errorf("zkEpoch of a malformed file = %d, want an error", e)
 	}
 }
 
@@ -49,6 +76,23 @@ func TestZooKeeperCluster(t *testing.T) {
 	defer cancel()
 	leader, err := c.Leader(ctx)
 	if err != nil {
+		t.Fatal(err)
+	}
+	// With no write since the election, the restarted member's last zxid
+	// is of the old epoch: it rejoined all the same.
+	if err := c.Member(leader).Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.AwaitLeader(ctx, leader); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Member(leader).Restart(false); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.AwaitJoined(ctx, leader); err != nil {
+		t.Fatalf("old leader %d, restarted with no write since, did not rejoin: %v", leader, err)
+	}
+	if leader, err = c.Leader(ctx); err != nil {
 		t.Fatal(err)
 	}
 	follower := (leader + 1) % 3
