@@ -1,10 +1,12 @@
 package lab
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/netip"
 	"os"
 	"strconv"
 
@@ -12,8 +14,10 @@ import (
 )
 
 // ConsulBinary is the Consul agent the lab runs: the one tools/consul
-// builds (`cd tools/consul && go build -o /tmp/lockproof-consul .`).
-var ConsulBinary = "/tmp/lockproof-consul"
+// builds, found where $LOCKPROOF_CONSUL_BIN says (as for fakes/consulfake)
+// or else at /tmp/lockproof-consul (`cd tools/consul && go build -o
+// /tmp/lockproof-consul .`).
+var ConsulBinary = cmp.Or(os.Getenv("LOCKPROOF_CONSUL_BIN"), "/tmp/lockproof-consul")
 
 // consulHTTPPort is Consul's HTTP API port on every member's own address.
 const consulHTTPPort = 8500
@@ -66,50 +70,79 @@ func consulCommand(c *Cluster, i int) Command {
 	return Command{Args: args}
 }
 
-// consulSelf is the part of Consul's /v1/agent/self answer the lab reads:
-// the Raft state and term, which Consul writes as strings.
-type consulSelf struct {
-	Stats struct {
-		Raft struct {
-			State string `json:"state"`
-			Term  string `json:"term"`
-		} `json:"raft"`
-	} `json:"Stats"`
-}
+// consulServerPort is Consul's server RPC port, by which its Raft names
+// the leader.
+const consulServerPort = 8300
 
-// askConsul asks member i for its Raft state through its HTTP API.
+// askConsul reads member i's status from the running members' views of the
+// leader (/v1/status/leader, which each server answers from its own Raft
+// state): i is joined when it names the server a majority of all members
+// name, and leads when that server is itself. Consul gives no term here,
+// so a resumed leader that still names itself is neither until the others
+// name it too.
+//
+// /v1/agent/self, which has the Raft state and term, cannot serve: it reads
+// the agent's local state under the lock that the anti-entropy sync holds
+// across its RPC to the leader, so while the leader is paused a server may
+// not answer it until that RPC times out (a minute by default).
 func askConsul(ctx context.Context, c *Cluster, i int) (status, error) {
-	body, err := c.askHTTP(ctx, i, http.MethodGet, "/v1/agent/self", nil, "Consul member %d's state")
-	if err != nil {
-		return status{}, err
+	views := map[int]string{}
+	for j, m := range c.Members() {
+		if !m.Running() || m.Paused() {
+			continue
+		}
+		v, err := consulLeaderView(ctx, c, j)
+		switch {
+		case err != nil && j == i:
+			return status{}, err
+		case err == nil:
+			views[j] = v
+		}
 	}
-	return parseConsulSelf(body)
+	if _, ok := views[i]; !ok {
+		return status{}, fmt.Errorf("lab: Consul member %d is not running", i)
+	}
+	self := netip.AddrPortFrom(c.Member(i).IP(), consulServerPort).String()
+	return consulStatus(views, i, self, len(c.Members())), nil
 }
 
-// parseConsulSelf reads an /v1/agent/self answer. A server that is a
-// candidate, or has no Raft state yet, is not joined; that is no error.
-func parseConsulSelf(body []byte) (status, error) {
-	var self consulSelf
-	if err := json.Unmarshal(body, &self); err != nil {
-		return status{}, fmt.Errorf("lab: Consul's agent/self %.200q: %w", body, err)
-	}
-	raft := self.Stats.Raft
-	if raft.State == "" {
-		return status{}, fmt.Errorf("lab: Consul's agent/self has no Raft state (not a server?): %.200q", body)
-	}
-	term, err := strconv.ParseUint(raft.Term, 10, 64)
+// consulLeaderView asks member i which server it takes for the leader
+// (host:port of its server RPC), "" for none.
+func consulLeaderView(ctx context.Context, c *Cluster, i int) (string, error) {
+	body, err := c.askHTTP(ctx, i, http.MethodGet, "/v1/status/leader", nil, "Consul member %d's leader")
 	if err != nil {
-		return status{}, fmt.Errorf("lab: Consul's Raft term %q: %w", raft.Term, err)
+		return "", err
 	}
-	switch raft.State {
-	case "Leader":
-		return status{leader: true, joined: true, term: term}, nil
-	case "Follower":
-		return status{joined: true, term: term}, nil
-	case "Candidate", "Shutdown":
-		return status{term: term}, nil
+	return parseConsulLeader(body)
+}
+
+// parseConsulLeader reads a /v1/status/leader answer: a JSON string.
+func parseConsulLeader(body []byte) (string, error) {
+	var leader string
+	if err := json.Unmarshal(body, &leader); err != nil {
+		return "", fmt.Errorf("lab: Consul's status/leader %.200q: %w", body, err)
 	}
-	return status{}, fmt.Errorf("lab: Consul's Raft state %q", raft.State)
+	return leader, nil
+}
+
+// consulStatus is member i's status from views, each member's leader by
+// member index (only those that answered), where self is i's own server
+// address and n the number of members.
+func consulStatus(views map[int]string, i int, self string, n int) status {
+	view := views[i]
+	if view == "" {
+		return status{}
+	}
+	votes := 0
+	for _, v := range views {
+		if v == view {
+			votes++
+		}
+	}
+	if votes <= n/2 {
+		return status{}
+	}
+	return status{joined: true, leader: view == self}
 }
 
 // ConsulClient returns a consul/api client of member i's HTTP API that

@@ -8,21 +8,38 @@ import (
 	"github.com/hashicorp/consul/api"
 )
 
-func TestParseConsulSelf(t *testing.T) {
-	good := map[string]status{
-		`{"Stats":{"raft":{"state":"Leader","term":"4"}}}`:    {leader: true, joined: true, term: 4},
-		`{"Stats":{"raft":{"state":"Follower","term":"2"}}}`:  {joined: true, term: 2},
-		`{"Stats":{"raft":{"state":"Candidate","term":"7"}}}`: {term: 7},
-	}
-	for body, want := range good {
-		if got, err := parseConsulSelf([]byte(body)); err != nil || got != want {
-			t.Errorf("parseConsulSelf(%s) = %+v, %v; want %+v", body, got, err, want)
+func TestParseConsulLeader(t *testing.T) {
+	for body, want := range map[string]string{`"10.242.1.12:8300"`: "10.242.1.12:8300", `""`: ""} {
+		if got, err := parseConsulLeader([]byte(body)); err != nil || got != want {
+			t.Errorf("parseConsulLeader(%s) = %q, %v; want %q", body, got, err, want)
 		}
 	}
-	for _, body := range []string{``, `{}`, `{"Stats":{"raft":{"state":"Leader","term":"x"}}}`,
-		`{"Stats":{"raft":{"state":"Observer","term":"1"}}}`} {
-		if got, err := parseConsulSelf([]byte(body)); err == nil {
-			t.Errorf("parseConsulSelf(%s) = %+v, want an error", body, got)
+	for _, body := range []string{``, `{}`, `5`, `"a`} {
+		if got, err := parseConsulLeader([]byte(body)); err == nil {
+			t.Errorf("parseConsulLeader(%s) = %q, want an error", body, got)
+		}
+	}
+}
+
+func TestConsulStatus(t *testing.T) {
+	const a, b = "10.0.0.1:8300", "10.0.0.2:8300"
+	for _, tc := range []struct {
+		name  string
+		views map[int]string
+		i     int
+		self  string
+		want  status
+	}{
+		{"a leader all name", map[int]string{0: a, 1: a, 2: a}, 0, a, status{leader: true, joined: true}},
+		{"a follower", map[int]string{0: a, 1: a, 2: a}, 1, b, status{joined: true}},
+		{"a leader with one member silent", map[int]string{0: a, 1: a}, 0, a, status{leader: true, joined: true}},
+		{"a resumed leader still naming itself", map[int]string{0: a, 1: b, 2: b}, 0, a, status{}},
+		{"the new leader beside it", map[int]string{0: a, 1: b, 2: b}, 1, b, status{leader: true, joined: true}},
+		{"a candidate", map[int]string{0: "", 1: b, 2: b}, 0, a, status{}},
+		{"no majority", map[int]string{0: a, 1: b}, 0, a, status{}},
+	} {
+		if got := consulStatus(tc.views, tc.i, tc.self, 3); got != tc.want {
+			t.Errorf("%s: consulStatus(%v, %d) = %+v, want %+v", tc.name, tc.views, tc.i, got, tc.want)
 		}
 	}
 }
