@@ -132,6 +132,8 @@ type cellResult struct {
 	Error string `json:"error,omitempty"`
 	// Mutant names the property a deliberately broken lock must break.
 	Mutant string `json:"mutant_breaks,omitempty"`
+	// Cluster names the lab cluster the cell ran on (check -clusters).
+	Cluster string `json:"cluster,omitempty"`
 }
 
 // checkResult is the whole matrix.
@@ -335,6 +337,9 @@ var unsafeFile = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 func runCell(c *cell, cfg checkConfig, share time.Duration, p *progress) cellResult {
 	start := time.Now()
 	cr := cellResult{Lock: c.lock, Faults: c.faults, About: c.about, Claims: claimsOf(c.opts), Mutant: string(c.breaks)}
+	if c.kind != nil {
+		cr.Cluster = c.kind.name
+	}
 	opts := c.opts
 	if cfg.outDir != "" {
 		opts.OutDir = filepath.Join(cfg.outDir, unsafeFile.ReplaceAllString(c.name(), "_"))
@@ -604,6 +609,9 @@ func moreRunsHint(res checkResult) string {
 			// for its rare properties.
 			need := time.Duration((c.Seconds + c.WantedSeconds) / 2 * float64(time.Second))
 			more = fmt.Sprintf("-budget %v", max((need+time.Minute-1).Truncate(time.Minute), time.Minute))
+		}
+		if c.Cluster != "" {
+			more += " -clusters"
 		}
 		fmt.Fprintf(&b, "too few runs: %s/%s (%s) wants about %d more runs: lockproof check -locks %s -faults %s %s\n",
 			c.Lock, c.Faults, strings.Join(few, ", "), c.WantedRuns, c.Lock, c.Faults, more)

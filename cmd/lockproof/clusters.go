@@ -139,7 +139,6 @@ func clusterPlan(cells []cell, cfg checkConfig) string {
 		fmt.Fprintf(&b, " %s (%d steps a run on average)", c.name(), c.stepsOf(cfg.steps))
 	}
 	fmt.Fprintf(&b, "\n  histories of violations: %s", cfg.outDir)
-	fmt.Fprintf(&b, "\n%s", bestEffortNote)
 	return b.String()
 }
 

@@ -219,6 +219,9 @@ func TestCheckClustersOnEtcd(t *testing.T) {
 			t.Errorf("the output lacks %q", want)
 		}
 	}
+	if strings.Contains(table, "lockproof check -locks etcdlock") && !strings.Contains(table, "-clusters\n") {
+		t.Error("a hint for more runs without -clusters")
+	}
 	if !strings.Contains(errOut.String(), "plan: 1 cell on the lab's real clusters") {
 		t.Error("no plan on stderr")
 	}
