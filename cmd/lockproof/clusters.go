@@ -126,7 +126,7 @@ func clusterPlan(cells []cell, cfg checkConfig) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "plan: %s on the lab's real clusters, one cluster at a time, in real time", plural(len(cells), "cell", "cells"))
 	if cfg.runs > 0 {
-		fmt.Fprintf(&b, ", %d runs per cell", cfg.runs)
+		fmt.Fprintf(&b, ", %s per cell", plural(cfg.runs, "run", "runs"))
 	} else {
 		fmt.Fprintf(&b, ", budget %v", cfg.budget)
 	}
