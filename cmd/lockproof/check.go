@@ -89,8 +89,10 @@ type violationOut struct {
 	Model   string `json:"history_model,omitempty"`
 	// Verdict is the history checker's on that history (Ok, Illegal,
 	// Unknown): a named check's finding may rest on a history the model
-	// finds Ok.
-	Verdict string `json:"history_verdict,omitempty"`
+	// finds Ok. Rechecked is lockproof history's verdict on the file, read
+	// back after the run, for an expected violation (recheckExpected).
+	Verdict   string `json:"history_verdict,omitempty"`
+	Rechecked string `json:"rechecked_verdict,omitempty"`
 
 	evidence *propertytest.Evidence // the history and the checker's result, for the report
 }
@@ -130,6 +132,8 @@ type cellResult struct {
 	Error string `json:"error,omitempty"`
 	// Mutant names the property a deliberately broken lock must break.
 	Mutant string `json:"mutant_breaks,omitempty"`
+	// Cluster names the lab cluster the cell ran on (check -clusters).
+	Cluster string `json:"cluster,omitempty"`
 }
 
 // checkResult is the whole matrix.
@@ -144,6 +148,9 @@ type checkResult struct {
 	// checked: its Error says why); Exit the exit status.
 	Verdict string `json:"verdict"`
 	Exit    int    `json:"exit"`
+	// Note is said once of the whole run (on the clusters: that their
+	// replays are best effort).
+	Note string `json:"note,omitempty"`
 }
 
 // checkFlags are check's options.
@@ -157,6 +164,7 @@ type checkFlags struct {
 	html          string
 	outDir        string
 	ep            endpoints
+	clusters      bool
 }
 
 func checkCmd(args []string, stdout, stderr io.Writer) int {
@@ -177,6 +185,10 @@ func checkCmd(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.outDir, "histories", "", "write each violation's history here as JSON, which lockproof history reads (default: none)")
 	fs.StringVar(&f.outDir, "out", "", "the old name of -histories")
 	f.ep.flags(fs, "check %s on %s instead of %s, in real time")
+	fs.BoolVar(&f.clusters, "clusters", false, fmt.Sprintf("check the locks on the lab's real replicated clusters instead (etcdlock on a 3-member etcd, zklock on a 3-server ZooKeeper, "+
+		"their leaders isolated, killed and paused), one cluster at a time, inside a network namespace with no route out: needs root, ip, nft, unshare, nsenter "+
+		"and the servers (Debian's etcd-server, zookeeper); -locks and -faults pick among these cells; %d runs per cell unless -runs or -budget; "+
+		"violations' histories go to a new temporary directory unless -histories", clusterRuns))
 	if code, ok := parseArgs(fs, args, "lockproof check [flags]", 0, stderr); !ok {
 		return code
 	}
@@ -184,20 +196,37 @@ func checkCmd(args []string, stdout, stderr io.Writer) int {
 	bad.need(f.runs >= 0, "runs", f.runs, "want 0 (the budget decides) or more")
 	bad.need(f.runs > 0 || f.budget > 0, "budget", f.budget, "want a positive duration (or -runs)")
 	bad.need(f.steps >= 1, "steps", f.steps, "want at least 1 action per run")
-	cells, err := selectCells(f.ep, f.locks, f.faults)
+	cells, err := selectCells(f.ep, f.clusters, f.locks, f.faults)
 	if err != nil {
 		bad.add(err.Error())
+	}
+	if f.clusters {
+		for _, name := range endpointFlags {
+			bad.need(!flagGiven(fs, name), name, fs.Lookup(name).Value, "-clusters starts the lab's own servers: leave it out")
+		}
 	}
 	bad.output("html", f.html)
 	bad.outDir(histFlagName(fs), f.outDir)
 	if bad.report(stderr) {
 		return exitUsage
 	}
+	if f.clusters {
+		if code, ok := enterLab(cells, &f, fs, stderr); !ok {
+			return code
+		}
+	}
 	if f.seed == 0 {
 		f.seed = randomSeed()
 	}
 	cfg := checkConfig{seed: f.seed, budget: f.budget, runs: f.runs, chunk: 10, steps: f.steps, outDir: f.outDir, shrink: shrinkBackstop}
+	if f.clusters {
+		fmt.Fprintln(stderr, clusterPlan(cells, cfg))
+	}
 	res := runMatrix(cells, cfg, newProgress(stderr, cells, cfg))
+	recheckExpected(&res)
+	if f.clusters {
+		res.Note = bestEffortNote
+	}
 	if f.json {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -247,6 +276,10 @@ func runMatrix(cells []cell, cfg checkConfig, p *progress) checkResult {
 		total += cells[i].weightOf()
 	}
 	weightLeft := total
+	var life *clusterLife
+	if len(cells) > 0 && cells[0].kind != nil {
+		life = newClusterLife(p.note)
+	}
 	for i := range cells {
 		// Every cell gets its share of the budget, by its weight, as its
 		// own deadline, whatever the cells before it spent: a slow cell
@@ -261,7 +294,15 @@ func runMatrix(cells []cell, cfg checkConfig, p *progress) checkResult {
 		}
 		weightLeft -= w
 		p.startCell(i, share)
+		if life != nil {
+			cells[i].factory = clusterFactory(life, cells, i, p.note)
+		}
 		cr := runCell(&cells[i], cfg, share, p)
+		if life != nil {
+			if err := life.after(cells, i, p.note); err != nil && cr.Error == "" {
+				cr.Error = err.Error()
+			}
+		}
 		if cfg.runs == 0 {
 			cr.Share = share.Seconds()
 		}
@@ -272,6 +313,12 @@ func runMatrix(cells []cell, cfg checkConfig, p *progress) checkResult {
 			res.Verdict, res.Exit = statusViolated, exitIllegal
 		case cr.Error != "" && res.Exit == exitOK:
 			res.Verdict, res.Exit = verdictError, exitError
+		}
+	}
+	if life != nil {
+		if err := life.done(); err != nil && res.Exit == exitOK {
+			res.Verdict, res.Exit = verdictError, exitError
+			p.note(err.Error())
 		}
 	}
 	p.end()
@@ -290,6 +337,9 @@ var unsafeFile = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 func runCell(c *cell, cfg checkConfig, share time.Duration, p *progress) cellResult {
 	start := time.Now()
 	cr := cellResult{Lock: c.lock, Faults: c.faults, About: c.about, Claims: claimsOf(c.opts), Mutant: string(c.breaks)}
+	if c.kind != nil {
+		cr.Cluster = c.kind.name
+	}
 	opts := c.opts
 	if cfg.outDir != "" {
 		opts.OutDir = filepath.Join(cfg.outDir, unsafeFile.ReplaceAllString(c.name(), "_"))
@@ -487,6 +537,10 @@ func printTable(w io.Writer, res checkResult) {
 	}
 	_ = tw.Flush()
 	fmt.Fprintf(w, "\nseed %d, %s, %.1fs.\n%s\n", res.Seed, plural(len(res.Cells), "cell", "cells"), res.Seconds, legend)
+	if res.Note != "" {
+		fmt.Fprintf(w, "%s.\n", res.Note)
+	}
+	printRechecks(w, res)
 	for _, c := range res.Cells {
 		if c.Violated {
 			fmt.Fprintf(w, "\n%s/%s: VIOLATED (claims: %s). Replay: %s\n", c.Lock, c.Faults, c.Claims, c.Replay)
@@ -555,6 +609,9 @@ func moreRunsHint(res checkResult) string {
 			// for its rare properties.
 			need := time.Duration((c.Seconds + c.WantedSeconds) / 2 * float64(time.Second))
 			more = fmt.Sprintf("-budget %v", max((need+time.Minute-1).Truncate(time.Minute), time.Minute))
+		}
+		if c.Cluster != "" {
+			more += " -clusters"
 		}
 		fmt.Fprintf(&b, "too few runs: %s/%s (%s) wants about %d more runs: lockproof check -locks %s -faults %s %s\n",
 			c.Lock, c.Faults, strings.Join(few, ", "), c.WantedRuns, c.Lock, c.Faults, more)

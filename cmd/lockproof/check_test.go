@@ -375,7 +375,7 @@ func TestZKNetworkCell(t *testing.T) {
 // The semaphores are selected by name or by their group, never by
 // default; through check, their cells run and pass with 2 permits.
 func TestCheckSemaphoreRows(t *testing.T) {
-	def, err := selectCells(endpoints{}, "", "")
+	def, err := selectCells(endpoints{}, false, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -384,7 +384,7 @@ func TestCheckSemaphoreRows(t *testing.T) {
 			t.Fatalf("the default matrix has %s", c.name())
 		}
 	}
-	all, err := selectCells(endpoints{}, groupSemaphores, "")
+	all, err := selectCells(endpoints{}, false, groupSemaphores, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -422,7 +422,7 @@ func TestCheckSemaphoreRows(t *testing.T) {
 // The read-write locks are selected by name or by their group, never by
 // default; through check, a cell runs with readers and writers and passes.
 func TestCheckRWLockRows(t *testing.T) {
-	def, err := selectCells(endpoints{}, "", "")
+	def, err := selectCells(endpoints{}, false, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -431,7 +431,7 @@ func TestCheckRWLockRows(t *testing.T) {
 			t.Fatalf("the default matrix has %s", c.name())
 		}
 	}
-	all, err := selectCells(endpoints{}, groupRWLocks, "")
+	all, err := selectCells(endpoints{}, false, groupRWLocks, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -468,7 +468,7 @@ func TestCheckRWLockRows(t *testing.T) {
 // default, each with an owner per client; through check, one runs and
 // passes.
 func TestCheckReentrantRows(t *testing.T) {
-	def, err := selectCells(endpoints{}, "", "")
+	def, err := selectCells(endpoints{}, false, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -477,7 +477,7 @@ func TestCheckReentrantRows(t *testing.T) {
 			t.Fatalf("the default matrix has %s", c.name())
 		}
 	}
-	all, err := selectCells(endpoints{}, groupReentrant, "")
+	all, err := selectCells(endpoints{}, false, groupReentrant, "")
 	if err != nil {
 		t.Fatal(err)
 	}

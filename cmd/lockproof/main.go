@@ -27,7 +27,16 @@
 // and -locks reentrant (or redislock-reentrant, …) the built-in locks with
 // an owner per client whose holders re-enter (propertytest's
 // Options.Reentrant), which the default matrix leaves out to stay within
-// its budget.
+// its budget. -clusters checks instead the cells on the lab's real
+// replicated clusters (fakes/lab, propertytest/clusters): etcdlock on a
+// 3-member etcd and zklock on a 3-server ZooKeeper, their leaders
+// isolated, killed and paused, one cluster at a time, started before its
+// first cell and closed after its last, 5 runs a cell unless -runs or
+// -budget. It needs root, the lab's tools and the servers, refused before
+// any work naming what is missing, and re-runs itself in the lab's sandbox
+// (a network namespace with no route out). An expected violation's saved
+// history is read back as lockproof history reads it, and its verdict
+// printed.
 //
 // Every seed check prints carries its cell in its top 16 bits: replay
 // needs only the seed (and -redis if check had it) to re-run that one run,

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"hash/fnv"
+	"io"
 	"net"
 	"slices"
 	"strings"
@@ -37,6 +38,10 @@ type cell struct {
 	// (0 counts as 1): an embedded backend in real time takes seconds a
 	// run where the others take tens of milliseconds.
 	weight int
+	// kind is, for a cell on a lab cluster (check -clusters), its cluster,
+	// and onCluster makes its factory once the cluster runs.
+	kind      *clusterKind
+	onCluster func(running io.Closer) propertytest.Factory
 }
 
 // realTimeWeight is the budget weight of a cell on an embedded backend in
@@ -320,19 +325,24 @@ func byName() []cell {
 // allCells is every cell check knows, for replay.
 func allCells(ep endpoints) []cell { return append(builtinCells(ep), byName()...) }
 
-// selectCells picks the cells of the named locks and scenarios. Empty lists
+// selectCells picks the cells of the named locks and scenarios, among the
+// cells on the lab's clusters if onClusters (clusterCells), else among
+// the others. Empty lists
 // select every built-in lock (mutants, semaphores and read-write locks
 // only by name: "mutant/<name>" or "mutants" for all, "redis-semaphore", …
 // or "semaphores" for all, "redis-rwmutex", … or "rwlocks" for all,
 // "redislock-reentrant", … or "reentrant" for all) and every scenario.
-func selectCells(ep endpoints, lockList, faultList string) ([]cell, error) {
+func selectCells(ep endpoints, onClusters bool, lockList, faultList string) ([]cell, error) {
 	wantLocks, wantFaults := splitList(lockList), splitList(faultList)
-	pool := builtinCells(ep)
+	pool, named := builtinCells(ep), byName()
+	if onClusters {
+		pool, named = clusterCells(clusterKinds()), nil
+	}
 	known := map[string]bool{}
 	for _, c := range pool {
 		known[c.lock] = true
 	}
-	for _, c := range byName() {
+	for _, c := range named {
 		if slices.Contains(wantLocks, c.lock) || slices.Contains(wantLocks, c.group) {
 			pool = append(pool, c)
 		}

@@ -82,6 +82,17 @@ func (p *progress) startCell(i int, share time.Duration) {
 	}
 }
 
+// note prints a line of its own, such as a cluster starting, above the
+// status line on a terminal.
+func (p *progress) note(line string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.tty {
+		line = "\r\033[K" + line
+	}
+	fmt.Fprintln(p.w, line)
+}
+
 func (p *progress) runs(n int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"strings"
 )
 
@@ -70,7 +71,8 @@ func Unavailable() string {
 	return ""
 }
 
-// SandboxMain is for a TestMain (or a program's main) that uses the lab:
+// SandboxMain is for a TestMain (or a program, once it knows it needs the
+// lab and has checked its arguments) that uses the lab:
 // when the lab is available (Unavailable returns "") and this process is
 // not yet in a sandbox, it runs this same binary with the same arguments
 // again under `unshare --net --mount` (a fresh network namespace with only
@@ -108,6 +110,9 @@ func SandboxMain() {
 	cmd := exec.Command("unshare", args...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.Env = append(os.Environ(), envSandbox+"="+outer)
+	// Ctrl-C reaches the run in the sandbox too (one process group): this
+	// process waits for it to clean up and exit, and exits with its status.
+	signal.Notify(make(chan os.Signal, 1), os.Interrupt)
 	err = cmd.Run()
 	var exit *exec.ExitError
 	switch {

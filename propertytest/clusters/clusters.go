@@ -67,18 +67,32 @@ type Cluster struct {
 // (TestMain must call lab.SandboxMain).
 func Etcd(t testing.TB) *Cluster {
 	t.Helper()
-	return start(t, lab.EtcdUnavailable(), lab.StartEtcd)
+	return forTest(t, lab.EtcdUnavailable(), StartEtcd)
 }
 
 // ZooKeeper starts a 3-server ZooKeeper ensemble in the lab for t, as Etcd
 // does an etcd cluster.
 func ZooKeeper(t testing.TB) *Cluster {
 	t.Helper()
-	return start(t, lab.ZooKeeperUnavailable(), lab.StartZooKeeper)
+	return forTest(t, lab.ZooKeeperUnavailable(), StartZooKeeper)
 }
 
-// start is Etcd and ZooKeeper: unavailable is why the cluster cannot run.
-func start(t testing.TB, unavailable string, startCluster func(context.Context, lab.Options) (*lab.Cluster, error)) *Cluster {
+// StartEtcd starts a 3-member etcd cluster in the lab, for a program (a
+// test calls Etcd): within ctx and at most a minute, logging to logf (nil:
+// nowhere). The process must be in a sandbox (lab.SandboxMain). Close the
+// cluster to end it.
+func StartEtcd(ctx context.Context, logf func(format string, args ...any)) (*Cluster, error) {
+	return start(ctx, logf, lab.StartEtcd)
+}
+
+// StartZooKeeper starts a 3-server ZooKeeper ensemble in the lab, as
+// StartEtcd does an etcd cluster.
+func StartZooKeeper(ctx context.Context, logf func(format string, args ...any)) (*Cluster, error) {
+	return start(ctx, logf, lab.StartZooKeeper)
+}
+
+// forTest is Etcd and ZooKeeper: unavailable is why the cluster cannot run.
+func forTest(t testing.TB, unavailable string, startCluster func(context.Context, func(string, ...any)) (*Cluster, error)) *Cluster {
 	t.Helper()
 	if unavailable != "" {
 		t.Skip(unavailable)
@@ -86,20 +100,32 @@ func start(t testing.TB, unavailable string, startCluster func(context.Context, 
 	if !lab.InSandbox() {
 		t.Fatal("clusters: the lab is available but the test is not in a sandbox: call lab.SandboxMain from TestMain")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
-	defer cancel()
-	began := time.Now()
-	c, err := startCluster(ctx, lab.Options{Logf: t.Logf})
+	c, err := startCluster(context.Background(), t.Logf)
 	if err != nil {
-		t.Fatalf("clusters: %v", err)
+		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		if err := c.Close(); err != nil {
 			t.Errorf("clusters: closing the %s cluster: %v", c.Kind, err)
 		}
 	})
-	t.Logf("clusters: %d %s members up with a leader in %v", len(c.Members()), c.Kind, time.Since(began).Round(time.Millisecond))
-	return &Cluster{Cluster: c}
+	return c
+}
+
+// start is StartEtcd and StartZooKeeper.
+func start(ctx context.Context, logf func(string, ...any), startCluster func(context.Context, lab.Options) (*lab.Cluster, error)) (*Cluster, error) {
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	ctx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	began := time.Now()
+	c, err := startCluster(ctx, lab.Options{Logf: logf})
+	if err != nil {
+		return nil, fmt.Errorf("clusters: %w", err)
+	}
+	logf("clusters: %d %s members up with a leader in %v", len(c.Members()), c.Kind, time.Since(began).Round(time.Millisecond))
+	return &Cluster{Cluster: c}, nil
 }
 
 // run is one run of a Factory on the cluster: its faults, its key prefix,

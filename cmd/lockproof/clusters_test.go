@@ -1,0 +1,231 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockproof/lockproof/fakes/lab"
+	"github.com/lockproof/lockproof/propertytest"
+)
+
+// -clusters picks only the cells on the lab's clusters, all by default and
+// by -locks among them; its cells are real, their ids not the embedded
+// cells', and each knows its cluster.
+func TestClusterCellSelection(t *testing.T) {
+	all, err := selectCells(endpoints{}, true, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, c := range all {
+		names = append(names, c.name())
+		if c.kind == nil || c.onCluster == nil || !c.real {
+			t.Errorf("%s: kind %v, real %v", c.name(), c.kind, c.real)
+		}
+	}
+	if got := strings.Join(names, " "); got != "etcdlock/leader zklock/leader" {
+		t.Fatalf("cluster cells %q", got)
+	}
+	zk, err := selectCells(endpoints{}, true, lockZK, "")
+	if err != nil || len(zk) != 1 || zk[0].kind.name != "zookeeper" {
+		t.Fatalf("-clusters -locks zklock: %v %v", zk, err)
+	}
+	if _, err := selectCells(endpoints{}, true, "redislock", ""); err == nil {
+		t.Error("-clusters -locks redislock: want unknown lock, no cluster runs it")
+	}
+	def, err := selectCells(endpoints{}, false, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range def {
+		if c.kind != nil {
+			t.Errorf("the default matrix runs %s on a cluster", c.name())
+		}
+		if c.name() == "etcdlock/leader" {
+			t.Error("the default matrix has the cluster cell etcdlock/leader")
+		}
+	}
+}
+
+// clustersMissing names each reason once, with the clusters it stops, and
+// nothing when every cluster can run.
+func TestClustersMissing(t *testing.T) {
+	kinds := []clusterKind{
+		{name: "a", unavailable: func() string { return "needs root" }, cells: []clusterCell{{lock: "x", faults: "f"}}},
+		{name: "b", unavailable: func() string { return "needs root" }, cells: []clusterCell{{lock: "y", faults: "f"}}},
+		{name: "c", unavailable: func() string { return "no server c" }, cells: []clusterCell{{lock: "z", faults: "f"}}},
+		{name: "d", unavailable: func() string { return "" }, cells: []clusterCell{{lock: "w", faults: "f"}}},
+	}
+	cells := clusterCells(kinds)
+	if got, want := clustersMissing(cells), "needs root (a, b); no server c (c)"; got != want {
+		t.Errorf("missing %q, want %q", got, want)
+	}
+	if got := clustersMissing(cells[3:]); got != "" {
+		t.Errorf("a cluster that can run: missing %q", got)
+	}
+}
+
+// -clusters refuses a user's own servers as bad usage, and where the lab
+// or a server is missing it fails before any work, naming what is missing,
+// without entering the sandbox.
+func TestCheckClustersRefuses(t *testing.T) {
+	for _, args := range [][]string{
+		{"check", "-clusters", "-etcd", "http://127.0.0.1:2379"},
+		{"check", "-clusters", "-zk", "127.0.0.1:2181"},
+		{"check", "-clusters", "-locks", "redislock"},
+	} {
+		var out, errOut bytes.Buffer
+		if code := run(args, &out, &errOut); code != exitUsage || errOut.Len() == 0 {
+			t.Errorf("%v: exit %d, stderr %q", args, code, errOut.String())
+		}
+	}
+	t.Setenv(lab.EnvLab, "") // restored after the test: enterLab sets it
+	etcdBin, javaDir := lab.EtcdBinary, lab.JavaDir
+	lab.EtcdBinary, lab.JavaDir = "/nonexistent/etcd", "/nonexistent/java"
+	defer func() { lab.EtcdBinary, lab.JavaDir = etcdBin, javaDir }()
+	sandboxMain = func() { t.Fatal("entered the sandbox with a server missing") }
+	defer func() { sandboxMain = lab.SandboxMain }()
+	var out, errOut bytes.Buffer
+	code := run([]string{"check", "-clusters", "-html", ""}, &out, &errOut)
+	msg := errOut.String()
+	if code != exitError || !strings.Contains(msg, "cannot run here") || !strings.Contains(msg, "(etcd") || !strings.Contains(msg, "zookeeper)") {
+		t.Fatalf("exit %d, stderr %q", code, msg)
+	}
+	if out.Len() != 0 || strings.Contains(msg, "plan:") {
+		t.Errorf("work started: stdout %q, stderr %q", out.String(), msg)
+	}
+}
+
+// A cluster starts before its first cell and is closed after its last,
+// one at a time, and a cluster that does not start is the error of its
+// cells, not tried again.
+func TestClusterLife(t *testing.T) {
+	var events []string
+	kind := func(name string, fail bool) clusterKind {
+		return clusterKind{name: name, unavailable: func() string { return "" },
+			start: func(_ context.Context, _ func(string, ...any)) (io.Closer, error) {
+				events = append(events, "start "+name)
+				if fail {
+					return nil, errors.New("no leader")
+				}
+				return closer(func() error { events = append(events, "close "+name); return nil }), nil
+			},
+			cells: []clusterCell{{lock: name + "1", faults: "f"}, {lock: name + "2", faults: "f"}}}
+	}
+	kinds := []clusterKind{kind("a", false), kind("b", true)}
+	for i := range kinds {
+		for j := range kinds[i].cells {
+			kinds[i].cells[j].factory = func(io.Closer) propertytest.Factory { return nil }
+		}
+	}
+	cells := clusterCells(kinds)
+	life := newClusterLife(func(string) {})
+	var errs []error
+	for i := range cells {
+		_, err := life.factory(cells, i, func(string) {})
+		_, err2 := life.factory(cells, i, func(string) {}) // a cell's second run
+		errs = append(errs, err, err2)
+		if err := life.after(cells, i, func(string) {}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := life.done(); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.Join(events, "; "), "start a; close a; start b"; got != want {
+		t.Errorf("events %q, want %q", got, want)
+	}
+	for i, err := range errs {
+		if (i >= 4) != (err != nil) {
+			t.Errorf("call %d: error %v", i, err)
+		}
+	}
+}
+
+type closer func() error
+
+func (c closer) Close() error { return c() }
+
+// An expected violation's history is saved, read back by lockproof
+// history's own code, and its verdict printed; a history file that is not
+// one is reported as not read.
+func TestCheckRechecksExpectedHistories(t *testing.T) {
+	dir := t.TempDir()
+	var out, errOut bytes.Buffer
+	args := []string{"check", "-locks", lockRedis, "-faults", "failover", "-runs", "20", "-seed", "7", "-json", "-html", "", "-histories", dir}
+	if code := run(args, &out, &errOut); code != exitOK {
+		t.Fatalf("exit %d\nstderr:\n%s", code, errOut.String())
+	}
+	var res checkResult
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		t.Fatal(err)
+	}
+	var v *violationOut
+	for i := range res.Cells[0].Violations {
+		v = &res.Cells[0].Violations[i]
+	}
+	if v == nil || v.File == "" {
+		t.Fatalf("no expected violation with a saved history: %+v", res.Cells[0])
+	}
+	if v.Rechecked == "" || v.Rechecked != v.Verdict {
+		t.Errorf("rechecked %q, the run's checker %q", v.Rechecked, v.Verdict)
+	}
+	var table bytes.Buffer
+	printTable(&table, res)
+	if want := v.Recheck + ": " + v.Rechecked; !strings.Contains(table.String(), want) {
+		t.Errorf("the table does not say %q:\n%s", want, table.String())
+	}
+	bad := filepath.Join(dir, "bad.json")
+	if err := os.WriteFile(bad, []byte(`{"version": 2}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := recheck(bad); !strings.HasPrefix(got, "not read: ") {
+		t.Errorf("a malformed history rechecked as %q", got)
+	}
+}
+
+// LOCKPROOF_LAB=1, as root: lockproof check -clusters on etcd, from the
+// binary as a user runs it (it enters the sandbox itself), passes with its
+// table, plan and note.
+func TestCheckClustersOnEtcd(t *testing.T) {
+	if why := lab.EtcdUnavailable(); why != "" {
+		t.Skip(why)
+	}
+	bin := filepath.Join(t.TempDir(), "lockproof")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin, "check", "-clusters", "-locks", lockEtcd, "-runs", "3", "-seed", "5", "-html", "", "-histories", t.TempDir())
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	began := time.Now()
+	err := cmd.Run()
+	t.Logf("%v\nstdout:\n%s\nstderr:\n%s", time.Since(began).Round(time.Second), out.String(), errOut.String())
+	if err != nil {
+		t.Fatalf("exit: %v", err)
+	}
+	table := out.String()
+	for _, want := range []string{"etcdlock  leader", "verdict: pass", bestEffortNote} {
+		if !strings.Contains(table, want) {
+			t.Errorf("the output lacks %q", want)
+		}
+	}
+	if strings.Contains(table, "lockproof check -locks etcdlock") && !strings.Contains(table, "-clusters\n") {
+		t.Error("a hint for more runs without -clusters")
+	}
+	if !strings.Contains(errOut.String(), "plan: 1 cell on the lab's real clusters") {
+		t.Error("no plan on stderr")
+	}
+	if strings.Count(table, "best effort") != 1 {
+		t.Error("the best-effort note is not said once")
+	}
+}
