@@ -1,4 +1,4 @@
-package fakes_test
+package etcdfake_test
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package chaos_test
+package etcdlock_test
 
 import (
 	"context"
@@ -16,6 +16,23 @@ import (
 	"github.com/lockproof/lockproof/locks/etcdlock"
 )
 
+// These tests drive etcdlock through chaos's proxy. They live here rather
+// than in chaos so that chaos's test binary does not link the embedded etcd.
+
+// chaosEpoch starts the manual clocks of this file.
+var chaosEpoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// chaosProxy starts a chaos proxy to target and closes it when the test ends.
+func chaosProxy(t *testing.T, target string) *chaos.Proxy {
+	t.Helper()
+	p, err := chaos.StartProxy(target, 1)
+	if err != nil {
+		t.Fatalf("chaos: %v", err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	return p
+}
+
 // TestEtcdPartitionedHolderLosesItsLease: the holder is cut off from etcd
 // (a partition without RST) until its lease runs out on the server. Its
 // Done() fires, a waiter is granted with a higher token, and the cut-off
@@ -24,13 +41,13 @@ func TestEtcdPartitionedHolderLosesItsLease(t *testing.T) {
 	e := etcdfake.New(t)
 	ctx := context.Background()
 	const ttl = 2 * time.Second
-	p := chaos.TestProxy(t, strings.TrimPrefix(e.Endpoint(0), "http://"))
+	p := chaosProxy(t, strings.TrimPrefix(e.Endpoint(0), "http://"))
 	viaProxy, err := clientv3.New(clientv3.Config{Endpoints: []string{p.Addr()}, DialTimeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = viaProxy.Close() })
-	clock := fakes.NewClock(epoch) // A's own clock: its deadline, without waiting for it
+	clock := fakes.NewClock(chaosEpoch) // A's own clock: its deadline, without waiting for it
 	a, err := etcdlock.New(viaProxy, "job", append(e.LockOptions(), locks.WithTTL(ttl), locks.WithClock(clock))...)
 	if err != nil {
 		t.Fatal(err)
