@@ -184,6 +184,7 @@ func checkCmd(args []string, stdout, stderr io.Writer) int {
 	bad.need(f.runs >= 0, "runs", f.runs, "want 0 (the budget decides) or more")
 	bad.need(f.runs > 0 || f.budget > 0, "budget", f.budget, "want a positive duration (or -runs)")
 	bad.need(f.steps >= 1, "steps", f.steps, "want at least 1 action per run")
+	f.ep.deployProblems(&bad)
 	cells, err := selectCells(f.ep, f.locks, f.faults)
 	if err != nil {
 		bad.add(err.Error())
@@ -694,6 +695,7 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	bad.need(*steps >= 1, "steps", *steps, "want at least 1 action per run")
 	bad.need(*shrinkRuns >= 0, "shrinkruns", *shrinkRuns, "want a number of candidates ≥ 0")
 	bad.outDir(histFlagName(fs), *out)
+	ep.deployProblems(&bad)
 	if bad.report(stderr) {
 		return exitUsage
 	}
@@ -710,7 +712,7 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if c == nil {
-		fmt.Fprintf(stderr, "lockproof replay: seed %d names no cell of this lockproof (cell id %#04x); was check run on real servers (-redis, -redis-nodes, -etcd, -consul, -mysql, -zk)? Give replay the same flags.\n", seed, seed>>48)
+		fmt.Fprintf(stderr, "lockproof replay: seed %d names no cell of this lockproof (cell id %#04x); was check run on real servers (-redis, -redis-sentinel, -redis-nodes, -etcd, -consul, -mysql, -zk) or with -nemesis? Give replay the same flags.\n", seed, seed>>48)
 		return exitUsage
 	}
 	dir := *out

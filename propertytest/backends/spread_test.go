@@ -63,9 +63,11 @@ func TestListFactoriesRefuseNoServer(t *testing.T) {
 	env := &recordingEnv{}
 	defer env.done()
 	for name, f := range map[string]func() error{
-		"consul": func() error { _, err := ConsulLockOnAll([]string{"h:1", ""})(env); return err },
-		"zk":     func() error { _, err := ZKLockOnAll(nil)(env); return err },
-		"mysql":  func() error { _, err := MySQLLockOnAll(nil)(env); return err },
+		"consul":                func() error { _, err := ConsulLockOnAll([]string{"h:1", ""})(env); return err },
+		"zk":                    func() error { _, err := ZKLockOnAll(nil)(env); return err },
+		"mysql":                 func() error { _, err := MySQLLockOnAll(nil)(env); return err },
+		"sentinel, no master":   func() error { _, err := RedisLockViaSentinel("", []string{"h:1"})(env); return err },
+		"sentinel, no sentinel": func() error { _, err := RedisLockViaSentinel("m", nil)(env); return err },
 	} {
 		if f() == nil {
 			t.Errorf("%s: no error", name)
