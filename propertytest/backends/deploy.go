@@ -15,20 +15,14 @@ import (
 	"github.com/lockproof/lockproof/propertytest"
 )
 
-// Nemesis is a user's command that strikes the nodes of a real deployment:
-// the suite runs it as `Path <action> <node>` at the seeded points where it
-// injects or heals one of the faults WithNemesis adds. The actions, each a
-// fault's injection and its heal, are kill and start (FaultNodeDown: the
-// node is expected back with its data), pause and resume (FaultNodePause),
-// partition and heal (FaultPartition: the node cut off from the others and
-// from the clients), skew and unskew (FaultClockSkew). A node is a number
-// from 0 to Nodes-1, in the order the deployment's servers were listed.
-// The command also finds in its environment LOCKPROOF_NEMESIS_NODES (Nodes)
-// and LOCKPROOF_NEMESIS_TARGET (Target).
-//
-// Exit status 0 means the action is done; any other status, a timeout or a
-// failure to start fails the run with the command's stderr in the message.
-// Its stdout goes to the run's log.
+// Nemesis is a user's command that strikes the nodes of a real deployment,
+// run as `Path <action> <node>` where the suite injects or heals one of
+// WithNemesis's faults: kill/start (FaultNodeDown), pause/resume
+// (FaultNodePause), partition/heal (FaultPartition), skew/unskew
+// (FaultClockSkew), on a node from 0 to Nodes-1 in the order the servers
+// were listed, with LOCKPROOF_NEMESIS_NODES and LOCKPROOF_NEMESIS_TARGET
+// in its environment. Exit status 0 means done; another, a timeout or a
+// failure to start fails the run with its stderr. Its stdout is logged.
 type Nemesis struct {
 	// Path is the command (an executable's path, or a name on PATH).
 	Path string
@@ -116,13 +110,10 @@ func (n Nemesis) call(action string, node int, logf func(string, ...any)) error 
 }
 
 // WithNemesis is the Factory f with the faults of n added to its Backend:
-// for each node, one fault per pair of actions, named "nemesis kill node
-// 1" and so on, of the pair's kind. Whether a lock claims them is up to the
-// run's Options.Claims; a lock that does not sees what they break reported
-// as expected violations. The faults are injected and healed as any
-// Backend fault, at points drawn from the seed and written into the run's
-// log; a fault still active at the end of the run is healed then (its
-// heal action called), so that the next run starts on a whole deployment.
+// per node, one per pair of actions ("nemesis kill node 1", …), of the
+// pair's kind, claimed or not by the run's Options.Claims. They are
+// injected and healed at points drawn from the seed, as any Backend fault;
+// one still active at the end of the run is healed then.
 func WithNemesis(f propertytest.Factory, n Nemesis) propertytest.Factory {
 	return func(env propertytest.Env) (*propertytest.Backend, error) {
 		if err := n.Check(); err != nil {
