@@ -27,8 +27,8 @@ type deployment struct {
 }
 
 // nemesisUsage documents -nemesis's protocol in the flag's usage.
-var nemesisUsage = "call this command to strike the nodes of the real servers given (not the embedded backends) at points drawn from the seed, " +
-	"as `CMD <action> <node>`: kill and start (fault kind node-down: the node comes back with its data), pause and resume (node-pause), " +
+var nemesisUsage = "call `CMD`, a command, to strike the nodes of the real servers given (not the embedded backends) at points drawn from the seed, " +
+	"as CMD <action> <node>: kill and start (fault kind node-down: the node comes back with its data), pause and resume (node-pause), " +
 	"partition and heal (partition: the node cut off from the others and from the clients), skew and unskew (clock-skew). " +
 	"Nodes are numbered from 0 in the order the cell's flag lists its servers (-redis-sentinel: its Sentinels' addresses; -redis: one node); " +
 	"the environment holds LOCKPROOF_NEMESIS_TARGET (the lock: redislock, zklock, …) and LOCKPROOF_NEMESIS_NODES. " +
@@ -38,7 +38,7 @@ var nemesisUsage = "call this command to strike the nodes of the real servers gi
 // deployFlags registers the flags of a user's deployment on fs.
 func (ep *endpoints) deployFlags(fs *flag.FlagSet, usage string) {
 	fs.Func("redis-sentinel", fmt.Sprintf(usage, lockRedis,
-		"the Redis primary that these Sentinels watch (NAME@host:port,host:port,…: the master's name, then the Sentinels' addresses), through go-redis's failover client", "miniredis"),
+		"the Redis primary that these Sentinels watch (`NAME@host:port,…`: the master's name, then the Sentinels' host:port, comma-separated), through go-redis's failover client", "miniredis"),
 		func(s string) error {
 			master, addrs, ok := strings.Cut(s, "@")
 			if !ok || master == "" || strings.Contains(addrs, "@") {
