@@ -1,9 +1,15 @@
 package backends
 
 import (
+	"context"
+	"net"
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/lockproof/lockproof/fakes/zkfake"
+	"github.com/lockproof/lockproof/locks"
 )
 
 func TestRoundRobinSpreadsClients(t *testing.T) {
@@ -84,5 +90,48 @@ func (e *recordingEnv) Logf(string, ...any) {}
 func (e *recordingEnv) done() {
 	for i := len(e.cleanups) - 1; i >= 0; i-- {
 		e.cleanups[i]()
+	}
+}
+
+// A client whose own server refuses connections moves on to the next in
+// the list: with a dead second server, client 1 (which starts there) is
+// served by the first, and the two lockers exclude each other.
+func TestZKLockOnAllMovesOnFromADeadServer(t *testing.T) {
+	z, err := zkfake.Start(zkfake.ForceMinizk())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer z.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := ln.Addr().String()
+	ln.Close()
+	env := &recordingEnv{}
+	defer env.done()
+	be, err := ZKLockOnAll([]string{z.Addr(), dead})(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	var held []locks.Lease
+	for i := range 2 {
+		l, err := be.NewLocker("L", locks.WithTTL(5*time.Second))
+		if err != nil {
+			t.Fatalf("locker %d: %v", i, err)
+		}
+		lease, err := l.TryLock(ctx)
+		if (err == nil) != (i == 0) {
+			t.Fatalf("locker %d's TryLock: %v, want the lock to the first only", i, err)
+		}
+		if lease != nil {
+			held = append(held, lease)
+		}
+	}
+	for _, l := range held {
+		if err := l.Unlock(ctx); err != nil {
+			t.Error(err)
+		}
 	}
 }
