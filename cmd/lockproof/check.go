@@ -186,8 +186,9 @@ func checkCmd(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.outDir, "out", "", "the old name of -histories")
 	f.ep.flags(fs, "check %s on %s instead of %s, in real time")
 	fs.BoolVar(&f.clusters, "clusters", false, fmt.Sprintf("check the locks on the lab's real replicated clusters instead (etcdlock on a 3-member etcd, zklock on a 3-server ZooKeeper, "+
-		"their leaders isolated, killed and paused), one cluster at a time, inside a network namespace with no route out: needs root, ip, nft, unshare, nsenter "+
-		"and the servers (Debian's etcd-server, zookeeper); -locks and -faults pick among these cells; %d runs per cell unless -runs or -budget; "+
+		"their leaders isolated, killed and paused; redislock through Redis Sentinel, its primary cut off and failed over, not claimed), "+
+		"one cluster at a time, inside a network namespace with no route out: needs root, ip, nft, unshare, nsenter "+
+		"and the servers (Debian's etcd-server, zookeeper, redis-server); -locks and -faults pick among these cells; %d runs per cell unless -runs or -budget; "+
 		"violations' histories go to a new temporary directory unless -histories", clusterRuns))
 	if code, ok := parseArgs(fs, args, "lockproof check [flags]", 0, stderr); !ok {
 		return code
@@ -196,6 +197,7 @@ func checkCmd(args []string, stdout, stderr io.Writer) int {
 	bad.need(f.runs >= 0, "runs", f.runs, "want 0 (the budget decides) or more")
 	bad.need(f.runs > 0 || f.budget > 0, "budget", f.budget, "want a positive duration (or -runs)")
 	bad.need(f.steps >= 1, "steps", f.steps, "want at least 1 action per run")
+	f.ep.deployProblems(&bad)
 	cells, err := selectCells(f.ep, f.clusters, f.locks, f.faults)
 	if err != nil {
 		bad.add(err.Error())
@@ -751,6 +753,7 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	bad.need(*steps >= 1, "steps", *steps, "want at least 1 action per run")
 	bad.need(*shrinkRuns >= 0, "shrinkruns", *shrinkRuns, "want a number of candidates ≥ 0")
 	bad.outDir(histFlagName(fs), *out)
+	ep.deployProblems(&bad)
 	if bad.report(stderr) {
 		return exitUsage
 	}
@@ -767,7 +770,7 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if c == nil {
-		fmt.Fprintf(stderr, "lockproof replay: seed %d names no cell of this lockproof (cell id %#04x); was check run on real servers (-redis, -redis-nodes, -etcd, -consul, -mysql, -zk)? Give replay the same flags.\n", seed, seed>>48)
+		fmt.Fprintf(stderr, "lockproof replay: seed %d names no cell of this lockproof (cell id %#04x); was check run on real servers (-redis, -redis-sentinel, -redis-nodes, -etcd, -consul, -mysql, -zk) or with -nemesis? Give replay the same flags.\n", seed, seed>>48)
 		return exitUsage
 	}
 	dir := *out

@@ -81,6 +81,12 @@ func clusterKinds() []clusterKind {
 			{lock: lockZK, faults: "leader", about: "3-server ZooKeeper in the lab, " + leader, opts: opts(clusters.ZKOptions()),
 				factory: on(func(c *clusters.Cluster) propertytest.Factory { return c.ZKLock() })},
 		}},
+		{name: "redis", unavailable: lab.RedisUnavailable, start: startAs(clusters.StartRedisSentinel), cells: []clusterCell{
+			{lock: lockRedis, faults: "failover",
+				about:   "a Redis primary, 2 replicas and 3 Sentinels in the lab, the primary cut off from its replicas and then failed over (not claimed); client crashes and pauses; real time",
+				opts:    opts(clusters.RedisOptions()),
+				factory: on(func(r *clusters.RedisCluster) propertytest.Factory { return r.RedisLock() })},
+		}},
 	}
 }
 
@@ -257,7 +263,7 @@ func clusterFactory(life *clusterLife, cells []cell, i int, note func(string)) p
 
 // endpointFlags are the flags of a user's own servers, which -clusters
 // refuses: it starts its own.
-var endpointFlags = []string{"redis", "redis-nodes", "etcd", "consul", "mysql", "zk"}
+var endpointFlags = []string{"redis", "redis-nodes", "redis-sentinel", "etcd", "consul", "mysql", "zk", "nemesis", "nemesis-timeout"}
 
 // sandboxMain enters the lab's sandbox: lab.SandboxMain, which outside it
 // runs this command again inside it and exits with that run's status.

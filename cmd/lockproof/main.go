@@ -30,7 +30,8 @@
 // its budget. -clusters checks instead the cells on the lab's real
 // replicated clusters (fakes/lab, propertytest/clusters): etcdlock on a
 // 3-member etcd and zklock on a 3-server ZooKeeper, their leaders
-// isolated, killed and paused, one cluster at a time, started before its
+// isolated, killed and paused, and redislock through Redis Sentinel, its
+// primary cut off and failed over (not claimed), one cluster at a time, started before its
 // first cell and closed after its last, 5 runs a cell unless -runs or
 // -budget. It needs root, the lab's tools and the servers, refused before
 // any work naming what is missing, and re-runs itself in the lab's sandbox
@@ -38,8 +39,21 @@
 // history is read back as lockproof history reads it, and its verdict
 // printed.
 //
+// For a user's replicated deployment, -redis-sentinel NAME@host:port,…
+// runs redislock through go-redis's failover client; -zk, -consul and
+// -mysql take comma-separated lists (client i on server i mod n); and
+// -nemesis CMD strikes the real servers' nodes at the seeded fault points
+// of each run, as `CMD <action> <node>`: kill/start (fault kind
+// node-down), pause/resume (node-pause), partition/heal (partition),
+// skew/unskew (clock-skew). Nodes are numbered from 0 in the order the
+// cell's flag lists them; the command's environment holds
+// LOCKPROOF_NEMESIS_TARGET (the lock) and LOCKPROOF_NEMESIS_NODES. Exit
+// status 0 means done; another, or no exit within -nemesis-timeout, fails
+// the run with the command's stderr; its stdout goes to the run's log.
+// These faults are not claimed: what they break is reported as expected.
+//
 // Every seed check prints carries its cell in its top 16 bits: replay
-// needs only the seed (and -redis if check had it) to re-run that one run,
+// needs only the seed (and the real-server flags and -nemesis if check had them) to re-run that one run,
 // minimize it again and print its history and timeline.
 //
 // history reads a history file (linearize.ReadFile), checks it against

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
-	"net"
 	"slices"
 	"strings"
 	"time"
@@ -119,9 +118,10 @@ type endpoints struct {
 	redis      string   // one Redis server, for redislock
 	redisNodes []string // independent Redis servers, for redlock
 	etcd       []string // an etcd cluster's client URLs, for etcdlock
-	consul     string   // a Consul agent's HTTP address, for consullock
-	mysql      string   // a MySQL DSN without a database, for mysqllock
-	zk         string   // a ZooKeeper server's host:port, for zklock
+	consul     string   // Consul agents' HTTP addresses (comma-separated)
+	mysql      string   // MySQL DSNs without a database (comma-separated)
+	zk         string   // ZooKeeper servers' host:port (comma-separated)
+	deploy     deployment
 }
 
 // flags registers a flag per kind of endpoint on fs; usage is a format
@@ -145,18 +145,18 @@ func (ep *endpoints) flags(fs *flag.FlagSet, usage string) {
 			return nil
 		})
 	fs.StringVar(&ep.consul, "consul", "", fmt.Sprintf(usage, lockConsul,
-		"this Consul agent (host:port of its HTTP API; its session_ttl_min must be 1s or less)", "miniconsul"))
+		"this Consul agent (host:port of its HTTP API; its session_ttl_min must be 1s or less), or these agents of one datacenter (comma-separated; client i on agent i mod n)", "miniconsul"))
 	fs.StringVar(&ep.mysql, "mysql", "", fmt.Sprintf(usage, lockMySQL,
-		"this MySQL or MariaDB (a DSN without a database, such as root@tcp(127.0.0.1:3306)/; the run creates and drops its own)", "the in-process go-mysql-server"))
+		"this MySQL or MariaDB (a DSN without a database, such as root@tcp(127.0.0.1:3306)/; the run creates and drops its own), or these nodes of one replicated deployment such as Galera (DSNs separated by commas, sharing the first's parameters; client i on node i mod n)", "the in-process go-mysql-server"))
 	fs.Func("zk", fmt.Sprintf(usage, lockZK,
-		"this ZooKeeper server (host:port; it must grant 1s sessions, as one with tickTime 200ms does)", "minizk"),
+		"this ZooKeeper server (host:port; it must grant 1s sessions, as one with tickTime 200ms does), or this ensemble (host:port,host:port,…; client i starts at server i mod n)", "minizk"),
 		func(s string) error {
-			if _, port, err := net.SplitHostPort(s); err != nil || port == "" {
-				return fmt.Errorf("want host:port, got %q", s)
-			}
-			ep.zk = s
-			return nil
+			var addrs []string
+			err := hostPortList(&addrs, s)
+			ep.zk = strings.Join(addrs, ",")
+			return err
 		})
+	ep.deployFlags(fs, usage)
 }
 
 // realTTL is the lease TTL on real servers, where runs take real time.
@@ -205,7 +205,7 @@ func builtinCells(ep endpoints) []cell {
 	}
 	if ep.consul != "" {
 		cells = append(cells, cell{lock: lockConsul, faults: "crash", about: "client crashes and pauses, real Consul at " + ep.consul + ", real time",
-			real: true, factory: backends.ConsulLockOn(ep.consul), opts: backends.ConsulLockOnOptions()})
+			real: true, factory: ep.consulFactory(), opts: backends.ConsulLockOnOptions()})
 	} else {
 		cells = append(cells, cell{lock: lockConsul, faults: "crash",
 			about:   "client crashes and pauses; the holder's session invalidated (not claimed)",
@@ -213,7 +213,7 @@ func builtinCells(ep endpoints) []cell {
 	}
 	if ep.mysql != "" {
 		cells = append(cells, cell{lock: lockMySQL, faults: "crash", about: "client crashes and pauses, real MySQL, real time",
-			real: true, factory: backends.MySQLLockOn(ep.mysql), opts: propertytest.Options{TTL: realTTL}})
+			real: true, factory: ep.mysqlFactory(), opts: propertytest.Options{TTL: realTTL}})
 	} else {
 		cells = append(cells, cell{lock: lockMySQL, faults: "crash",
 			about:   "client crashes and pauses; the server's clock jumps past the holder's expiry (not claimed)",
@@ -221,7 +221,7 @@ func builtinCells(ep endpoints) []cell {
 	}
 	if ep.zk != "" {
 		cells = append(cells, cell{lock: lockZK, faults: "crash", about: "client crashes and pauses, real ZooKeeper at " + ep.zk + ", real time",
-			real: true, factory: backends.ZKLockOn(ep.zk), opts: backends.ZKLockOnOptions(), fewerSteps: 3})
+			real: true, factory: ep.zkFactory(), opts: backends.ZKLockOnOptions(), fewerSteps: 3})
 	} else {
 		cells = append(cells,
 			cell{lock: lockZK, faults: "crash",
@@ -232,7 +232,7 @@ func builtinCells(ep endpoints) []cell {
 				factory: backends.ZKLockWithNetworkFaults(), opts: backends.ZKLockNetworkOptions()},
 		)
 	}
-	return cells
+	return ep.deployCells(cells)
 }
 
 // mutantCells are the deliberately broken locks, each under the faults its

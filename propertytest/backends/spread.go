@@ -1,0 +1,257 @@
+package backends
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/go-zookeeper/zk"
+	"github.com/hashicorp/consul/api"
+
+	"github.com/lockproof/lockproof/fakes/mysqlfake"
+	"github.com/lockproof/lockproof/fakes/zkfake"
+	"github.com/lockproof/lockproof/internal/zkrace"
+	"github.com/lockproof/lockproof/locks"
+	"github.com/lockproof/lockproof/locks/mysqllock"
+	"github.com/lockproof/lockproof/propertytest"
+)
+
+// spreadOver returns which of n servers the i-th client of a run uses:
+// client i talks to server i mod n, so the clients are spread evenly over
+// the servers of one deployment, in the order they were listed.
+func spreadOver(i, n int) int { return i % n }
+
+// roundRobin hands out 0, 1, … n-1, 0, … to the lockers of one run, in the
+// order they are made (a crashed client's successor is a new locker).
+type roundRobin struct {
+	mu   sync.Mutex
+	made int
+}
+
+// next returns the server index of the next locker of n servers.
+func (r *roundRobin) next(n int) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	i := spreadOver(r.made, n)
+	r.made++
+	return i
+}
+
+// ConsulLockOnAll is ConsulLockOn on several agents of one Consul
+// datacenter (each a host:port of its HTTP API): the i-th locker of a run
+// talks to agent i mod len(addrs), and the run's KV prefix is deleted
+// through the first. Options and claims are ConsulLockOn's.
+func ConsulLockOnAll(addrs []string) propertytest.Factory {
+	return func(env propertytest.Env) (*propertytest.Backend, error) {
+		if len(addrs) == 0 || slices.Contains(addrs, "") {
+			return nil, fmt.Errorf("backends: ConsulLockOnAll needs the agents' addresses, got %q", addrs)
+		}
+		prefix := "lockproof-test-" + locks.NewOwner()[:8] + "/"
+		agents := make([]*consulOn, len(addrs))
+		for i, a := range addrs {
+			agents[i] = &consulOn{env: env, addr: a, prefix: prefix}
+		}
+		admin, err := agents[0].newClient()
+		if err != nil {
+			return nil, err
+		}
+		env.Cleanup(func() { agents[0].deleteKeys(admin) })
+		var rr roundRobin
+		newClient := func() (*api.Client, error) { return agents[rr.next(len(agents))].newClient() }
+		be := newConsulBackend(newClient, consulMutex, []locks.Option{locks.WithPrefix(prefix)}, locks.MinTTL)
+		be.Clock, be.Advance = locks.SystemClock{}, time.Sleep
+		return be.Backend, nil
+	}
+}
+
+// ZKLockOnAll is ZKLockOn on an ensemble of ZooKeeper servers (each a
+// host:port): every client is given the whole ensemble, as a connection
+// string with all servers is, and the i-th locker of a run connects first
+// to server i mod len(addrs), moving on to the next in the list when that
+// one is lost. Options and claims are ZKLockOn's.
+func ZKLockOnAll(addrs []string) propertytest.Factory {
+	return func(env propertytest.Env) (*propertytest.Backend, error) {
+		if len(addrs) == 0 || slices.Contains(addrs, "") {
+			return nil, fmt.Errorf("backends: ZKLockOnAll needs the servers' addresses, got %q", addrs)
+		}
+		z, err := zkfake.Start(zkfake.At(addrs[0]))
+		if err != nil {
+			return nil, fmt.Errorf("backends: %w", err)
+		}
+		propertytest.CloseAtCleanup(env, "the ZooKeeper fake", z)
+		be := newZKBackend(z, zkMutex, func(i int, ttl time.Duration) (*zk.Conn, error) {
+			conn, err := connectFrom(addrs, spreadOver(i, len(addrs)), ttl)
+			if err == nil {
+				env.Cleanup(conn.Close)
+			}
+			return conn, err
+		})
+		be.Clock, be.Advance = locks.SystemClock{}, time.Sleep
+		return be.Backend, nil
+	}
+}
+
+// connectFrom connects to the ensemble addrs, to addrs[first] first, with
+// a session timeout of session, and waits for the session.
+func connectFrom(addrs []string, first int, session time.Duration) (*zk.Conn, error) {
+	up := make(chan struct{})
+	var once sync.Once
+	conn, _, err := zk.Connect(addrs, session, func(c *zk.Conn) {
+		zk.WithHostProvider(&inOrder{first: first})(c)
+		zk.WithLogger(zkSilent{})(c)
+		zk.WithEventCallback(func(e zk.Event) {
+			if e.Type == zk.EventSession && e.State == zk.StateHasSession {
+				once.Do(func() { close(up) })
+			}
+		})(c)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("backends: ZooKeeper client: %w", err)
+	}
+	select {
+	case <-up:
+	case <-time.After(zkTimeout):
+		conn.Close()
+		return nil, fmt.Errorf("backends: no ZooKeeper session from %v within %v", addrs, zkTimeout)
+	}
+	zkrace.Settle(zkTimeout)
+	return conn, nil
+}
+
+// zkSilent is a go-zookeeper logger that drops its lines (every
+// reconnection is logged, and the nemesis causes them by design).
+type zkSilent struct{}
+
+func (zkSilent) Printf(string, ...any) {}
+
+// inOrder is a zk.HostProvider that tries the servers in their order,
+// starting at first, where go-zookeeper's own shuffles them.
+type inOrder struct {
+	first   int
+	mu      sync.Mutex
+	servers []string
+	cur     int
+	last    int // the server of the last connection; -1 before any try
+}
+
+var _ zk.HostProvider = (*inOrder)(nil)
+
+// Init keeps the servers.
+func (p *inOrder) Init(servers []string) error {
+	if len(servers) == 0 {
+		return errors.New("backends: no ZooKeeper server")
+	}
+	p.servers, p.cur, p.last = servers, p.first%len(servers), -1
+	return nil
+}
+
+// Len is the number of servers.
+func (p *inOrder) Len() int { return len(p.servers) }
+
+// Next returns the server to try, and whether every server was tried
+// since the last connection (go-zookeeper then pauses before going on).
+func (p *inOrder) Next() (string, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.last == -1 {
+		p.last = p.cur
+		return p.servers[p.cur], false
+	}
+	p.cur = (p.cur + 1) % len(p.servers)
+	return p.servers[p.cur], p.cur == p.last
+}
+
+// Connected makes the server just connected to the start of the next
+// round.
+func (p *inOrder) Connected() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.last = p.cur
+}
+
+// MySQLLockOnAll is MySQLLockOn on several nodes of one replicated MySQL
+// deployment (each a DSN without a database, such as the nodes of a Galera
+// cluster): the run's database and table are created through the first,
+// and the i-th locker of a run talks to node i mod len(dsns). Every node
+// is reached with its own DSN's address and credentials and the first
+// DSN's other parameters. Options and claims are MySQLLockOn's.
+func MySQLLockOnAll(dsns []string) propertytest.Factory {
+	return func(env propertytest.Env) (*propertytest.Backend, error) {
+		if len(dsns) == 0 {
+			return nil, errors.New("backends: MySQLLockOnAll needs the nodes' DSNs")
+		}
+		s, err := mysqlfake.Start(mysqlfake.At(dsns[0]))
+		if err != nil {
+			return nil, fmt.Errorf("backends: %w", err)
+		}
+		propertytest.CloseAtCleanup(env, "the MySQL fake", s)
+		nodes, err := nodeDSNs(s.DSN(), dsns)
+		if err != nil {
+			return nil, err
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), mysqlTimeout)
+		defer cancel()
+		if err := mysqllock.CreateTable(ctx, s.DB(), mysqllock.DefaultTable); err != nil {
+			return nil, fmt.Errorf("backends: %w", err)
+		}
+		var rr roundRobin
+		return &propertytest.Backend{
+			NewLocker: func(name string, opts ...locks.Option) (locks.Locker, error) {
+				db, err := openNode(env, nodes[rr.next(len(nodes))])
+				if err != nil {
+					return nil, err
+				}
+				own := []locks.Option{locks.WithPrefix(mysqllock.DefaultTable), locks.WithClock(locks.SystemClock{})}
+				return mysqllock.New(db, name, append(own, opts...)...)
+			},
+			Clock:   locks.SystemClock{},
+			Advance: time.Sleep,
+		}, nil
+	}
+}
+
+// nodeDSNs returns, for each of dsns, the DSN of the run's database on
+// that node: base (the first node's, with the database) with the node's
+// network, address and credentials.
+func nodeDSNs(base string, dsns []string) ([]string, error) {
+	b, err := mysql.ParseDSN(base)
+	if err != nil {
+		return nil, fmt.Errorf("backends: %w", err)
+	}
+	out := []string{base}
+	for _, d := range dsns[1:] {
+		c, err := mysql.ParseDSN(d)
+		if err != nil {
+			return nil, fmt.Errorf("backends: DSN %q: %w", d, err)
+		}
+		if c.DBName != "" {
+			return nil, fmt.Errorf("backends: DSN %q names database %q; leave it out, the run creates its own", d, c.DBName)
+		}
+		n := b.Clone()
+		n.Net, n.Addr, n.User, n.Passwd = c.Net, c.Addr, c.User, c.Passwd
+		out = append(out, n.FormatDSN())
+	}
+	return out, nil
+}
+
+// openNode opens a gated pool on the node at dsn, closed at the end of the
+// run, and checks that it answers.
+func openNode(env propertytest.Env, dsn string) (*sql.DB, error) {
+	connector, err := mysqlfake.GatedConnector(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("backends: %w", err)
+	}
+	db := sql.OpenDB(connector)
+	env.Cleanup(func() { _ = db.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), mysqlTimeout)
+	defer cancel()
+	if err := db.PingContext(ctx); err != nil {
+		return nil, fmt.Errorf("backends: a client's pool: %w", err)
+	}
+	return db, nil
+}
