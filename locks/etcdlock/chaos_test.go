@@ -39,6 +39,9 @@ func chaosProxy(t *testing.T, target string) *chaos.Proxy {
 // holder's fenced write is refused once it can write again.
 func TestEtcdPartitionedHolderLosesItsLease(t *testing.T) {
 	e := etcdfake.New(t)
+	if e.Real() {
+		t.Skip("it finds A's lease as the server's only one: needs an embedded etcd of its own")
+	}
 	ctx := context.Background()
 	const ttl = 2 * time.Second
 	p := chaosProxy(t, strings.TrimPrefix(e.Endpoint(0), "http://"))
