@@ -99,27 +99,10 @@ func ZKLockOnAll(addrs []string) propertytest.Factory {
 // connectFrom connects to the ensemble addrs, to addrs[first] first, with
 // a session timeout of session, and waits for the session.
 func connectFrom(addrs []string, first int, session time.Duration) (*zk.Conn, error) {
-	up := make(chan struct{})
-	var once sync.Once
-	conn, _, err := zk.Connect(addrs, session, func(c *zk.Conn) {
-		zk.WithHostProvider(&inOrder{first: first})(c)
-		zk.WithLogger(zkSilent{})(c)
-		zk.WithEventCallback(func(e zk.Event) {
-			if e.Type == zk.EventSession && e.State == zk.StateHasSession {
-				once.Do(func() { close(up) })
-			}
-		})(c)
-	})
+	conn, err := zkrace.Connect(addrs, session, zkTimeout, zk.WithHostProvider(&inOrder{first: first}), zk.WithLogger(zkSilent{}))
 	if err != nil {
-		return nil, fmt.Errorf("backends: ZooKeeper client: %w", err)
+		return nil, fmt.Errorf("backends: %w", err)
 	}
-	select {
-	case <-up:
-	case <-time.After(zkTimeout):
-		conn.Close()
-		return nil, fmt.Errorf("backends: no ZooKeeper session from %v within %v", addrs, zkTimeout)
-	}
-	zkrace.Settle(zkTimeout)
 	return conn, nil
 }
 

@@ -2,7 +2,6 @@ package clusters
 
 import (
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -82,27 +81,10 @@ func (c *Cluster) ZKLock(nemeses ...Nemesis) propertytest.Factory {
 // connectZK connects to every server of c through the lab's Dialer with a
 // session timeout of session, and waits for the session.
 func (c *Cluster) connectZK(session time.Duration) (*zk.Conn, error) {
-	up := make(chan struct{})
-	var once sync.Once
-	conn, _, err := zk.Connect(c.ClientAddrs(), session, func(conn *zk.Conn) {
-		zk.WithDialer(c.Dialer().DialTimeout)(conn)
-		zk.WithLogger(quiet{})(conn)
-		zk.WithEventCallback(func(e zk.Event) {
-			if e.Type == zk.EventSession && e.State == zk.StateHasSession {
-				once.Do(func() { close(up) })
-			}
-		})(conn)
-	})
+	conn, err := zkrace.Connect(c.ClientAddrs(), session, zkConnectTimeout, zk.WithDialer(c.Dialer().DialTimeout), zk.WithLogger(quiet{}))
 	if err != nil {
-		return nil, fmt.Errorf("clusters: ZooKeeper client: %w", err)
+		return nil, fmt.Errorf("clusters: %w", err)
 	}
-	select {
-	case <-up:
-	case <-time.After(zkConnectTimeout):
-		conn.Close()
-		return nil, fmt.Errorf("clusters: no ZooKeeper session within %v", zkConnectTimeout)
-	}
-	zkrace.Settle(zkConnectTimeout)
 	return conn, nil
 }
 
