@@ -263,7 +263,7 @@ func clusterFactory(life *clusterLife, cells []cell, i int, note func(string)) p
 
 // endpointFlags are the flags of a user's own servers, which -clusters
 // refuses: it starts its own.
-var endpointFlags = []string{"redis", "redis-nodes", "redis-sentinel", "etcd", "consul", "mysql", "zk", "nemesis", "nemesis-timeout"}
+var endpointFlags = []string{"redis", "redis-nodes", "redis-sentinel", "etcd", "consul", "mysql", "zk", "nemesis", "nemesis-timeout", "link-faults"}
 
 // sandboxMain enters the lab's sandbox: lab.SandboxMain, which outside it
 // runs this command again inside it and exits with that run's status.

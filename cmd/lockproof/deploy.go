@@ -24,6 +24,7 @@ type deployment struct {
 	sentinels      []string      // the Sentinels' host:port
 	nemesis        string        // the user's fault command (-nemesis)
 	nemesisTimeout time.Duration // the bound on one call of it
+	links          bool          // client-to-node links behind proxies, with faults (-link-faults)
 }
 
 // nemesisUsage documents -nemesis's protocol in the flag's usage.
@@ -52,6 +53,37 @@ func (ep *endpoints) deployFlags(fs *flag.FlagSet, usage string) {
 		})
 	fs.StringVar(&ep.deploy.nemesis, "nemesis", "", nemesisUsage)
 	fs.DurationVar(&ep.deploy.nemesisTimeout, "nemesis-timeout", backends.NemesisTimeout, "the bound on one call of the -nemesis command")
+	fs.BoolVar(&ep.deploy.links, "link-faults", true,
+		"on a replicated deployment (-redis-sentinel, or several servers in -zk, -consul or -mysql), put each client's link to each node behind a proxy of its own and "+
+			"inject partitions on them: "+strings.Join(backends.LinkFaultNames(), "; ")+" (kind partition, not claimed); -link-faults=false: clients dial the nodes directly")
+}
+
+// deployOptions are the options of the deployment factories that the
+// flags ask for.
+func (d deployment) options() []backends.DeployOption {
+	if d.links {
+		return nil
+	}
+	return []backends.DeployOption{backends.WithoutLinkFaults()}
+}
+
+// linked reports whether real cell c runs with faults on its clients'
+// links: a replicated deployment, with -link-faults.
+func (ep *endpoints) linked(c *cell) bool {
+	if !ep.deploy.links || !c.real {
+		return false
+	}
+	switch {
+	case strings.HasPrefix(c.faults, faultsSentinel):
+		return true
+	case c.lock == lockConsul:
+		return len(splitList(ep.consul)) > 1
+	case c.lock == lockMySQL:
+		return len(splitList(ep.mysql)) > 1
+	case c.lock == lockZK:
+		return len(splitList(ep.zk)) > 1
+	}
+	return false
 }
 
 // hostPortList sets *dst to the comma-separated host:port addresses of s,
@@ -108,7 +140,7 @@ func (ep *endpoints) real() bool {
 // per agent in turn.
 func (ep *endpoints) consulFactory() propertytest.Factory {
 	if addrs := splitList(ep.consul); len(addrs) > 1 {
-		return backends.ConsulLockOnAll(addrs)
+		return backends.ConsulLockOnAll(addrs, ep.deploy.options()...)
 	}
 	return backends.ConsulLockOn(ep.consul)
 }
@@ -117,7 +149,7 @@ func (ep *endpoints) consulFactory() propertytest.Factory {
 // nodes of one replicated deployment, a client per node in turn.
 func (ep *endpoints) mysqlFactory() propertytest.Factory {
 	if dsns := splitList(ep.mysql); len(dsns) > 1 {
-		return backends.MySQLLockOnAll(dsns)
+		return backends.MySQLLockOnAll(dsns, ep.deploy.options()...)
 	}
 	return backends.MySQLLockOn(ep.mysql)
 }
@@ -126,7 +158,7 @@ func (ep *endpoints) mysqlFactory() propertytest.Factory {
 // every client knows all servers and starts at its own.
 func (ep *endpoints) zkFactory() propertytest.Factory {
 	if addrs := splitList(ep.zk); len(addrs) > 1 {
-		return backends.ZKLockOnAll(addrs)
+		return backends.ZKLockOnAll(addrs, ep.deploy.options()...)
 	}
 	return backends.ZKLockOn(ep.zk)
 }
@@ -136,9 +168,11 @@ const faultsSentinel = "sentinel"
 
 // deployCells adds to the built-in cells those of the user's deployment:
 // redislock through Sentinel in place of the embedded redislock cells
-// (unless -redis gave a real Redis), and, with -nemesis, the nemesis on
-// every real cell, which renames its scenario "<scenario>+nemesis" so that
-// its seeds replay only with the same flag.
+// (unless -redis gave a real Redis); renames the scenario of each cell on
+// a replicated deployment "<scenario>+links" while -link-faults is on;
+// and, with -nemesis, puts the nemesis on every real cell, renaming its
+// scenario "<scenario>+nemesis". So a seed replays only with the same
+// flags.
 func (ep *endpoints) deployCells(cells []cell) []cell {
 	d := ep.deploy
 	if len(d.sentinels) > 0 {
@@ -147,7 +181,13 @@ func (ep *endpoints) deployCells(cells []cell) []cell {
 		}
 		cells = append(cells, cell{lock: lockRedis, faults: faultsSentinel, real: true,
 			about:   fmt.Sprintf("client crashes and pauses, real Redis primary %q through Sentinels at %s, real time (a failover is not claimed)", d.master, strings.Join(d.sentinels, ",")),
-			factory: backends.RedisLockViaSentinel(d.master, d.sentinels), opts: propertytest.Options{TTL: realTTL}})
+			factory: backends.RedisLockViaSentinel(d.master, d.sentinels, d.options()...), opts: propertytest.Options{TTL: realTTL}})
+	}
+	for i := range cells {
+		if c := &cells[i]; ep.linked(c) {
+			c.faults += "+links"
+			c.about += "; each client's link to each node through a proxy of its own, partitioned or losing replies (not claimed)"
+		}
 	}
 	if d.nemesis == "" {
 		return cells

@@ -104,12 +104,23 @@ func TestDeployCells(t *testing.T) {
 	names := map[string]bool{}
 	for _, c := range builtinCells(base) {
 		names[c.name()] = true
-		if c.lock == lockRedis && (!c.real || c.faults != faultsSentinel) {
+		if c.lock == lockRedis && (!c.real || !strings.HasPrefix(c.faults, faultsSentinel)) {
 			t.Errorf("with -redis-sentinel, redislock cell %s (real %v)", c.name(), c.real)
 		}
 	}
-	if !names["redislock/sentinel"] {
-		t.Errorf("no redislock/sentinel cell among %v", names)
+	// The replicated deployments' cells run with link faults (one MySQL
+	// server is no replicated deployment); -link-faults=false takes them
+	// out.
+	for _, want := range []string{"redislock/sentinel+links", "zklock/crash+links", "consullock/crash+links", "mysqllock/crash"} {
+		if !names[want] {
+			t.Errorf("no %s cell among %v", want, names)
+		}
+	}
+	unlinked := parseDeploy(t, "-redis-sentinel", "m@s1:1,s2:1,s3:1", "-zk", "z1:1,z2:1", "-link-faults=false")
+	for _, c := range builtinCells(unlinked) {
+		if strings.Contains(c.faults, "links") {
+			t.Errorf("with -link-faults=false, cell %s", c.name())
+		}
 	}
 	wantNodes := map[string]int{lockRedis: 3, lockZK: 2, lockConsul: 4, lockMySQL: 1}
 	ids := map[uint16]bool{}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/fakes/internal/gatehook"
 )
 
@@ -36,6 +37,18 @@ func GatedConnector(dsn string) (driver.Connector, error) {
 	if err != nil {
 		return nil, err
 	}
+	return gatedMySQLConnector(cfg)
+}
+
+// GatedConnectorDialing is GatedConnector with every connection dialed by
+// dial (go-sql-driver's Config.DialFunc) rather than to the DSN's address
+// directly: through a proxy, say. A nil dial is the driver's own dialer.
+func GatedConnectorDialing(dsn string, dial fakes.DialFunc) (driver.Connector, error) {
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return nil, err
+	}
+	cfg.DialFunc = dial
 	return gatedMySQLConnector(cfg)
 }
 

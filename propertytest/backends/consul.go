@@ -121,12 +121,12 @@ func ConsulLockOn(addr string) propertytest.Factory {
 			return nil, fmt.Errorf("backends: ConsulLockOn needs the agent's address")
 		}
 		c := &consulOn{env: env, addr: addr, prefix: "lockproof-test-" + locks.NewOwner()[:8] + "/"}
-		admin, err := c.newClient()
+		admin, err := c.newClient(nil)
 		if err != nil {
 			return nil, err
 		}
 		env.Cleanup(func() { c.deleteKeys(admin) })
-		be := newConsulBackend(c.newClient, consulMutex, []locks.Option{locks.WithPrefix(c.prefix)}, locks.MinTTL)
+		be := newConsulBackend(func() (*api.Client, error) { return c.newClient(nil) }, consulMutex, []locks.Option{locks.WithPrefix(c.prefix)}, locks.MinTTL)
 		be.Clock, be.Advance = locks.SystemClock{}, time.Sleep
 		return be.Backend, nil
 	}
@@ -182,8 +182,10 @@ type consulOn struct {
 	prefix string
 }
 
-func (c *consulOn) newClient() (*api.Client, error) {
-	tr := &http.Transport{MaxIdleConnsPerHost: 64}
+// newClient is a client of the agent with connections of its own, dialed
+// by dial (nil: directly).
+func (c *consulOn) newClient(dial fakes.DialFunc) (*api.Client, error) {
+	tr := &http.Transport{MaxIdleConnsPerHost: 64, DialContext: dial}
 	client, err := api.NewClient(&api.Config{Address: c.addr, Scheme: "http",
 		HttpClient: &http.Client{Transport: consulfake.GateTransport(tr)}})
 	if err != nil {

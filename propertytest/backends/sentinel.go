@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/fakes/redisfake"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/locks/redislock"
@@ -29,18 +30,23 @@ const redisTimeout = 10 * time.Second
 // Claims: redislock's, FaultCrash and FaultPause. A failover is not
 // claimed: a primary that acknowledged a lock's SET and failed before a
 // replica had it loses the grant, and two clients may then hold the lock.
-func RedisLockViaSentinel(master string, sentinels []string) propertytest.Factory {
+func RedisLockViaSentinel(master string, sentinels []string, opts ...DeployOption) propertytest.Factory {
+	cfg := newDeployConfig(opts)
 	return func(env propertytest.Env) (*propertytest.Backend, error) {
 		if master == "" || len(sentinels) == 0 || slices.Contains(sentinels, "") {
 			return nil, fmt.Errorf("backends: RedisLockViaSentinel needs the master's name and the Sentinels' addresses, got %q %q", master, sentinels)
 		}
 		prefix := "lockproof-test-" + locks.NewOwner()[:8] + ":"
-		newClient := func() *redis.Client {
-			c := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: master, SentinelAddrs: sentinels, ContextTimeoutEnabled: true})
+		var lk *links
+		if !cfg.noLinks {
+			lk = newLinks(env)
+		}
+		newClient := func(dial fakes.DialFunc) *redis.Client {
+			c := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: master, SentinelAddrs: sentinels, ContextTimeoutEnabled: true, Dialer: dial})
 			env.Cleanup(func() { _ = c.Close() })
 			return c
 		}
-		admin := newClient()
+		admin := newClient(nil)
 		ctx, cancel := context.WithTimeout(context.Background(), redisTimeout)
 		defer cancel()
 		if err := admin.Ping(ctx).Err(); err != nil {
@@ -51,16 +57,22 @@ func RedisLockViaSentinel(master string, sentinels []string) propertytest.Factor
 				env.Logf("backends: delete %s* through Sentinel: %v", prefix, err)
 			}
 		})
-		return &propertytest.Backend{
+		clients := 0
+		be := &propertytest.Backend{
 			NewLocker: func(name string, opts ...locks.Option) (locks.Locker, error) {
-				c := newClient()
+				c := newClient(lk.dialOrNil(clients))
+				clients++
 				redisfake.Gate(c, "redis node 0")
 				own := []locks.Option{locks.WithPrefix(prefix), locks.WithClock(locks.SystemClock{})}
 				return redislock.New(c, name, append(own, opts...)...)
 			},
 			Clock:   locks.SystemClock{},
 			Advance: time.Sleep,
-		}, nil
+		}
+		if lk != nil {
+			be.Faults = lk.faults()
+		}
+		return be, nil
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/hashicorp/consul/api"
 
+	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/fakes/mysqlfake"
 	"github.com/lockproof/lockproof/fakes/zkfake"
 	"github.com/lockproof/lockproof/internal/zkrace"
@@ -46,7 +47,8 @@ func (r *roundRobin) next(n int) int {
 // datacenter (each a host:port of its HTTP API): the i-th locker of a run
 // talks to agent i mod len(addrs), and the run's KV prefix is deleted
 // through the first. Options and claims are ConsulLockOn's.
-func ConsulLockOnAll(addrs []string) propertytest.Factory {
+func ConsulLockOnAll(addrs []string, opts ...DeployOption) propertytest.Factory {
+	cfg := newDeployConfig(opts)
 	return func(env propertytest.Env) (*propertytest.Backend, error) {
 		if len(addrs) == 0 || slices.Contains(addrs, "") {
 			return nil, fmt.Errorf("backends: ConsulLockOnAll needs the agents' addresses, got %q", addrs)
@@ -56,15 +58,27 @@ func ConsulLockOnAll(addrs []string) propertytest.Factory {
 		for i, a := range addrs {
 			agents[i] = &consulOn{env: env, addr: a, prefix: prefix}
 		}
-		admin, err := agents[0].newClient()
+		admin, err := agents[0].newClient(nil)
 		if err != nil {
 			return nil, err
 		}
 		env.Cleanup(func() { agents[0].deleteKeys(admin) })
+		var lk *links
+		if !cfg.noLinks {
+			lk = newLinks(env)
+		}
 		var rr roundRobin
-		newClient := func() (*api.Client, error) { return agents[rr.next(len(agents))].newClient() }
+		clients := 0
+		newClient := func() (*api.Client, error) {
+			i := clients
+			clients++
+			return agents[rr.next(len(agents))].newClient(lk.dialOrNil(i))
+		}
 		be := newConsulBackend(newClient, consulMutex, []locks.Option{locks.WithPrefix(prefix)}, locks.MinTTL)
 		be.Clock, be.Advance = locks.SystemClock{}, time.Sleep
+		if lk != nil {
+			be.Faults = append(be.Faults, lk.faults()...)
+		}
 		return be.Backend, nil
 	}
 }
@@ -74,7 +88,8 @@ func ConsulLockOnAll(addrs []string) propertytest.Factory {
 // string with all servers is, and the i-th locker of a run connects first
 // to server i mod len(addrs), moving on to the next in the list when that
 // one is lost. Options and claims are ZKLockOn's.
-func ZKLockOnAll(addrs []string) propertytest.Factory {
+func ZKLockOnAll(addrs []string, opts ...DeployOption) propertytest.Factory {
+	cfg := newDeployConfig(opts)
 	return func(env propertytest.Env) (*propertytest.Backend, error) {
 		if len(addrs) == 0 || slices.Contains(addrs, "") {
 			return nil, fmt.Errorf("backends: ZKLockOnAll needs the servers' addresses, got %q", addrs)
@@ -84,22 +99,33 @@ func ZKLockOnAll(addrs []string) propertytest.Factory {
 			return nil, fmt.Errorf("backends: %w", err)
 		}
 		propertytest.CloseAtCleanup(env, "the ZooKeeper fake", z)
+		var lk *links
+		if !cfg.noLinks {
+			lk = newLinks(env)
+		}
 		be := newZKBackend(z, zkMutex, func(i int, ttl time.Duration) (*zk.Conn, error) {
-			conn, err := connectFrom(addrs, spreadOver(i, len(addrs)), ttl)
+			conn, err := connectFrom(addrs, spreadOver(i, len(addrs)), ttl, zkDialer(lk, i))
 			if err == nil {
 				env.Cleanup(conn.Close)
 			}
 			return conn, err
 		})
 		be.Clock, be.Advance = locks.SystemClock{}, time.Sleep
+		if lk != nil {
+			be.Faults = append(be.Faults, lk.faults()...)
+		}
 		return be.Backend, nil
 	}
 }
 
 // connectFrom connects to the ensemble addrs, to addrs[first] first, with
 // a session timeout of session, and waits for the session.
-func connectFrom(addrs []string, first int, session time.Duration) (*zk.Conn, error) {
-	conn, err := zkrace.Connect(addrs, session, zkTimeout, zk.WithHostProvider(&inOrder{first: first}), zk.WithLogger(zkSilent{}))
+func connectFrom(addrs []string, first int, session time.Duration, dial zk.Dialer) (*zk.Conn, error) {
+	opts := []func(*zk.Conn){zk.WithHostProvider(&inOrder{first: first}), zk.WithLogger(zkSilent{})}
+	if dial != nil {
+		opts = append(opts, zk.WithDialer(dial))
+	}
+	conn, err := zkrace.Connect(addrs, session, zkTimeout, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("backends: %w", err)
 	}
@@ -163,7 +189,8 @@ func (p *inOrder) Connected() {
 // and the i-th locker of a run talks to node i mod len(dsns). Every node
 // is reached with its own DSN's address and credentials and the first
 // DSN's other parameters. Options and claims are MySQLLockOn's.
-func MySQLLockOnAll(dsns []string) propertytest.Factory {
+func MySQLLockOnAll(dsns []string, opts ...DeployOption) propertytest.Factory {
+	cfg := newDeployConfig(opts)
 	return func(env propertytest.Env) (*propertytest.Backend, error) {
 		if len(dsns) == 0 {
 			return nil, errors.New("backends: MySQLLockOnAll needs the nodes' DSNs")
@@ -182,10 +209,17 @@ func MySQLLockOnAll(dsns []string) propertytest.Factory {
 		if err := mysqllock.CreateTable(ctx, s.DB(), mysqllock.DefaultTable); err != nil {
 			return nil, fmt.Errorf("backends: %w", err)
 		}
+		var lk *links
+		if !cfg.noLinks {
+			lk = newLinks(env)
+		}
 		var rr roundRobin
-		return &propertytest.Backend{
+		clients := 0
+		be := &propertytest.Backend{
 			NewLocker: func(name string, opts ...locks.Option) (locks.Locker, error) {
-				db, err := openNode(env, nodes[rr.next(len(nodes))])
+				i := clients
+				clients++
+				db, err := openNode(env, nodes[rr.next(len(nodes))], lk.dialOrNil(i))
 				if err != nil {
 					return nil, err
 				}
@@ -194,7 +228,11 @@ func MySQLLockOnAll(dsns []string) propertytest.Factory {
 			},
 			Clock:   locks.SystemClock{},
 			Advance: time.Sleep,
-		}, nil
+		}
+		if lk != nil {
+			be.Faults = lk.faults()
+		}
+		return be, nil
 	}
 }
 
@@ -222,10 +260,11 @@ func nodeDSNs(base string, dsns []string) ([]string, error) {
 	return out, nil
 }
 
-// openNode opens a gated pool on the node at dsn, closed at the end of the
-// run, and checks that it answers.
-func openNode(env propertytest.Env, dsn string) (*sql.DB, error) {
-	connector, err := mysqlfake.GatedConnector(dsn)
+// openNode opens a gated pool on the node at dsn, its connections dialed
+// by dial (nil: directly), closed at the end of the run, and checks that
+// it answers.
+func openNode(env propertytest.Env, dsn string, dial fakes.DialFunc) (*sql.DB, error) {
+	connector, err := mysqlfake.GatedConnectorDialing(dsn, dial)
 	if err != nil {
 		return nil, fmt.Errorf("backends: %w", err)
 	}
