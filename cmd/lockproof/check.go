@@ -421,9 +421,13 @@ func runCell(c *cell, cfg checkConfig, share time.Duration, p *progress) cellRes
 	broken := map[propertytest.Property]bool{}
 	if failed != nil {
 		cr.Violated, cr.Seed = true, failed.Seed
-		cr.Replay = fmt.Sprintf("lockproof replay %d", failed.Seed)
+		replay := "lockproof replay "
+		if c.kind != nil {
+			replay += "-clusters "
+		}
+		cr.Replay = fmt.Sprintf("%s%d", replay, failed.Seed)
 		if shrinkCutShort(failed, c.opts, cfg.shrink) {
-			cr.Replay = fmt.Sprintf("lockproof replay -shrinkruns %d %d", failed.ShrinkCandidates, failed.Seed)
+			cr.Replay = fmt.Sprintf("%s-shrinkruns %d %d", replay, failed.ShrinkCandidates, failed.Seed)
 		}
 		for _, v := range failed.Violations {
 			broken[v.Property] = broken[v.Property] || !v.Expected
@@ -746,6 +750,8 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	steps := fs.Int("steps", 30, "average actions per run (as given to check)")
 	shrinkRuns := fs.Int("shrinkruns", 0, fmt.Sprintf("minimize the failure with this many shrink candidates and no %v bound, as check prints when that bound cut its minimization short (default: at most %d candidates within %v)", shrinkBackstop, propertytest.DefaultShrinkRuns, shrinkBackstop))
 	ep.flags(fs, "the servers check ran %[1]s on (%[2]s), if any")
+	onClusters := fs.Bool("clusters", false, "the seed is of a cell of check -clusters: start that cell's cluster in the lab (as check -clusters does, with its needs) and replay there; "+
+		"best effort: the suite's steps and the fault schedule replay exactly, the servers' timers do not")
 	if code, ok := parseArgs(fs, args, "lockproof replay [flags] <seed>", 1, stderr); !ok {
 		return code
 	}
@@ -754,6 +760,11 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	bad.need(*shrinkRuns >= 0, "shrinkruns", *shrinkRuns, "want a number of candidates ≥ 0")
 	bad.outDir(histFlagName(fs), *out)
 	ep.deployProblems(&bad)
+	if *onClusters {
+		for _, name := range endpointFlags {
+			bad.need(!flagGiven(fs, name), name, fs.Lookup(name).Value, "-clusters replays on the lab's own servers: leave it out")
+		}
+	}
 	if bad.report(stderr) {
 		return exitUsage
 	}
@@ -762,16 +773,34 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "lockproof replay: %q is not a seed printed by lockproof check\n", fs.Arg(0))
 		return exitUsage
 	}
-	var c *cell
 	cells := allCells(ep)
-	for i := range cells {
-		if uint64(cells[i].id()) == seed>>48 {
-			c = &cells[i]
-		}
+	if *onClusters {
+		cells = clusterCells(clusterKinds())
 	}
-	if c == nil {
-		fmt.Fprintf(stderr, "lockproof replay: seed %d names no cell of this lockproof (cell id %#04x); was check run on real servers (-redis, -redis-sentinel, -redis-nodes, -etcd, -consul, -mysql, -zk) or with -nemesis? Give replay the same flags.\n", seed, seed>>48)
+	at := slices.IndexFunc(cells, func(c cell) bool { return uint64(c.id()) == seed>>48 })
+	if at < 0 {
+		if *onClusters {
+			fmt.Fprintf(stderr, "lockproof replay: seed %d names no cell of check -clusters (cell id %#04x)\n", seed, seed>>48)
+		} else {
+			fmt.Fprintf(stderr, "lockproof replay: seed %d names no cell of this lockproof (cell id %#04x); was check run on real servers (-redis, -redis-sentinel, -redis-nodes, -etcd, -consul, -mysql, -zk), on -clusters or with -nemesis? Give replay the same flags.\n", seed, seed>>48)
+		}
 		return exitUsage
+	}
+	c := &cells[at]
+	factory := c.factory
+	if *onClusters {
+		if code, ok := enterSandbox("lockproof replay -clusters", cells[at:at+1], stderr); !ok {
+			return code
+		}
+		note := func(s string) { fmt.Fprintln(stderr, s) }
+		life := newClusterLife(note)
+		defer func() {
+			if err := life.done(); err != nil {
+				fmt.Fprintf(stderr, "lockproof replay: %v\n", err)
+			}
+		}()
+		factory = clusterFactory(life, cells, at, note)
+		fmt.Fprintln(stdout, bestEffortNote)
 	}
 	dir := *out
 	if dir == "" {
@@ -790,7 +819,7 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 		opts.ShrinkRuns, bound = *shrinkRuns, replayShrinkBound
 	}
 	fmt.Fprintf(stdout, "replaying %s (%s) from seed %d\n", c.name(), c.about, seed)
-	rep, err := propertytest.RunStandalone(c.factory, opts, propertytest.Standalone{
+	rep, err := propertytest.RunStandalone(factory, opts, propertytest.Standalone{
 		Name: unsafeFile.ReplaceAllString(c.name(), "-"), Checks: 1, Seed: seed, Steps: c.stepsOf(*steps), ShrinkTime: bound,
 	})
 	if err != nil {

@@ -277,19 +277,8 @@ func enterLab(cells []cell, f *checkFlags, fs *flag.FlagSet, stderr io.Writer) (
 	if !flagGiven(fs, "runs") && !flagGiven(fs, "budget") {
 		f.runs = clusterRuns
 	}
-	// -clusters is the user's consent to what lab.EnvLab turns on in tests.
-	if err := os.Setenv(lab.EnvLab, "1"); err != nil {
-		fmt.Fprintf(stderr, "lockproof check -clusters: %v\n", err)
-		return exitError, false
-	}
-	if missing := clustersMissing(cells); missing != "" {
-		fmt.Fprintf(stderr, "lockproof check -clusters: cannot run here: %s\n", missing)
-		return exitError, false
-	}
-	sandboxMain()
-	if !lab.InSandbox() {
-		fmt.Fprintln(stderr, "lockproof check -clusters: not in the lab's sandbox after entering it")
-		return exitError, false
+	if code, ok := enterSandbox("lockproof check -clusters", cells, stderr); !ok {
+		return code, false
 	}
 	if f.outDir == "" {
 		dir, err := os.MkdirTemp("", "lockproof-clusters-")
@@ -298,6 +287,28 @@ func enterLab(cells []cell, f *checkFlags, fs *flag.FlagSet, stderr io.Writer) (
 			return exitError, false
 		}
 		f.outDir = dir
+	}
+	return exitOK, true
+}
+
+// enterSandbox is what check -clusters and replay -clusters (cmd) need
+// before they run cells: the lab turned on, what the cells' clusters need
+// found here (refused at once, naming what is missing), and this process
+// in the lab's sandbox.
+func enterSandbox(cmd string, cells []cell, stderr io.Writer) (int, bool) {
+	// -clusters is the user's consent to what lab.EnvLab turns on in tests.
+	if err := os.Setenv(lab.EnvLab, "1"); err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", cmd, err)
+		return exitError, false
+	}
+	if missing := clustersMissing(cells); missing != "" {
+		fmt.Fprintf(stderr, "%s: cannot run here: %s\n", cmd, missing)
+		return exitError, false
+	}
+	sandboxMain()
+	if !lab.InSandbox() {
+		fmt.Fprintf(stderr, "%s: not in the lab's sandbox after entering it\n", cmd)
+		return exitError, false
 	}
 	return exitOK, true
 }

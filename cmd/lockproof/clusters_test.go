@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -197,13 +198,7 @@ func TestCheckRechecksExpectedHistories(t *testing.T) {
 // binary as a user runs it (it enters the sandbox itself), passes with its
 // table, plan and note.
 func TestCheckClustersOnEtcd(t *testing.T) {
-	if why := lab.EtcdUnavailable(); why != "" {
-		t.Skip(why)
-	}
-	bin := filepath.Join(t.TempDir(), "lockproof")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := labBinary(t)
 	cmd := exec.Command(bin, "check", "-clusters", "-locks", lockEtcd, "-runs", "3", "-seed", "5", "-html", "", "-histories", t.TempDir())
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
@@ -228,4 +223,79 @@ func TestCheckClustersOnEtcd(t *testing.T) {
 	if strings.Count(table, "best effort") != 1 {
 		t.Error("the best-effort note is not said once")
 	}
+}
+
+// replay -clusters takes only the seeds of check -clusters, refuses a
+// user's servers, and fails before any work where a server is missing;
+// without -clusters, a cluster's seed is refused naming the flag.
+func TestReplayClustersRefuses(t *testing.T) {
+	zk := clusterCells(clusterKinds())[1]
+	clusterSeed := cellSeed(&zk, 5, 0)
+	embedded := allCells(endpoints{})[0]
+	for _, tc := range []struct {
+		args []string
+		code int
+		says string
+	}{
+		{[]string{"replay", "-clusters", "-zk", "127.0.0.1:2181", fmt.Sprint(clusterSeed)}, exitUsage, "leave it out"},
+		{[]string{"replay", "-clusters", fmt.Sprint(cellSeed(&embedded, 5, 0))}, exitUsage, "names no cell of check -clusters"},
+		{[]string{"replay", fmt.Sprint(clusterSeed)}, exitUsage, "on -clusters"},
+	} {
+		var out, errOut bytes.Buffer
+		if code := run(tc.args, &out, &errOut); code != tc.code || !strings.Contains(errOut.String(), tc.says) {
+			t.Errorf("%v: exit %d, stderr %q; want exit %d saying %q", tc.args, code, errOut.String(), tc.code, tc.says)
+		}
+	}
+	t.Setenv(lab.EnvLab, "") // restored after the test: enterSandbox sets it
+	javaDir := lab.JavaDir
+	lab.JavaDir = "/nonexistent/java"
+	defer func() { lab.JavaDir = javaDir }()
+	sandboxMain = func() { t.Fatal("entered the sandbox with a server missing") }
+	defer func() { sandboxMain = lab.SandboxMain }()
+	var out, errOut bytes.Buffer
+	code := run([]string{"replay", "-clusters", fmt.Sprint(clusterSeed)}, &out, &errOut)
+	if msg := errOut.String(); code != exitError || !strings.Contains(msg, "cannot run here") || !strings.Contains(msg, "(zookeeper)") {
+		t.Fatalf("exit %d, stderr %q", code, msg)
+	}
+	if out.Len() != 0 {
+		t.Errorf("work started: stdout %q", out.String())
+	}
+}
+
+// LOCKPROOF_LAB=1, as root: lockproof replay -clusters starts the seed's
+// cluster in the sandbox and replays its run there, saying that the
+// replay is best effort.
+func TestReplayClustersOnEtcd(t *testing.T) {
+	bin := labBinary(t)
+	etcd := clusterCells(clusterKinds())[0]
+	cmd := exec.Command(bin, "replay", "-clusters", "-histories", t.TempDir(), fmt.Sprint(cellSeed(&etcd, 5, 0)))
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	t.Logf("stdout:\n%s\nstderr:\n%s", out.String(), errOut.String())
+	if err != nil {
+		t.Fatalf("exit: %v", err)
+	}
+	for _, want := range []string{"replaying etcdlock/leader", bestEffortNote, "did not reproduce"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the output lacks %q", want)
+		}
+	}
+	if !strings.Contains(errOut.String(), "the etcd cluster is up") {
+		t.Error("no cluster started")
+	}
+}
+
+// labBinary is this lockproof built for a test that runs it on the lab's
+// etcd as a user does; the test skips where that cluster cannot run.
+func labBinary(t *testing.T) string {
+	t.Helper()
+	if why := lab.EtcdUnavailable(); why != "" {
+		t.Skip(why)
+	}
+	bin := filepath.Join(t.TempDir(), "lockproof")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
 }
