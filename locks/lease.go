@@ -33,6 +33,15 @@ type LeaseSpec struct {
 // deadline, the watchdog, Done and Err, and the rules for double unlock and
 // use after expiry. Every lock in lockproof returns one; other lock authors
 // may too.
+//
+// The lease is held exactly while its clock (Options.Clock) reads before
+// Deadline, and once over it stays over. Err, Renew, Unlock and
+// GiveBackIfLate compare the clock with the deadline themselves, so they
+// are right the instant it passes, before the expiry timer has run; the
+// first of them (or the timer) to see it passed closes Done. A renewal
+// moves the deadline under the same mutex, and only while the lease is
+// still held when its answer comes back: one answered at or after the
+// deadline extends nothing, and Renew returns ErrLeaseExpired.
 type ManagedLease struct {
 	spec LeaseSpec
 	ops  LeaseOps
@@ -110,10 +119,22 @@ func (l *ManagedLease) Deadline() time.Time {
 	return l.deadline
 }
 
-// Err says why Done was closed, or nil while the lease is held.
+// Err says why Done was closed, or nil while the lease is held. It reads
+// the clock: from the instant the deadline passes it returns an error
+// wrapping ErrLeaseExpired (ErrMaxHold at the max hold's end), and closes
+// Done if the expiry timer has not yet.
 func (l *ManagedLease) Err() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	return l.checkLocked()
+}
+
+// checkLocked ends the lease if its clock has reached the deadline, and
+// returns why it is over, or nil while it is held.
+func (l *ManagedLease) checkLocked() error {
+	if l.err == nil && !l.opt.Clock.Now().Before(l.deadline) {
+		l.endLocked("")
+	}
 	return l.err
 }
 
@@ -141,9 +162,7 @@ func (l *ManagedLease) extendLocked(start time.Time) {
 func (l *ManagedLease) expire() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.err == nil && !l.opt.Clock.Now().Before(l.deadline) {
-		l.endLocked("")
-	}
+	_ = l.checkLocked()
 }
 
 // endLocked finishes a lease whose deadline has passed: with ErrMaxHold, and
@@ -227,7 +246,7 @@ func (l *ManagedLease) scheduleWatchdogLocked(retry time.Duration) {
 
 func (l *ManagedLease) watchdogFire() {
 	l.mu.Lock()
-	if l.err != nil {
+	if l.checkLocked() != nil {
 		l.mu.Unlock()
 		return
 	}
@@ -262,7 +281,9 @@ func (l *ManagedLease) watchdogFire() {
 }
 
 // renew sends one renewal and, on success, extends the deadline from the
-// moment it was sent.
+// moment it was sent, if the lease is still held when the answer is in.
+// A lease that ended meanwhile (its deadline passed, or Unlock) is not
+// revived: renew returns why it ended.
 func (l *ManagedLease) renew(ctx context.Context) error {
 	Observe(ctx, l.opt.Observer, l.event(PointBeforeRenew))
 	start := l.opt.Clock.Now()
@@ -271,9 +292,10 @@ func (l *ManagedLease) renew(ctx context.Context) error {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.err == nil {
-		l.extendLocked(start)
+	if err := l.checkLocked(); err != nil {
+		return err
 	}
+	l.extendLocked(start)
 	return nil
 }
 
@@ -301,10 +323,7 @@ func (l *ManagedLease) usable() error {
 	if l.unlocked {
 		return fmt.Errorf("lock %q: %w", l.spec.Name, ErrReleased)
 	}
-	if l.err == nil && !l.opt.Clock.Now().Before(l.deadline) {
-		l.endLocked("")
-	}
-	return l.err
+	return l.checkLocked()
 }
 
 // Unlock releases the lease, owner-checked. See Lease.Unlock for the errors.
