@@ -38,10 +38,13 @@ type LeaseSpec struct {
 // Deadline, and once over it stays over. Err, Renew, Unlock and
 // GiveBackIfLate compare the clock with the deadline themselves, so they
 // are right the instant it passes, before the expiry timer has run; the
-// first of them (or the timer) to see it passed closes Done. A renewal
-// moves the deadline under the same mutex, and only while the lease is
-// still held when its answer comes back: one answered at or after the
-// deadline extends nothing, and Renew returns ErrLeaseExpired.
+// first of them (or the timer) to see it passed ends the lease and closes
+// Done. A renewal moves the deadline under the same mutex, and only if the
+// lease has not ended when its answer comes back: once Err has reported
+// the lease over, no renewal makes it valid again. (One whose answer
+// comes back past the deadline before anything saw it pass does extend
+// the lease: the backend renewed it owner-checked, so the lock was never
+// free meanwhile.)
 type ManagedLease struct {
 	spec LeaseSpec
 	ops  LeaseOps
@@ -281,9 +284,9 @@ func (l *ManagedLease) watchdogFire() {
 }
 
 // renew sends one renewal and, on success, extends the deadline from the
-// moment it was sent, if the lease is still held when the answer is in.
-// A lease that ended meanwhile (its deadline passed, or Unlock) is not
-// revived: renew returns why it ended.
+// moment it was sent, unless the lease ended meanwhile (Err saw its
+// deadline pass, the timer ran, Unlock): an ended lease stays ended. It
+// returns the backend's answer either way.
 func (l *ManagedLease) renew(ctx context.Context) error {
 	Observe(ctx, l.opt.Observer, l.event(PointBeforeRenew))
 	start := l.opt.Clock.Now()
@@ -292,10 +295,9 @@ func (l *ManagedLease) renew(ctx context.Context) error {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if err := l.checkLocked(); err != nil {
-		return err
+	if l.err == nil {
+		l.extendLocked(start)
 	}
-	l.extendLocked(start)
 	return nil
 }
 

@@ -97,24 +97,29 @@ func TestErrAtMaxHoldBeforeTimer(t *testing.T) {
 }
 
 // TestRenewAfterDeadlineDoesNotRevive: a renewal sent before the deadline
-// that comes back after it extends nothing: the lease is over from the
-// deadline on, Renew says so, and Err stays non-nil.
+// whose answer comes back after Err reported the lease expired extends
+// nothing: Err stays non-nil, Done closed, the deadline where it was.
 func TestRenewAfterDeadlineDoesNotRevive(t *testing.T) {
 	clock, timers, ops, l := heldLease(t)
 	deadline := l.Deadline()
 	clock.Advance(deadline.Sub(epoch) - time.Millisecond)
+	var seen error
 	ops.mu.Lock()
-	ops.onRenew = func() { clock.Advance(time.Millisecond) } // the answer arrives at the deadline
+	ops.onRenew = func() { // the answer is delayed past the deadline
+		clock.Advance(time.Millisecond)
+		seen = l.Err()
+	}
 	ops.mu.Unlock()
-	if err := l.Renew(context.Background()); !errors.Is(err, locks.ErrLeaseExpired) {
-		t.Fatalf("Renew answered at the deadline = %v, want ErrLeaseExpired", err)
+	_ = l.Renew(context.Background())
+	if !errors.Is(seen, locks.ErrLeaseExpired) {
+		t.Fatalf("Err at the deadline, the renewal in flight = %v, want ErrLeaseExpired", seen)
 	}
 	if !l.Deadline().Equal(deadline) {
-		t.Fatalf("Deadline moved to %v by a renewal that came back late", l.Deadline())
+		t.Fatalf("Deadline moved to %v by a renewal answered after Err reported the lease expired", l.Deadline())
 	}
 	timers.run()
-	if err := l.Err(); !errors.Is(err, locks.ErrLeaseExpired) || !isClosed(l.Done()) {
-		t.Fatalf("after a late renewal: Err = %v, Done closed = %v", err, isClosed(l.Done()))
+	if err := l.Err(); err != seen || !isClosed(l.Done()) {
+		t.Fatalf("after the late renewal: Err = %v (was %v), Done closed = %v", err, seen, isClosed(l.Done()))
 	}
 	_ = l.Unlock(context.Background())
 }
