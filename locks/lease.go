@@ -34,17 +34,16 @@ type LeaseSpec struct {
 // use after expiry. Every lock in lockproof returns one; other lock authors
 // may too.
 //
-// The lease is held exactly while its clock (Options.Clock) reads before
-// Deadline, and once over it stays over. Err, Renew, Unlock and
-// GiveBackIfLate compare the clock with the deadline themselves, so they
-// are right the instant it passes, before the expiry timer has run; the
-// first of them (or the timer) to see it passed ends the lease and closes
-// Done. A renewal moves the deadline under the same mutex, and only if the
-// lease has not ended when its answer comes back: once Err has reported
-// the lease over, no renewal makes it valid again. (One whose answer
-// comes back past the deadline before anything saw it pass does extend
-// the lease: the backend renewed it owner-checked, so the lock was never
-// free meanwhile.)
+// Err, Renew, Unlock and GiveBackIfLate compare the lease's clock
+// (Options.Clock) with Deadline themselves, so they are right the instant
+// it passes, before the expiry timer has run; the first of them (or the
+// timer, or the watchdog) to see it passed ends the lease and closes Done,
+// and an ended lease stays ended. A renewal moves the deadline under the
+// same mutex, and only if the lease has not ended when its answer comes
+// back: once Err has reported the lease over, no renewal makes it valid
+// again. (One whose answer comes back past the deadline before anything
+// saw it pass does extend the lease: the backend renewed it owner-checked,
+// so the lock was never free meanwhile.)
 type ManagedLease struct {
 	spec LeaseSpec
 	ops  LeaseOps
