@@ -33,6 +33,17 @@ type LeaseSpec struct {
 // deadline, the watchdog, Done and Err, and the rules for double unlock and
 // use after expiry. Every lock in lockproof returns one; other lock authors
 // may too.
+//
+// Err, Renew, Unlock and GiveBackIfLate compare the lease's clock
+// (Options.Clock) with Deadline themselves, so they are right the instant
+// it passes, before the expiry timer has run; the first of them (or the
+// timer, or the watchdog) to see it passed ends the lease and closes Done,
+// and an ended lease stays ended. A renewal moves the deadline under the
+// same mutex, and only if the lease has not ended when its answer comes
+// back: once Err has reported the lease over, no renewal makes it valid
+// again. (One whose answer comes back past the deadline before anything
+// saw it pass does extend the lease: the backend renewed it owner-checked,
+// so the lock was never free meanwhile.)
 type ManagedLease struct {
 	spec LeaseSpec
 	ops  LeaseOps
@@ -110,10 +121,22 @@ func (l *ManagedLease) Deadline() time.Time {
 	return l.deadline
 }
 
-// Err says why Done was closed, or nil while the lease is held.
+// Err says why Done was closed, or nil while the lease is held. It reads
+// the clock: from the instant the deadline passes it returns an error
+// wrapping ErrLeaseExpired (ErrMaxHold at the max hold's end), and closes
+// Done if the expiry timer has not yet.
 func (l *ManagedLease) Err() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	return l.checkLocked()
+}
+
+// checkLocked ends the lease if its clock has reached the deadline, and
+// returns why it is over, or nil while it is held.
+func (l *ManagedLease) checkLocked() error {
+	if l.err == nil && !l.opt.Clock.Now().Before(l.deadline) {
+		l.endLocked("")
+	}
 	return l.err
 }
 
@@ -141,9 +164,7 @@ func (l *ManagedLease) extendLocked(start time.Time) {
 func (l *ManagedLease) expire() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.err == nil && !l.opt.Clock.Now().Before(l.deadline) {
-		l.endLocked("")
-	}
+	_ = l.checkLocked()
 }
 
 // endLocked finishes a lease whose deadline has passed: with ErrMaxHold, and
@@ -227,7 +248,7 @@ func (l *ManagedLease) scheduleWatchdogLocked(retry time.Duration) {
 
 func (l *ManagedLease) watchdogFire() {
 	l.mu.Lock()
-	if l.err != nil {
+	if l.checkLocked() != nil {
 		l.mu.Unlock()
 		return
 	}
@@ -262,7 +283,9 @@ func (l *ManagedLease) watchdogFire() {
 }
 
 // renew sends one renewal and, on success, extends the deadline from the
-// moment it was sent.
+// moment it was sent, unless the lease ended meanwhile (Err saw its
+// deadline pass, the timer ran, Unlock): an ended lease stays ended. It
+// returns the backend's answer either way.
 func (l *ManagedLease) renew(ctx context.Context) error {
 	Observe(ctx, l.opt.Observer, l.event(PointBeforeRenew))
 	start := l.opt.Clock.Now()
@@ -301,10 +324,7 @@ func (l *ManagedLease) usable() error {
 	if l.unlocked {
 		return fmt.Errorf("lock %q: %w", l.spec.Name, ErrReleased)
 	}
-	if l.err == nil && !l.opt.Clock.Now().Before(l.deadline) {
-		l.endLocked("")
-	}
-	return l.err
+	return l.checkLocked()
 }
 
 // Unlock releases the lease, owner-checked. See Lease.Unlock for the errors.

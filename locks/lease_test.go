@@ -24,6 +24,8 @@ type scriptedOps struct {
 	// first.
 	releaseErr error
 	onRelease  func()
+	// onRenew, if set, is called as Renew begins.
+	onRenew func()
 }
 
 func newOps() *scriptedOps { return &scriptedOps{renewed: make(chan struct{}, 100)} }
@@ -31,6 +33,9 @@ func newOps() *scriptedOps { return &scriptedOps{renewed: make(chan struct{}, 10
 func (s *scriptedOps) Renew(context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.onRenew != nil {
+		s.onRenew()
+	}
 	s.renews++
 	s.renewed <- struct{}{}
 	return s.renewErr

@@ -48,7 +48,9 @@ type Lease interface {
 	// Done is closed once the lease is released, expired or known lost.
 	Done() <-chan struct{}
 	// Err says why Done was closed: nil while the lease is held, then
-	// ErrReleased, ErrLeaseExpired or an error wrapping ErrNotHeld.
+	// ErrReleased, ErrLeaseExpired or an error wrapping ErrNotHeld. Once
+	// it is non-nil it stays so, and Done is closed. ManagedLease's Err
+	// reads its clock, so it is non-nil from the instant Deadline passes.
 	Err() error
 }
 

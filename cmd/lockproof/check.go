@@ -71,6 +71,8 @@ type propResult struct {
 	// an expected violation.
 	Checked  int `json:"checked_runs"`
 	Expected int `json:"expected_runs"`
+	// Why says why a property not checked was not (availability).
+	Why string `json:"why,omitempty"`
 }
 
 // violationOut is one violation, as reported.
@@ -448,8 +450,8 @@ func runCell(c *cell, cfg checkConfig, share time.Duration, p *progress) cellRes
 			pr.Status = statusPass
 		case prop == propertytest.Availability && checked[prop] == 0:
 			// Every run that finishes checks availability on a backend of
-			// several nodes, and none on one of a single node.
-			pr.Status = statusNotChecked
+			// several independent nodes, and none on any other.
+			pr.Status, pr.Why = statusNotChecked, availabilityUnchecked(c, cr.Runs)
 		default:
 			pr.Status = statusTooFew
 		}
@@ -461,9 +463,9 @@ func runCell(c *cell, cfg checkConfig, share time.Duration, p *progress) cellRes
 // runsWanted estimates how many more runs the properties of a cell checked
 // by fewer than minRuns of its runs need to reach minRuns, at the rate each
 // was checked so far; a property never checked is given as many runs
-// again. Availability, which a backend of one node never checks, and
-// properties with an expected violation, which are not passes to make,
-// want none.
+// again. Availability, which a cell without independent nodes to stop
+// never checks, and properties with an expected violation, which are not
+// passes to make, want none.
 func runsWanted(checked, expected map[propertytest.Property]int, runs int) int {
 	want := 0
 	for _, p := range properties {
@@ -542,7 +544,7 @@ func printTable(w io.Writer, res checkResult) {
 		fmt.Fprintln(tw)
 	}
 	_ = tw.Flush()
-	fmt.Fprintf(w, "\nseed %d, %s, %.1fs.\n%s\n", res.Seed, plural(len(res.Cells), "cell", "cells"), res.Seconds, legend)
+	fmt.Fprintf(w, "\nseed %d, %s, %.1fs.\n%s\n", res.Seed, plural(len(res.Cells), "cell", "cells"), res.Seconds, legendFor(res.Cells))
 	if res.Note != "" {
 		fmt.Fprintf(w, "%s.\n", res.Note)
 	}
@@ -639,17 +641,30 @@ func cellText(c cellResult, p propResult) string {
 	return p.Status
 }
 
-// legend explains the table's cells, as the HTML report's legend does.
-var legend = fmt.Sprintf(`pass: checked by %[1]d runs or more, never violated; VIOLATED: a property the lock claims was broken;
+// cellLegend and propLegend explain the table's cells, as the HTML
+// report's legend does; legendFor puts the line for "-" between them.
+var (
+	cellLegend = fmt.Sprintf(`pass: checked by %[1]d runs or more, never violated; VIOLATED: a property the lock claims was broken;
 expected (n/m runs): broken only under faults the lock does not claim; too few runs (n): checked by n runs,
 fewer than %[1]d, never violated: not a pass, and not a finding either: the lock may break it in runs not made
-(the line under the verdict says what -budget would check it); -: availability on a backend of one node, which
-cannot lose a minority. FAULTS names the cell's scenario and, "(not claimed)", the faults in it the lock does not
-claim to survive: what breaks under those alone is expected.
-progress is a property of its own, apart from deadlock freedom: with nothing wrong, a holder's Unlock and Renew
+(the line under the verdict says what -budget would check it). FAULTS names the cell's scenario and,
+"(not claimed)", the faults in it the lock does not claim to survive: what breaks under those alone is expected.
+`, minRuns)
+	propLegend = `progress is a property of its own, apart from deadlock freedom: with nothing wrong, a holder's Unlock and Renew
 must succeed and a free lock be granted; deadlock freedom asks only that a lock left by its holders comes free by
 TTL + slack (+ the backend's recovery time: elections, failovers), which a lock whose every Unlock fails still does.
-`, minRuns) + faultKindLegend()
+` + faultKindLegend()
+	legend = cellLegend + propLegend
+)
+
+// legendFor is the legend of a table of cells: with a line saying why
+// its "-" cells were not checked, if it has any.
+func legendFor(cells []cellResult) string {
+	if dash := dashLegend(cells); dash != "" {
+		return cellLegend + dash + "\n" + propLegend
+	}
+	return legend
+}
 
 // faultKinds says in a few words what each fault kind injects, for the
 // legend; a kind chaos adds without a line here fails the tests.

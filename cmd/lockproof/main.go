@@ -15,8 +15,8 @@
 // plain lines otherwise), prints a lock × property table (pass: checked by
 // 5 runs or more; VIOLATED with the seed that replays it; expected: broken
 // only under a fault the lock does not claim; too few runs (n): checked by
-// fewer than 5 runs, never violated; - for availability on a backend of
-// one node), writes
+// fewer than 5 runs, never violated; - for availability not checked,
+// with the reason in the legend), writes
 // a self-contained HTML report (-html) with the timeline of every
 // violation, and with -json prints the results as JSON instead of the
 // table. -locks mutants (or mutant/<name>) adds the deliberately broken

@@ -66,7 +66,8 @@ func writeReport(path string, res checkResult) error {
 		Violations []reportViolation
 		MinRuns    int
 		MoreRuns   string
-	}{res, propNames(), vs, minRuns, moreRunsHint(res)})
+		Dash       string // why the cells showing "-" were not checked
+	}{res, propNames(), vs, minRuns, moreRunsHint(res), dashText(res.Cells)})
 	if cerr := fh.Close(); err == nil {
 		err = cerr
 	}

@@ -645,3 +645,37 @@ func TestKeepAlive(t *testing.T) {
 		t.Fatalf("a second stop returned %v", last)
 	}
 }
+
+// A lease is over the instant its clock reaches the deadline: Err says so
+// and Done is closed by then, before the expiry timer has run (the clock's
+// callbacks are held back here).
+func TestErrAtDeadlineBeforeTimer(t *testing.T) {
+	clock, s := toySetup()
+	var held []func()
+	clock.SetDispatch(func(fs []func()) { held = append(held, fs...) })
+	lease, err := toyLocker(t, s, toyOptions(t, clock), "a", nil).TryLock(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(valid - time.Nanosecond)
+	if err := lease.Err(); err != nil {
+		t.Fatalf("a nanosecond before the deadline: Err = %v", err)
+	}
+	clock.Advance(time.Nanosecond)
+	err = lease.Err()
+	select {
+	case <-lease.Done():
+	default:
+		t.Errorf("Done open at the deadline (Err = %v)", err)
+	}
+	if !errors.Is(err, locks.ErrLeaseExpired) {
+		t.Fatalf("at the deadline, expiry timer not run: Err = %v, want ErrLeaseExpired", err)
+	}
+	for _, f := range held {
+		f()
+	}
+	if again := lease.Err(); again != err {
+		t.Fatalf("Err changed once the timer ran: %v, then %v", err, again)
+	}
+	_ = lease.Unlock(context.Background())
+}

@@ -23,7 +23,8 @@
 //     with locks.ErrNotHeld ends the lease; a lease granted already past
 //     its Deadline is returned ended (Err wraps ErrLeaseExpired), as the
 //     library granted it. Done closes at the Deadline (on the Clock), at
-//     Unlock, or when Grant.Lost closes. The leases never renew themselves:
+//     Unlock, or when Grant.Lost closes; Err reads the Clock, so it is
+//     non-nil (and Done closed) from the instant the Deadline passes. The leases never renew themselves:
 //     New refuses Options with the watchdog on.
 //   - Observer points: locks.PointAcquired once the library granted,
 //     before Lock or TryLock returns; PointBeforeRenew and

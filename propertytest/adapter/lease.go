@@ -128,10 +128,13 @@ func (l *lease) Deadline() time.Time {
 // Done is closed once the lease is released, expired or lost.
 func (l *lease) Done() <-chan struct{} { return l.done }
 
-// Err says why Done was closed, or nil while the lease is held.
+// Err says why Done was closed, or nil while the lease is held. It reads
+// the clock, so it is non-nil from the instant the deadline passes, before
+// the expiry timer has run; it then ends the lease, closing Done.
 func (l *lease) Err() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.expiredLocked()
 	return l.err
 }
 
