@@ -39,6 +39,12 @@ func GatedConnector(dsn string) (driver.Connector, error) {
 	return gatedMySQLConnector(cfg)
 }
 
+// GatedConnectorFor is GatedConnector of a configuration, for one a DSN
+// cannot carry (a DialFunc, such as the cluster lab's Dialer).
+func GatedConnectorFor(cfg *mysql.Config) (driver.Connector, error) {
+	return gatedMySQLConnector(cfg)
+}
+
 // gatedMySQLConnector is GatedConnector of a parsed DSN.
 func gatedMySQLConnector(cfg *mysql.Config) (driver.Connector, error) {
 	c, err := mysql.NewConnector(cfg)
