@@ -68,14 +68,14 @@ type Cluster struct {
 // (TestMain must call lab.SandboxMain).
 func Etcd(t testing.TB) *Cluster {
 	t.Helper()
-	return forTest(t, lab.EtcdUnavailable(), "etcd cluster", StartEtcd)
+	return forTest(t, lab.EtcdUnavailable(), "etcd cluster", startTimeout, StartEtcd)
 }
 
 // ZooKeeper starts a 3-server ZooKeeper ensemble in the lab for t, as Etcd
 // does an etcd cluster.
 func ZooKeeper(t testing.TB) *Cluster {
 	t.Helper()
-	return forTest(t, lab.ZooKeeperUnavailable(), "ZooKeeper ensemble", StartZooKeeper)
+	return forTest(t, lab.ZooKeeperUnavailable(), "ZooKeeper ensemble", startTimeout, StartZooKeeper)
 }
 
 // StartEtcd starts a 3-member etcd cluster in the lab, for a program (a
@@ -92,9 +92,10 @@ func StartZooKeeper(ctx context.Context, logf func(format string, args ...any)) 
 	return start(ctx, logf, lab.StartZooKeeper)
 }
 
-// forTest starts a cluster (what, in errors) for t with startCluster and
-// closes it at t's cleanup: unavailable is why the cluster cannot run.
-func forTest[C io.Closer](t testing.TB, unavailable, what string, startCluster func(context.Context, func(string, ...any)) (C, error)) C {
+// forTest starts a cluster (what, in errors) for t with startCluster,
+// within timeout, and closes it at t's cleanup: unavailable is why the
+// cluster cannot run.
+func forTest[C io.Closer](t testing.TB, unavailable, what string, timeout time.Duration, startCluster func(context.Context, func(string, ...any)) (C, error)) C {
 	t.Helper()
 	if unavailable != "" {
 		t.Skip(unavailable)
@@ -102,7 +103,7 @@ func forTest[C io.Closer](t testing.TB, unavailable, what string, startCluster f
 	if !lab.InSandbox() {
 		t.Fatal("clusters: the lab is available but the test is not in a sandbox: call lab.SandboxMain from TestMain")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	c, err := startCluster(ctx, t.Logf)
 	if err != nil {

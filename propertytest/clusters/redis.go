@@ -30,7 +30,7 @@ type RedisCluster struct {
 // it at t's cleanup; it skips and fails t as Etcd does.
 func RedisSentinel(t testing.TB) *RedisCluster {
 	t.Helper()
-	return forTest(t, lab.RedisUnavailable(), "Redis Sentinel group", StartRedisSentinel)
+	return forTest(t, lab.RedisUnavailable(), "Redis Sentinel group", startTimeout, StartRedisSentinel)
 }
 
 // StartRedisSentinel starts a Redis Sentinel group in the lab (see
