@@ -43,7 +43,8 @@ func TestFaketimeOffset(t *testing.T) {
 const galeraSkew = 10 * time.Second
 
 // TestGaleraCluster starts 3 MariaDB Galera nodes, member 2 with its clock
-// 10 s ahead, then 5 s behind without a restart; writes on one node and reads on another; isolates a node and
+// 10 s ahead, then sets it 5 s behind without a restart; writes on one
+// node and reads on another; isolates a node and
 // waits until it refuses queries while the majority still takes writes;
 // heals and waits until it rejoins with the write it missed; kills and
 // restarts the bootstrap node without its data and waits until it rejoins.
