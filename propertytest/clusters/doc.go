@@ -37,5 +37,5 @@
 // servers' timers. The tests need the lab (LOCKPROOF_LAB=1, root, a
 // TestMain calling lab.SandboxMain) and skip, saying why, without it:
 //
-//	LOCKPROOF_LAB=1 go test -count=1 -v ./propertytest/clusters/
+//	LOCKPROOF_LAB=1 go test -count=1 -timeout 15m -v ./propertytest/clusters/
 package clusters
