@@ -101,9 +101,11 @@ func GaleraOptions() propertytest.Options {
 // locker of a run talks to member i mod 3 only, through a gated pool that
 // dials through the lab's Dialer. Its sessions wait for causality
 // (wsrep_sync_wait=3: reads, updates and deletes see what the cluster
-// committed before), as a Galera deployment that reads across nodes must:
-// without it, a member that has not applied a release yet refuses a free
-// lock, which the suite counts against progress. Each run's lock table is
+// committed before), as a Galera deployment that reads across nodes
+// should: without it, a member that has not applied a release yet may
+// refuse a free lock, which the suite would count against progress (not
+// measured). Safety does not rest on it: Galera's certification aborts a
+// grant made on a stale row (a deadlock error, which mysqllock retries). Each run's lock table is
 // a table of its own, dropped at its end.
 //
 // One fault, of kind FaultClockSkew (which mysqllock does not claim):
