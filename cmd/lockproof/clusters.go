@@ -87,6 +87,12 @@ func clusterKinds() []clusterKind {
 				opts:    opts(clusters.RedisOptions()),
 				factory: on(func(r *clusters.RedisCluster) propertytest.Factory { return r.RedisLock() })},
 		}},
+		{name: "galera", unavailable: clusters.GaleraUnavailable, start: startAs(clusters.StartGalera), cells: []clusterCell{
+			{lock: lockMySQL, faults: "skew",
+				about:   fmt.Sprintf("3-node MariaDB Galera in the lab, one client a node, node 2's clock %v ahead (libfaketime, not claimed); client crashes and pauses; real time", clusters.GaleraSkew),
+				opts:    opts(clusters.GaleraOptions()),
+				factory: on(func(g *clusters.GaleraCluster) propertytest.Factory { return g.MySQLLock() })},
+		}},
 	}
 }
 

@@ -33,15 +33,15 @@ func TestClusterCellSelection(t *testing.T) {
 			t.Errorf("%s: kind %v, real %v", c.name(), c.kind, c.real)
 		}
 	}
-	if got := strings.Join(names, " "); got != "etcdlock/leader zklock/leader redislock/failover" {
+	if got := strings.Join(names, " "); got != "etcdlock/leader zklock/leader redislock/failover mysqllock/skew" {
 		t.Fatalf("cluster cells %q", got)
 	}
 	zk, err := selectCells(endpoints{}, true, lockZK, "")
 	if err != nil || len(zk) != 1 || zk[0].kind.name != "zookeeper" {
 		t.Fatalf("-clusters -locks zklock: %v %v", zk, err)
 	}
-	if _, err := selectCells(endpoints{}, true, lockMySQL, ""); err == nil {
-		t.Error("-clusters -locks mysqllock: want unknown lock, no cluster runs it")
+	if _, err := selectCells(endpoints{}, true, lockConsul, ""); err == nil {
+		t.Error("-clusters -locks consullock: want unknown lock, no cluster runs it")
 	}
 	def, err := selectCells(endpoints{}, false, "", "")
 	if err != nil {
@@ -82,7 +82,7 @@ func TestCheckClustersRefuses(t *testing.T) {
 	for _, args := range [][]string{
 		{"check", "-clusters", "-etcd", "http://127.0.0.1:2379"},
 		{"check", "-clusters", "-zk", "127.0.0.1:2181"},
-		{"check", "-clusters", "-locks", "mysqllock"},
+		{"check", "-clusters", "-locks", "consullock"},
 	} {
 		var out, errOut bytes.Buffer
 		if code := run(args, &out, &errOut); code != exitUsage || errOut.Len() == 0 {

@@ -64,8 +64,9 @@ func GaleraUnavailable() string {
 type GaleraOptions struct {
 	Options
 	// Skew offsets the wall clock of member i by Skew[i] through
-	// libfaketime, at every start of it: NOW() on that member runs ahead
-	// (or behind). Its monotonic clock, and Galera's timers, are left true.
+	// libfaketime from its first start (0 starts it true, to be skewed
+	// later by SetSkew): NOW() on that member runs ahead (or behind). Its
+	// monotonic clock, and Galera's timers, are left true.
 	Skew map[int]time.Duration
 }
 
@@ -79,6 +80,8 @@ type Galera struct {
 	// booted is set once member 0 bootstrapped the cluster: every later
 	// start of any member joins it.
 	booted atomic.Bool
+	// skewed are the members that run under libfaketime (GaleraOptions.Skew).
+	skewed map[int]bool
 }
 
 // StartGalera starts a Galera cluster of opts.Members members (3 if 0), one
@@ -104,7 +107,10 @@ func StartGalera(ctx context.Context, opts GaleraOptions) (*Galera, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &Galera{Lab: l, template: filepath.Join(l.dir, "galera-template")}
+	g := &Galera{Lab: l, template: filepath.Join(l.dir, "galera-template"), skewed: map[int]bool{}}
+	for i := range opts.Skew {
+		g.skewed[i] = true
+	}
 	if err := g.start(ctx, opts.Skew); err != nil {
 		return nil, errors.Join(err, g.describeLogs(), l.Close())
 	}
@@ -118,7 +124,12 @@ func (g *Galera) start(ctx context.Context, skew map[int]time.Duration) error {
 		return err
 	}
 	for i, m := range g.Members() {
-		if err := m.Start(g.command(i, skew[i])); err != nil {
+		if g.skewed[i] {
+			if err := g.writeSkew(i, skew[i]); err != nil {
+				return err
+			}
+		}
+		if err := m.Start(g.command(i)); err != nil {
 			return err
 		}
 		if err := g.AwaitSynced(ctx, i); err != nil {
@@ -180,8 +191,13 @@ func (g *Galera) makeTemplate(ctx context.Context) error {
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
-	// mariadbd makes its socket once it serves, after the bootstrap.
+	// mariadbd makes its socket before its start-up ends, and a SIGTERM
+	// in between can hang it (the main thread waits in init_slave for a
+	// thread the shutdown never starts): wait until it answers a query.
 	err = awaitFile(ctx, socket, done)
+	if err == nil {
+		err = awaitServing(ctx, socket, done)
+	}
 	// SIGTERM is mariadbd's clean shutdown, which saves the position.
 	_ = syscall.Kill(cmd.Process.Pid, syscall.SIGTERM)
 	select {
@@ -222,6 +238,34 @@ func awaitFile(ctx context.Context, path string, done <-chan error) error {
 	}
 }
 
+// awaitServing waits until the mariadbd listening on the Unix socket
+// answers root's query, failing if done delivers first.
+func awaitServing(ctx context.Context, socket string, done <-chan error) error {
+	cfg := mysql.NewConfig()
+	cfg.User, cfg.Net, cfg.Addr = "root", "unix", socket
+	connector, err := mysql.NewConnector(cfg)
+	if err != nil {
+		return err
+	}
+	db := sql.OpenDB(connector)
+	defer db.Close()
+	for {
+		qctx, cancel := context.WithTimeout(ctx, 2*askTimeout)
+		err := db.QueryRowContext(qctx, "SELECT 1").Scan(new(int))
+		cancel()
+		if err == nil {
+			return nil
+		}
+		select {
+		case werr := <-done:
+			return fmt.Errorf("mariadbd exited before serving: %v (last query: %v)", werr, err)
+		case <-ctx.Done():
+			return fmt.Errorf("awaiting mariadbd's first answer: %w (last query: %v)", ctx.Err(), err)
+		case <-time.After(pollEvery):
+		}
+	}
+}
+
 // mariadbSettings are the [mysqld] lines every mariadbd of the lab shares:
 // small caches and buffers, and Galera's required row format.
 func mariadbSettings(dataDir, socket string) []string {
@@ -255,7 +299,7 @@ func mariadbSettings(dataDir, socket string) []string {
 // empty data directory (the first start, or after a wipe) and writes the
 // member's options file: the first start of member 0 bootstraps a new
 // cluster, every other start joins the running one.
-func (g *Galera) command(i int, skew time.Duration) Command {
+func (g *Galera) command(i int) Command {
 	m := g.Member(i)
 	cnf := filepath.Join(m.dir, "my.cnf")
 	var peers []string
@@ -286,11 +330,75 @@ func (g *Galera) command(i int, skew time.Duration) Command {
 			return writeLines(cnf, lines)
 		},
 	}
-	if skew != 0 {
-		c.Env = []string{"LD_PRELOAD=" + FakeTimeLibrary, "FAKETIME=" + faketimeOffset(skew),
-			"FAKETIME_DONT_FAKE_MONOTONIC=1", "FAKETIME_DONT_RESET=1"}
+	if g.skewed[i] {
+		// libfaketime reads the offset from the file again at most once a
+		// second (its cache), so SetSkew needs no restart.
+		c.Env = []string{"LD_PRELOAD=" + FakeTimeLibrary, "FAKETIME_TIMESTAMP_FILE=" + g.skewFile(i),
+			"FAKETIME_CACHE_DURATION=1", "FAKETIME_DONT_FAKE_MONOTONIC=1", "FAKETIME_DONT_RESET=1"}
 	}
 	return c
+}
+
+// skewTolerance is how near a member's NOW() must come to the offset
+// SetSkew asked for: the query's round trip blurs the reading.
+const skewTolerance = time.Second
+
+// SetSkew sets the offset of member i's wall clock to d while it runs (and
+// for its later starts), and waits until its NOW() shows it, within a
+// second. Only a member given a GaleraOptions.Skew runs under libfaketime;
+// another is refused.
+func (g *Galera) SetSkew(ctx context.Context, i int, d time.Duration) error {
+	if _, err := g.member(i); err != nil {
+		return err
+	}
+	if !g.skewed[i] {
+		return fmt.Errorf("lab: Galera member %d runs without libfaketime: give it a GaleraOptions.Skew (0 will do) to skew it", i)
+	}
+	if err := g.writeSkew(i, d); err != nil {
+		return err
+	}
+	return poll(ctx, fmt.Sprintf("Galera member %d's clock %v off", i, d), func(ctx context.Context) error {
+		off, err := g.ClockOffset(ctx, i)
+		if err == nil && (off < d-skewTolerance || off > d+skewTolerance) {
+			err = fmt.Errorf("its NOW() is %v off", off.Round(time.Millisecond))
+		}
+		return err
+	})
+}
+
+// ClockOffset is how far member i's NOW() runs ahead of this machine's
+// clock (behind if negative), read to within half the query's round trip.
+func (g *Galera) ClockOffset(ctx context.Context, i int) (time.Duration, error) {
+	ctx, cancel := context.WithTimeout(ctx, 2*askTimeout)
+	defer cancel()
+	db, err := g.DB(i)
+	if err != nil {
+		return 0, err
+	}
+	defer db.Close()
+	sent := time.Now()
+	var micros int64
+	if err := db.QueryRowContext(ctx, "SELECT CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED)").Scan(&micros); err != nil {
+		return 0, fmt.Errorf("lab: Galera member %d's NOW(): %w", i, err)
+	}
+	mid := sent.Add(time.Since(sent) / 2)
+	return time.UnixMicro(micros).Sub(mid), nil
+}
+
+// skewFile is the file libfaketime reads member i's offset from.
+func (g *Galera) skewFile(i int) string { return filepath.Join(g.Member(i).dir, "faketime") }
+
+// writeSkew writes offset d into member i's skewFile, whole: a rename, so
+// that libfaketime never reads half of it.
+func (g *Galera) writeSkew(i int, d time.Duration) error {
+	path := g.skewFile(i)
+	if err := os.WriteFile(path+".new", []byte(faketimeOffset(d)+"\n"), 0o600); err != nil {
+		return fmt.Errorf("lab: %w", err)
+	}
+	if err := os.Rename(path+".new", path); err != nil {
+		return fmt.Errorf("lab: %w", err)
+	}
+	return nil
 }
 
 // faketimeOffset writes d as libfaketime's relative offset, "+10.5s" or

@@ -43,7 +43,8 @@ func TestFaketimeOffset(t *testing.T) {
 const galeraSkew = 10 * time.Second
 
 // TestGaleraCluster starts 3 MariaDB Galera nodes, member 2 with its clock
-// 10 s ahead; writes on one node and reads on another; isolates a node and
+// 10 s ahead, then sets it 5 s behind without a restart; writes on one
+// node and reads on another; isolates a node and
 // waits until it refuses queries while the majority still takes writes;
 // heals and waits until it rejoins with the write it missed; kills and
 // restarts the bootstrap node without its data and waits until it rejoins.
@@ -81,16 +82,16 @@ func TestGaleraCluster(t *testing.T) {
 	}
 
 	// The skewed member's NOW() runs ahead; an unskewed one's does not.
-	for i, want := range map[int]time.Duration{0: 0, 2: galeraSkew} {
-		var now float64
-		if err := dbs[i].QueryRowContext(ctx, "SELECT UNIX_TIMESTAMP(NOW(6))").Scan(&now); err != nil {
-			t.Fatal(err)
-		}
-		ahead := time.Duration((now - float64(time.Now().UnixMicro())/1e6) * float64(time.Second))
-		if ahead < want-2*time.Second || ahead > want+2*time.Second {
-			t.Errorf("member %d's NOW() is %v ahead, want %v", i, ahead, want)
-		}
-		t.Logf("galera: member %d's NOW() runs %v ahead", i, ahead.Round(time.Millisecond))
+	wantOffsets(ctx, t, g, map[int]time.Duration{0: 0, 2: galeraSkew})
+	// The skewed member's clock moves while it runs; the others cannot.
+	reskewed := time.Now()
+	if err := g.SetSkew(ctx, 2, -galeraSkew/2); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("galera: member 2's skew changed in %v", time.Since(reskewed).Round(time.Millisecond))
+	wantOffsets(ctx, t, g, map[int]time.Duration{0: 0, 2: -galeraSkew / 2})
+	if err := g.SetSkew(ctx, 1, time.Second); err == nil {
+		t.Error("member 1, started without libfaketime, took a skew")
 	}
 
 	alone, err := Isolate(3, 1)
@@ -161,6 +162,22 @@ func TestGaleraCluster(t *testing.T) {
 		db.Close()
 	}
 	wantNothingLeft(t, g.Lab)
+}
+
+// wantOffsets checks that member i's NOW() runs want[i] ahead of this
+// machine's clock, within 2 s.
+func wantOffsets(ctx context.Context, t *testing.T, g *Galera, want map[int]time.Duration) {
+	t.Helper()
+	for i, w := range want {
+		off, err := g.ClockOffset(ctx, i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if off < w-2*time.Second || off > w+2*time.Second {
+			t.Errorf("member %d's NOW() is %v ahead, want %v", i, off, w)
+		}
+		t.Logf("galera: member %d's NOW() runs %v ahead", i, off.Round(time.Millisecond))
+	}
 }
 
 // mustExec runs a statement or fails t.

@@ -8,7 +8,6 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/fakes/internal/gatehook"
 )
 
@@ -40,15 +39,9 @@ func GatedConnector(dsn string) (driver.Connector, error) {
 	return gatedMySQLConnector(cfg)
 }
 
-// GatedConnectorDialing is GatedConnector with every connection dialed by
-// dial (go-sql-driver's Config.DialFunc) rather than to the DSN's address
-// directly: through a proxy, say. A nil dial is the driver's own dialer.
-func GatedConnectorDialing(dsn string, dial fakes.DialFunc) (driver.Connector, error) {
-	cfg, err := mysql.ParseDSN(dsn)
-	if err != nil {
-		return nil, err
-	}
-	cfg.DialFunc = dial
+// GatedConnectorFor is GatedConnector of a configuration, for one a DSN
+// cannot carry (a DialFunc, such as the cluster lab's Dialer).
+func GatedConnectorFor(cfg *mysql.Config) (driver.Connector, error) {
 	return gatedMySQLConnector(cfg)
 }
 

@@ -264,7 +264,12 @@ func nodeDSNs(base string, dsns []string) ([]string, error) {
 // by dial (nil: directly), closed at the end of the run, and checks that
 // it answers.
 func openNode(env propertytest.Env, dsn string, dial fakes.DialFunc) (*sql.DB, error) {
-	connector, err := mysqlfake.GatedConnectorDialing(dsn, dial)
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("backends: %w", err)
+	}
+	cfg.DialFunc = dial
+	connector, err := mysqlfake.GatedConnectorFor(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("backends: %w", err)
 	}

@@ -3,6 +3,7 @@ package clusters
 import (
 	"context"
 	"fmt"
+	"io"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -67,14 +68,14 @@ type Cluster struct {
 // (TestMain must call lab.SandboxMain).
 func Etcd(t testing.TB) *Cluster {
 	t.Helper()
-	return forTest(t, lab.EtcdUnavailable(), StartEtcd)
+	return forTest(t, lab.EtcdUnavailable(), "etcd cluster", startTimeout, StartEtcd)
 }
 
 // ZooKeeper starts a 3-server ZooKeeper ensemble in the lab for t, as Etcd
 // does an etcd cluster.
 func ZooKeeper(t testing.TB) *Cluster {
 	t.Helper()
-	return forTest(t, lab.ZooKeeperUnavailable(), StartZooKeeper)
+	return forTest(t, lab.ZooKeeperUnavailable(), "ZooKeeper ensemble", startTimeout, StartZooKeeper)
 }
 
 // StartEtcd starts a 3-member etcd cluster in the lab, for a program (a
@@ -91,8 +92,10 @@ func StartZooKeeper(ctx context.Context, logf func(format string, args ...any)) 
 	return start(ctx, logf, lab.StartZooKeeper)
 }
 
-// forTest is Etcd and ZooKeeper: unavailable is why the cluster cannot run.
-func forTest(t testing.TB, unavailable string, startCluster func(context.Context, func(string, ...any)) (*Cluster, error)) *Cluster {
+// forTest starts a cluster (what, in errors) for t with startCluster,
+// within timeout, and closes it at t's cleanup: unavailable is why the
+// cluster cannot run.
+func forTest[C io.Closer](t testing.TB, unavailable, what string, timeout time.Duration, startCluster func(context.Context, func(string, ...any)) (C, error)) C {
 	t.Helper()
 	if unavailable != "" {
 		t.Skip(unavailable)
@@ -100,13 +103,15 @@ func forTest(t testing.TB, unavailable string, startCluster func(context.Context
 	if !lab.InSandbox() {
 		t.Fatal("clusters: the lab is available but the test is not in a sandbox: call lab.SandboxMain from TestMain")
 	}
-	c, err := startCluster(context.Background(), t.Logf)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	c, err := startCluster(ctx, t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		if err := c.Close(); err != nil {
-			t.Errorf("clusters: closing the %s cluster: %v", c.Kind, err)
+			t.Errorf("clusters: closing the %s: %v", what, err)
 		}
 	})
 	return c

@@ -1,6 +1,7 @@
 // Package clusters runs the property suite on real replicated clusters of
 // the cluster lab (fakes/lab): etcdlock on a 3-member etcd, zklock on a
-// 3-server ZooKeeper and redislock through Redis Sentinel, each member a process in a network namespace of its
+// 3-server ZooKeeper, redislock through Redis Sentinel and mysqllock on
+// Galera, each member a process in a network namespace of its
 // own, with Jepsen's nemeses on the leader: isolated from the other
 // members (nftables), killed and restarted with its data, paused and
 // resumed. The clients reach the members only through the lab's Dialer,
@@ -23,10 +24,18 @@
 // reports an expected exclusivity violation, whose history linearize finds
 // Illegal.
 //
+// mysqllock runs on a 3-node MariaDB Galera cluster (Galera,
+// GaleraCluster.MySQLLock), each client on one node, under a fault it does
+// not claim: one node's clock skewed ahead (libfaketime). Its leases end
+// at the server's NOW(6) of the node that wrote them, so a client of the
+// skewed node takes over a lease another node granted while its holder
+// still holds it: an expected exclusivity violation, whose history
+// linearize finds Illegal.
+//
 // Real clusters keep their own time: a run is in real time, and replaying
 // a seed replays the suite's steps and the fault schedule, not the
 // servers' timers. The tests need the lab (LOCKPROOF_LAB=1, root, a
 // TestMain calling lab.SandboxMain) and skip, saying why, without it:
 //
-//	LOCKPROOF_LAB=1 go test -count=1 -v ./propertytest/clusters/
+//	LOCKPROOF_LAB=1 go test -count=1 -timeout 15m -v ./propertytest/clusters/
 package clusters
