@@ -67,14 +67,14 @@ type Cluster struct {
 // (TestMain must call lab.SandboxMain).
 func Etcd(t testing.TB) *Cluster {
 	t.Helper()
-	return forTest(t, lab.EtcdUnavailable(), StartEtcd)
+	return forTest(t, lab.EtcdUnavailable(), "the etcd cluster", StartEtcd)
 }
 
 // ZooKeeper starts a 3-server ZooKeeper ensemble in the lab for t, as Etcd
 // does an etcd cluster.
 func ZooKeeper(t testing.TB) *Cluster {
 	t.Helper()
-	return forTest(t, lab.ZooKeeperUnavailable(), StartZooKeeper)
+	return forTest(t, lab.ZooKeeperUnavailable(), "the ZooKeeper ensemble", StartZooKeeper)
 }
 
 // StartEtcd starts a 3-member etcd cluster in the lab, for a program (a
@@ -91,8 +91,9 @@ func StartZooKeeper(ctx context.Context, logf func(format string, args ...any)) 
 	return start(ctx, logf, lab.StartZooKeeper)
 }
 
-// forTest is Etcd and ZooKeeper: unavailable is why the cluster cannot run.
-func forTest(t testing.TB, unavailable string, startCluster func(context.Context, func(string, ...any)) (*Cluster, error)) *Cluster {
+// forTest is Etcd, ZooKeeper, RedisSentinel and RedisNodes: unavailable
+// is why the cluster cannot run, what names it in an error.
+func forTest[C interface{ Close() error }](t testing.TB, unavailable, what string, startCluster func(context.Context, func(string, ...any)) (C, error)) C {
 	t.Helper()
 	if unavailable != "" {
 		t.Skip(unavailable)
@@ -100,13 +101,15 @@ func forTest(t testing.TB, unavailable string, startCluster func(context.Context
 	if !lab.InSandbox() {
 		t.Fatal("clusters: the lab is available but the test is not in a sandbox: call lab.SandboxMain from TestMain")
 	}
-	c, err := startCluster(context.Background(), t.Logf)
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	c, err := startCluster(ctx, t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		if err := c.Close(); err != nil {
-			t.Errorf("clusters: closing the %s cluster: %v", c.Kind, err)
+			t.Errorf("clusters: closing %s: %v", what, err)
 		}
 	})
 	return c
@@ -149,7 +152,13 @@ func (c *Cluster) newRun(env propertytest.Env, kind, prefixFormat string, nemese
 	if err != nil {
 		return nil, err
 	}
-	r := &run{faults: faults, prefix: fmt.Sprintf(prefixFormat, c.runs.Add(1))}
+	return startRun(env, faults, fmt.Sprintf(prefixFormat, c.runs.Add(1))), nil
+}
+
+// startRun is a run with faults and prefix; whatever its clients hand to
+// onClose is closed at env's cleanup.
+func startRun(env propertytest.Env, faults []propertytest.Fault, prefix string) *run {
+	r := &run{faults: faults, prefix: prefix}
 	env.Cleanup(func() {
 		r.mu.Lock()
 		defer r.mu.Unlock()
@@ -157,7 +166,7 @@ func (c *Cluster) newRun(env propertytest.Env, kind, prefixFormat string, nemese
 			f()
 		}
 	})
-	return r, nil
+	return r
 }
 
 // onClose registers f to run at the run's end.

@@ -30,24 +30,7 @@ type RedisCluster struct {
 // it at t's cleanup; it skips and fails t as Etcd does.
 func RedisSentinel(t testing.TB) *RedisCluster {
 	t.Helper()
-	if reason := lab.RedisUnavailable(); reason != "" {
-		t.Skip(reason)
-	}
-	if !lab.InSandbox() {
-		t.Fatal("clusters: the lab is available but the test is not in a sandbox: call lab.SandboxMain from TestMain")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
-	defer cancel()
-	r, err := StartRedisSentinel(ctx, t.Logf)
-	if err != nil {
-		t.Fatalf("clusters: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := r.Close(); err != nil {
-			t.Errorf("clusters: closing the Redis Sentinel group: %v", err)
-		}
-	})
-	return r
+	return forTest(t, lab.RedisUnavailable(), "the Redis Sentinel group", StartRedisSentinel)
 }
 
 // StartRedisSentinel starts a Redis Sentinel group in the lab (see
