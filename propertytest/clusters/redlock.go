@@ -60,31 +60,26 @@ func StartRedisNodes(ctx context.Context, logf func(format string, args ...any))
 	return &RedlockNodes{RedisNodes: r, wiped: map[int]bool{}}, nil
 }
 
-// RedlockOptions are the Options to run Redlock with: TTL 2s, so that a
-// lease granted before a rolling restart (three restarts of a fraction of
-// a second each) still runs when it ends and another client asks for the
-// lock; Slack 1s (a request crosses namespaces, and each node expires the
-// key on its own clock); Settle 50ms. Claims: a client's crash and a node
-// restarted with its data (FaultNodeDown). Redlock has no fencing token,
-// so it does not claim FaultPause, nor a node that forgets its keys
-// (FaultNodeKill).
+// RedlockOptions are the Options to run Redlock with: TTL 4s, so that a
+// lease granted before a rolling restart (under 2s on a loaded machine)
+// still runs when it ends; Slack 1s; Settle 50ms. Claims: a client's crash
+// and a node restarted with its data (FaultNodeDown); not FaultPause (no
+// fencing token) nor a node that forgets its keys (FaultNodeKill).
 func RedlockOptions() propertytest.Options {
 	return propertytest.Options{TTL: 4 * time.Second, Slack: time.Second, Settle: 50 * time.Millisecond,
 		Claims: []propertytest.FaultKind{propertytest.FaultCrash, propertytest.FaultNodeDown}}
 }
 
 // Redlock is the Factory of redlock on the 5 nodes of r, with one Ongoing
-// fault: a rolling restart of a majority (nodes 0 to 2 killed and started
-// again one after another, as an operator's rolling upgrade does: the
-// others keep a quorum up throughout). With persist, each node comes back
-// with every write it acknowledged (FaultNodeDown, which Redlock claims);
-// without, it comes back empty and runs without persistence until a run
-// with persist restarts it with it (FaultNodeKill, not claimed): a lock a
-// client holds is then free on a majority, and a second client is granted
-// it, the weakness of Redlock that Kleppmann pointed out. Every locker has
-// a go-redis client per node, dialing through the lab's Dialer, its
-// commands passing the suite's gate. Each run's keys are under a prefix of
-// its own. Run it with RedlockOptions.
+// fault: a rolling restart of a majority (nodes 0 to 2, one after another:
+// the others keep a quorum up). With persist, each node comes back with
+// every write it acknowledged (FaultNodeDown); without, empty, and it runs
+// without persistence until a run with persist restarts it (FaultNodeKill):
+// a lock a client holds is then free on a majority, and a second client is
+// granted it, Redlock's weakness that Kleppmann pointed out. Every locker
+// has a go-redis client per node through the lab's Dialer, its commands
+// passing the suite's gate; each run's keys are under a prefix of its own.
+// Run it with RedlockOptions.
 func (r *RedlockNodes) Redlock(persist bool) propertytest.Factory {
 	return func(env propertytest.Env) (*propertytest.Backend, error) {
 		if persist {
@@ -112,10 +107,9 @@ func (r *RedlockNodes) Redlock(persist bool) propertytest.Factory {
 	}
 }
 
-// persistAll restarts with persistence every node an earlier run left
-// without it: such a node would lose its keys at its next restart, even
-// one with its data. It comes back empty, which no run minds: each run's
-// keys are its own.
+// persistAll restarts with persistence the nodes an earlier run left
+// without, which would lose their keys at their next restart. They come
+// back empty, which no run minds: each run's keys are its own.
 func (r *RedlockNodes) persistAll() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
