@@ -1,6 +1,7 @@
 package clusters
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -79,12 +80,25 @@ func illegalHistory(t *testing.T, dir string) string {
 // claimed exclusivity.
 func TestRedlockKeepsItsLockInARestartWithData(t *testing.T) {
 	r := RedisNodes(t)
+	// The nodes as a run without their data leaves them: the runs with it
+	// must first give them their persistence back.
+	if err := r.rollingRestart(t, false).Inject(); err != nil {
+		t.Fatal(err)
+	}
 	const runs = 5
 	o := fewRuns(t, runs, RedlockOptions())
 	suitemain.SetFlag(t, "rapid.steps", redlockSteps)
 	began := time.Now()
 	rep := propertytest.Check(t, r.Redlock(true), o)
 	logReport(t, "redlock, restarts with data", rep, time.Since(began))
+	for i := range r.Members() {
+		c := r.Client(i)
+		conf, err := c.ConfigGet(context.Background(), "appendonly").Result()
+		c.Close()
+		if err != nil || conf["appendonly"] != "yes" {
+			t.Errorf("node %d after the runs: appendonly %v, %v; want yes", i, conf, err)
+		}
+	}
 	if rep.Runs < runs || rep.Checked[propertytest.Exclusivity] != rep.Runs {
 		t.Fatalf("exclusivity checked in %d of %d runs (want %d)\n%s", rep.Checked[propertytest.Exclusivity], rep.Runs, runs, rep.Output)
 	}
