@@ -188,7 +188,8 @@ func checkCmd(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.outDir, "out", "", "the old name of -histories")
 	f.ep.flags(fs, "check %s on %s instead of %s, in real time")
 	fs.BoolVar(&f.clusters, "clusters", false, fmt.Sprintf("check the locks on the lab's real replicated clusters instead (etcdlock on a 3-member etcd, zklock on a 3-server ZooKeeper, "+
-		"their leaders isolated, killed and paused; redislock through Redis Sentinel, its primary cut off and failed over, not claimed), "+
+		"their leaders isolated, killed and paused; redislock through Redis Sentinel, its primary cut off and failed over, not claimed; "+
+		"redlock on 5 independent Redis nodes, a majority restarted one by one with their data, and without, not claimed), "+
 		"one cluster at a time, inside a network namespace with no route out: needs root, ip, nft, unshare, nsenter "+
 		"and the servers (Debian's etcd-server, zookeeper, redis-server); -locks and -faults pick among these cells; %d runs per cell unless -runs or -budget; "+
 		"violations' histories go to a new temporary directory unless -histories", clusterRuns))

@@ -33,8 +33,19 @@ func TestClusterCellSelection(t *testing.T) {
 			t.Errorf("%s: kind %v, real %v", c.name(), c.kind, c.real)
 		}
 	}
-	if got := strings.Join(names, " "); got != "etcdlock/leader zklock/leader redislock/failover mysqllock/skew" {
+	if got := strings.Join(names, " "); got != "etcdlock/leader zklock/leader redislock/failover redlock/restart redlock/restart-empty mysqllock/skew" {
 		t.Fatalf("cluster cells %q", got)
+	}
+	// A cell may divide -steps less than clusterSteps: redlock's expected
+	// cell runs all of them.
+	for _, c := range all {
+		want := 30 / clusterSteps
+		if c.name() == "redlock/restart-empty" {
+			want = 30
+		}
+		if got := c.stepsOf(30); got != want {
+			t.Errorf("%s: %d steps a run of -steps 30, want %d", c.name(), got, want)
+		}
 	}
 	zk, err := selectCells(endpoints{}, true, lockZK, "")
 	if err != nil || len(zk) != 1 || zk[0].kind.name != "zookeeper" {

@@ -154,7 +154,13 @@ func (c *Cluster) newRun(env propertytest.Env, kind, prefixFormat string, nemese
 	if err != nil {
 		return nil, err
 	}
-	r := &run{faults: faults, prefix: fmt.Sprintf(prefixFormat, c.runs.Add(1))}
+	return startRun(env, faults, fmt.Sprintf(prefixFormat, c.runs.Add(1))), nil
+}
+
+// startRun is a run with faults and prefix; whatever its clients hand to
+// onClose is closed at env's cleanup.
+func startRun(env propertytest.Env, faults []propertytest.Fault, prefix string) *run {
+	r := &run{faults: faults, prefix: prefix}
 	env.Cleanup(func() {
 		r.mu.Lock()
 		defer r.mu.Unlock()
@@ -162,7 +168,7 @@ func (c *Cluster) newRun(env propertytest.Env, kind, prefixFormat string, nemese
 			f()
 		}
 	})
-	return r, nil
+	return r
 }
 
 // onClose registers f to run at the run's end.

@@ -1,10 +1,10 @@
 // Package clusters runs the property suite on real replicated clusters of
 // the cluster lab (fakes/lab): etcdlock on a 3-member etcd, zklock on a
-// 3-server ZooKeeper, redislock through Redis Sentinel and mysqllock on
-// Galera, each member a process in a network namespace of its
-// own, with Jepsen's nemeses on the leader: isolated from the other
-// members (nftables), killed and restarted with its data, paused and
-// resumed. The clients reach the members only through the lab's Dialer,
+// 3-server ZooKeeper, redislock through Redis Sentinel, redlock on 5
+// independent Redis nodes and mysqllock on Galera, each member a process
+// in a network namespace of its own, with Jepsen's nemeses on the leader:
+// isolated from the other members (nftables), killed and restarted with
+// its data, paused and resumed. The clients reach the members only through the lab's Dialer,
 // and each knows every member's address.
 //
 // A cluster takes seconds to start, so one serves every run of a test:
@@ -31,6 +31,15 @@
 // skewed node takes over a lease another node granted while its holder
 // still holds it: an expected exclusivity violation, whose history
 // linearize finds Illegal.
+//
+// Redlock runs on 5 independent Redis nodes (RedisNodes,
+// RedlockNodes.Redlock) whose majority is restarted one node after
+// another. With each node's data (appendfsync always) it is a fault
+// Redlock claims, and it keeps its lock; without (a node that never
+// persisted comes back empty), a lock one client holds is free on a
+// majority and a second client is granted it, the weakness Kleppmann
+// pointed out: an expected exclusivity violation, whose history linearize
+// finds Illegal.
 //
 // Real clusters keep their own time: a run is in real time, and replaying
 // a seed replays the suite's steps and the fault schedule, not the
