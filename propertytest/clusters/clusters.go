@@ -77,6 +77,13 @@ func ZooKeeper(t testing.TB) *Cluster {
 	return forTest(t, lab.ZooKeeperUnavailable(), StartZooKeeper)
 }
 
+// Consul starts 3 Consul servers in the lab for t, as Etcd does an etcd
+// cluster.
+func Consul(t testing.TB) *Cluster {
+	t.Helper()
+	return forTest(t, lab.ConsulUnavailable(), StartConsul)
+}
+
 // StartEtcd starts a 3-member etcd cluster in the lab, for a program (a
 // test calls Etcd): within ctx and at most a minute, logging to logf (nil:
 // nowhere). The process must be in a sandbox (lab.SandboxMain). Close the
@@ -91,7 +98,13 @@ func StartZooKeeper(ctx context.Context, logf func(format string, args ...any)) 
 	return start(ctx, logf, lab.StartZooKeeper)
 }
 
-// forTest is Etcd and ZooKeeper: unavailable is why the cluster cannot run.
+// StartConsul starts 3 Consul servers in the lab, as StartEtcd does an
+// etcd cluster.
+func StartConsul(ctx context.Context, logf func(format string, args ...any)) (*Cluster, error) {
+	return start(ctx, logf, lab.StartConsul)
+}
+
+// forTest is Etcd, ZooKeeper and Consul: unavailable is why the cluster cannot run.
 func forTest(t testing.TB, unavailable string, startCluster func(context.Context, func(string, ...any)) (*Cluster, error)) *Cluster {
 	t.Helper()
 	if unavailable != "" {
@@ -112,7 +125,7 @@ func forTest(t testing.TB, unavailable string, startCluster func(context.Context
 	return c
 }
 
-// start is StartEtcd and StartZooKeeper.
+// start is StartEtcd, StartZooKeeper and StartConsul.
 func start(ctx context.Context, logf func(string, ...any), startCluster func(context.Context, lab.Options) (*lab.Cluster, error)) (*Cluster, error) {
 	if logf == nil {
 		logf = func(string, ...any) {}
