@@ -29,8 +29,8 @@
 // Options.Reentrant), which the default matrix leaves out to stay within
 // its budget. -clusters checks instead the cells on the lab's real
 // replicated clusters (fakes/lab, propertytest/clusters): etcdlock on a
-// 3-member etcd and zklock on a 3-server ZooKeeper, their leaders
-// isolated, killed and paused, and redislock through Redis Sentinel, its
+// 3-member etcd, zklock on a 3-server ZooKeeper and consullock on 3
+// Consul servers, their leaders isolated, killed and paused, and redislock through Redis Sentinel, its
 // primary cut off and failed over (not claimed), one cluster at a time, started before its
 // first cell and closed after its last, 5 runs a cell unless -runs or
 // -budget. It needs root, the lab's tools and the servers, refused before
