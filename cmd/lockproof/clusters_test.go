@@ -32,7 +32,7 @@ func TestClusterCellSelection(t *testing.T) {
 			t.Errorf("%s: kind %v, real %v", c.name(), c.kind, c.real)
 		}
 	}
-	if got := strings.Join(names, " "); got != "etcdlock/leader zklock/leader redislock/failover" {
+	if got := strings.Join(names, " "); got != "etcdlock/leader zklock/leader consullock/leader redislock/failover" {
 		t.Fatalf("cluster cells %q", got)
 	}
 	zk, err := selectCells(endpoints{}, true, lockZK, "")
