@@ -82,6 +82,10 @@ func clusterKinds() []clusterKind {
 			{lock: lockZK, faults: "leader", about: "3-server ZooKeeper in the lab, " + leader, opts: opts(clusters.ZKOptions()),
 				factory: on(func(c *clusters.Cluster) propertytest.Factory { return c.ZKLock() })},
 		}},
+		{name: "consul", unavailable: lab.ConsulUnavailable, start: startAs(clusters.StartConsul), cells: []clusterCell{
+			{lock: lockConsul, faults: "leader", about: "3 Consul servers in the lab, clients spread over them, " + leader, opts: opts(clusters.ConsulOptions()),
+				factory: on(func(c *clusters.Cluster) propertytest.Factory { return c.ConsulLock() })},
+		}},
 		{name: "redis", unavailable: lab.RedisUnavailable, start: startAs(clusters.StartRedisSentinel), cells: []clusterCell{
 			{lock: lockRedis, faults: "failover",
 				about:   "a Redis primary, 2 replicas and 3 Sentinels in the lab, the primary cut off from its replicas and then failed over (not claimed); client crashes and pauses; real time",

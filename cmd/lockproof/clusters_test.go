@@ -33,7 +33,7 @@ func TestClusterCellSelection(t *testing.T) {
 			t.Errorf("%s: kind %v, real %v", c.name(), c.kind, c.real)
 		}
 	}
-	if got := strings.Join(names, " "); got != "etcdlock/leader zklock/leader redislock/failover redlock/restart redlock/restart-empty mysqllock/skew" {
+	if got := strings.Join(names, " "); got != "etcdlock/leader zklock/leader consullock/leader redislock/failover redlock/restart redlock/restart-empty mysqllock/skew" {
 		t.Fatalf("cluster cells %q", got)
 	}
 	// A cell may divide -steps less than clusterSteps: redlock's expected
@@ -51,8 +51,8 @@ func TestClusterCellSelection(t *testing.T) {
 	if err != nil || len(zk) != 1 || zk[0].kind.name != "zookeeper" {
 		t.Fatalf("-clusters -locks zklock: %v %v", zk, err)
 	}
-	if _, err := selectCells(endpoints{}, true, lockConsul, ""); err == nil {
-		t.Error("-clusters -locks consullock: want unknown lock, no cluster runs it")
+	if _, err := selectCells(endpoints{}, true, "redis-semaphore", ""); err == nil {
+		t.Error("-clusters -locks redis-semaphore: want unknown lock, no cluster runs it")
 	}
 	def, err := selectCells(endpoints{}, false, "", "")
 	if err != nil {
@@ -90,10 +90,12 @@ func TestClustersMissing(t *testing.T) {
 // or a server is missing it fails before any work, naming what is missing,
 // without entering the sandbox.
 func TestCheckClustersRefuses(t *testing.T) {
+	sandboxMain = func() { t.Fatal("entered the sandbox") }
+	defer func() { sandboxMain = lab.SandboxMain }()
 	for _, args := range [][]string{
 		{"check", "-clusters", "-etcd", "http://127.0.0.1:2379"},
 		{"check", "-clusters", "-zk", "127.0.0.1:2181"},
-		{"check", "-clusters", "-locks", "consullock"},
+		{"check", "-clusters", "-locks", "redis-semaphore"},
 	} {
 		var out, errOut bytes.Buffer
 		if code := run(args, &out, &errOut); code != exitUsage || errOut.Len() == 0 {
@@ -104,8 +106,6 @@ func TestCheckClustersRefuses(t *testing.T) {
 	etcdBin, javaDir := lab.EtcdBinary, lab.JavaDir
 	lab.EtcdBinary, lab.JavaDir = "/nonexistent/etcd", "/nonexistent/java"
 	defer func() { lab.EtcdBinary, lab.JavaDir = etcdBin, javaDir }()
-	sandboxMain = func() { t.Fatal("entered the sandbox with a server missing") }
-	defer func() { sandboxMain = lab.SandboxMain }()
 	var out, errOut bytes.Buffer
 	code := run([]string{"check", "-clusters", "-html", ""}, &out, &errOut)
 	msg := errOut.String()

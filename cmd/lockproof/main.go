@@ -29,14 +29,14 @@
 // Options.Reentrant), which the default matrix leaves out to stay within
 // its budget. -clusters checks instead the cells on the lab's real
 // replicated clusters (fakes/lab, propertytest/clusters): etcdlock on a
-// 3-member etcd and zklock on a 3-server ZooKeeper, their leaders
-// isolated, killed and paused, redislock through Redis Sentinel, its
-// primary cut off and failed over (not claimed), redlock on 5
-// independent Redis nodes, a majority restarted one by one with their
-// data and without (not claimed), and mysqllock on a 3-node Galera, one
-// node's clock skewed (not claimed), one cluster at a time, started before
-// its first cell and closed after its last, 5 runs a cell unless -runs or
-// -budget. It needs root, the lab's tools and the servers, refused before
+// 3-member etcd, zklock on a 3-server ZooKeeper and consullock on 3
+// Consul servers, their leaders isolated, killed and paused, redislock
+// through Redis Sentinel, its primary cut off and failed over (not
+// claimed), redlock on 5 independent Redis nodes, a majority restarted one
+// by one with their data and without (not claimed), and mysqllock on a
+// 3-node Galera, one node's clock skewed (not claimed), one cluster at a
+// time, started before its first cell and closed after its last, 5 runs a
+// cell unless -runs or -budget. It needs root, the lab's tools and the servers, refused before
 // any work naming what is missing, and re-runs itself in the lab's sandbox
 // (a network namespace with no route out). An expected violation's saved
 // history is read back as lockproof history reads it, and its verdict

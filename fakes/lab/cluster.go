@@ -28,11 +28,12 @@ type status struct {
 
 // Timing is how a cluster's members notice a lost leader and take over.
 type Timing struct {
-	// Tick is etcd's heartbeat interval, or ZooKeeper's tickTime.
+	// Tick is etcd's or Consul's Raft heartbeat interval, or ZooKeeper's
+	// tickTime.
 	Tick time.Duration
 	// Election is how long a member hears nothing from its leader before it
-	// gives it up: etcd's election timeout (randomized up to twice that),
-	// ZooKeeper's syncLimit ticks.
+	// gives it up: etcd's election timeout or Consul's heartbeat timeout
+	// (each randomized up to twice that), ZooKeeper's syncLimit ticks.
 	Election time.Duration
 	// Sync bounds a new ZooKeeper leader's wait for a quorum of followers
 	// to sync with it (initLimit ticks); 0 for etcd.
@@ -40,16 +41,19 @@ type Timing struct {
 }
 
 // Cluster is a lab whose members run one replicated server: a 3-member
-// etcd or ZooKeeper. Its Lab's node controls and partitions act on it.
+// etcd, ZooKeeper or Consul. Its Lab's node controls and partitions act on it.
 type Cluster struct {
 	*Lab
-	// Kind names the server: "etcd" or "zookeeper".
+	// Kind names the server: "etcd", "zookeeper" or "consul".
 	Kind string
 	// Timing is the members' failure detection, for the recovery time a
 	// client must allow after a leader fault.
 	Timing Timing
 	port   int
 	ask    func(ctx context.Context, c *Cluster, i int) (status, error)
+	// rejoin, if set, completes AwaitJoined: what else member i needs
+	// before it serves again (Consul's gossip).
+	rejoin func(ctx context.Context, c *Cluster, i int) error
 }
 
 // ClientAddr is member i's client address, ip:port.
@@ -127,12 +131,13 @@ func (c *Cluster) AwaitLeader(ctx context.Context, except ...int) (int, error) {
 
 // AwaitJoined waits until member i answers as a leader or a follower in
 // the current leader's term: up and part of the quorum again, after a
-// restart, a resume or a heal.
+// restart, a resume or a heal. A Consul member must also be back in the
+// gossip (see StartConsul).
 func (c *Cluster) AwaitJoined(ctx context.Context, i int) error {
 	if _, err := c.member(i); err != nil {
 		return err
 	}
-	return poll(ctx, fmt.Sprintf("%s member %d", c.Kind, i), func(ctx context.Context) error {
+	err := poll(ctx, fmt.Sprintf("%s member %d", c.Kind, i), func(ctx context.Context) error {
 		s, err := c.ask(ctx, c, i)
 		if err != nil {
 			return err
@@ -148,6 +153,10 @@ func (c *Cluster) AwaitJoined(ctx context.Context, i int) error {
 		}
 		return nil
 	})
+	if err != nil || c.rejoin == nil {
+		return err
+	}
+	return c.rejoin(ctx, c, i)
 }
 
 // poll calls f every pollEvery until it returns nil or ctx ends; the

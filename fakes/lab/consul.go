@@ -4,11 +4,13 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/netip"
 	"os"
 	"strconv"
+	"time"
 
 	"github.com/hashicorp/consul/api"
 )
@@ -21,6 +23,16 @@ var ConsulBinary = cmp.Or(os.Getenv("LOCKPROOF_CONSUL_BIN"), "/tmp/lockproof-con
 
 // consulHTTPPort is Consul's HTTP API port on every member's own address.
 const consulHTTPPort = 8500
+
+// ConsulSessionTTLMin is the shortest session TTL the lab's Consul servers
+// accept (their session_ttl_min; Consul's default is 10s).
+const ConsulSessionTTLMin = time.Second
+
+// consulTiming is the lab's Consul timing, Consul's own at
+// raft_multiplier 1: the leader sends Raft heartbeats every 100ms, and a
+// follower that hears none for its heartbeat_timeout of 1s (randomized up
+// to 2s) stands for election.
+var consulTiming = Timing{Tick: 100 * time.Millisecond, Election: time.Second}
 
 // ConsulUnavailable says why StartConsul cannot run here, or "".
 func ConsulUnavailable() string {
@@ -35,14 +47,31 @@ func ConsulUnavailable() string {
 
 // StartConsul starts opts.Members Consul servers (3 if 0) that expect each
 // other (bootstrap-expect), one per namespace, with Consul's fastest Raft
-// timing (raft_multiplier 1) and no DNS or gRPC ports, and returns once a
-// server leads. Close the cluster to end it. It offers no clock skew, for
-// the reason the package comment gives for etcd: Consul is a Go program.
+// timing (raft_multiplier 1), sessions from ConsulSessionTTLMin, and no
+// DNS or gRPC ports, and returns once a server leads. Close the cluster to
+// end it. It offers no clock skew, for the reason the package comment
+// gives for etcd: Consul is a Go program.
+//
+// The servers are a fixed set of voters, as etcd's and ZooKeeper's are:
+// autopilot's cleanup_dead_servers is off. With it on, the leader removes
+// a server the gossip declares failed from the Raft configuration, and
+// takes it back after a repair as a non-voter for autopilot's
+// stabilization time (10s), so that a fault of the leader in between
+// leaves one voter of two and no leader.
+//
+// A member back from a partition or a pause is declared failed in the
+// gossip of the others (and they in its), and serf's reconnector tries a
+// failed member only every 30s: until then it refuses sessions (its
+// serfHealth check is critical) and cannot forward to a leader it takes
+// for failed. So AwaitJoined has it join the others' gossip (PUT
+// /v1/agent/join), as the reconnector would, and waits until every
+// running member sees every other alive and the leader's catalog has its
+// serfHealth passing.
 func StartConsul(ctx context.Context, opts Options) (*Cluster, error) {
 	if opts.Members == 0 {
 		opts.Members = 3
 	}
-	c := &Cluster{Kind: "consul", port: consulHTTPPort, ask: askConsul}
+	c := &Cluster{Kind: "consul", port: consulHTTPPort, ask: askConsul, rejoin: rejoinConsul, Timing: consulTiming}
 	return startCluster(ctx, opts, c, consulCommand)
 }
 
@@ -61,6 +90,8 @@ func consulCommand(c *Cluster, i int) Command {
 		"-disable-host-node-id",
 		"-log-level=warn",
 		"-hcl=performance { raft_multiplier = 1 }",
+		"-hcl=session_ttl_min = " + strconv.Quote(ConsulSessionTTLMin.String()),
+		"-hcl=autopilot { cleanup_dead_servers = false }",
 	}
 	for j, peer := range c.Members() {
 		if j != i {
@@ -161,4 +192,83 @@ func (c *Cluster) ConsulClient(i int) (*api.Client, error) {
 		return nil, fmt.Errorf("lab: %w", err)
 	}
 	return client, nil
+}
+
+// rejoinConsul has member i join the other running members' gossip and
+// waits until it serves sessions again (see StartConsul).
+func rejoinConsul(ctx context.Context, c *Cluster, i int) error {
+	var up []int
+	for j, m := range c.Members() {
+		if m.Running() && !m.Paused() {
+			up = append(up, j)
+		}
+	}
+	for _, j := range up {
+		if j != i {
+			path := "/v1/agent/join/" + c.Member(j).IP().String()
+			if _, err := c.askHTTP(ctx, i, http.MethodPut, path, nil, "Consul member %d's join"); err != nil {
+				return err
+			}
+		}
+	}
+	return poll(ctx, fmt.Sprintf("Consul member %d in the gossip", i), func(ctx context.Context) error {
+		for _, j := range up {
+			body, err := c.askHTTP(ctx, j, http.MethodGet, "/v1/agent/members", nil, "Consul member %d's members")
+			if err != nil {
+				return err
+			}
+			if err := consulAllAlive(body, c, up); err != nil {
+				return fmt.Errorf("lab: Consul member %d: %w", j, err)
+			}
+		}
+		path := fmt.Sprintf("/v1/health/node/m%d?consistent", i)
+		body, err := c.askHTTP(ctx, i, http.MethodGet, path, nil, "Consul member %d's health")
+		if err != nil {
+			return err
+		}
+		return consulSerfPassing(body)
+	})
+}
+
+// consulAllAlive reads a /v1/agent/members answer and says which of the
+// members up it does not show alive in the gossip.
+func consulAllAlive(body []byte, c *Cluster, up []int) error {
+	var members []struct {
+		Addr   string
+		Status int
+	}
+	if err := json.Unmarshal(body, &members); err != nil {
+		return fmt.Errorf("lab: Consul's agent/members %.200q: %w", body, err)
+	}
+	alive := map[string]bool{}
+	for _, m := range members {
+		alive[m.Addr] = m.Status == serfAlive
+	}
+	for _, j := range up {
+		if ip := c.Member(j).IP().String(); !alive[ip] {
+			return fmt.Errorf("member %d (%s) is not alive in its gossip", j, ip)
+		}
+	}
+	return nil
+}
+
+// serfAlive is serf's status of a member it hears from.
+const serfAlive = 1
+
+// consulSerfPassing reads a /v1/health/node answer: nil when the node's
+// serfHealth check passes.
+func consulSerfPassing(body []byte) error {
+	var checks []struct{ CheckID, Status string }
+	if err := json.Unmarshal(body, &checks); err != nil {
+		return fmt.Errorf("lab: Consul's health/node %.200q: %w", body, err)
+	}
+	for _, ch := range checks {
+		if ch.CheckID == "serfHealth" {
+			if ch.Status != "passing" {
+				return fmt.Errorf("lab: its serfHealth check is %s", ch.Status)
+			}
+			return nil
+		}
+	}
+	return errors.New("lab: no serfHealth check in the catalog yet")
 }

@@ -78,6 +78,13 @@ func ZooKeeper(t testing.TB) *Cluster {
 	return forTest(t, lab.ZooKeeperUnavailable(), "ZooKeeper ensemble", startTimeout, StartZooKeeper)
 }
 
+// Consul starts 3 Consul servers in the lab for t, as Etcd does an etcd
+// cluster.
+func Consul(t testing.TB) *Cluster {
+	t.Helper()
+	return forTest(t, lab.ConsulUnavailable(), "Consul servers", startTimeout, StartConsul)
+}
+
 // StartEtcd starts a 3-member etcd cluster in the lab, for a program (a
 // test calls Etcd): within ctx and at most a minute, logging to logf (nil:
 // nowhere). The process must be in a sandbox (lab.SandboxMain). Close the
@@ -90,6 +97,12 @@ func StartEtcd(ctx context.Context, logf func(format string, args ...any)) (*Clu
 // StartEtcd does an etcd cluster.
 func StartZooKeeper(ctx context.Context, logf func(format string, args ...any)) (*Cluster, error) {
 	return start(ctx, logf, lab.StartZooKeeper)
+}
+
+// StartConsul starts 3 Consul servers in the lab, as StartEtcd does an
+// etcd cluster.
+func StartConsul(ctx context.Context, logf func(format string, args ...any)) (*Cluster, error) {
+	return start(ctx, logf, lab.StartConsul)
 }
 
 // forTest starts a cluster (what, in errors) for t with startCluster,
@@ -117,7 +130,7 @@ func forTest[C io.Closer](t testing.TB, unavailable, what string, timeout time.D
 	return c
 }
 
-// start is StartEtcd and StartZooKeeper.
+// start is StartEtcd, StartZooKeeper and StartConsul.
 func start(ctx context.Context, logf func(string, ...any), startCluster func(context.Context, lab.Options) (*lab.Cluster, error)) (*Cluster, error) {
 	if logf == nil {
 		logf = func(string, ...any) {}

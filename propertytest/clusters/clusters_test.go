@@ -67,3 +67,21 @@ func TestZKLockUnderLeaderFaults(t *testing.T) {
 		t.Errorf("zklock failed under leader faults: %v\n%s", rep.Broken(), rep.Output)
 	}
 }
+
+// consullock on 3 real Consul servers keeps its properties while the suite
+// isolates, kills and pauses the leader: the lock-delay keeps a holder
+// whose session the servers drop exclusive, and the deadlock-freedom
+// bound counts the declared Recovery (ConsulRecovery).
+func TestConsulLockUnderLeaderFaults(t *testing.T) {
+	c := Consul(t)
+	o := fewRuns(t, 2, ConsulOptions())
+	began := time.Now()
+	rep := propertytest.Check(t, c.ConsulLock(), o)
+	logReport(t, fmt.Sprintf("consullock, recovery %v", ConsulRecovery(c.Timing)), rep, time.Since(began))
+	if rep.Runs == 0 || rep.Checked[propertytest.Exclusivity] != rep.Runs || rep.Checked[propertytest.DeadlockFreedom] != rep.Runs {
+		t.Fatalf("checks ran %v in %d runs\n%s", rep.Checked, rep.Runs, rep.Output)
+	}
+	if rep.Failed {
+		t.Errorf("consullock failed under leader faults: %v\n%s", rep.Broken(), rep.Output)
+	}
+}

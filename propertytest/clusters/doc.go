@@ -1,20 +1,22 @@
 // Package clusters runs the property suite on real replicated clusters of
 // the cluster lab (fakes/lab): etcdlock on a 3-member etcd, zklock on a
-// 3-server ZooKeeper, redislock through Redis Sentinel, redlock on 5
-// independent Redis nodes and mysqllock on Galera, each member a process
-// in a network namespace of its own, with Jepsen's nemeses on the leader:
-// isolated from the other members (nftables), killed and restarted with
-// its data, paused and resumed. The clients reach the members only through the lab's Dialer,
-// and each knows every member's address.
+// 3-server ZooKeeper, consullock on 3 Consul servers, redislock through
+// Redis Sentinel, redlock on 5 independent Redis nodes and mysqllock on
+// Galera, each member a process in a network namespace of its own, with
+// Jepsen's nemeses on the leader: isolated from the other members
+// (nftables), killed and restarted with its data, paused and resumed. The
+// clients reach the members only through the lab's Dialer, and each knows
+// every member's address (but a Consul client, which talks to one server:
+// see Cluster.ConsulLock).
 //
 // A cluster takes seconds to start, so one serves every run of a test:
-// Etcd and ZooKeeper start it for a test and close it at the test's
-// cleanup, and its Factories (Cluster.EtcdLock, Cluster.ZKLock) start no
+// Etcd, ZooKeeper and Consul start it for a test and close it at the test's
+// cleanup, and its Factories (Cluster.EtcdLock, ZKLock, ConsulLock) start no
 // server but give each run a key prefix of its own, so that no run meets
 // the lock state an earlier run left. The faults are Ongoing: once every
 // client crashed, the suite strikes the leader again before each
 // deadlock-freedom probe. Each Backend declares its Recovery from the
-// cluster's Timing (EtcdRecovery, ZKRecovery): without it a correct lock
+// cluster's Timing (EtcdRecovery, ZKRecovery, ConsulRecovery): without it a correct lock
 // draws a deadlock-freedom false alarm, as issue 35 saw on etcd.
 //
 // redislock runs through a Redis Sentinel group (RedisSentinel,
