@@ -18,6 +18,7 @@ import (
 	"github.com/lockproof/lockproof/internal/zkrace"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/locks/mysqllock"
+	"github.com/lockproof/lockproof/locks/zklock"
 	"github.com/lockproof/lockproof/propertytest"
 )
 
@@ -97,9 +98,12 @@ func ZKLockOnAll(addrs []string) propertytest.Factory {
 }
 
 // connectFrom connects to the ensemble addrs, to addrs[first] first, with
-// a session timeout of session, and waits for the session.
+// a session timeout of session, and waits for the session; its handshakes
+// are bounded (zklock.HandshakeDialer), so a paused server does not hold
+// it for 6⅔ session timeouts.
 func connectFrom(addrs []string, first int, session time.Duration) (*zk.Conn, error) {
-	conn, err := zkrace.Connect(addrs, session, zkTimeout, zk.WithHostProvider(&inOrder{first: first}), zk.WithLogger(zkSilent{}))
+	conn, err := zkrace.Connect(addrs, session, zkTimeout, zk.WithHostProvider(&inOrder{first: first}), zk.WithLogger(zkSilent{}),
+		zk.WithDialer(zklock.HandshakeDialer(nil, zklock.HandshakeBound(session))))
 	if err != nil {
 		return nil, fmt.Errorf("backends: %w", err)
 	}
