@@ -218,6 +218,25 @@ func (m *machine) advance(d time.Duration) {
 	m.collect()
 }
 
+// healLeft heals the faults still active when a run ends before finish
+// healed them: rapid ends a run with a panic on a fatal error (an
+// action's, a fault that would not inject, the scheduler giving the run
+// up) and when it discards the run (a stale fail file whose draws run
+// out). A backend that outlives its run, a shared real cluster or a
+// user's deployment under a nemesis command, would otherwise keep a
+// member cut off, killed or paused into every later run, which then fails
+// on the backend, not on the lock. It heals without the scheduler, which
+// may be what failed, and logs to logf the heals that fail.
+func (m *machine) healLeft(logf func(format string, args ...any)) {
+	for _, i := range slices.Sorted(maps.Keys(m.faults.active)) {
+		f := m.be.Faults[i]
+		delete(m.faults.active, i)
+		if err := f.Heal(); err != nil {
+			logf("propertytest: healing %s after the run ended early: %v", f.Name, err)
+		}
+	}
+}
+
 // finish ends the run: heals the faults, resolves pending Locks, then
 // lets the live checks probe the lock (liveChecks.ended). The faults heal
 // in the order of their index, not a map's, which Go draws anew at each

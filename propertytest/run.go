@@ -201,6 +201,9 @@ func (s *suite) prop(rt *rapid.T) {
 		rt.Fatalf("%v", err)
 	}
 	m.sched.fail = func(err error) { rt.Fatalf("%v", err) } // a run the scheduler gave up on (see StuckLimit)
+	// Heal what the run leaves struck after the crashes below, before
+	// be.Close.
+	defer m.healLeft(s.h.Logf)
 	defer func() {
 		for _, c := range append(m.cl, m.probe) {
 			if c.op != nil {

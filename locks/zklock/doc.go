@@ -81,6 +81,13 @@
 // lease ending but by Unlock deletes its child if still there; call Unlock
 // all the same.
 //
+// The connection is the caller's. Give zk.Connect
+// zk.WithDialer(HandshakeDialer(nil, HandshakeBound(sessionTimeout))):
+// go-zookeeper waits 6⅔ session timeouts for a server to answer its
+// connect request, and a paused or stalled server (a leader stopped while
+// the rest of the ensemble elects another) accepts connections without
+// answering, so every request would time out for several TTLs.
+//
 // Compared with go-zookeeper's zk.Lock (same names, so the two exclude
 // each other): zk.Lock has no fencing token, no lease, no context, no
 // TryLock, and its protected create looks for its GUID only after

@@ -21,7 +21,8 @@ import (
 // but not run.)
 func Example() {
 	const sessionTimeout = 10 * time.Second
-	conn, _, err := zk.Connect([]string{os.Getenv("LOCKPROOF_ZK_ADDR")}, sessionTimeout)
+	conn, _, err := zk.Connect([]string{os.Getenv("LOCKPROOF_ZK_ADDR")}, sessionTimeout,
+		zk.WithDialer(zklock.HandshakeDialer(nil, zklock.HandshakeBound(sessionTimeout)))) // a paused server must not hold it
 	if err != nil {
 		panic(err)
 	}

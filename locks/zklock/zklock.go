@@ -50,7 +50,8 @@ var _ locks.Locker = (*Locker)(nil)
 //
 // Options: locks.WithTTL is the session timeout the server granted conn
 // (default locks.DefaultTTL, 10s: connect with zk.Connect(servers,
-// 10*time.Second) on a server whose maxSessionTimeout allows it). The lease
+// 10*time.Second) on a server whose maxSessionTimeout allows it, through
+// HandshakeDialer). The lease
 // is trusted for TTL − locks.Drift(TTL) after the last round trip that
 // proved the session alive, which is safe only if the server will not
 // expire the session sooner: never give a TTL above the granted timeout

@@ -19,6 +19,7 @@ import (
 	"github.com/lockproof/lockproof/internal/zkrace"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/locks/mysqllock"
+	"github.com/lockproof/lockproof/locks/zklock"
 	"github.com/lockproof/lockproof/propertytest"
 )
 
@@ -119,13 +120,13 @@ func ZKLockOnAll(addrs []string, opts ...DeployOption) propertytest.Factory {
 }
 
 // connectFrom connects to the ensemble addrs, to addrs[first] first, with
-// a session timeout of session, and waits for the session.
+// a session timeout of session, and waits for the session. Its connections
+// are dialed by dial (nil: directly), their handshakes bounded
+// (zklock.HandshakeDialer), so a paused server does not hold it for 6⅔
+// session timeouts.
 func connectFrom(addrs []string, first int, session time.Duration, dial zk.Dialer) (*zk.Conn, error) {
-	opts := []func(*zk.Conn){zk.WithHostProvider(&inOrder{first: first}), zk.WithLogger(zkSilent{})}
-	if dial != nil {
-		opts = append(opts, zk.WithDialer(dial))
-	}
-	conn, err := zkrace.Connect(addrs, session, zkTimeout, opts...)
+	conn, err := zkrace.Connect(addrs, session, zkTimeout, zk.WithHostProvider(&inOrder{first: first}), zk.WithLogger(zkSilent{}),
+		zk.WithDialer(zklock.HandshakeDialer(dial, zklock.HandshakeBound(session))))
 	if err != nil {
 		return nil, fmt.Errorf("backends: %w", err)
 	}

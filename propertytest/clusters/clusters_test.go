@@ -85,3 +85,20 @@ func TestConsulLockUnderLeaderFaults(t *testing.T) {
 		t.Errorf("consullock failed under leader faults: %v\n%s", rep.Broken(), rep.Output)
 	}
 }
+
+// zklock on a real ZooKeeper whose leader is paused before every
+// deadlock-freedom probe and stays paused through it: each probe must
+// reach the two members that elected a new leader. Without a bounded
+// handshake (zklock.HandshakeDialer) the client tried the paused leader,
+// whose kernel accepts the connection, and waited out go-zookeeper's
+// connect timeout (6⅔ session timeouts): every probe went unanswered.
+func TestZKLockUnderLeaderPauses(t *testing.T) {
+	c := ZooKeeper(t)
+	o := fewRuns(t, 2, ZKOptions())
+	began := time.Now()
+	rep := propertytest.Check(t, c.ZKLock(PauseLeader), o)
+	logReport(t, "zklock, leader paused", rep, time.Since(began))
+	if rep.Failed || rep.Runs == 0 || rep.Checked[propertytest.DeadlockFreedom] != rep.Runs {
+		t.Fatalf("failed %v, broken %v, checked %v\n%s", rep.Failed, rep.Broken(), rep.Checked, rep.Output)
+	}
+}

@@ -79,9 +79,12 @@ func (c *Cluster) ZKLock(nemeses ...Nemesis) propertytest.Factory {
 }
 
 // connectZK connects to every server of c through the lab's Dialer with a
-// session timeout of session, and waits for the session.
+// session timeout of session, and waits for the session. Its handshakes are
+// bounded (zklock.HandshakeDialer): a paused leader accepts connections and
+// would hold the client for 6⅔ session timeouts.
 func (c *Cluster) connectZK(session time.Duration) (*zk.Conn, error) {
-	conn, err := zkrace.Connect(c.ClientAddrs(), session, zkConnectTimeout, zk.WithDialer(c.Dialer().DialTimeout), zk.WithLogger(quiet{}))
+	dial := zklock.HandshakeDialer(c.Dialer().DialTimeout, zklock.HandshakeBound(session))
+	conn, err := zkrace.Connect(c.ClientAddrs(), session, zkConnectTimeout, zk.WithDialer(dial), zk.WithLogger(quiet{}))
 	if err != nil {
 		return nil, fmt.Errorf("clusters: %w", err)
 	}
