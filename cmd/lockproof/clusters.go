@@ -195,12 +195,19 @@ type clusterLife struct {
 	wg   sync.WaitGroup
 }
 
+// notifyInterrupt routes an interrupt or SIGTERM to c. Tests replace it:
+// the first signal.Notify leaves os/signal's receiving goroutine outside Go
+// for the life of the process, and the scheduler then never finds a later
+// in-process run quiescent by its cheap test: every later in-process
+// test of the package would wait out the slow path, ten times as long.
+var notifyInterrupt = func(c chan<- os.Signal) { signal.Notify(c, os.Interrupt, syscall.SIGTERM) }
+
 // newClusterLife is a clusterLife that reports on note; it watches for
 // an interrupt until done.
 func newClusterLife(note func(string)) *clusterLife {
 	l := &clusterLife{logf: func(string, ...any) {}, stop: make(chan struct{})}
 	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	notifyInterrupt(sig)
 	l.wg.Add(1)
 	go func() {
 		defer l.wg.Done()

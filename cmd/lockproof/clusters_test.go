@@ -121,6 +121,9 @@ func TestCheckClustersRefuses(t *testing.T) {
 // one at a time, and a cluster that does not start is the error of its
 // cells, not tried again.
 func TestClusterLife(t *testing.T) {
+	notify := notifyInterrupt
+	notifyInterrupt = func(chan<- os.Signal) {} // see notifyInterrupt
+	defer func() { notifyInterrupt = notify }()
 	var events []string
 	kind := func(name string, fail bool) clusterKind {
 		return clusterKind{name: name, unavailable: func() string { return "" },

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -49,11 +50,17 @@ func newLocker(t testing.TB, db *sql.DB, name string, opts ...locks.Option) *Loc
 }
 
 // TestExclusionThroughFence: 16 goroutines in 4 "processes" (each its own
-// connection pool and Locker) × 50 acquisitions, each a read-modify-write
-// through a Fence. No update may be lost and no write refused.
+// connection pool and Locker) × 20 acquisitions (50 with LOCKPROOF_DEEP=1),
+// each a read-modify-write through a Fence. No update may be lost and no
+// write refused. 20 rounds still catch a take-over that ignores a live
+// holder within its first rounds.
 func TestExclusionThroughFence(t *testing.T) {
 	s := newServer(t)
-	const procs, perProc, rounds = 4, 4, 50
+	const procs, perProc = 4, 4
+	rounds := 20
+	if os.Getenv("LOCKPROOF_DEEP") == "1" {
+		rounds = 50
+	}
 	var fence locks.Fence[int]
 	var wg sync.WaitGroup
 	errs := make(chan error, procs*perProc)
