@@ -89,6 +89,10 @@ type sched struct {
 	minBlock time.Duration // Options.Settle
 	// inProcess: every connection is in memory (Backend.InProcess).
 	inProcess bool
+	// parked: goroutines that sit in a system call for good and so never
+	// move by themselves (os/signal's receiver, once a signal.Notify
+	// started it), counted when the run began.
+	parked uint64
 	// realTime: the run's clock is the system's, so time passes while
 	// an operation stands stalled whatever the driver does.
 	realTime bool
@@ -117,8 +121,18 @@ func newSched(minBlock time.Duration, inProcess bool) *sched {
 	s := &sched{kick: make(chan struct{}, 1), minBlock: minBlock, inProcess: inProcess, limit: stuckLimit}
 	if inProcess {
 		s.requests = newRequestClock()
+		s.parked = signalReceivers(textSnapshot())
 	}
 	return s
+}
+
+// signalReceivers counts the goroutines of stacks (runtime.Stack's text
+// of every goroutine) waiting in os/signal's receiver: started by the
+// process's first signal.Notify, it waits for signals in a system call
+// for the rest of the process, so a snapshot must not take it for a
+// goroutine about to move.
+func signalReceivers(stacks string) uint64 {
+	return uint64(strings.Count(stacks, "\nos/signal.signal_recv("))
 }
 
 // follow makes clock the run's clock: the system's makes the run one in
@@ -761,7 +775,7 @@ func (s *sched) snapshot(dst []uint64) ([]uint64, bool) {
 	}
 	metrics.Read(s.samples)
 	if s.samples[0].Value.Uint64() > 0 || s.samples[1].Value.Uint64() > 1 ||
-		s.inProcess && s.samples[4].Value.Uint64() > 0 { // in a system call: about to move
+		s.inProcess && s.samples[4].Value.Uint64() > s.parked { // in a system call: about to move
 		return dst[:0], true
 	}
 	for {

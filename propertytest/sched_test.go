@@ -3,9 +3,13 @@ package propertytest
 import (
 	"context"
 	"fmt"
+	"os"
+	"os/signal"
 	"slices"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/lockproof/lockproof/fakes/redisfake"
 	"github.com/lockproof/lockproof/locks"
@@ -76,5 +80,37 @@ func TestRequestToAStoppedNodeEndsBeforeQuiescence(t *testing.T) {
 		if got == nil {
 			t.Fatalf("request %d to the stopped node succeeded", i)
 		}
+	}
+}
+
+// Once a signal.Notify has started os/signal's receiver, which waits in a
+// system call for the rest of the process, an in-process run's snapshot
+// still finds the process quiet: the receiver is counted when the run
+// begins and not taken for a goroutine about to move. (Taken for one,
+// every wait for quiescence fell to the slow path for the rest of the
+// process.)
+func TestSignalReceiverDoesNotKeepTheRunBusy(t *testing.T) {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, syscall.SIGUSR2)
+	signal.Stop(ch)
+	s := newSched(0, true)
+	if s.parked != 1 {
+		t.Fatalf("%d goroutines parked in a system call counted, want os/signal's receiver:\n%s", s.parked, textSnapshot())
+	}
+	var busy bool
+	for range 100 { // another test's goroutine may still be winding down
+		if _, busy = s.snapshot(nil); !busy {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if busy {
+		t.Fatal("the snapshot stays busy with only the signal receiver in a system call")
+	}
+	if n := signalReceivers("goroutine 6 [syscall]:\nos/signal.signal_recv()\n\t/x/sigqueue.go:152\nos/signal.loop()\n"); n != 1 {
+		t.Errorf("one receiver in a stack text counted %d times", n)
+	}
+	if n := signalReceivers("goroutine 6 [select]:\nmain.f()\n"); n != 0 {
+		t.Errorf("no receiver counted %d", n)
 	}
 }
