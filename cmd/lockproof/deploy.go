@@ -76,12 +76,8 @@ func (ep *endpoints) linked(c *cell) bool {
 	switch {
 	case strings.HasPrefix(c.faults, faultsSentinel):
 		return true
-	case c.lock == lockConsul:
-		return len(splitList(ep.consul)) > 1
-	case c.lock == lockMySQL:
-		return len(splitList(ep.mysql)) > 1
-	case c.lock == lockZK:
-		return len(splitList(ep.zk)) > 1
+	case c.lock == lockConsul, c.lock == lockMySQL, c.lock == lockZK:
+		return ep.nodesOf(c) > 1 // the list forms of their flags
 	}
 	return false
 }

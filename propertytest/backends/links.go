@@ -29,6 +29,15 @@ type deployConfig struct {
 // LinkFaultNames), and the run injects faults on them.
 func WithoutLinkFaults() DeployOption { return func(c *deployConfig) { c.noLinks = true } }
 
+// links is the run's links to the nodes, or nil under WithoutLinkFaults
+// (the clients then dial directly, and there are no link faults).
+func (c deployConfig) links(env propertytest.Env) *links {
+	if c.noLinks {
+		return nil
+	}
+	return newLinks(env)
+}
+
 func newDeployConfig(opts []DeployOption) deployConfig {
 	var c deployConfig
 	for _, o := range opts {
@@ -172,10 +181,12 @@ func (l *links) set(client int, target string, f func(*chaos.Proxy)) {
 	}
 }
 
-// faults are the run's faults on the links (LinkFaultNames). Client 1's
-// cut waits for its first dial: before it, the fault strikes nothing and
-// says so.
+// faults are the run's faults on the links (LinkFaultNames), none on no
+// links (l nil). Client 1's cut strikes nothing before its first dial.
 func (l *links) faults() []propertytest.Fault {
+	if l == nil {
+		return nil
+	}
 	partition := (*chaos.Proxy).Partition
 	return []propertytest.Fault{
 		{Name: linkCutClient, Kind: propertytest.FaultPartition,

@@ -37,10 +37,7 @@ func RedisLockViaSentinel(master string, sentinels []string, opts ...DeployOptio
 			return nil, fmt.Errorf("backends: RedisLockViaSentinel needs the master's name and the Sentinels' addresses, got %q %q", master, sentinels)
 		}
 		prefix := "lockproof-test-" + locks.NewOwner()[:8] + ":"
-		var lk *links
-		if !cfg.noLinks {
-			lk = newLinks(env)
-		}
+		lk := cfg.links(env)
 		newClient := func(dial fakes.DialFunc) *redis.Client {
 			c := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: master, SentinelAddrs: sentinels, ContextTimeoutEnabled: true, Dialer: dial})
 			env.Cleanup(func() { _ = c.Close() })
@@ -69,9 +66,7 @@ func RedisLockViaSentinel(master string, sentinels []string, opts ...DeployOptio
 			Clock:   locks.SystemClock{},
 			Advance: time.Sleep,
 		}
-		if lk != nil {
-			be.Faults = lk.faults()
-		}
+		be.Faults = lk.faults()
 		return be, nil
 	}
 }

@@ -64,10 +64,7 @@ func ConsulLockOnAll(addrs []string, opts ...DeployOption) propertytest.Factory 
 			return nil, err
 		}
 		env.Cleanup(func() { agents[0].deleteKeys(admin) })
-		var lk *links
-		if !cfg.noLinks {
-			lk = newLinks(env)
-		}
+		lk := cfg.links(env)
 		var rr roundRobin
 		clients := 0
 		newClient := func() (*api.Client, error) {
@@ -77,9 +74,7 @@ func ConsulLockOnAll(addrs []string, opts ...DeployOption) propertytest.Factory 
 		}
 		be := newConsulBackend(newClient, consulMutex, []locks.Option{locks.WithPrefix(prefix)}, locks.MinTTL)
 		be.Clock, be.Advance = locks.SystemClock{}, time.Sleep
-		if lk != nil {
-			be.Faults = append(be.Faults, lk.faults()...)
-		}
+		be.Faults = append(be.Faults, lk.faults()...)
 		return be.Backend, nil
 	}
 }
@@ -100,10 +95,7 @@ func ZKLockOnAll(addrs []string, opts ...DeployOption) propertytest.Factory {
 			return nil, fmt.Errorf("backends: %w", err)
 		}
 		propertytest.CloseAtCleanup(env, "the ZooKeeper fake", z)
-		var lk *links
-		if !cfg.noLinks {
-			lk = newLinks(env)
-		}
+		lk := cfg.links(env)
 		be := newZKBackend(z, zkMutex, func(i int, ttl time.Duration) (*zk.Conn, error) {
 			conn, err := connectFrom(addrs, spreadOver(i, len(addrs)), ttl, zkDialer(lk, i))
 			if err == nil {
@@ -112,9 +104,7 @@ func ZKLockOnAll(addrs []string, opts ...DeployOption) propertytest.Factory {
 			return conn, err
 		})
 		be.Clock, be.Advance = locks.SystemClock{}, time.Sleep
-		if lk != nil {
-			be.Faults = append(be.Faults, lk.faults()...)
-		}
+		be.Faults = append(be.Faults, lk.faults()...)
 		return be.Backend, nil
 	}
 }
@@ -210,10 +200,7 @@ func MySQLLockOnAll(dsns []string, opts ...DeployOption) propertytest.Factory {
 		if err := mysqllock.CreateTable(ctx, s.DB(), mysqllock.DefaultTable); err != nil {
 			return nil, fmt.Errorf("backends: %w", err)
 		}
-		var lk *links
-		if !cfg.noLinks {
-			lk = newLinks(env)
-		}
+		lk := cfg.links(env)
 		var rr roundRobin
 		clients := 0
 		be := &propertytest.Backend{
@@ -230,9 +217,7 @@ func MySQLLockOnAll(dsns []string, opts ...DeployOption) propertytest.Factory {
 			Clock:   locks.SystemClock{},
 			Advance: time.Sleep,
 		}
-		if lk != nil {
-			be.Faults = lk.faults()
-		}
+		be.Faults = lk.faults()
 		return be, nil
 	}
 }
