@@ -33,7 +33,7 @@ func TestConsulGateSeesConsullock(t *testing.T) {
 			t.Errorf("request %q names a variable part", n)
 		}
 	}
-	if !slices.Contains(first, "lock: consul PUT /v1/kv?acquire") {
+	if !slices.Contains(first, "lock: consul PUT /v1/txn") {
 		t.Errorf("no acquisition among %q", first)
 	}
 	faketest.SameNames(t, first, consulLockNames(t))

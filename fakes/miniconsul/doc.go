@@ -34,6 +34,10 @@
 //     also carries the read path's query metadata (Index 1, KnownLeader),
 //     zero when the pre-checks (a known verb, a key) refuse it. At most
 //     MaxTxnOps operations; catalog operations get 501.
+//   - The lock-delay race of a Consul leader, on request: the leader checks
+//     a lock's lock-delay before the write goes to Raft, so an invalidation
+//     that commits in between is missed. miniconsul checks and applies at
+//     once unless AfterLockDelayCheck sets a hook to run in between.
 //   - /v1/status/leader and peers.
 //   - The index: one raft-like index shared by every table, starting where
 //     a fresh agent's stands before a client's first write (so that write

@@ -213,6 +213,10 @@ func (s *Server) kvPut(w http.ResponseWriter, r *http.Request, key string) {
 			writeJSON(w, false)
 			return
 		}
+		if e.Session != "" {
+			s.lockChecked(key)
+			before = st.index
+		}
 		ok, err = st.putAcquireLocked(e)
 	case has(r, "release"):
 		e.Session = v.Get("release")

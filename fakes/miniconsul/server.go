@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lockproof/lockproof/fakes/internal/anyclock"
@@ -107,6 +108,42 @@ type Server struct {
 	once    sync.Once
 	wg      sync.WaitGroup // requests being served
 	trackMu sync.Mutex     // orders track's wg.Add with Close's close(closed)
+	// checked, if set, runs between a lock's lock-delay check and its
+	// apply (see AfterLockDelayCheck).
+	checked atomic.Pointer[func(key string)]
+}
+
+// AfterLockDelayCheck makes the server run f(key) each time a lock on key
+// (a KV acquire, or a transaction's lock) has passed the lock-delay check
+// and is about to be applied, with the server's state unlocked; nil turns
+// it off. Consul's leader checks the lock-delay before the write goes to
+// Raft, so a write that commits in between, such as the invalidation of
+// the session holding key, is not seen by the check: an acquire in flight
+// at an invalidation can win inside the lock-delay. Without f, miniconsul
+// checks and applies at once and never shows that race; with f, a test
+// puts the invalidation exactly there.
+func (s *Server) AfterLockDelayCheck(f func(key string)) {
+	if f == nil {
+		s.checked.Store(nil)
+		return
+	}
+	s.checked.Store(&f)
+}
+
+// lockChecked runs the AfterLockDelayCheck hook for keys, if one is set,
+// with st.mu unlocked; it reports whether it ran (the caller's checks
+// made under the lock before it are then stale, as Consul's are).
+func (s *Server) lockChecked(keys ...string) bool {
+	f := s.checked.Load()
+	if f == nil || len(keys) == 0 {
+		return false
+	}
+	s.st.mu.Unlock()
+	defer s.st.mu.Lock()
+	for _, k := range keys {
+		(*f)(k)
+	}
+	return true
 }
 
 // Start starts a server on 127.0.0.1 with a port chosen by the kernel.

@@ -137,6 +137,15 @@ func (s *Server) handleTxn(w http.ResponseWriter, r *http.Request) {
 	defer st.mu.Unlock()
 	var resp txnResponse
 	refused := st.txnPreCheckLocked(ops)
+	if refused == nil && writes > 0 {
+		var locked []string
+		for _, op := range ops {
+			if op.Verb == verbLock {
+				locked = append(locked, op.Key)
+			}
+		}
+		s.lockChecked(locked...)
+	}
 	if refused != nil {
 		resp.Errors = refused
 	} else if writes == 0 {

@@ -173,3 +173,53 @@ func TestTxnBadRequests(t *testing.T) {
 		t.Errorf("a body over 512 KiB: %d %.80q", code, body)
 	}
 }
+
+// TestAfterLockDelayCheck: with the hook, an invalidation put between an
+// acquire's lock-delay check and its apply lets that acquire take the key
+// inside the lock-delay, as on a Consul leader, for a KV acquire and a
+// transaction's lock alike; a later acquire is refused by the delay, and
+// without the hook the check and the apply are one step.
+func TestAfterLockDelayCheck(t *testing.T) {
+	s, c, clock := start(t)
+	for _, viaTxn := range []bool{false, true} {
+		key := fmt.Sprintf("k%v", viaTxn)
+		holder := mustSession(t, c, &api.SessionEntry{TTL: "30s", LockDelay: 10 * time.Second})
+		racer := mustSession(t, c, &api.SessionEntry{TTL: "30s"})
+		late := mustSession(t, c, &api.SessionEntry{TTL: "30s"})
+		if !mustAcquire(t, c, key, holder) {
+			t.Fatal("first acquire refused")
+		}
+		var ran []string
+		s.AfterLockDelayCheck(func(k string) {
+			ran = append(ran, k)
+			if !s.InvalidateSession(holder) {
+				t.Errorf("invalidate %s: no such session", holder)
+			}
+		})
+		var won bool
+		if viaTxn {
+			won, _ = txn(t, c, api.KVTxnOps{{Verb: api.KVLock, Key: key, Session: racer}})
+		} else {
+			won = mustAcquire(t, c, key, racer)
+		}
+		s.AfterLockDelayCheck(nil)
+		if len(ran) != 1 || ran[0] != key || !won {
+			t.Fatalf("txn %v: hook ran for %q; racing acquire won: %v, want one run for %q and a win", viaTxn, ran, won, key)
+		}
+		if p, _ := mustGet(t, c, key); p.Session != racer {
+			t.Fatalf("txn %v: key held by %q, want the racer %q", viaTxn, p.Session, racer)
+		}
+		if ok, _, err := c.KV().Release(&api.KVPair{Key: key, Session: racer}, nil); err != nil || !ok {
+			t.Fatalf("txn %v: release: %v, %v", viaTxn, ok, err)
+		}
+		// A release sets no delay, and the holder's still runs: a new
+		// acquire is refused.
+		if mustAcquire(t, c, key, late) {
+			t.Fatalf("txn %v: an acquire after the race was granted inside the holder's lock-delay", viaTxn)
+		}
+		clock.Advance(10 * time.Second)
+		if !mustAcquire(t, c, key, late) {
+			t.Fatalf("txn %v: acquire after the lock-delay refused", viaTxn)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package consullock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -601,7 +602,7 @@ type gatedAcquire struct {
 }
 
 func (g *gatedAcquire) RoundTrip(r *http.Request) (*http.Response, error) {
-	if r.Method != http.MethodPut || !r.URL.Query().Has("acquire") || strings.Contains(r.URL.Path, "/"+queueSegment+"/") ||
+	if key, ok := acquiredKey(r); !ok || strings.Contains(key, "/"+queueSegment+"/") ||
 		!g.armed.CompareAndSwap(true, false) {
 		return g.next.RoundTrip(r)
 	}
@@ -702,4 +703,132 @@ func TestKeyIsWhereTheLockLives(t *testing.T) {
 		t.Fatalf("no session holds %s while the lock is held (%+v)", key, kv)
 	}
 	locktest.ExpiredFromOutside(t, lease, func(ctx context.Context) error { return c.ExpireLock(ctx, "orders/42") }, fakes.ErrNoHolder)
+}
+
+// TestAcquireRacingAnInvalidation: Consul checks the lock-delay before an
+// acquire goes to Raft, so an acquire checked just before the holder's
+// session is invalidated and applied just after takes the key inside the
+// lock-delay (seen on a real agent in CI, and in 15 of 20 rounds of a
+// loop of acquires). miniconsul's hook puts the invalidation exactly
+// there. Neither a TryLock nor a Lock may be granted before the delay
+// ends: the holder that lost the key may not know yet.
+func TestAcquireRacingAnInvalidation(t *testing.T) {
+	for _, blocking := range []bool{false, true} {
+		t.Run(map[bool]string{false: "TryLock", true: "Lock"}[blocking], func(t *testing.T) {
+			c := server(t, consulfake.ForceMiniconsul())
+			const delay = 5 * time.Second
+			l := newLocker(t, c, nil, "job", Session{LockDelay: delay})
+			other := newLocker(t, c, c.NewClient(), "job", Session{LockDelay: delay})
+			old := mustLock(t, l)
+			oldTok := token(t, old)
+			sess, _ := holder(t, c, l)
+			var raced atomic.Bool
+			c.Miniconsul().AfterLockDelayCheck(func(key string) {
+				if key == l.Key() && raced.CompareAndSwap(false, true) {
+					if err := c.ExpireSession(sess); err != nil {
+						t.Error(err)
+					}
+				}
+			})
+			t.Cleanup(func() { c.Miniconsul().AfterLockDelayCheck(nil) })
+
+			var lease locks.Lease
+			if !blocking {
+				_, err := other.TryLock(context.Background())
+				if !raced.Load() {
+					t.Fatal("the hook never ran: no acquire of the lock's key")
+				}
+				if !errors.Is(err, locks.ErrLocked) {
+					t.Fatalf("TryLock racing the holder's invalidation: %v, want ErrLocked (inside the %v lock-delay)", err, delay)
+				}
+				waitDone(t, old, "the old holder's Done")
+				c.Advance(delay)
+				lease = locktest.MustTryLock(t, other)
+			} else {
+				got := locktest.LockAsync(context.Background(), other)
+				waitDone(t, old, "the old holder's Done")
+				_, idx := holder(t, c, l)
+				c.WaitParked(l.Key(), idx, 1) // the waiter, refused, waits the delay out
+				select {
+				case r := <-got:
+					t.Fatalf("Lock racing the holder's invalidation returned inside the %v lock-delay: %v", delay, r.Err)
+				default:
+				}
+				c.Advance(delay)
+				r := locktest.Receive(t, got)
+				if r.Err != nil {
+					t.Fatal(r.Err)
+				}
+				lease = r.Lease
+			}
+			if tok := token(t, lease); tok <= oldTok {
+				t.Fatalf("token %v not above the old holder's %v", tok, oldTok)
+			}
+			if err := lease.Unlock(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestTryLocksRacingAnInvalidationOnAgent is the race of
+// TestAcquireRacingAnInvalidation on a real agent, where only timing puts
+// an acquire between the leader's lock-delay check and its apply: four
+// clients TryLock in a loop while the holder's session is destroyed, in
+// each of several rounds. No TryLock may be granted inside the lock-delay.
+func TestTryLocksRacingAnInvalidationOnAgent(t *testing.T) {
+	c := server(t)
+	if c.Miniconsul() != nil {
+		t.Skip("needs a real agent: miniconsul checks the lock-delay and applies at once (see TestAcquireRacingAnInvalidation)")
+	}
+	const (
+		delay   = 2 * time.Second
+		rounds  = 8
+		racers  = 4
+		watched = 300 * time.Millisecond
+	)
+	for round := range rounds {
+		name := fmt.Sprintf("race%d", round)
+		h := newLocker(t, c, nil, name, Session{LockDelay: delay})
+		old := mustLock(t, h)
+		sess, _ := holder(t, c, h)
+		var (
+			began atomic.Int64 // UnixNano of the destroy's send; 0 before
+			first atomic.Int64 // UnixNano of the first grant after it
+			wg    sync.WaitGroup
+		)
+		stop := make(chan struct{})
+		for range racers {
+			l := newLocker(t, c, c.NewClient(), name, Session{LockDelay: delay})
+			wg.Go(func() {
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					lease, err := l.TryLock(context.Background())
+					if err != nil {
+						continue // ErrLocked, mostly
+					}
+					first.CompareAndSwap(0, time.Now().UnixNano())
+					_ = lease.Unlock(context.Background())
+					return
+				}
+			})
+		}
+		time.Sleep(50 * time.Millisecond) // the racers at full speed
+		began.Store(time.Now().UnixNano())
+		if err := c.ExpireSession(sess); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(watched)
+		close(stop)
+		wg.Wait()
+		waitDone(t, old, "the old holder's Done")
+		if at := first.Load(); at != 0 {
+			t.Fatalf("round %d: a TryLock was granted %v after the holder's session was destroyed, inside the %v lock-delay",
+				round, time.Duration(at-began.Load()), delay)
+		}
+	}
 }

@@ -1,7 +1,12 @@
 package consullock
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -87,4 +92,34 @@ func waitUntil(t testing.TB, what string, cond func() bool) {
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// acquiredKey reports the key a request acquires: a KV PUT with ?acquire,
+// or the lock of a transaction (the body is read and put back).
+func acquiredKey(r *http.Request) (string, bool) {
+	if r.Method != http.MethodPut {
+		return "", false
+	}
+	if strings.HasPrefix(r.URL.Path, "/v1/kv/") && r.URL.Query().Has("acquire") {
+		return strings.TrimPrefix(r.URL.Path, "/v1/kv/"), true
+	}
+	if r.URL.Path != "/v1/txn" || r.Body == nil {
+		return "", false
+	}
+	body, err := io.ReadAll(r.Body)
+	_ = r.Body.Close()
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	if err != nil {
+		return "", false
+	}
+	var ops api.TxnOps
+	if json.Unmarshal(body, &ops) != nil {
+		return "", false
+	}
+	for _, op := range ops {
+		if op.KV != nil && op.KV.Verb == api.KVLock {
+			return op.KV.Key, true
+		}
+	}
+	return "", false
 }

@@ -568,7 +568,7 @@ type heldReaderKey struct {
 }
 
 func (h *heldReaderKey) RoundTrip(r *http.Request) (*http.Response, error) {
-	if r.Method == http.MethodPut && r.URL.Query().Has("acquire") && strings.Contains(r.URL.Path, "/.reader/") &&
+	if key, ok := acquiredKey(r); ok && strings.Contains(key, "/.reader/") &&
 		h.once.CompareAndSwap(false, true) {
 		close(h.held)
 		<-h.release
