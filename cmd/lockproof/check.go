@@ -73,6 +73,9 @@ type propResult struct {
 	Expected int `json:"expected_runs"`
 	// Why says why a property not checked was not (availability).
 	Why string `json:"why,omitempty"`
+	// Unreached marks a property at too few runs that no run of a cell on
+	// real servers checked: more runs are no estimate of what it needs.
+	Unreached bool `json:"unreached,omitempty"`
 }
 
 // violationOut is one violation, as reported.
@@ -408,7 +411,7 @@ func runCell(c *cell, cfg checkConfig, share time.Duration, p *progress) cellRes
 			// The share is spent. The properties checked too rarely to pass
 			// get the runs their rates so far say they need, while the cell
 			// stays within twice its share.
-			more := runsWanted(checked, expected, cr.Runs)
+			more := runsWanted(checked, expected, cr.Runs, !c.onServers())
 			if more == 0 || spent+time.Duration(more)*perRun > 2*share {
 				break
 			}
@@ -418,7 +421,7 @@ func runCell(c *cell, cfg checkConfig, share time.Duration, p *progress) cellRes
 	}
 	cr.Seconds = time.Since(start).Seconds()
 	if cr.Runs > 0 {
-		cr.WantedRuns = runsWanted(checked, expected, cr.Runs)
+		cr.WantedRuns = runsWanted(checked, expected, cr.Runs, !c.onServers())
 		cr.WantedSeconds = float64(cr.WantedRuns) * cr.Seconds / float64(cr.Runs)
 	}
 	broken := map[propertytest.Property]bool{}
@@ -449,6 +452,8 @@ func runCell(c *cell, cfg checkConfig, share time.Duration, p *progress) cellRes
 			pr.Status = statusExpected
 		case checked[prop] >= minRuns:
 			pr.Status = statusPass
+		case checked[prop] == 0 && cr.Runs > 0 && c.onServers() && prop != propertytest.Availability:
+			pr.Status, pr.Unreached = statusTooFew, true
 		case prop == propertytest.Availability && checked[prop] == 0:
 			// Every run that finishes checks availability on a backend of
 			// several independent nodes, and none on any other.
@@ -464,14 +469,19 @@ func runCell(c *cell, cfg checkConfig, share time.Duration, p *progress) cellRes
 // runsWanted estimates how many more runs the properties of a cell checked
 // by fewer than minRuns of its runs need to reach minRuns, at the rate each
 // was checked so far; a property never checked is given as many runs
-// again. Availability, which a cell without independent nodes to stop
-// never checks, and properties with an expected violation, which are not
-// passes to make, want none.
-func runsWanted(checked, expected map[propertytest.Property]int, runs int) int {
+// again when guessUnseen, else none: on real servers a run is costly and
+// its faults are frequent, so a rate of zero says nothing of how many runs
+// would reach the check. Availability, which a cell without independent
+// nodes to stop never checks, and properties with an expected violation,
+// which are not passes to make, want none.
+func runsWanted(checked, expected map[propertytest.Property]int, runs int, guessUnseen bool) int {
 	want := 0
 	for _, p := range properties {
 		n := checked[p]
 		if n >= minRuns || expected[p] > 0 || (p == propertytest.Availability && n == 0) {
+			continue
+		}
+		if n == 0 && !guessUnseen {
 			continue
 		}
 		if n == 0 {
@@ -603,13 +613,20 @@ func printTable(w io.Writer, res checkResult) {
 func moreRunsHint(res checkResult) string {
 	var b strings.Builder
 	for _, c := range res.Cells {
-		var few []string
+		var few, unreached []string
 		for _, p := range c.Props {
-			if p.Status == statusTooFew {
+			switch {
+			case p.Status == statusTooFew && p.Unreached:
+				unreached = append(unreached, p.Property)
+			case p.Status == statusTooFew:
 				few = append(few, p.Property)
 			}
 		}
-		if len(few) == 0 || c.Mutant != "" {
+		if len(unreached) > 0 && c.Mutant == "" {
+			fmt.Fprintf(&b, "never reached: %s/%s (%s) in %d runs on real servers: %s\n",
+				c.Lock, c.Faults, strings.Join(unreached, ", "), c.Runs, whyUnreached)
+		}
+		if len(few) == 0 || c.Mutant != "" || c.WantedRuns == 0 {
 			continue
 		}
 		more := fmt.Sprintf("-runs %d", c.Runs+c.WantedRuns)

@@ -17,6 +17,17 @@ const (
 	whyNoRun = "no run of the cell finished"
 )
 
+// whyUnreached is why a cell on real servers may check symmetry or
+// progress in none of its runs, however many it makes.
+const whyUnreached = "their probes run only in quiet moments (symmetry after a foreign call with no fault " +
+	"since the holder's grant, progress once the lock is free with nothing in doubt), which this cell's faults " +
+	"left none of; more runs may not reach them. The lock history check still judged every foreign call " +
+	"and every refused acquire these runs made (see docs/check.md)"
+
+// onServers reports whether c runs on servers the suite did not embed: a
+// lab cluster (-clusters) or servers given by flags.
+func (c *cell) onServers() bool { return c.kind != nil || c.real }
+
 // availabilityUnchecked says why c checked availability in none of its
 // runs.
 func availabilityUnchecked(c *cell, runs int) string {

@@ -53,6 +53,22 @@ func TestMoreRunsHint(t *testing.T) {
 	if hint := moreRunsHint(checkResult{Budget: "90s", Cells: []cellResult{done}}); hint != "" {
 		t.Errorf("nothing short, yet: %q", hint)
 	}
+	// On a cluster, a property no run reached gets no guess of runs, and
+	// says why; one checked by some runs still gets its estimate.
+	lab := cellResult{Lock: "zklock", Faults: "leader", Cluster: "zookeeper", Runs: 5, Seconds: 60, WantedRuns: 10, WantedSeconds: 120,
+		Props: []propResult{{Property: "symmetry", Status: statusTooFew, Unreached: true},
+			{Property: "progress", Status: statusTooFew, Checked: 1}}}
+	hint = moreRunsHint(checkResult{Budget: "90s", Cells: []cellResult{lab}})
+	lines := strings.Split(hint, "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "never reached: zklock/leader (symmetry) in 5 runs on real servers: ") ||
+		!strings.HasPrefix(lines[1], "too few runs: zklock/leader (progress) wants about 10 more runs: ") ||
+		!strings.HasSuffix(lines[1], " -clusters") {
+		t.Errorf("cluster cell:\n%s", hint)
+	}
+	lab.Props, lab.WantedRuns = lab.Props[:1], 0
+	if hint := moreRunsHint(checkResult{Budget: "90s", Cells: []cellResult{lab}}); strings.Contains(hint, "wants about") {
+		t.Errorf("only an unreached property, yet a guess of runs: %q", hint)
+	}
 }
 
 // runsWanted asks, for a property checked in n of r runs, for the runs
@@ -60,18 +76,21 @@ func TestMoreRunsHint(t *testing.T) {
 // checked; none for availability unchecked (one node) or a property with
 // an expected violation.
 func TestRunsWanted(t *testing.T) {
-	if got := runsWanted(map[propertytest.Property]int{"symmetry": 1, "exclusivity": 10}, nil, 10); got != 40 {
+	if got := runsWanted(map[propertytest.Property]int{"symmetry": 1, "exclusivity": 10}, nil, 10, true); got != 40 {
 		t.Errorf("symmetry 1 in 10 runs: %d more wanted, want 40", got)
 	}
-	if got := runsWanted(map[propertytest.Property]int{"exclusivity": 10, "deadlock freedom": 10, "progress": 10}, nil, 10); got != 10 {
+	if got := runsWanted(map[propertytest.Property]int{"exclusivity": 10, "deadlock freedom": 10, "progress": 10}, nil, 10, true); got != 10 {
 		t.Errorf("symmetry never checked in 10 runs: %d more wanted, want 10", got)
 	}
+	if got := runsWanted(map[propertytest.Property]int{"exclusivity": 10, "deadlock freedom": 10, "progress": 10}, nil, 10, false); got != 0 {
+		t.Errorf("symmetry never checked in 10 runs on real servers: %d more wanted, want 0 (no guess)", got)
+	}
 	all := map[propertytest.Property]int{"symmetry": 6, "exclusivity": 6, "deadlock freedom": 6, "progress": 6}
-	if got := runsWanted(all, nil, 6); got != 0 {
+	if got := runsWanted(all, nil, 6, true); got != 0 {
 		t.Errorf("everything checked 6 times: %d more wanted, want 0", got)
 	}
 	all["symmetry"] = 0
-	if got := runsWanted(all, map[propertytest.Property]int{"symmetry": 1}, 6); got != 0 {
+	if got := runsWanted(all, map[propertytest.Property]int{"symmetry": 1}, 6, true); got != 0 {
 		t.Errorf("symmetry expected: %d more wanted, want 0", got)
 	}
 }
