@@ -115,7 +115,7 @@ func ZKLockOnAll(addrs []string, opts ...DeployOption) propertytest.Factory {
 // (zklock.HandshakeDialer), so a paused server does not hold it for 6⅔
 // session timeouts.
 func connectFrom(addrs []string, first int, session time.Duration, dial zk.Dialer) (*zk.Conn, error) {
-	conn, err := zkrace.Connect(addrs, session, zkTimeout, zk.WithHostProvider(&inOrder{first: first}), zk.WithLogger(zkSilent{}),
+	conn, err := zkrace.Connect(addrs, session, zkTimeout, zk.WithHostProvider(newInOrder(addrs, first)), zk.WithLogger(zkSilent{}),
 		zk.WithDialer(zklock.HandshakeDialer(dial, zklock.HandshakeBound(session))))
 	if err != nil {
 		return nil, fmt.Errorf("backends: %w", err)
@@ -129,10 +129,12 @@ type zkSilent struct{}
 
 func (zkSilent) Printf(string, ...any) {}
 
-// inOrder is a zk.HostProvider that tries the servers in their order,
-// starting at first, where go-zookeeper's own shuffles them.
+// inOrder is a zk.HostProvider that tries the servers in the order the
+// caller gave them, starting at first. go-zookeeper's Connect shuffles the
+// list before it reaches Init, so the order is kept from before.
 type inOrder struct {
 	first   int
+	order   []string // the servers as given, in zk.FormatServers' form
 	mu      sync.Mutex
 	servers []string
 	cur     int
@@ -141,10 +143,23 @@ type inOrder struct {
 
 var _ zk.HostProvider = (*inOrder)(nil)
 
-// Init keeps the servers.
+// newInOrder returns the host provider of a connection to addrs that
+// starts at addrs[first].
+func newInOrder(addrs []string, first int) *inOrder {
+	return &inOrder{first: first, order: zk.FormatServers(addrs)}
+}
+
+// Init keeps the servers in the given order; the list go-zookeeper passes
+// must hold the same servers.
 func (p *inOrder) Init(servers []string) error {
 	if len(servers) == 0 {
 		return errors.New("backends: no ZooKeeper server")
+	}
+	if p.order != nil {
+		if !slices.Equal(slices.Sorted(slices.Values(servers)), slices.Sorted(slices.Values(p.order))) {
+			return fmt.Errorf("backends: ZooKeeper servers %q are not those given, %q", servers, p.order)
+		}
+		servers = slices.Clone(p.order)
 	}
 	p.servers, p.cur, p.last = servers, p.first%len(servers), -1
 	return nil

@@ -49,6 +49,27 @@ func TestInOrderHostProvider(t *testing.T) {
 	}
 }
 
+// go-zookeeper shuffles the servers before Init: the order given to
+// newInOrder still decides, and a list of other servers is refused.
+func TestInOrderKeepsTheGivenOrder(t *testing.T) {
+	addrs := []string{"10.0.0.1:2181", "10.0.0.2:2181", "10.0.0.3:2181"}
+	p := newInOrder(addrs, 1)
+	if err := p.Init([]string{addrs[2], addrs[0], addrs[1]}); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for range 3 {
+		s, _ := p.Next()
+		got = append(got, s)
+	}
+	if want := []string{addrs[1], addrs[2], addrs[0]}; !slices.Equal(got, want) {
+		t.Fatalf("tries %q, want %q", got, want)
+	}
+	if err := newInOrder(addrs, 0).Init([]string{addrs[0], addrs[1], "10.0.0.9:2181"}); err == nil {
+		t.Fatal("a list of other servers accepted")
+	}
+}
+
 func TestNodeDSNs(t *testing.T) {
 	got, err := nodeDSNs("root@tcp(10.0.0.1:3306)/lockproof_x?parseTime=true",
 		[]string{"root@tcp(10.0.0.1:3306)/", "app:pw@tcp(10.0.0.2:3307)/"})
