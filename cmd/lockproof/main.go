@@ -123,6 +123,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockproof/lockproof/fakes/redisfake"
 	"github.com/lockproof/lockproof/linearize"
 )
 
@@ -134,7 +135,10 @@ const (
 	exitUnknown = 3
 )
 
-func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+func main() {
+	redisfake.QuietClientLogs() // the lab's failovers and stopped servers are on purpose
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
 
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {

@@ -154,9 +154,7 @@ func newPrefix() string { return "lockproof-test-" + locks.NewOwner()[:8] + ":" 
 // addr, with the given prefix and clock (nil: real time), as node index of
 // its group.
 func newNode(addr, prefix string, clock *fakes.Clock, inGroup bool, index int) (*Server, error) {
-	quietDialFailures.Do(func() {
-		redis.SetLogger(logging.NewBlacklistLogger([]string{"failed to dial"}))
-	})
+	QuietClientLogs()
 	r := &Server{prefix: prefix, clock: clock, inGroup: inGroup, index: index, addr: addr}
 	if addr == "" {
 		if err := r.startMiniredis(); err != nil {
@@ -174,12 +172,19 @@ func newNode(addr, prefix string, clock *fakes.Clock, inGroup bool, index int) (
 	return r, nil
 }
 
-// quietDialFailures installs, once, a go-redis logger that drops the line
-// go-redis prints to stderr for every failed dial: with a stopped server
-// those failures are the point of a test, and the command errors report
-// them anyway. go-redis has one logger per process, so this replaces any
-// logger set before the first fake; its other messages still go to stderr.
-var quietDialFailures sync.Once
+// QuietClientLogs installs, once per process, a go-redis logger that drops
+// the lines go-redis prints to stderr for a failed dial and for a Sentinel
+// master lookup: with stopped servers and failovers those events are the
+// point of a test or a check, and the command errors report what matters.
+// go-redis has one logger per process, so this replaces any logger set
+// before; its other messages still go to stderr. Every fake calls it.
+func QuietClientLogs() {
+	quietClientLogs.Do(func() {
+		redis.SetLogger(logging.NewBlacklistLogger([]string{"failed to dial", "sentinel: "}))
+	})
+}
+
+var quietClientLogs sync.Once
 
 func (r *Server) startMiniredis() error {
 	m := miniredis.NewMiniRedis()
