@@ -23,8 +23,12 @@ func TestClusterAvailability(t *testing.T) {
 		t.Skip("needs embedded members to stop")
 	}
 	ctx := context.Background()
-	a := newLocker(t, s, "res", locks.WithTTL(2*time.Second))
-	b := newLocker(t, s, "res", locks.WithTTL(2*time.Second))
+	// A request whose connection was to the stopped member fails over to
+	// another one first; under load (CI, -race) that took more than the
+	// default request timeout of TTL/10, 200ms.
+	opts := []locks.Option{locks.WithTTL(2 * time.Second), locks.WithRequestTimeout(time.Second)}
+	a := newLocker(t, s, "res", opts...)
+	b := newLocker(t, s, "res", opts...)
 
 	// A member stops while b waits (its watch may go through that member).
 	held := mustLock(t, a)
