@@ -166,6 +166,49 @@ func TestClusterLife(t *testing.T) {
 	}
 }
 
+// A cluster's start runs under its kind's start limit, the default when
+// it names none; Galera's is longer than the default.
+func TestClusterStartLimit(t *testing.T) {
+	notify := notifyInterrupt
+	notifyInterrupt = func(chan<- os.Signal) {} // see notifyInterrupt
+	defer func() { notifyInterrupt = notify }()
+	var left []time.Duration
+	kind := func(name string, limit time.Duration) clusterKind {
+		return clusterKind{name: name, unavailable: func() string { return "" }, startLimit: limit,
+			start: func(ctx context.Context, _ func(string, ...any)) (io.Closer, error) {
+				deadline, ok := ctx.Deadline()
+				if !ok {
+					t.Errorf("%s: start without a deadline", name)
+				}
+				left = append(left, time.Until(deadline))
+				return closer(func() error { return nil }), nil
+			},
+			cells: []clusterCell{{lock: name, faults: "f", factory: func(io.Closer) propertytest.Factory { return nil }}}}
+	}
+	cells := clusterCells([]clusterKind{kind("a", 0), kind("b", galeraStartLimit)})
+	life := newClusterLife(func(string) {})
+	for i := range cells {
+		if _, err := life.factory(cells, i, func(string) {}); err != nil {
+			t.Fatal(err)
+		}
+		if err := life.after(cells, i, func(string) {}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := life.done(); err != nil {
+		t.Fatal(err)
+	}
+	if len(left) != 2 || left[0] > defaultStartLimit || left[0] < defaultStartLimit-time.Minute ||
+		left[1] > galeraStartLimit || left[1] <= defaultStartLimit {
+		t.Errorf("time left to start: %v, want about %v then %v", left, defaultStartLimit, galeraStartLimit)
+	}
+	for _, k := range clusterKinds() {
+		if k.name == "galera" && k.startLimit != galeraStartLimit {
+			t.Errorf("the galera kind's start limit is %v, want %v", k.startLimit, galeraStartLimit)
+		}
+	}
+}
+
 type closer func() error
 
 func (c closer) Close() error { return c() }
