@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -64,6 +65,7 @@ type fault struct {
 type Proxy struct {
 	ln     net.Listener
 	target string
+	dial   func(ctx context.Context, network, addr string) (net.Conn, error)
 
 	mu      sync.Mutex
 	mirror  *mirror // set by Replicate, nil otherwise
@@ -76,9 +78,23 @@ type Proxy struct {
 	wg      sync.WaitGroup
 }
 
+// ProxyOption changes how StartProxy sets a proxy up.
+type ProxyOption func(*Proxy)
+
+// DialTargetWith makes the proxy reach its target through dial instead of
+// a TCP dial from this process's network: for a target only a special
+// dialer reaches, such as a server in a network namespace of its own.
+func DialTargetWith(dial func(ctx context.Context, network, addr string) (net.Conn, error)) ProxyOption {
+	return func(p *Proxy) { p.dial = dial }
+}
+
+// targetDialTimeout bounds the proxy's dial of its target for each
+// connection it accepts.
+const targetDialTimeout = 5 * time.Second
+
 // StartProxy starts a proxy to target on a loopback port chosen by the
 // kernel; Close stops it. seed drives the latency jitter.
-func StartProxy(target string, seed uint64) (*Proxy, error) {
+func StartProxy(target string, seed uint64, opts ...ProxyOption) (*Proxy, error) {
 	if target == "" {
 		return nil, errors.New("proxy: empty target address")
 	}
@@ -92,6 +108,15 @@ func StartProxy(target string, seed uint64) (*Proxy, error) {
 		changed: make(chan struct{}),
 		rng:     rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 		conns:   map[*link]struct{}{},
+	}
+	for _, o := range opts {
+		if o != nil {
+			o(p)
+		}
+	}
+	if p.dial == nil {
+		d := &net.Dialer{}
+		p.dial = d.DialContext
 	}
 	p.wg.Add(1)
 	go p.accept()
@@ -258,7 +283,9 @@ func (p *Proxy) accept() {
 			resetConn(client)
 			continue
 		}
-		server, err := net.DialTimeout("tcp", p.Target(), 5*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), targetDialTimeout)
+		server, err := p.dial(ctx, "tcp", p.Target())
+		cancel()
 		if err != nil {
 			resetConn(client) // the server is down: so is the link
 			continue

@@ -2,7 +2,9 @@ package chaos
 
 import (
 	"bufio"
+	"context"
 	"errors"
+	"fmt"
 	"net"
 	"slices"
 	"sync"
@@ -125,6 +127,43 @@ func TestProxyPassesThrough(t *testing.T) {
 	}
 	if p.Conns() != 1 {
 		t.Fatalf("Conns = %d, want 1", p.Conns())
+	}
+}
+
+// With DialTargetWith, the proxy reaches its target through the given
+// dialer only: a loopback address nothing listens on works when the dialer
+// maps it to a server, and a dialer's refusal resets the client's
+// connection.
+func TestProxyDialsTargetWith(t *testing.T) {
+	e := startEcho(t)
+	var dialed atomic.Int32
+	through := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if addr != "127.0.0.2:1" {
+			return nil, fmt.Errorf("no route to %s", addr)
+		}
+		dialed.Add(1)
+		var d net.Dialer
+		return d.DialContext(ctx, network, e.ln.Addr().String())
+	}
+	p, err := StartProxy("127.0.0.2:1", 1, DialTargetWith(through))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	c := dial(t, p.Addr())
+	if got, err := c.ask("a", 5*time.Second); err != nil || got != "a" {
+		t.Fatalf("ask through the dialer: %q, %v", got, err)
+	}
+	if dialed.Load() != 1 {
+		t.Fatalf("the dialer was called %d times, want 1", dialed.Load())
+	}
+	q, err := StartProxy("127.0.0.3:1", 1, DialTargetWith(through))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = q.Close() })
+	if err := refusedErr(q.Addr()); err == nil {
+		t.Fatal("a target the dialer refuses answered")
 	}
 }
 

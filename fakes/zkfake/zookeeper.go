@@ -33,7 +33,13 @@ type zkConfig struct {
 	forceMini bool
 	addr      string // ZooKeeperAt
 	tick      time.Duration
+	dial      zk.Dialer // Dialer; nil: TCP
 }
+
+// Dialer makes the fake reach a real server (At) through dial: for a server
+// only a special dialer reaches, such as one in a network namespace of its
+// own. Default: TCP. minizk is always reached as usual.
+func Dialer(dial zk.Dialer) Option { return func(c *zkConfig) { c.dial = dial } }
 
 // At makes the fake use the real server at addr (host:port)
 // instead of minizk. The fake works under its own Prefix there and deletes
@@ -72,6 +78,7 @@ type Server struct {
 	clock  *fakes.Clock // nil: real time
 	manual bool
 	mini   *minizk.Server
+	dial   zk.Dialer // to a real server; nil: TCP
 
 	mu      sync.Mutex
 	clients []*zk.Conn
@@ -126,12 +133,16 @@ func startMinizk(cfg zkConfig) (*Server, error) {
 // realZooKeeper checks that the server at addr answers and returns the
 // fake for it.
 func realZooKeeper(addr string, cfg zkConfig) (*Server, error) {
-	nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	dial := cfg.dial
+	if dial == nil {
+		dial = net.DialTimeout
+	}
+	nc, err := dial("tcp", addr, 5*time.Second)
 	if err != nil {
 		return nil, fmt.Errorf("zookeeper at %s: %w", addr, err)
 	}
 	_ = nc.Close()
-	z := &Server{addr: addr, prefix: zkPrefix(), manual: cfg.manual}
+	z := &Server{addr: addr, prefix: zkPrefix(), manual: cfg.manual, dial: cfg.dial}
 	c, _, err := z.Connect(10 * time.Second)
 	if err == nil {
 		_, _, err = c.Exists("/")
@@ -163,6 +174,9 @@ func (zkQuiet) Printf(string, ...any) {}
 // them through a locks.Gate: unlike the other fakes' clients, these are not
 // gated.
 func (z *Server) Connect(sessionTimeout time.Duration) (*zk.Conn, <-chan zk.Event, error) {
+	if z.dial != nil {
+		return z.connect(z.addr, sessionTimeout, zk.WithDialer(z.dial))
+	}
 	return z.connect(z.addr, sessionTimeout)
 }
 

@@ -21,6 +21,7 @@ type DeployOption func(*deployConfig)
 
 type deployConfig struct {
 	noLinks bool
+	dial    fakes.DialFunc // WithDialer; nil: TCP
 }
 
 // WithoutLinkFaults takes the client-side network faults out of a
@@ -29,13 +30,33 @@ type deployConfig struct {
 // LinkFaultNames), and the run injects faults on them.
 func WithoutLinkFaults() DeployOption { return func(c *deployConfig) { c.noLinks = true } }
 
+// WithDialer makes a deployment factory reach the nodes through dial, for
+// nodes that only a special dialer reaches, such as servers in network
+// namespaces of their own: the links' proxies dial their nodes with it, and
+// so do the clients under WithoutLinkFaults. ZKLockOnAll takes it; the
+// other deployment factories refuse it, with an error, at a run's start.
+func WithDialer(dial func(ctx context.Context, network, addr string) (net.Conn, error)) DeployOption {
+	return func(c *deployConfig) { c.dial = dial }
+}
+
+// noDialer is the error of a deployment factory that does not take
+// WithDialer, when given one; nil otherwise.
+func (c deployConfig) noDialer(factory string) error {
+	if c.dial == nil {
+		return nil
+	}
+	return fmt.Errorf("backends: %s does not take WithDialer (ZKLockOnAll does): its clients would dial the nodes directly", factory)
+}
+
 // links is the run's links to the nodes, or nil under WithoutLinkFaults
 // (the clients then dial directly, and there are no link faults).
 func (c deployConfig) links(env propertytest.Env) *links {
 	if c.noLinks {
 		return nil
 	}
-	return newLinks(env)
+	l := newLinks(env)
+	l.target = c.dial
+	return l
 }
 
 func newDeployConfig(opts []DeployOption) deployConfig {
@@ -74,6 +95,7 @@ type links struct {
 	first   map[int]string                 // the node each client dialed first
 	cuts    map[linkKey]func(*chaos.Proxy) // faults in force; target "" is every node
 	closed  bool
+	target  fakes.DialFunc // how the proxies reach their nodes; nil: TCP
 }
 
 // linkKey names one client's link to one node (its host:port as dialed).
@@ -115,7 +137,11 @@ func zkDialer(l *links, client int) zk.Dialer {
 	if l == nil {
 		return nil
 	}
-	dial := l.dial(client)
+	return zkDial(l.dial(client))
+}
+
+// zkDial is dial in go-zookeeper's shape.
+func zkDial(dial fakes.DialFunc) zk.Dialer {
 	return func(network, address string, timeout time.Duration) (net.Conn, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
@@ -135,7 +161,11 @@ func (l *links) proxy(client int, target string) (*chaos.Proxy, error) {
 	if p, ok := l.proxies[k]; ok {
 		return p, nil
 	}
-	p, err := chaos.StartProxy(target, uint64(len(l.proxies))+1)
+	var opts []chaos.ProxyOption
+	if l.target != nil {
+		opts = append(opts, chaos.DialTargetWith(l.target))
+	}
+	p, err := chaos.StartProxy(target, uint64(len(l.proxies))+1, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("backends: the proxy from client %d to %s: %w", client, target, err)
 	}

@@ -8,7 +8,9 @@ import (
 	"io"
 	"net"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -304,5 +306,71 @@ func TestDeploymentsDialThroughLinks(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
+	}
+}
+
+// WithDialer: ZKLockOnAll reaches a node only its dialer knows, through
+// the links' proxies and, without link faults, directly; every other
+// deployment factory refuses the option rather than dial past it.
+func TestDeploymentWithDialer(t *testing.T) {
+	z, err := zkfake.Start(zkfake.ForceMinizk())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer z.Close()
+	// An address nothing listens on (loopback: never a name to resolve,
+	// never a route out); only the dialer maps it to the server.
+	const name = "127.0.0.2:1"
+	var dialed atomic.Int32
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if addr != name {
+			return nil, fmt.Errorf("no route to %s", addr)
+		}
+		dialed.Add(1)
+		var d net.Dialer
+		return d.DialContext(ctx, network, z.Addr())
+	}
+	for _, links := range []bool{true, false} {
+		opts := []DeployOption{WithDialer(dial)}
+		if !links {
+			opts = append(opts, WithoutLinkFaults())
+		}
+		env := &recordingEnv{}
+		be, err := ZKLockOnAll([]string{name}, opts...)(env)
+		if err != nil {
+			env.done()
+			t.Fatalf("links %v: %v", links, err)
+		}
+		before := dialed.Load()
+		l, err := be.NewLocker("L", locks.WithTTL(time.Second))
+		if err != nil {
+			env.done()
+			t.Fatalf("links %v: %v", links, err)
+		}
+		lease, err := l.TryLock(context.Background())
+		if err != nil {
+			env.done()
+			t.Fatalf("links %v: TryLock: %v", links, err)
+		}
+		_ = lease.Unlock(context.Background())
+		if dialed.Load() == before {
+			t.Errorf("links %v: the locker's connection did not go through the dialer", links)
+		}
+		if got := len(be.Faults) > 0; got != links {
+			t.Errorf("links %v: %d faults", links, len(be.Faults))
+		}
+		env.done()
+	}
+	for name, f := range map[string]propertytest.Factory{
+		"ConsulLockOnAll":      ConsulLockOnAll([]string{"127.0.0.1:1"}, WithDialer(dial)),
+		"MySQLLockOnAll":       MySQLLockOnAll([]string{"root@tcp(127.0.0.1:1)/"}, WithDialer(dial)),
+		"RedisLockViaSentinel": RedisLockViaSentinel("mymaster", []string{"127.0.0.1:1"}, WithDialer(dial)),
+	} {
+		env := &recordingEnv{}
+		_, err := f(env)
+		env.done()
+		if err == nil || !strings.Contains(err.Error(), "does not take WithDialer") {
+			t.Errorf("%s with WithDialer: %v, want a refusal", name, err)
+		}
 	}
 }

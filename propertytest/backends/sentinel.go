@@ -36,6 +36,9 @@ func RedisLockViaSentinel(master string, sentinels []string, opts ...DeployOptio
 		if master == "" || len(sentinels) == 0 || slices.Contains(sentinels, "") {
 			return nil, fmt.Errorf("backends: RedisLockViaSentinel needs the master's name and the Sentinels' addresses, got %q %q", master, sentinels)
 		}
+		if err := cfg.noDialer("RedisLockViaSentinel"); err != nil {
+			return nil, err
+		}
 		prefix := "lockproof-test-" + locks.NewOwner()[:8] + ":"
 		lk := cfg.links(env)
 		newClient := func(dial fakes.DialFunc) *redis.Client {

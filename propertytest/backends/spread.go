@@ -54,6 +54,9 @@ func ConsulLockOnAll(addrs []string, opts ...DeployOption) propertytest.Factory 
 		if len(addrs) == 0 || slices.Contains(addrs, "") {
 			return nil, fmt.Errorf("backends: ConsulLockOnAll needs the agents' addresses, got %q", addrs)
 		}
+		if err := cfg.noDialer("ConsulLockOnAll"); err != nil {
+			return nil, err
+		}
 		prefix := "lockproof-test-" + locks.NewOwner()[:8] + "/"
 		agents := make([]*consulOn, len(addrs))
 		for i, a := range addrs {
@@ -90,14 +93,22 @@ func ZKLockOnAll(addrs []string, opts ...DeployOption) propertytest.Factory {
 		if len(addrs) == 0 || slices.Contains(addrs, "") {
 			return nil, fmt.Errorf("backends: ZKLockOnAll needs the servers' addresses, got %q", addrs)
 		}
-		z, err := zkfake.Start(zkfake.At(addrs[0]))
+		fakeOpts := []zkfake.Option{zkfake.At(addrs[0])}
+		if cfg.dial != nil {
+			fakeOpts = append(fakeOpts, zkfake.Dialer(zkDial(cfg.dial)))
+		}
+		z, err := zkfake.Start(fakeOpts...)
 		if err != nil {
 			return nil, fmt.Errorf("backends: %w", err)
 		}
 		propertytest.CloseAtCleanup(env, "the ZooKeeper fake", z)
 		lk := cfg.links(env)
 		be := newZKBackend(z, zkMutex, func(i int, ttl time.Duration) (*zk.Conn, error) {
-			conn, err := connectFrom(addrs, spreadOver(i, len(addrs)), ttl, zkDialer(lk, i))
+			dial := zkDialer(lk, i)
+			if lk == nil && cfg.dial != nil {
+				dial = zkDial(cfg.dial)
+			}
+			conn, err := connectFrom(addrs, spreadOver(i, len(addrs)), ttl, dial)
 			if err == nil {
 				env.Cleanup(conn.Close)
 			}
@@ -200,6 +211,9 @@ func MySQLLockOnAll(dsns []string, opts ...DeployOption) propertytest.Factory {
 	return func(env propertytest.Env) (*propertytest.Backend, error) {
 		if len(dsns) == 0 {
 			return nil, errors.New("backends: MySQLLockOnAll needs the nodes' DSNs")
+		}
+		if err := cfg.noDialer("MySQLLockOnAll"); err != nil {
+			return nil, err
 		}
 		s, err := mysqlfake.Start(mysqlfake.At(dsns[0]))
 		if err != nil {
