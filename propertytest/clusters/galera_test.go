@@ -3,6 +3,7 @@ package clusters
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -80,5 +81,17 @@ func withoutFaults(f propertytest.Factory) propertytest.Factory {
 		}
 		be.Faults = nil
 		return be, nil
+	}
+}
+
+// Every other locker talks to the skewed member, and the others to
+// members 0 and 1 in turn, so that every member serves clients.
+func TestMemberOf(t *testing.T) {
+	var got []int
+	for i := range 8 {
+		got = append(got, memberOf(i))
+	}
+	if want := []int{2, 0, 2, 1, 2, 0, 2, 1}; !slices.Equal(got, want) {
+		t.Fatalf("members of lockers 0 to 7: %v, want %v", got, want)
 	}
 }
