@@ -100,7 +100,11 @@ func clusterKinds() []clusterKind {
 			{lock: lockRedlock, faults: "restart-empty",
 				about:   "5 independent Redis nodes in the lab, a majority restarted one by one without their data (not claimed: Redlock's known weakness); client crashes; pauses (not claimed); real time",
 				opts:    opts(clusters.RedlockOptions()),
-				factory: on(func(r *clusters.RedlockNodes) propertytest.Factory { return r.Redlock(false) })},
+				factory: on(func(r *clusters.RedlockNodes) propertytest.Factory { return r.Redlock(false) }),
+				// The whole -steps: the restart breaks the lock only when it
+				// comes before an acquisition while another client holds
+				// the lock, and of 5 runs of 10 steps, 2 had it.
+				fewerSteps: 1},
 		}},
 		{name: "galera", unavailable: clusters.GaleraUnavailable, start: startAs(clusters.StartGalera), cells: []clusterCell{
 			{lock: lockMySQL, faults: "skew",

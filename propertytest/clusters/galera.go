@@ -91,8 +91,8 @@ func StartGalera(ctx context.Context, logf func(format string, args ...any)) (*G
 
 // GaleraOptions are the Options to run MySQLLock with: TTL 4s (less than
 // GaleraSkew, and long enough that a lease still runs when the fault has
-// skewed the clock for another client's acquisition), Slack 1s, Settle
-// 50ms. Claims: the defaults (crash and
+// skewed the clock for another client's acquisition: each SetSkew takes up
+// to 2s), Slack 1s, Settle 50ms. Claims: the defaults (crash and
 // pause): mysqllock does not claim a skewed clock, which its NOW()-based
 // leases trust.
 func GaleraOptions() propertytest.Options {
