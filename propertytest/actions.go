@@ -22,6 +22,9 @@ type action struct {
 	who func(m *machine, c *client) bool
 	// do is what the action does, for the client drawn (nil without who).
 	do func(m *machine, t *rapid.T, c *client)
+	// acquires marks an action that starts an acquisition for a client
+	// that holds nothing: a fault marked AtAcquire may strike around it.
+	acquires bool
 }
 
 // actionTable is every action of the state machine.
@@ -42,7 +45,12 @@ func (m *machine) actions() map[string]func(*rapid.T) {
 			if a.who != nil {
 				c = m.pick(t, func(c *client) bool { return a.who(m, c) })
 			}
+			heal := func() {}
+			if a.acquires && c.cur == nil {
+				heal = m.strikeAtAcquire(t)
+			}
 			a.do(m, t, c)
+			heal()
 		}
 	}
 	return acts

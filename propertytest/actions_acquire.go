@@ -222,16 +222,44 @@ var errNoAnswer = errors.New("no answer (unknown outcome)")
 // by a client that holds nothing, drawn shared or not (Options.ReadWrite)
 // and stalled or not.
 var acquireActions = []action{
-	{name: "Lock", who: free, do: func(m *machine, t *rapid.T, c *client) {
+	{name: "Lock", who: free, acquires: true, do: func(m *machine, t *rapid.T, c *client) {
 		m.drawMode(t, c)
 		m.acquire(c, true, false, drawStall(t), nil)
 		m.drive(c)
 	}},
-	{name: "TryLock", who: free, do: func(m *machine, t *rapid.T, c *client) {
+	{name: "TryLock", who: free, acquires: true, do: func(m *machine, t *rapid.T, c *client) {
 		m.drawMode(t, c)
 		m.acquire(c, false, false, drawStall(t), nil)
 		m.drive(c)
 	}},
+}
+
+// strikeAtAcquire draws whether a fault marked AtAcquire (and not active)
+// strikes around the acquisition an action is about to start, injects it
+// if so, and returns what heals it once the action is done. A backend without
+// such a fault draws nothing, so its seeds replay as before.
+func (m *machine) strikeAtAcquire(t *rapid.T) (heal func()) {
+	var at []int
+	for i, f := range m.be.Faults {
+		if f.AtAcquire && !m.faults.active[i] {
+			at = append(at, i)
+		}
+	}
+	if len(at) == 0 || !rapid.Bool().Draw(t, "fault at the acquisition") {
+		return func() {}
+	}
+	i := rapid.SampledFrom(at).Draw(t, "which fault at the acquisition")
+	if err := m.toggleFault(i); err != nil {
+		t.Fatalf("%v", err)
+	}
+	return func() {
+		if !m.faults.active[i] {
+			return
+		}
+		if err := m.toggleFault(i); err != nil {
+			t.Fatalf("%v", err)
+		}
+	}
 }
 
 // free is an action's who for a client that holds nothing and runs nothing.

@@ -79,7 +79,7 @@ var faultActions = []action{
 			m.sched.settle()
 			m.collect()
 		}},
-	{name: "CrashInTryLock", who: free, do: func(m *machine, t *rapid.T, c *client) {
+	{name: "CrashInTryLock", who: free, acquires: true, do: func(m *machine, t *rapid.T, c *client) {
 		m.drawMode(t, c)
 		m.acquire(c, false, true, stallNever, nil)
 		m.drive(c)

@@ -170,9 +170,9 @@ var interleaveActions = []action{
 		m.collect()
 	}},
 	{name: "Overtake", who: stalled, do: func(m *machine, t *rapid.T, c *client) { m.overtakeStalled(t, c) }},
-	{name: "StallOvertake", who: func(_ *machine, c *client) bool { return c.op == nil },
+	{name: "StallOvertake", who: func(_ *machine, c *client) bool { return c.op == nil }, acquires: true,
 		do: func(m *machine, t *rapid.T, c *client) { m.stallOvertake(t, c) }},
-	{name: "SlowGrant", who: free, do: func(m *machine, t *rapid.T, c *client) { m.slowGrant(t, c) }},
+	{name: "SlowGrant", who: free, acquires: true, do: func(m *machine, t *rapid.T, c *client) { m.slowGrant(t, c) }},
 	{name: "Edge", who: func(m *machine, c *client) bool { return m.valid(c.cur) && c.op == nil },
 		do: func(m *machine, t *rapid.T, c *client) { m.edgeOf(t, c) }},
 	{name: "Advance", do: func(m *machine, t *rapid.T, _ *client) {

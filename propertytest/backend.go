@@ -147,6 +147,11 @@ type Fault struct {
 	// after the probes, so each probe meets a backend just recovering
 	// (Backend.Recovery). Needs Heal.
 	Ongoing bool
+	// AtAcquire marks a fault that breaks a lock only around an
+	// acquisition: besides the Fault action, before each Lock and TryLock
+	// the suite draws whether to inject it there and heal it once the call
+	// is done, or blocked. Needs Heal.
+	AtAcquire bool
 
 	_ struct{} // keyed literals only
 }
@@ -171,6 +176,9 @@ func (b *Backend) validate() error {
 		}
 		if f.Ongoing && f.Heal == nil {
 			return fmt.Errorf("propertytest: fault %d (%q) is Ongoing without a Heal: the probes need it healed", i, f.Name)
+		}
+		if f.AtAcquire && f.Heal == nil {
+			return fmt.Errorf("propertytest: fault %d (%q) is AtAcquire without a Heal: the acquisition's end needs it healed", i, f.Name)
 		}
 	}
 	return nil

@@ -89,16 +89,18 @@ func StartGalera(ctx context.Context, logf func(format string, args ...any)) (*G
 	return &GaleraCluster{Galera: g}, nil
 }
 
-// GaleraOptions are the Options to run MySQLLock with: TTL 2s (less than
-// GaleraSkew), Slack 1s, Settle 50ms. Claims: the defaults (crash and
+// GaleraOptions are the Options to run MySQLLock with: TTL 4s (less than
+// GaleraSkew, and long enough that a lease still runs when the fault has
+// skewed the clock for another client's acquisition: each SetSkew takes up
+// to 2s), Slack 1s, Settle 50ms. Claims: the defaults (crash and
 // pause): mysqllock does not claim a skewed clock, which its NOW()-based
 // leases trust.
 func GaleraOptions() propertytest.Options {
-	return propertytest.Options{TTL: 2 * time.Second, Slack: time.Second, Settle: 50 * time.Millisecond}
+	return propertytest.Options{TTL: 4 * time.Second, Slack: time.Second, Settle: 50 * time.Millisecond}
 }
 
-// MySQLLock is the Factory of mysqllock on the Galera cluster: the i-th
-// locker of a run talks to member i mod 3 only, through a gated pool that
+// MySQLLock is the Factory of mysqllock on the Galera cluster: each
+// locker of a run talks to one member only (memberOf), through a gated pool that
 // dials through the lab's Dialer. Its sessions wait for causality
 // (wsrep_sync_wait=3: reads, updates and deletes see what the cluster
 // committed before), as a Galera deployment that reads across nodes
@@ -108,8 +110,9 @@ func GaleraOptions() propertytest.Options {
 // grant made on a stale row (a deadlock error, which mysqllock retries). Each run's lock table is
 // a table of its own, dropped at its end.
 //
-// One fault, of kind FaultClockSkew (which mysqllock does not claim):
-// Inject sets member 2's clock GaleraSkew ahead, Heal sets it true again.
+// One fault, of kind FaultClockSkew (which mysqllock does not claim),
+// struck around acquisitions too (AtAcquire): Inject sets member 2's clock
+// GaleraSkew ahead, Heal sets it true again.
 // mysqllock computes every expiry from the server's NOW(6), and Galera
 // replicates the row images (expires_at as a value): a lease granted on
 // member 0 or 1 expires on member 2's clock GaleraSkew early, so a client
@@ -153,7 +156,7 @@ func (g *GaleraCluster) MySQLLock() propertytest.Factory {
 		be := &propertytest.Backend{
 			NewLocker: func(name string, opts ...locks.Option) (locks.Locker, error) {
 				mu.Lock()
-				member := lockers % len(g.Members())
+				member := memberOf(lockers)
 				lockers++
 				mu.Unlock()
 				db, err := g.open(member)
@@ -171,6 +174,18 @@ func (g *GaleraCluster) MySQLLock() propertytest.Factory {
 		realTime(be)
 		return be, nil
 	}
+}
+
+// memberOf is the member the i-th locker of a run talks to: every other
+// locker the skewed member 2, the others members 0 and 1 in turn. A
+// skewed clock breaks the lock only when its member serves an acquisition
+// while another client holds a lease granted on a true clock: with one
+// client a member, a third of such acquisitions went there.
+func memberOf(i int) int {
+	if i%2 == 0 {
+		return skewedMember
+	}
+	return (i / 2) % 2
 }
 
 // open is a gated pool on member i's runs' database, its sessions waiting
@@ -199,7 +214,8 @@ func (g *GaleraCluster) skew(env propertytest.Env) propertytest.Fault {
 	}
 	return propertytest.Fault{
 		Name: fmt.Sprintf("member %d's clock %v ahead (galera)", skewedMember, GaleraSkew), Kind: propertytest.FaultClockSkew,
-		Inject: func() error { return set(GaleraSkew) },
-		Heal:   func() error { return set(0) },
+		AtAcquire: true,
+		Inject:    func() error { return set(GaleraSkew) },
+		Heal:      func() error { return set(0) },
 	}
 }

@@ -72,7 +72,8 @@ func RedisOptions() propertytest.Options {
 // Sentinels to promote a replica, lifts the partition and restarts the old
 // primary, which comes back as a replica of the new one. A lock granted
 // between the two is lost in the failover, and its holder still trusts its
-// lease: two holders. Each run's keys are under a prefix of its own.
+// lease: two holders. The fault is AtAcquire: struck around an acquisition,
+// it loses the grant made inside it. Each run's keys are under a prefix of its own.
 // Recovery is RedisRecovery. Run it with RedisOptions.
 func (r *RedisCluster) RedisLock() propertytest.Factory {
 	return func(env propertytest.Env) (*propertytest.Backend, error) {
@@ -136,6 +137,7 @@ func (r *RedisCluster) failover(env propertytest.Env) propertytest.Fault {
 	}
 	return propertytest.Fault{
 		Name: "the primary cut off from its replicas, then failed over (redis)", Kind: propertytest.FaultFailover,
+		AtAcquire: true,
 		Inject: func() error {
 			if err := heal(); err != nil { // injected twice: the first one ends
 				return err

@@ -76,7 +76,8 @@ func RedlockOptions() propertytest.Options {
 // every write it acknowledged (FaultNodeDown); without, empty, and it runs
 // without persistence until a run with persist restarts it (FaultNodeKill):
 // a lock a client holds is then free on a majority, and a second client is
-// granted it, Redlock's weakness that Kleppmann pointed out. Every locker
+// granted it, Redlock's weakness that Kleppmann pointed out; that fault is
+// AtAcquire, so that it comes just before an acquisition. Every locker
 // has a go-redis client per node through the lab's Dialer, its commands
 // passing the suite's gate; each run's keys are under a prefix of its own.
 // Run it with RedlockOptions.
@@ -136,7 +137,7 @@ func (r *RedlockNodes) rollingRestart(env propertytest.Env, persist bool) proper
 	}
 	return propertytest.Fault{
 		Name: fmt.Sprintf("nodes 0 to %d restarted one by one %s their data (redis nodes)", restartedNodes-1, how),
-		Kind: kind, Ongoing: true,
+		Kind: kind, Ongoing: true, AtAcquire: !persist,
 		Inject: func() error {
 			r.mu.Lock()
 			defer r.mu.Unlock()
