@@ -481,11 +481,10 @@ func runsWanted(checked, expected map[propertytest.Property]int, runs int, guess
 		if n >= minRuns || expected[p] > 0 || (p == propertytest.Availability && n == 0) {
 			continue
 		}
-		if n == 0 && !guessUnseen {
-			continue
-		}
 		if n == 0 {
-			want = max(want, runs)
+			if guessUnseen {
+				want = max(want, runs)
+			}
 			continue
 		}
 		want = max(want, ((minRuns-n)*runs+n-1)/n)

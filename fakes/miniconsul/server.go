@@ -130,20 +130,19 @@ func (s *Server) AfterLockDelayCheck(f func(key string)) {
 	s.checked.Store(&f)
 }
 
-// lockChecked runs the AfterLockDelayCheck hook for keys, if one is set,
-// with st.mu unlocked; it reports whether it ran (the caller's checks
-// made under the lock before it are then stale, as Consul's are).
-func (s *Server) lockChecked(keys ...string) bool {
+// lockChecked runs the AfterLockDelayCheck hook, if one is set, for keys,
+// with st.mu unlocked: the caller's checks made under the lock before it
+// are then stale, as Consul's are.
+func (s *Server) lockChecked(keys ...string) {
 	f := s.checked.Load()
 	if f == nil || len(keys) == 0 {
-		return false
+		return
 	}
 	s.st.mu.Unlock()
 	defer s.st.mu.Lock()
 	for _, k := range keys {
 		(*f)(k)
 	}
-	return true
 }
 
 // Start starts a server on 127.0.0.1 with a port chosen by the kernel.

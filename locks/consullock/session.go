@@ -164,7 +164,7 @@ func (a *attempt) lockTxn(ctx context.Context, key string) (ok bool, prior api.K
 		return false, prior, l.errorf("acquire: the server returned no transaction response")
 	case !ok:
 		for _, e := range resp.Errors {
-			if strings.Contains(e.What, "invalid session") {
+			if strings.Contains(e.What, invalidSessionText) {
 				return false, prior, errSessionGone
 			}
 		}
@@ -199,8 +199,12 @@ func (a *attempt) giveBack(ctx context.Context, key string) error {
 func invalidSession(err error) bool {
 	var se api.StatusError
 	return errors.As(err, &se) && se.Code == http.StatusInternalServerError &&
-		strings.Contains(se.Body, "invalid session")
+		strings.Contains(se.Body, invalidSessionText)
 }
+
+// invalidSessionText is in Consul's refusal of an acquire, or of a
+// transaction's lock, with a session it does not know.
+const invalidSessionText = "invalid session"
 
 // grant reads the token back and wraps the acquisition in a managed lease.
 //

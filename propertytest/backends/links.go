@@ -123,25 +123,22 @@ func (l *links) dial(client int) fakes.DialFunc {
 	}
 }
 
-// dialOrNil is dial, or nil on no links (l nil): the default dialer.
-func (l *links) dialOrNil(client int) fakes.DialFunc {
-	if l == nil {
-		return nil
+// dialFor is how client reaches the nodes: through its links, or, with
+// no links (l nil), with the deployment's dialer (WithDialer; nil: the
+// default).
+func (c deployConfig) dialFor(l *links, client int) fakes.DialFunc {
+	if l != nil {
+		return l.dial(client)
 	}
-	return l.dial(client)
+	return c.dial
 }
 
-// zkDialer is client's dial function in go-zookeeper's shape, or nil on no
-// links (l nil).
-func zkDialer(l *links, client int) zk.Dialer {
-	if l == nil {
-		return nil
-	}
-	return zkDial(l.dial(client))
-}
-
-// zkDial is dial in go-zookeeper's shape.
+// zkDial is dial in go-zookeeper's shape; nil for nil (go-zookeeper's
+// default).
 func zkDial(dial fakes.DialFunc) zk.Dialer {
+	if dial == nil {
+		return nil
+	}
 	return func(network, address string, timeout time.Duration) (net.Conn, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()

@@ -60,7 +60,7 @@ func RedisLockViaSentinel(master string, sentinels []string, opts ...DeployOptio
 		clients := 0
 		be := &propertytest.Backend{
 			NewLocker: func(name string, opts ...locks.Option) (locks.Locker, error) {
-				c := newClient(lk.dialOrNil(clients))
+				c := newClient(cfg.dialFor(lk, clients))
 				clients++
 				redisfake.Gate(c, "redis node 0")
 				own := []locks.Option{locks.WithPrefix(prefix), locks.WithClock(locks.SystemClock{})}

@@ -73,7 +73,7 @@ func ConsulLockOnAll(addrs []string, opts ...DeployOption) propertytest.Factory 
 		newClient := func() (*api.Client, error) {
 			i := clients
 			clients++
-			return agents[rr.next(len(agents))].newClient(lk.dialOrNil(i))
+			return agents[rr.next(len(agents))].newClient(cfg.dialFor(lk, i))
 		}
 		be := newConsulBackend(newClient, consulMutex, []locks.Option{locks.WithPrefix(prefix)}, locks.MinTTL)
 		be.Clock, be.Advance = locks.SystemClock{}, time.Sleep
@@ -93,22 +93,14 @@ func ZKLockOnAll(addrs []string, opts ...DeployOption) propertytest.Factory {
 		if len(addrs) == 0 || slices.Contains(addrs, "") {
 			return nil, fmt.Errorf("backends: ZKLockOnAll needs the servers' addresses, got %q", addrs)
 		}
-		fakeOpts := []zkfake.Option{zkfake.At(addrs[0])}
-		if cfg.dial != nil {
-			fakeOpts = append(fakeOpts, zkfake.Dialer(zkDial(cfg.dial)))
-		}
-		z, err := zkfake.Start(fakeOpts...)
+		z, err := zkfake.Start(zkfake.At(addrs[0]), zkfake.Dialer(zkDial(cfg.dial)))
 		if err != nil {
 			return nil, fmt.Errorf("backends: %w", err)
 		}
 		propertytest.CloseAtCleanup(env, "the ZooKeeper fake", z)
 		lk := cfg.links(env)
 		be := newZKBackend(z, zkMutex, func(i int, ttl time.Duration) (*zk.Conn, error) {
-			dial := zkDialer(lk, i)
-			if lk == nil && cfg.dial != nil {
-				dial = zkDial(cfg.dial)
-			}
-			conn, err := connectFrom(addrs, spreadOver(i, len(addrs)), ttl, dial)
+			conn, err := connectFrom(addrs, spreadOver(i, len(addrs)), ttl, zkDial(cfg.dialFor(lk, i)))
 			if err == nil {
 				env.Cleanup(conn.Close)
 			}
@@ -236,7 +228,7 @@ func MySQLLockOnAll(dsns []string, opts ...DeployOption) propertytest.Factory {
 			NewLocker: func(name string, opts ...locks.Option) (locks.Locker, error) {
 				i := clients
 				clients++
-				db, err := openNode(env, nodes[rr.next(len(nodes))], lk.dialOrNil(i))
+				db, err := openNode(env, nodes[rr.next(len(nodes))], cfg.dialFor(lk, i))
 				if err != nil {
 					return nil, err
 				}
