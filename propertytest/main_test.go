@@ -13,7 +13,17 @@ import (
 
 // TestMain runs with the suite's short defaults and leak check (see
 // suitemain.Main); LOCKPROOF_DEEP=1 runs 500 checks per property test.
-func TestMain(m *testing.M) { suitemain.Main(m) }
+//
+// The tests of the scheduler's wall-time limits mostly wait for them: they
+// run in a second process (suitemain.Beside), beside the others, whose
+// manual-time runs need the process to themselves. TestBeside collects
+// them.
+func TestMain(m *testing.M) {
+	suitemain.Main(m, suitemain.Beside(`^Test(RestlessGoroutineEndsTheRun|WallTimePoller|LockIgnoringItsContextEndsTheRun|SchedWaitsAreBounded)`))
+}
+
+// TestBeside collects the tests TestMain runs in a second process.
+func TestBeside(t *testing.T) { suitemain.Collect(t) }
 
 // epoch is where the manual clocks of this package's tests start.
 var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)

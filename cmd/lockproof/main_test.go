@@ -8,9 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"go.uber.org/goleak"
-
 	"github.com/lockproof/lockproof/internal/locktest"
+	"github.com/lockproof/lockproof/propertytest/suitemain"
 )
 
 // TestMain fails the package if a test leaves a goroutine behind. The
@@ -19,10 +18,19 @@ import (
 // sleep (see bench's documentation). A parallel test starts only once the
 // sequential ones are done, so the check tests' scheduler, which waits
 // for the whole process to be quiescent, never runs beside them.
+//
+// The tests of the check's wall-time budget, and the two that wait on a
+// nemesis command and on history files, mostly wait: they run in a second
+// process (suitemain.Beside), beside the others; TestBeside collects them.
+// The leak check is suitemain's; rapid's flags are left as they are.
 func TestMain(m *testing.M) {
 	locktest.WaitingParallel(4)
-	goleak.VerifyTestMain(m)
+	suitemain.Main(m, suitemain.OwnRapidDefaults(),
+		suitemain.Beside(`^TestBudget|^TestCheckRechecksExpectedHistories$|^TestCheckCallsTheNemesis$`))
 }
+
+// TestBeside collects the tests TestMain runs in a second process.
+func TestBeside(t *testing.T) { suitemain.Collect(t) }
 
 // Two clients hold lock L at once: B is granted 1 ms after A, with a TTL of
 // 10 s and no release in between.

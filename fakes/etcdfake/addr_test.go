@@ -9,6 +9,7 @@ import (
 
 // Addr is the host:port of the endpoint, without its scheme.
 func TestAddr(t *testing.T) {
+	t.Parallel()
 	e := etcdfake.New(t, etcdfake.ForceEmbedded())
 	u, err := url.Parse(e.Endpoint(0))
 	if err != nil {

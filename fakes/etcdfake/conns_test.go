@@ -10,6 +10,7 @@ import (
 )
 
 func TestConnsSeverEtcd(t *testing.T) {
+	t.Parallel()
 	s := etcdfake.New(t)
 	conns := fakes.NewConns()
 	c := s.NewClientThrough(conns)

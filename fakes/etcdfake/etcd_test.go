@@ -24,6 +24,7 @@ import (
 const etcdStartBudget = 3 * time.Second
 
 func TestEtcdClientWorks(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := etcdfake.New(t)
 	if !s.Real() {
@@ -53,6 +54,7 @@ func TestEtcdClientWorks(t *testing.T) {
 }
 
 func TestEtcdPrefixIsUnique(t *testing.T) {
+	t.Parallel()
 	a, b := etcdfake.New(t), etcdfake.New(t)
 	for _, p := range []string{a.Prefix(), b.Prefix()} {
 		if !strings.HasPrefix(p, "lockproof-test-") || !strings.HasSuffix(p, "/") {
@@ -67,6 +69,7 @@ func TestEtcdPrefixIsUnique(t *testing.T) {
 // TestEtcdRevokeLease: a revoked lease is gone from Leases and its key
 // from the store, at once.
 func TestEtcdRevokeLease(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := etcdfake.New(t)
 	c := s.Client()
@@ -100,6 +103,7 @@ func TestEtcdRevokeLease(t *testing.T) {
 // TestEtcdCleanupIsFast: the fake closes its clients before the member, so
 // a client's open watch does not hold the shutdown up for seconds.
 func TestEtcdCleanupIsFast(t *testing.T) {
+	t.Parallel()
 	if os.Getenv(etcdfake.EnvEndpoints) != "" {
 		t.Skip("nothing to stop on a real cluster")
 	}
@@ -125,6 +129,7 @@ func TestEtcdCleanupIsFast(t *testing.T) {
 // cluster serves writes; with two stopped a write fails within its deadline;
 // restarted, the members serve again, with their data.
 func TestEtcdClusterSurvivesOneMember(t *testing.T) {
+	t.Parallel()
 	s := etcdfake.NewCluster(t, 3)
 	if s.Real() {
 		t.Skip("needs embedded members to stop")
@@ -177,6 +182,7 @@ func TestEtcdClusterSurvivesOneMember(t *testing.T) {
 }
 
 func TestEtcdFollowsTheEnvironment(t *testing.T) {
+	t.Parallel()
 	s := etcdfake.New(t)
 	if want := os.Getenv(etcdfake.EnvEndpoints) != ""; s.Real() != want {
 		t.Fatalf("Real() = %v with %s=%q", s.Real(), etcdfake.EnvEndpoints, os.Getenv(etcdfake.EnvEndpoints))

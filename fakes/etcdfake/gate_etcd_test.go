@@ -26,6 +26,7 @@ func etcdLockNames(t *testing.T) []string {
 }
 
 func TestEtcdGateSeesEtcdlock(t *testing.T) {
+	t.Parallel()
 	first := etcdLockNames(t)
 	for _, want := range []string{"lock: etcd Lease/LeaseGrant", "renew: etcd Lease/LeaseKeepAlive"} {
 		if !slices.Contains(first, want) {
@@ -36,6 +37,7 @@ func TestEtcdGateSeesEtcdlock(t *testing.T) {
 }
 
 func TestEtcdGateLeavesWatchesAlone(t *testing.T) {
+	t.Parallel()
 	s := etcdfake.New(t)
 	c := s.NewClient()
 	g := &faketest.RecordingGate{}
@@ -58,6 +60,7 @@ func TestEtcdGateLeavesWatchesAlone(t *testing.T) {
 }
 
 func TestEtcdGateHoldsTheRequest(t *testing.T) {
+	t.Parallel()
 	s := etcdfake.New(t)
 	l, err := etcdlock.New(s.NewClient(), "held", s.LockOptions()...)
 	if err != nil {

@@ -8,7 +8,17 @@ import (
 
 // TestMain runs with the suite's short defaults and leak check (see
 // suitemain.Main); LOCKPROOF_DEEP=1 runs 500 checks per property test.
-func TestMain(m *testing.M) { suitemain.Main(m) }
+//
+// The tests on the embedded etcd (real time) and those of zklock over
+// sockets (which wait for the network) mostly wait: they run in a second
+// process (suitemain.Beside), beside the others, which need the process
+// to themselves as well. TestBeside collects them.
+func TestMain(m *testing.M) {
+	suitemain.Main(m, suitemain.Beside(`^TestEtcd|^TestZKLock(OnAllLinkFaults|UnderNetworkFaults)$`))
+}
+
+// TestBeside collects the tests TestMain runs in a second process.
+func TestBeside(t *testing.T) { suitemain.Collect(t) }
 
 // caughtShrinkRuns bounds the shrinking of the tests that assert only that
 // a broken lock is caught, and as which property: the first failing run

@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/lockproof/lockproof/fakes"
 	"github.com/lockproof/lockproof/propertytest/suitemain"
 )
 
@@ -16,6 +15,9 @@ import (
 // rapid shrinks a failure for at most 0.5 s and writes no fail files (the
 // seed every test prints replays it). It then fails the package if a test
 // leaves a goroutine behind.
+//
+// TestEveryMutantIsCaught, the longest test, runs in a second process
+// (suitemain.Beside), beside the others; TestBeside collects it.
 func TestMain(m *testing.M) {
 	flag.Parse()
 	given := map[string]bool{}
@@ -28,8 +30,11 @@ func TestMain(m *testing.M) {
 			}
 		}
 	}
-	fakes.VerifyNoLeaks(m)
+	suitemain.Main(m, suitemain.OwnRapidDefaults(), suitemain.Beside("^TestEveryMutantIsCaught$"))
 }
+
+// TestBeside collects the test TestMain runs in a second process.
+func TestBeside(t *testing.T) { suitemain.Collect(t) }
 
 // seedGiven, checksGiven and shrinkGiven record whether -rapid.seed,
 // -rapid.checks and -rapid.shrinktime were given on the command line:

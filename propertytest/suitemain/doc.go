@@ -9,6 +9,9 @@
 // OnlyPackages and OnlyLockproof narrow that check for tests of
 // third-party libraries. SetChecks and SetFlag change rapid's flags for
 // one test; Deep and ChecksGiven tell what the command line asked for.
+// Beside and Collect run the tests that keep real time and mostly wait in
+// a second process of the test binary, so that their waits overlap the
+// work of the tests that need the process to themselves.
 //
 // It lives apart from propertytest so that the suite's core imports no
 // fake: this package imports lockproof's fakes for their leak allowances

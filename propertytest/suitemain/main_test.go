@@ -2,5 +2,8 @@ package suitemain
 
 import "testing"
 
-// TestMain runs this package's tests through its own Main.
-func TestMain(m *testing.M) { Main(m) }
+// TestMain runs TestBesideRunsApart and TestBesideRunsApartToo in two
+// other processes (Beside), which TestCollect collects.
+func TestMain(m *testing.M) {
+	Main(m, Beside("^TestBesideRunsApart$"), Beside("^TestBesideRunsApartToo$"))
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -31,10 +32,11 @@ var checksGiven atomic.Bool
 // the environment it runs 500 checks instead.
 //
 // opts narrow the leak check (see Option); without them every leaked
-// goroutine fails the package. A bad option ends the test binary with exit
+// goroutine fails the package. Beside runs the tests that mostly wait in
+// a second process, beside the others. A bad option ends the test binary with exit
 // code 2 before any test runs.
 func Main(m *testing.M, opts ...Option) {
-	f, err := newLeakFilter(opts)
+	f, err := newConfig(opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
@@ -51,6 +53,9 @@ func Main(m *testing.M, opts ...Option) {
 	if Deep() {
 		defaults["rapid.checks"] = "500"
 	}
+	if f.ownDefaults {
+		clear(defaults)
+	}
 	for name, v := range defaults {
 		if given[name] {
 			continue
@@ -60,11 +65,30 @@ func Main(m *testing.M, opts ...Option) {
 			os.Exit(2)
 		}
 	}
-	if f.empty() {
+	cmdline := commandLineFlags(os.Args[1:])
+	if len(f.beside) > 0 && besideWanted(cmdline) {
+		// The other processes die with the thread that started them
+		// (Pdeathsig): this one, kept for the life of the process.
+		runtime.LockOSThread()
+		if beside, err = startAllBeside(f.beside, cmdline); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+	}
+	if f.empty() && len(beside) == 0 {
 		fakes.VerifyNoLeaks(m, fakes.IgnoreConsulPorts()) // a test may start a real Consul agent
 		return
 	}
 	code := m.Run()
+	if len(beside) > 0 && !beside[0].collected {
+		for _, b := range beside {
+			b.stop()
+		}
+		if code == 0 {
+			fmt.Fprintln(os.Stderr, errNotCollected)
+			code = 1
+		}
+	}
 	if code == 0 {
 		// The same allowances as fakes.VerifyNoLeaks: a real Consul
 		// agent's port allocator, go-zookeeper's and etcd's wedged
@@ -82,18 +106,19 @@ func Main(m *testing.M, opts ...Option) {
 // OnlyLockproof keeps.
 const LockproofModule = "github.com/lockproof/lockproof"
 
-// Option narrows the goroutine-leak check Main runs after the tests.
+// Option narrows the goroutine-leak check Main runs after the tests, or
+// (Beside) runs some tests in a second process.
 // A goroutine belongs to a package when one of its frames, or the function
 // that started it, is in that package or below it. The check fails the
 // package only on goroutines left that belong to a package of OnlyPackages
 // (all, when none is named) and to no package of IgnorePackages.
-type Option func(*leakFilter)
+type Option func(*config)
 
 // IgnorePackages makes Main's leak check pass over every goroutine that
 // belongs to one of the packages named by import path (see Option):
 // a library's connection pool or keep-alive that has no Close to call.
 func IgnorePackages(paths ...string) Option {
-	return func(f *leakFilter) { f.ignore = append(f.ignore, paths...) }
+	return func(c *config) { c.ignore = append(c.ignore, paths...) }
 }
 
 // OnlyPackages makes Main's leak check look only at goroutines that
@@ -102,7 +127,7 @@ func IgnorePackages(paths ...string) Option {
 // library, whoever started it (a server the tests forgot to close, say),
 // is then not seen.
 func OnlyPackages(paths ...string) Option {
-	return func(f *leakFilter) { f.only = append(f.only, paths...) }
+	return func(c *config) { c.only = append(c.only, paths...) }
 }
 
 // OnlyLockproof makes Main's leak check look only at lockproof's own
@@ -114,9 +139,24 @@ type leakFilter struct {
 	ignore, only []string
 }
 
-// newLeakFilter applies opts and validates the package paths.
-func newLeakFilter(opts []Option) (*leakFilter, error) {
-	f := &leakFilter{}
+// config is what Main's options make: the leak check's filter and the
+// pattern of Beside.
+type config struct {
+	leakFilter
+	beside      []string
+	ownDefaults bool
+}
+
+// OwnRapidDefaults makes Main leave rapid's flags as the command line and
+// the caller set them, for a package whose TestMain sets defaults of its
+// own before it calls Main.
+func OwnRapidDefaults() Option {
+	return func(c *config) { c.ownDefaults = true }
+}
+
+// newConfig applies opts and validates the package paths.
+func newConfig(opts []Option) (*config, error) {
+	f := &config{}
 	for _, o := range opts {
 		if o == nil {
 			return nil, errors.New("suitemain: Main: a nil Option")

@@ -29,7 +29,7 @@ func TestMainLeakOptions(t *testing.T) {
 	}()
 	find := func(opts ...Option) error {
 		t.Helper()
-		f, err := newLeakFilter(opts)
+		f, err := newConfig(opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -71,7 +71,7 @@ func TestMainLeakOptions(t *testing.T) {
 // A goroutine is sorted by the packages of its functions, with the
 // runtime's escaping of a dot undone; bad options are refused.
 func TestLeakFilterMatching(t *testing.T) {
-	f, err := newLeakFilter([]Option{IgnorePackages("gopkg.in/yaml.v3")})
+	f, err := newConfig([]Option{IgnorePackages("gopkg.in/yaml.v3")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func TestLeakFilterMatching(t *testing.T) {
 		t.Error("IgnorePackages(gopkg.in/yaml.v3) does not sort goroutines by that package")
 	}
 	for _, bad := range [][]Option{{IgnorePackages("")}, {OnlyPackages("/")}, {nil}} {
-		if _, err := newLeakFilter(bad); err == nil {
+		if _, err := newConfig(bad); err == nil {
 			t.Errorf("options %v accepted", bad)
 		}
 	}
