@@ -18,6 +18,7 @@ import (
 	"github.com/lockproof/lockproof/fakes/etcdfake"
 	"github.com/lockproof/lockproof/fakes/redisfake"
 	"github.com/lockproof/lockproof/fakes/zkfake"
+	"github.com/lockproof/lockproof/internal/zkrace"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/locks/consullock"
 	"github.com/lockproof/lockproof/locks/etcdlock"
@@ -376,22 +377,7 @@ func (s *zkBench) about() string {
 // connect opens a counted connection with session timeout benchTTL and
 // waits for its session.
 func (s *zkBench) connect() (*zk.Conn, error) {
-	conn, events, err := zk.Connect([]string{s.addr}, benchTTL, zk.WithDialer(s.counter.Dial), zk.WithLogger(zkQuiet{}))
-	if err != nil {
-		return nil, err
-	}
-	deadline := time.After(zkSession)
-	for {
-		select {
-		case e := <-events:
-			if e.State == zk.StateHasSession {
-				return conn, nil
-			}
-		case <-deadline:
-			conn.Close()
-			return nil, fmt.Errorf("no ZooKeeper session from %s within %v", s.addr, zkSession)
-		}
-	}
+	return zkrace.Connect([]string{s.addr}, benchTTL, zkSession, nil, zk.WithDialer(s.counter.Dial), zk.WithLogger(zkQuiet{}))
 }
 
 // workers gives each worker a connection of its own, as W processes would

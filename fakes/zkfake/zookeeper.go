@@ -217,47 +217,38 @@ func (z *Server) ConnectManual(addr string, sessionTimeout time.Duration, onRequ
 }
 
 func (z *Server) connect(addr string, sessionTimeout time.Duration, opts ...func(*zk.Conn)) (*zk.Conn, <-chan zk.Event, error) {
-	session := make(chan struct{})
-	events := make(chan zk.Event, 256)
-	var once sync.Once
-	all := []func(*zk.Conn){zk.WithLogger(zkQuiet{}),
-		zk.WithEventCallback(func(e zk.Event) {
-			if e.Type == zk.EventSession && e.State == zk.StateHasSession {
-				once.Do(func() { close(session) })
-			}
-			select {
-			case events <- e:
-			default:
-			}
-		})}
-	all = append(all, opts...)
-	// zk.Connect's option type is unexported: one option applies them all.
-	c, _, err := zk.Connect([]string{addr}, sessionTimeout, func(c *zk.Conn) {
-		for _, o := range all {
-			o(c)
-		}
-	})
-	if err != nil {
-		return nil, nil, fmt.Errorf("zkfake: zookeeper client for %s: %w", addr, err)
-	}
 	z.mu.Lock()
 	closed := z.closed
+	z.mu.Unlock()
+	if closed {
+		return nil, nil, errClosed
+	}
+	events := make(chan zk.Event, 256)
+	onEvent := func(e zk.Event) {
+		select {
+		case events <- e:
+		default:
+		}
+	}
+	c, err := zkrace.Connect([]string{addr}, sessionTimeout, 10*time.Second, onEvent, append([]func(*zk.Conn){zk.WithLogger(zkQuiet{})}, opts...)...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("zkfake: %s: %w", addr, err)
+	}
+	z.mu.Lock()
+	closed = z.closed
 	if !closed {
 		z.clients = append(z.clients, c)
 	}
 	z.mu.Unlock()
-	if closed {
+	if closed { // while the session was on its way
 		c.Close()
-		return nil, nil, errors.New("zkfake: zookeeper server closed")
+		return nil, nil, errClosed
 	}
-	select {
-	case <-session:
-		zkrace.Settle(10 * time.Second)
-		return c, events, nil
-	case <-time.After(10 * time.Second):
-		return nil, nil, fmt.Errorf("zkfake: no zookeeper session from %s within 10s", addr)
-	}
+	return c, events, nil
 }
+
+// errClosed is connect's error once the server is closed.
+var errClosed = errors.New("zkfake: zookeeper server closed")
 
 // Close closes every client Connect handed out and stops minizk; on a real
 // server it first deletes everything under Prefix. Closing twice does

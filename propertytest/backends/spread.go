@@ -118,7 +118,7 @@ func ZKLockOnAll(addrs []string, opts ...DeployOption) propertytest.Factory {
 // (zklock.HandshakeDialer), so a paused server does not hold it for 6⅔
 // session timeouts.
 func connectFrom(addrs []string, first int, session time.Duration, dial zk.Dialer) (*zk.Conn, error) {
-	conn, err := zkrace.Connect(addrs, session, zkTimeout, zk.WithHostProvider(newInOrder(addrs, first)), zk.WithLogger(zkSilent{}),
+	conn, err := zkrace.Connect(addrs, session, zkTimeout, nil, zk.WithHostProvider(newInOrder(addrs, first)), zk.WithLogger(zkSilent{}),
 		zk.WithDialer(zklock.HandshakeDialer(dial, zklock.HandshakeBound(session))))
 	if err != nil {
 		return nil, fmt.Errorf("backends: %w", err)

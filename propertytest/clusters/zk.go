@@ -84,7 +84,7 @@ func (c *Cluster) ZKLock(nemeses ...Nemesis) propertytest.Factory {
 // would hold the client for 6⅔ session timeouts.
 func (c *Cluster) connectZK(session time.Duration) (*zk.Conn, error) {
 	dial := zklock.HandshakeDialer(c.Dialer().DialTimeout, zklock.HandshakeBound(session))
-	conn, err := zkrace.Connect(c.ClientAddrs(), session, zkConnectTimeout, zk.WithDialer(dial), zk.WithLogger(quiet{}))
+	conn, err := zkrace.Connect(c.ClientAddrs(), session, zkConnectTimeout, nil, zk.WithDialer(dial), zk.WithLogger(quiet{}))
 	if err != nil {
 		return nil, fmt.Errorf("clusters: %w", err)
 	}
