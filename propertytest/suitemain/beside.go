@@ -97,7 +97,7 @@ func besideArgs(given map[string]bool, pattern, testLog string) []string {
 	return args
 }
 
-// besideRun is the second process Main started.
+// besideRun is a process Main started beside this one.
 type besideRun struct {
 	pattern   string
 	cmd       *exec.Cmd
@@ -110,10 +110,10 @@ type besideRun struct {
 // if Main started them.
 var beside []*besideRun
 
-// startBeside starts the second process: this binary, with the flags
-// given and -run pattern. The first process's own test log (go test's
-// record of what the tests read, for its cache) is given one of its own,
-// which Collect replays.
+// startBeside starts a second process: this binary, with the flags given
+// and -run pattern. When go test asked for a test log (its record of what
+// the tests read, for its cache), the second process writes one of its
+// own, which Collect replays here.
 func startBeside(pattern string, given map[string]bool) (*besideRun, error) {
 	if strings.Contains(pattern, "/") {
 		return nil, fmt.Errorf("suitemain: Beside(%q): a pattern of top-level test names has no /", pattern)
@@ -313,9 +313,9 @@ func replayLines(r io.Reader, do func(op, name string)) error {
 var errNotCollected = errors.New("suitemain: Beside started a second process but no test called Collect: add one to the package")
 
 // commandLineFlags returns the names of the flags in args, a test binary's
-// command line: "-name", "--name", "-name=value" (a value in the next
-// argument is passed over, as it does not start with "-" or is a number).
-// It stops at "--" or the first argument that is not a flag.
+// command line: "-name", "--name", "-name=value", or "-name value" for a
+// flag that is not boolean (its value is passed over). It stops at "--" or
+// at the first argument that is not a flag.
 func commandLineFlags(args []string) map[string]bool {
 	names := map[string]bool{}
 	for i := 0; i < len(args); i++ {
