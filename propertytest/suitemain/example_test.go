@@ -24,3 +24,14 @@ func ExampleSetChecks() {
 	}
 	_ = testSlow
 }
+
+// A package whose suite tests on an embedded etcd keep real time runs them
+// in a second process, beside its manual-time tests, and collects them in
+// a test of its own.
+func ExampleBeside() {
+	testMain := func(m *testing.M) {
+		suitemain.Main(m, suitemain.Beside("^TestEtcd"))
+	}
+	testBeside := func(t *testing.T) { suitemain.Collect(t) }
+	_, _ = testMain, testBeside // in main_test.go: func TestMain, func TestBeside
+}
