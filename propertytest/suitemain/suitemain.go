@@ -29,12 +29,13 @@ var checksGiven atomic.Bool
 // from TestMain. Unless given on the command line, rapid runs 15 checks per
 // property test, shrinks for at most 2 s and writes no fail files (the
 // seed printed with every failure replays it); with LOCKPROOF_DEEP=1 in
-// the environment it runs 500 checks instead.
+// the environment it runs 500 checks instead (OwnRapidDefaults: rapid's
+// flags are left alone).
 //
 // opts narrow the leak check (see Option); without them every leaked
 // goroutine fails the package. Beside runs the tests that mostly wait in
-// a second process, beside the others. A bad option ends the test binary with exit
-// code 2 before any test runs.
+// a second process, beside the others. A bad option ends the test binary
+// with exit code 2 before any test runs.
 func Main(m *testing.M, opts ...Option) {
 	f, err := newConfig(opts)
 	if err != nil {
@@ -139,8 +140,8 @@ type leakFilter struct {
 	ignore, only []string
 }
 
-// config is what Main's options make: the leak check's filter and the
-// pattern of Beside.
+// config is what Main's options make: the leak check's filter, the
+// patterns of Beside, and whether rapid's defaults are the caller's.
 type config struct {
 	leakFilter
 	beside      []string
