@@ -125,6 +125,11 @@ type cellResult struct {
 	Violated bool   `json:"violated"`
 	Seed     uint64 `json:"seed,omitempty"`
 	Replay   string `json:"replay,omitempty"`
+	// Log is the file that keeps the log of the cell's runs up to and
+	// through the violation's minimization (rapid's and the suite's lines:
+	// the faults struck, each probe's error), written when a claimed
+	// property was violated and the cell has a histories' directory.
+	Log string `json:"log,omitempty"`
 	// Undecided counts history checks that ran out of time.
 	Undecided  int            `json:"undecided_checks,omitempty"`
 	Violations []violationOut `json:"violations,omitempty"`
@@ -139,6 +144,11 @@ type cellResult struct {
 	Mutant string `json:"mutant_breaks,omitempty"`
 	// Cluster names the lab cluster the cell ran on (check -clusters).
 	Cluster string `json:"cluster,omitempty"`
+	// Stated is the outcome the plan stated for a cell on a lab cluster
+	// before the run, and Shown whether its runs showed it: the stated
+	// violation came, or no claimed property was violated.
+	Stated string `json:"stated_outcome,omitempty"`
+	Shown  bool   `json:"stated_outcome_shown,omitempty"`
 }
 
 // checkResult is the whole matrix.
@@ -360,9 +370,21 @@ func runCell(c *cell, cfg checkConfig, share time.Duration, p *progress) cellRes
 	if cfg.runs > 0 {
 		checks = cfg.runs
 	}
+	// A cell stated to show a violation runs one run at a time with
+	// -runs, and stops at the first that shows it: run j (from 0) has the
+	// seed it has among -runs runs made at once, where rapid adds j to
+	// the seed of run j-1, so 0+1+…+j to the first's.
+	oneByOne := c.shows != "" && cfg.runs > 0
+	if oneByOne {
+		checks = 1
+	}
 	for k := 0; ; k++ {
+		seed := cellSeed(c, cfg.seed, k)
+		if oneByOne {
+			seed = cellSeed(c, cfg.seed, 0) + uint64(cr.Runs*(cr.Runs+1)/2)
+		}
 		rep, err := propertytest.RunStandalone(c.factory, opts, propertytest.Standalone{
-			Name: unsafeFile.ReplaceAllString(c.name(), "-"), Checks: checks, Seed: cellSeed(c, cfg.seed, k),
+			Name: unsafeFile.ReplaceAllString(c.name(), "-"), Checks: checks, Seed: seed,
 			Steps: c.stepsOf(cfg.steps), ShrinkTime: cfg.shrink,
 		})
 		if rep != nil {
@@ -397,6 +419,12 @@ func runCell(c *cell, cfg checkConfig, share time.Duration, p *progress) cellRes
 			failed = rep
 			break
 		}
+		if c.shows != "" && expected[c.shows] > 0 {
+			break // the stated outcome came
+		}
+		if oneByOne && cr.Runs < cfg.runs && rep.Runs > 0 {
+			continue
+		}
 		if cfg.runs > 0 || cr.Runs == 0 {
 			break
 		}
@@ -424,6 +452,10 @@ func runCell(c *cell, cfg checkConfig, share time.Duration, p *progress) cellRes
 		cr.WantedRuns = runsWanted(checked, expected, cr.Runs, !c.onServers())
 		cr.WantedSeconds = float64(cr.WantedRuns) * cr.Seconds / float64(cr.Runs)
 	}
+	if c.kind != nil {
+		cr.Stated = c.statedOutcome()
+		cr.Shown = failed == nil && cr.Error == "" && cr.Runs > 0 && (c.shows == "" || expected[c.shows] > 0)
+	}
 	broken := map[propertytest.Property]bool{}
 	if failed != nil {
 		cr.Violated, cr.Seed = true, failed.Seed
@@ -434,6 +466,9 @@ func runCell(c *cell, cfg checkConfig, share time.Duration, p *progress) cellRes
 		cr.Replay = fmt.Sprintf("%s%d", replay, failed.Seed)
 		if shrinkCutShort(failed, c.opts, cfg.shrink) {
 			cr.Replay = fmt.Sprintf("%s-shrinkruns %d %d", replay, failed.ShrinkCandidates, failed.Seed)
+		}
+		if opts.OutDir != "" {
+			cr.Log = saveLog(opts.OutDir, c.name(), failed.Output)
 		}
 		for _, v := range failed.Violations {
 			broken[v.Property] = broken[v.Property] || !v.Expected
@@ -464,6 +499,21 @@ func runCell(c *cell, cfg checkConfig, share time.Duration, p *progress) cellRes
 		cr.Props = append(cr.Props, pr)
 	}
 	return cr
+}
+
+// saveLog writes the log of a cell's runs into dir, as name's log file,
+// and returns its path; "" (the log lost, said on stderr) when it cannot.
+func saveLog(dir, name, log string) string {
+	path := filepath.Join(dir, unsafeFile.ReplaceAllString(name, "-")+".log")
+	err := os.MkdirAll(dir, 0o755)
+	if err == nil {
+		err = os.WriteFile(path, []byte(log), 0o644)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "lockproof check: keeping the log of %s: %v\n", name, err)
+		return ""
+	}
+	return path
 }
 
 // runsWanted estimates how many more runs the properties of a cell checked
@@ -558,11 +608,15 @@ func printTable(w io.Writer, res checkResult) {
 	if res.Note != "" {
 		fmt.Fprintf(w, "%s.\n", res.Note)
 	}
+	printStated(w, res)
 	printRechecks(w, res)
 	for _, c := range res.Cells {
 		if c.Violated {
 			fmt.Fprintf(w, "\n%s/%s: VIOLATED (claims: %s). Replay: %s\n", c.Lock, c.Faults, c.Claims, c.Replay)
 			fmt.Fprintf(w, "  (no lockproof binary? go install ./cmd/lockproof, or in the repository: go run ./cmd/%s)\n", c.Replay)
+			if c.Log != "" {
+				fmt.Fprintf(w, "  the runs' log: %s\n", c.Log)
+			}
 			for _, v := range c.Violations {
 				if v.Status != statusViolated {
 					continue

@@ -88,9 +88,12 @@ func TestCheckCatchesABrokenLock(t *testing.T) {
 	if c.Replay != "lockproof replay "+strconv.FormatUint(c.Seed, 10) || len(c.Violations) == 0 || c.Violations[0].File == "" {
 		t.Fatalf("no replay command or history file: %+v", c)
 	}
+	if b, err := os.ReadFile(c.Log); err != nil || !bytes.Contains(b, []byte("exclusivity")) {
+		t.Errorf("the runs' log %q (%v) does not name the violation:\n%s", c.Log, err, b)
+	}
 	var table bytes.Buffer
 	printTable(&table, res)
-	for _, want := range []string{"VIOLATED (seed " + strconv.FormatUint(c.Seed, 10) + ")", "verdict: VIOLATED", c.Replay} {
+	for _, want := range []string{"VIOLATED (seed " + strconv.FormatUint(c.Seed, 10) + ")", "verdict: VIOLATED", c.Replay, "the runs' log: " + c.Log} {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, table.String())
 		}

@@ -360,3 +360,79 @@ func labBinary(t *testing.T) string {
 	}
 	return bin
 }
+
+// A cell stated to show a violation stops at the first run that shows
+// it, and that run is the one a batch of runs from the same seed makes
+// at the same place: one run at a time changes no run's seed. (The cell
+// is redislock's on the embedded simulated replica, whose failover loses
+// locks as the lab's Sentinel group does, and whose runs replay exactly.)
+func TestStatedViolationStopsTheCell(t *testing.T) {
+	var failover cell
+	for _, c := range builtinCells(endpoints{}) {
+		if c.lock == lockRedis && c.faults == "failover" {
+			failover = c
+		}
+	}
+	if failover.lock == "" {
+		t.Fatal("no redislock/failover cell")
+	}
+	cfg := quickConfig(t)
+	cfg.runs, cfg.seed = 20, 11 // seed 11: the fifth run is the first to show it
+	shows := failover
+	shows.shows = propertytest.Exclusivity
+	shows.kind = &clusterKind{name: "test"} // a lab cell's result says its stated outcome
+	p := newProgress(&bytes.Buffer{}, []cell{shows}, cfg)
+	got := runCell(&shows, cfg, 0, p)
+	ex := got.Props[0]
+	if !got.Shown || ex.Expected != 1 || got.Runs >= cfg.runs || got.Stated != "exclusivity expected" {
+		t.Fatalf("stated %q, shown %v, in %d runs of %d, exclusivity %+v: want it shown once, before the last run",
+			got.Stated, got.Shown, got.Runs, cfg.runs, ex)
+	}
+	t.Logf("shown in run %d", got.Runs)
+	batch := func(runs int) int {
+		cfg.runs = runs
+		r := runCell(&failover, cfg, 0, p)
+		if r.Runs != runs || r.Stated != "" {
+			t.Fatalf("a cell not stated to show anything made %d runs of %d, stated %q", r.Runs, runs, r.Stated)
+		}
+		return r.Props[0].Expected
+	}
+	if n := batch(got.Runs); n == 0 {
+		t.Errorf("%d runs at once showed no violation; one at a time, the last did", got.Runs)
+	}
+	if got.Runs < 2 {
+		t.Fatalf("shown in run %d: this seed no longer tells one run at a time from a batch", got.Runs)
+	}
+	if n := batch(got.Runs - 1); n != 0 {
+		t.Errorf("%d runs at once showed %d violations; one at a time, none before run %d", got.Runs-1, n, got.Runs)
+	}
+}
+
+// The stated outcome of each cell on a cluster is printed after the
+// table, with what came of it.
+func TestPrintStated(t *testing.T) {
+	res := checkResult{Cells: []cellResult{
+		{Lock: "a", Faults: "leader", Stated: statedPass, Shown: true, Runs: 3},
+		{Lock: "b", Faults: "failover", Stated: "exclusivity expected", Shown: true, Runs: 2},
+		{Lock: "c", Faults: "skew", Stated: "exclusivity expected", Runs: 3},
+		{Lock: "d", Faults: "leader", Stated: statedPass, Violated: true, Runs: 1},
+		{Lock: "e", Faults: "leader", Stated: statedPass, Error: "starting the e cluster: no leader"},
+		{Lock: "f", Faults: "crash"}, // not on a cluster: nothing stated
+	}}
+	var b bytes.Buffer
+	printStated(&b, res)
+	for _, want := range []string{
+		"a/leader: no claimed property violated: as stated, in 3 runs",
+		"b/failover: exclusivity expected: shown, in run 2",
+		"c/skew: exclusivity expected: not shown in 3 runs",
+		"d/leader: no claimed property violated: NOT as stated",
+		"e/leader: no claimed property violated: not checked: starting the e cluster: no leader",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("missing %q in:\n%s", want, b.String())
+		}
+	}
+	if strings.Contains(b.String(), "f/crash") {
+		t.Errorf("a cell with nothing stated is listed:\n%s", b.String())
+	}
+}

@@ -41,6 +41,23 @@ type cell struct {
 	// and onCluster makes its factory once the cluster runs.
 	kind      *clusterKind
 	onCluster func(running io.Closer) propertytest.Factory
+	// shows is, for a cell whose stated outcome is a violation under a
+	// fault the lock does not claim, that property: the cell runs one run
+	// at a time and stops at the first run that shows it (see runCell).
+	// "": the stated outcome is that no claimed property breaks.
+	shows propertytest.Property
+}
+
+// statedPass is the outcome stated for a cell whose lock claims every
+// fault the cell injects.
+const statedPass = "no claimed property violated"
+
+// statedOutcome is what the plan says of c before the run.
+func (c *cell) statedOutcome() string {
+	if c.shows == "" {
+		return statedPass
+	}
+	return string(c.shows) + " expected"
 }
 
 // realTimeWeight is the budget weight of a cell on an embedded backend in
