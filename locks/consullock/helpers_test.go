@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,10 +20,31 @@ import (
 var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // server starts the Consul of a test on manual time: miniconsul, or a real
-// agent when a consul binary is found (Advance then sleeps).
+// agent when a consul binary is found (Advance then sleeps). On real
+// agents a top-level test runs in parallel with the others (see
+// parallelOnAgents).
 func server(t testing.TB, opts ...consulfake.Option) *consulfake.Server {
 	t.Helper()
+	parallelOnAgents(t)
 	return consulfake.New(t, append([]consulfake.Option{consulfake.ManualTime(epoch)}, opts...)...)
+}
+
+// parallel records the tests parallelOnAgents made parallel.
+var parallel sync.Map
+
+// parallelOnAgents runs t, a top-level test, in parallel with the others
+// when the tests run on real agents, each on an agent of its own: their
+// time is mostly the agent's start and real-time waits (TTLs,
+// lock-delays), 107 s one after the other. On miniconsul the tests run in
+// order, on manual time, as before.
+func parallelOnAgents(t testing.TB) {
+	tt, ok := t.(*testing.T)
+	if !ok || consulfake.Binary() == "" || strings.Contains(t.Name(), "/") {
+		return
+	}
+	if _, again := parallel.LoadOrStore(t.Name(), true); !again {
+		tt.Parallel()
+	}
 }
 
 func newLocker(t testing.TB, c *consulfake.Server, client *api.Client, name string, s Session, opts ...locks.Option) *Locker {
