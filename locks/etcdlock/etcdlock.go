@@ -166,7 +166,11 @@ func (l *Locker) contenderKey(s *session) string {
 // TryLock makes one attempt; it returns locks.ErrLocked when the lock is
 // held. It is a single transaction that creates the contender's key only if
 // no key of the lock exists (queue mode: no holder and no waiter), so a
-// TryLock that does not win leaves no key behind.
+// TryLock that does not win leaves no key behind. A request that gets no
+// answer within the request timeout (a member frozen or cut off, which
+// etcd's client sends every third request to) is sent again while ctx
+// lasts, with a new lease for the transaction: the one unanswered is
+// revoked, and its key, should the transaction be applied late, with it.
 func (l *Locker) TryLock(ctx context.Context) (locks.Lease, error) {
 	return l.reentry.Acquire(ctx, true, l.tryLock)
 }
@@ -176,6 +180,21 @@ func (l *Locker) tryLock(ctx context.Context) (locks.Lease, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, l.errorf("try lock: %w", err)
 	}
+	// Sessions whose transaction got no answer are revoked once TryLock
+	// returns, not between its tries: with the revoke, a try would send as
+	// many requests (grant, transaction, revoke) as a cluster has members,
+	// and etcd's client, which sends requests to the members in turn,
+	// would send every try's transaction to the same member.
+	var unanswered []*session
+	defer func() {
+		if len(unanswered) > 0 {
+			go func() { // bounded by the request timeout each; not the caller's to wait for
+				for _, s := range unanswered {
+					l.discard(s) // the put may have been applied: its key goes with the lease
+				}
+			}()
+		}
+	}()
 	for {
 		s, err := l.take(ctx)
 		if err != nil {
@@ -185,15 +204,26 @@ func (l *Locker) tryLock(ctx context.Context) (locks.Lease, error) {
 		free, full, err := l.freeIf(ctx)
 		if err != nil {
 			l.putIdle(s)
+			if errors.Is(err, errRequestTimeout) {
+				continue // the count went to a member that does not answer
+			}
 			return nil, l.errorf("try lock: %w", err)
 		}
 		if full {
 			l.putIdle(s)
 			return nil, l.errorf("%w", locks.ErrLocked)
 		}
-		resp, err := l.client.Txn(ctx).If(free...).Then(clientv3.OpPut(key, "", clientv3.WithLease(s.id))).Commit()
+		var resp *clientv3.TxnResponse
+		err = l.bounded(ctx, func(ctx context.Context) (err error) {
+			resp, err = l.client.Txn(ctx).If(free...).Then(clientv3.OpPut(key, "", clientv3.WithLease(s.id))).Commit()
+			return err
+		})
 		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
 			continue // the idle session expired just now: take another
+		}
+		if errors.Is(err, errRequestTimeout) {
+			unanswered = append(unanswered, s)
+			continue // a member that does not answer: the next request goes to another
 		}
 		if err != nil {
 			l.discard(s) // the put may have been applied: its key goes with the lease
@@ -221,7 +251,11 @@ func (l *Locker) freeIf(ctx context.Context) (free []clientv3.Cmp, full bool, er
 		}
 		return []clientv3.Cmp{cmp}, false, nil
 	}
-	resp, err := l.client.Get(ctx, l.key, clientv3.WithPrefix(), clientv3.WithCountOnly())
+	var resp *clientv3.GetResponse
+	err = l.bounded(ctx, func(ctx context.Context) (err error) {
+		resp, err = l.client.Get(ctx, l.key, clientv3.WithPrefix(), clientv3.WithCountOnly())
+		return err
+	})
 	if err != nil {
 		return nil, false, err
 	}
@@ -269,16 +303,21 @@ func (l *Locker) grant(ctx context.Context, s *session, key string, rev int64) (
 
 // release deletes key if it still has create revision rev: the key of this
 // acquisition and no later one. It reports whether it deleted it. The
-// transaction is idempotent, so a transient failure (a member went away) is
-// retried while ctx lasts, for at most one TTL: by then the key has expired
-// with its unrenewed lease anyway.
+// transaction is idempotent, so a transient failure (a member went away, or
+// no answer within the request timeout: see bounded) is retried while ctx
+// lasts, for at most one TTL: by then the key has expired with its
+// unrenewed lease anyway.
 func (l *Locker) release(ctx context.Context, key string, rev int64) (bool, error) {
 	start := l.opt.Clock.Now()
 	for tries := 1; ; tries++ {
-		resp, err := l.client.Txn(ctx).
-			If(clientv3.Compare(clientv3.CreateRevision(key), "=", rev)).
-			Then(clientv3.OpDelete(key)).
-			Commit()
+		var resp *clientv3.TxnResponse
+		err := l.bounded(ctx, func(ctx context.Context) (err error) {
+			resp, err = l.client.Txn(ctx).
+				If(clientv3.Compare(clientv3.CreateRevision(key), "=", rev)).
+				Then(clientv3.OpDelete(key)).
+				Commit()
+			return err
+		})
 		if err == nil {
 			return resp.Succeeded, nil
 		}

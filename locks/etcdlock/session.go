@@ -55,7 +55,8 @@ func (l *Locker) valid(s *session) bool {
 }
 
 // take returns a session for one contender: an idle one, renewed first if it
-// is not fresh, or a new lease.
+// is not fresh, or a new lease, asked for again while a grant gets no
+// answer within the request timeout and ctx lasts.
 func (l *Locker) take(ctx context.Context) (*session, error) {
 	for {
 		s := l.popIdle()
@@ -74,12 +75,43 @@ func (l *Locker) take(ctx context.Context) (*session, error) {
 		}
 		// Lost or unreachable: leave it to expire and try the next.
 	}
-	start := l.opt.Clock.Now()
-	resp, err := l.client.Grant(ctx, l.ttlSec)
-	if err != nil {
-		return nil, l.errorf("grant a lease: %w", err)
+	for {
+		start := l.opt.Clock.Now()
+		var resp *clientv3.LeaseGrantResponse
+		err := l.bounded(ctx, func(ctx context.Context) (err error) {
+			resp, err = l.client.Grant(ctx, l.ttlSec)
+			return err
+		})
+		switch {
+		case err == nil:
+			return &session{id: resp.ID, renewed: start}, nil
+		case !errors.Is(err, errRequestTimeout):
+			return nil, l.errorf("grant a lease: %w", err)
+		}
+		// No answer within the request timeout: ask again, which etcd's
+		// client sends to the next member. A lease granted unseen is
+		// never renewed, and expires.
 	}
-	return &session{id: resp.ID, renewed: start}, nil
+}
+
+// errRequestTimeout marks a request that got no answer within the request
+// timeout while its caller's ctx lasted (see bounded).
+var errRequestTimeout = errors.New("no answer within the request timeout")
+
+// bounded sends one request, f, bounded by the request timeout (wall
+// time) within ctx. When that bound alone ran out, the error wraps
+// errRequestTimeout, which is transient: etcd's client sends requests to
+// the members in turn (round robin), and one that is frozen, or cut off
+// while its connection stays open, holds every request sent to it until
+// the caller gives up; the next request goes to another member.
+func (l *Locker) bounded(ctx context.Context, f func(context.Context) error) error {
+	rctx, cancel := locks.RequestContext(ctx, l.opt.RequestTimeout)
+	defer cancel()
+	err := f(rctx)
+	if err != nil && ctx.Err() == nil && rctx.Err() != nil {
+		return fmt.Errorf("%w: %w", errRequestTimeout, err)
+	}
+	return err
 }
 
 // popIdle returns the most recently used idle session that may still live,
@@ -107,14 +139,27 @@ func (l *Locker) putIdle(s *session) {
 	}
 }
 
-// keepAlive renews s once, bounded by the request timeout. A lease the
-// server no longer has gives an error wrapping ErrSessionLost and
+// keepAlive renews s once, each request bounded by the request timeout
+// and sent again while one gets no answer within it and ctx lasts. A lease
+// the server no longer has gives an error wrapping ErrSessionLost and
 // locks.ErrNotHeld.
 func (l *Locker) keepAlive(ctx context.Context, s *session) error {
-	ctx, cancel := locks.RequestContext(ctx, l.opt.RequestTimeout)
-	defer cancel()
-	start := l.opt.Clock.Now()
-	_, err := l.client.KeepAliveOnce(ctx, s.id)
+	var (
+		err   error
+		start time.Time // when the renewal that answered was sent
+	)
+	for {
+		start = l.opt.Clock.Now()
+		err = l.bounded(ctx, func(ctx context.Context) error {
+			_, err := l.client.KeepAliveOnce(ctx, s.id)
+			return err
+		})
+		if !errors.Is(err, errRequestTimeout) {
+			break
+		}
+		// No answer within the request timeout, ctx lasting: ask again,
+		// which etcd's client sends to the next member.
+	}
 	switch {
 	case errors.Is(err, rpctypes.ErrLeaseNotFound):
 		return fmt.Errorf("%w (lease %x): %w", ErrSessionLost, int64(s.id), locks.ErrNotHeld)

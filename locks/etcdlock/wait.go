@@ -91,10 +91,14 @@ func (l *Locker) lockQueue(ctx context.Context, s *session, began time.Time) (lo
 				return nil, err
 			}
 		}
-		resp, err := l.client.Txn(ctx).
-			If(clientv3.Compare(clientv3.CreateRevision(key), "=", rev)).
-			Then(l.aheadOp(rev - 1)).
-			Commit()
+		var resp *clientv3.TxnResponse
+		err := l.bounded(ctx, func(ctx context.Context) (err error) {
+			resp, err = l.client.Txn(ctx).
+				If(clientv3.Compare(clientv3.CreateRevision(key), "=", rev)).
+				Then(l.aheadOp(rev - 1)).
+				Commit()
+			return err
+		})
 		if err != nil {
 			if perr := l.pauseAfter(ctx, err, &tries, began); perr != nil {
 				l.abandon(s, key, rev)
@@ -120,11 +124,15 @@ func (l *Locker) lockQueue(ctx context.Context, s *session, began time.Time) (lo
 // caller finds the predecessor.
 func (l *Locker) enqueue(ctx context.Context, s *session, key string, began time.Time) (rev int64, pred []*mvccpb.KeyValue, known bool, err error) {
 	for tries := 0; ; {
-		resp, err := l.client.Txn(ctx).
-			If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
-			Then(l.aheadOp(0), clientv3.OpPut(key, "", clientv3.WithLease(s.id))).
-			Else(clientv3.OpGet(key)).
-			Commit()
+		var resp *clientv3.TxnResponse
+		err := l.bounded(ctx, func(ctx context.Context) (err error) {
+			resp, err = l.client.Txn(ctx).
+				If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+				Then(l.aheadOp(0), clientv3.OpPut(key, "", clientv3.WithLease(s.id))).
+				Else(clientv3.OpGet(key)).
+				Commit()
+			return err
+		})
 		switch {
 		case errors.Is(err, rpctypes.ErrLeaseNotFound) && tries == 0:
 			return 0, nil, false, errRetry // the idle session expired just now
@@ -132,7 +140,10 @@ func (l *Locker) enqueue(ctx context.Context, s *session, key string, began time
 			return 0, nil, false, l.errorf("lock: %w: %w", ErrSessionLost, locks.ErrNotHeld)
 		case err != nil:
 			if perr := l.pauseAfter(ctx, err, &tries, began); perr != nil {
-				l.discard(s) // the put may have been applied: its key goes with the lease
+				// The put may have been applied: its key goes with the
+				// lease, revoked in the background, bounded by the request
+				// timeout: the caller's ctx or budget has ended.
+				go l.discard(s)
 				return 0, nil, false, l.errorf("lock: %w", perr)
 			}
 			continue
@@ -175,8 +186,12 @@ func (l *Locker) pauseAfter(ctx context.Context, err error, tries *int, began ti
 
 // transient reports whether err is one that the same request may not meet
 // again: gRPC's Unavailable, which etcd uses for a lost connection, no
-// leader, a leader change and a request timeout.
+// leader, a leader change and a request timeout, and a request that got
+// no answer within the request timeout (bounded).
 func transient(err error) bool {
+	if errors.Is(err, errRequestTimeout) {
+		return true
+	}
 	var ee rpctypes.EtcdError
 	if errors.As(err, &ee) {
 		return ee.Code() == codes.Unavailable
