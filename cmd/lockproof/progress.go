@@ -105,7 +105,7 @@ func (p *progress) endCell(cr *cellResult) {
 	p.doneRuns += cr.Runs
 	p.cellRuns = 0
 	p.finished++
-	line := fmt.Sprintf("%s: %d runs in %.1fs: %s", p.prefixLocked(), cr.Runs, cr.Seconds, cellSummary(cr))
+	line := fmt.Sprintf("%s: %s in %.1fs: %s", p.prefixLocked(), plural(cr.Runs, "run", "runs"), cr.Seconds, cellSummary(cr))
 	if p.tty {
 		fmt.Fprintf(p.w, "\r\033[K%s\n", line)
 		return
