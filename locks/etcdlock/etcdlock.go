@@ -204,9 +204,6 @@ func (l *Locker) tryLock(ctx context.Context) (locks.Lease, error) {
 		free, full, err := l.freeIf(ctx)
 		if err != nil {
 			l.putIdle(s)
-			if errors.Is(err, errRequestTimeout) {
-				continue // the count went to a member that does not answer
-			}
 			return nil, l.errorf("try lock: %w", err)
 		}
 		if full {
@@ -252,7 +249,7 @@ func (l *Locker) freeIf(ctx context.Context) (free []clientv3.Cmp, full bool, er
 		return []clientv3.Cmp{cmp}, false, nil
 	}
 	var resp *clientv3.GetResponse
-	err = l.bounded(ctx, func(ctx context.Context) (err error) {
+	err = l.resend(ctx, func(ctx context.Context) (err error) {
 		resp, err = l.client.Get(ctx, l.key, clientv3.WithPrefix(), clientv3.WithCountOnly())
 		return err
 	})

@@ -75,23 +75,19 @@ func (l *Locker) take(ctx context.Context) (*session, error) {
 		}
 		// Lost or unreachable: leave it to expire and try the next.
 	}
-	for {
-		start := l.opt.Clock.Now()
-		var resp *clientv3.LeaseGrantResponse
-		err := l.bounded(ctx, func(ctx context.Context) (err error) {
-			resp, err = l.client.Grant(ctx, l.ttlSec)
-			return err
-		})
-		switch {
-		case err == nil:
-			return &session{id: resp.ID, renewed: start}, nil
-		case !errors.Is(err, errRequestTimeout):
-			return nil, l.errorf("grant a lease: %w", err)
-		}
-		// No answer within the request timeout: ask again, which etcd's
-		// client sends to the next member. A lease granted unseen is
-		// never renewed, and expires.
+	var (
+		start time.Time // when the grant that answered was sent
+		resp  *clientv3.LeaseGrantResponse
+	)
+	err := l.resend(ctx, func(ctx context.Context) (err error) {
+		start = l.opt.Clock.Now()
+		resp, err = l.client.Grant(ctx, l.ttlSec) // one granted unseen is never renewed, and expires
+		return err
+	})
+	if err != nil {
+		return nil, l.errorf("grant a lease: %w", err)
 	}
+	return &session{id: resp.ID, renewed: start}, nil
 }
 
 // errRequestTimeout marks a request that got no answer within the request
@@ -112,6 +108,18 @@ func (l *Locker) bounded(ctx context.Context, f func(context.Context) error) err
 		return fmt.Errorf("%w: %w", errRequestTimeout, err)
 	}
 	return err
+}
+
+// resend sends f as bounded does, and sends it again while it gets no
+// answer within the request timeout and ctx lasts: etcd's client sends the
+// next copy to the next member. Only for requests that may be applied
+// twice (reads, grants, renewals).
+func (l *Locker) resend(ctx context.Context, f func(context.Context) error) error {
+	for {
+		if err := l.bounded(ctx, f); !errors.Is(err, errRequestTimeout) {
+			return err
+		}
+	}
 }
 
 // popIdle returns the most recently used idle session that may still live,
@@ -144,22 +152,12 @@ func (l *Locker) putIdle(s *session) {
 // the server no longer has gives an error wrapping ErrSessionLost and
 // locks.ErrNotHeld.
 func (l *Locker) keepAlive(ctx context.Context, s *session) error {
-	var (
-		err   error
-		start time.Time // when the renewal that answered was sent
-	)
-	for {
+	var start time.Time // when the renewal that answered was sent
+	err := l.resend(ctx, func(ctx context.Context) error {
 		start = l.opt.Clock.Now()
-		err = l.bounded(ctx, func(ctx context.Context) error {
-			_, err := l.client.KeepAliveOnce(ctx, s.id)
-			return err
-		})
-		if !errors.Is(err, errRequestTimeout) {
-			break
-		}
-		// No answer within the request timeout, ctx lasting: ask again,
-		// which etcd's client sends to the next member.
-	}
+		_, err := l.client.KeepAliveOnce(ctx, s.id)
+		return err
+	})
 	switch {
 	case errors.Is(err, rpctypes.ErrLeaseNotFound):
 		return fmt.Errorf("%w (lease %x): %w", ErrSessionLost, int64(s.id), locks.ErrNotHeld)
