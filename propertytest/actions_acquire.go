@@ -3,11 +3,14 @@ package propertytest
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"time"
+
+	"pgregory.net/rapid"
 
 	"github.com/lockproof/lockproof/linearize"
 	"github.com/lockproof/lockproof/locks"
-	"pgregory.net/rapid"
 )
 
 // acquisition is one Lock or TryLock of a client: what acquire set up, what
@@ -235,9 +238,10 @@ var acquireActions = []action{
 }
 
 // strikeAtAcquire draws whether a fault marked AtAcquire (and not active)
-// strikes around the acquisition an action is about to start, injects it
-// if so, and returns what heals it once the action is done. A backend without
-// such a fault draws nothing, so its seeds replay as before.
+// strikes around the acquisition an action is about to start for c,
+// injects it if so, and returns what heals it once the action is done and
+// then contends (contendAfter). A backend without such a fault draws
+// nothing, so its seeds replay as before.
 func (m *machine) strikeAtAcquire(t *rapid.T) (heal func()) {
 	var at []int
 	for i, f := range m.be.Faults {
@@ -259,7 +263,36 @@ func (m *machine) strikeAtAcquire(t *rapid.T) (heal func()) {
 		if err := m.toggleFault(i); err != nil {
 			t.Fatalf("%v", err)
 		}
+		m.contendAfter()
 	}
+}
+
+// contendAfter contends for the lock at once when a fault marked AtAcquire
+// has healed and the lock is held (its full holders): the probe's TryLock,
+// recorded in the history and released if granted. Such a fault may have
+// lost a grant made while it was on (a failover to a replica that never
+// saw it), and that loss breaks the lock only if another client is granted
+// the lock while the holder still trusts its lease; without this, that
+// needs a later step to acquire before the holder lets go, which half the
+// runs on a real cluster never drew. A correct lock refuses the probe; a
+// grant is judged by the history's checks, as any other. No draw: seeds
+// replay the same steps.
+func (m *machine) contendAfter() {
+	hs := m.fullHolders()
+	if len(hs) == 0 {
+		return
+	}
+	h, err := m.tryLock(m.probe)
+	if h == nil {
+		m.logf("contention after the heal: the probe's TryLock -> %v", err)
+		return
+	}
+	held := make([]string, len(hs))
+	for i, c := range hs {
+		held[i] = fmt.Sprintf("client %d (token %d)", c.id, c.cur.token)
+	}
+	m.logf("contention after the heal: the probe was granted the lock (token %d) while %s held it", h.token, strings.Join(held, " and "))
+	_ = m.unlock(m.probe, h) // recorded; its result is part of the history
 }
 
 // free is an action's who for a client that holds nothing and runs nothing.

@@ -89,8 +89,12 @@ var faultActions = []action{
 		if m.faults.used[i] && m.be.Faults[i].Heal == nil {
 			t.Skip("fault cannot be undone")
 		}
+		healing := m.faults.active[i]
 		if err := m.toggleFault(i); err != nil {
 			t.Fatalf("%v", err)
+		}
+		if healing && m.be.Faults[i].AtAcquire {
+			m.contendAfter()
 		}
 	}},
 }

@@ -150,7 +150,10 @@ type Fault struct {
 	// AtAcquire marks a fault that breaks a lock only around an
 	// acquisition: besides the Fault action, before each Lock and TryLock
 	// the suite draws whether to inject it there and heal it once the call
-	// is done, or blocked. Needs Heal.
+	// is done, or blocked. After each of its heals, while the lock is held,
+	// the suite contends for it at once (a probe TryLock, in the history):
+	// a grant the fault lost shows as two holders before the holder lets
+	// go. Needs Heal.
 	AtAcquire bool
 
 	_ struct{} // keyed literals only

@@ -237,16 +237,22 @@ func (m *machine) healLeft(logf func(format string, args ...any)) {
 	}
 }
 
-// finish ends the run: heals the faults, resolves pending Locks, then
+// finish ends the run: heals the faults (contending after one marked
+// AtAcquire, contendAfter), resolves pending Locks, then
 // lets the live checks probe the lock (liveChecks.ended). The faults heal
 // in the order of their index, not a map's, which Go draws anew at each
 // range: two nodes of five down at the end of a Redlock run came back in
 // either order, and two replays of a seed parted there.
 func (m *machine) finish() error {
+	atAcquire := false
 	for _, i := range slices.Sorted(maps.Keys(m.faults.active)) {
 		if err := m.toggleFault(i); err != nil {
 			return err
 		}
+		atAcquire = atAcquire || m.be.Faults[i].AtAcquire
+	}
+	if atAcquire {
+		m.contendAfter() // as the Fault action's heal does
 	}
 	for _, c := range m.cl {
 		m.crash(c)
