@@ -676,8 +676,8 @@ func moreRunsHint(res checkResult) string {
 			}
 		}
 		if len(unreached) > 0 && c.Mutant == "" {
-			fmt.Fprintf(&b, "never reached: %s/%s (%s) in %d runs on real servers: %s\n",
-				c.Lock, c.Faults, strings.Join(unreached, ", "), c.Runs, whyUnreached)
+			fmt.Fprintf(&b, "never reached: %s/%s (%s) in %s on real servers: %s\n",
+				c.Lock, c.Faults, strings.Join(unreached, ", "), plural(c.Runs, "run", "runs"), whyUnreached)
 		}
 		if len(few) == 0 || c.Mutant != "" || c.WantedRuns == 0 {
 			continue

@@ -69,6 +69,11 @@ func TestMoreRunsHint(t *testing.T) {
 	if hint := moreRunsHint(checkResult{Budget: "90s", Cells: []cellResult{lab}}); strings.Contains(hint, "wants about") {
 		t.Errorf("only an unreached property, yet a guess of runs: %q", hint)
 	}
+	one := lab // a cell stated to show a violation, stopped at its first run
+	one.Runs = 1
+	if hint := moreRunsHint(checkResult{Budget: "90s", Cells: []cellResult{one}}); !strings.Contains(hint, " in 1 run on real servers: ") {
+		t.Errorf("one run: %q", hint)
+	}
 }
 
 // runsWanted asks, for a property checked in n of r runs, for the runs
