@@ -436,3 +436,30 @@ func TestPrintStated(t *testing.T) {
 		t.Errorf("a cell with nothing stated is listed:\n%s", b.String())
 	}
 }
+
+// A re-checked history is printed with its verdict; one found Ok (a named
+// check's finding, as a paused holder's on redlock/restart in CI) gets the
+// finding's detail under it, and an Illegal one does not.
+func TestPrintRechecks(t *testing.T) {
+	res := checkResult{Cells: []cellResult{
+		{Lock: "redlock", Faults: "restart", Violations: []violationOut{{Property: "exclusivity", Unclaimed: []string{"a holder paused (pause)"},
+			Detail: "client 2 worked on after its lease ran out", Recheck: "lockproof history r.json", Verdict: "Ok", Rechecked: "Ok"}}},
+		{Lock: "redislock", Faults: "failover", Violations: []violationOut{{Property: "exclusivity", Unclaimed: []string{"failover"},
+			Detail: "two holders", Recheck: "lockproof history f.json", Verdict: "Illegal", Rechecked: "Illegal"}}},
+	}}
+	var b strings.Builder
+	printRechecks(&b, res)
+	got := b.String()
+	for _, want := range []string{
+		"redlock/restart: exclusivity expected (under a holder paused (pause), not claimed); lockproof history r.json: Ok\n" +
+			"  the history alone is within the model: the finding is the run's own check: client 2 worked on after its lease ran out\n",
+		"redislock/failover: exclusivity expected (under failover, not claimed); lockproof history f.json: Illegal\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("missing %q in:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "two holders") {
+		t.Errorf("an Illegal history's detail printed:\n%s", got)
+	}
+}
