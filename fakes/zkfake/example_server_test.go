@@ -38,11 +38,33 @@ func Example() {
 	if holder == nil {
 		return
 	}
-	if _, err := holder.Lock(ctx); err != nil {
+	held, err := holder.Lock(ctx)
+	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	fmt.Println("expired:", server.ExpireLock(ctx, "orders"))
+	// The holder's lease learns it when its connection is told the session
+	// expired (go-zookeeper reconnects after about a second). A lease whose
+	// watch failed as the server cut the connection retries after a pause
+	// on the lock's clock, the manual one here: move it on a little while
+	// waiting, as a test in manual time does.
+	for waited := 0; ; waited++ {
+		if waited == 100 {
+			fmt.Println("the holder's lease did not end")
+			break
+		}
+		select {
+		case <-held.Done():
+		case <-time.After(100 * time.Millisecond):
+			if err := srv.AdvanceTime(20 * time.Millisecond); err != nil {
+				fmt.Println(err)
+				return
+			}
+			continue
+		}
+		break
+	}
 	_ = crash() // the holder's session is over: its process goes away
 	err = server.ExpireLock(ctx, "orders")
 	fmt.Println("again, nobody holds it:", errors.Is(err, fakes.ErrNoHolder))
