@@ -328,18 +328,25 @@ func TestCancelledContext(t *testing.T) {
 	if _, err := l.TryLock(cancelled); !errors.Is(err, context.Canceled) {
 		t.Fatalf("TryLock: %v", err)
 	}
-	// Cancelled while waiting: the waiter deletes its key, and the holder's
-	// unlock leaves the lock free.
+	// Cancelled while waiting: the waiter's key goes (its lease revoked; in
+	// the background when the cancel caught its enqueue unanswered), and
+	// the holder's unlock leaves the lock free.
 	holder := mustLock(t, l)
 	wctx, cancel := context.WithCancel(ctx)
 	got := locktest.LockAsync(wctx, l)
-	waitContenders(t, s.Client(), l, 2)
+	both := waitContenders(t, s.Client(), l, 2)
+	first := both[0] // the holder's: the lowest create revision
+	for _, kv := range both[1:] {
+		if kv.CreateRevision < first.CreateRevision {
+			first = kv
+		}
+	}
 	cancel()
 	if r := locktest.Receive(t, got); !errors.Is(r.Err, context.Canceled) {
 		t.Fatalf("waiting Lock: %v", r.Err)
 	}
-	if kvs, _ := contenders(t, s.Client(), l); len(kvs) != 1 {
-		t.Fatalf("%d keys after the waiter left, want the holder's only", len(kvs))
+	if kvs := waitContenders(t, s.Client(), l, 1); string(kvs[0].Key) != string(first.Key) {
+		t.Fatalf("the key left after the waiter went is %s, not the holder's %s", kvs[0].Key, first.Key)
 	}
 	if err := holder.Unlock(ctx); err != nil {
 		t.Fatal(err)
