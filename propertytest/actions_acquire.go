@@ -238,9 +238,9 @@ var acquireActions = []action{
 }
 
 // strikeAtAcquire draws whether a fault marked AtAcquire (and not active)
-// strikes around the acquisition an action is about to start for c,
-// injects it if so, and returns what heals it once the action is done and
-// then contends (contendAfter). A backend without such a fault draws
+// strikes around the acquisition an action is about to start, injects it
+// if so, and returns what heals it once the action is done and then
+// contends (contendAfter). A backend without such a fault draws
 // nothing, so its seeds replay as before.
 func (m *machine) strikeAtAcquire(t *rapid.T) (heal func()) {
 	var at []int
@@ -276,7 +276,9 @@ func (m *machine) strikeAtAcquire(t *rapid.T) (heal func()) {
 // needs a later step to acquire before the holder lets go, which half the
 // runs on a real cluster never drew. A correct lock refuses the probe; a
 // grant is judged by the history's checks, as any other. No draw: seeds
-// replay the same steps.
+// replay the same steps. Its callers are the heals of the run's steps and
+// finish's, not toggleFault: the end probes' nemesis heals faults too,
+// while the probe itself may hold the lock.
 func (m *machine) contendAfter() {
 	hs := m.fullHolders()
 	if len(hs) == 0 {

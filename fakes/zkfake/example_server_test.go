@@ -49,21 +49,20 @@ func Example() {
 	// watch failed as the server cut the connection retries after a pause
 	// on the lock's clock, the manual one here: move it on a little while
 	// waiting, as a test in manual time does.
-	for waited := 0; ; waited++ {
-		if waited == 100 {
-			fmt.Println("the holder's lease did not end")
-			break
-		}
+	ended := false
+	for waited := 0; !ended && waited < 100; waited++ {
 		select {
 		case <-held.Done():
+			ended = true
 		case <-time.After(100 * time.Millisecond):
 			if err := srv.AdvanceTime(20 * time.Millisecond); err != nil {
 				fmt.Println(err)
 				return
 			}
-			continue
 		}
-		break
+	}
+	if !ended {
+		fmt.Println("the holder's lease did not end")
 	}
 	_ = crash() // the holder's session is over: its process goes away
 	err = server.ExpireLock(ctx, "orders")

@@ -334,13 +334,7 @@ func TestCancelledContext(t *testing.T) {
 	holder := mustLock(t, l)
 	wctx, cancel := context.WithCancel(ctx)
 	got := locktest.LockAsync(wctx, l)
-	both := waitContenders(t, s.Client(), l, 2)
-	first := both[0] // the holder's: the lowest create revision
-	for _, kv := range both[1:] {
-		if kv.CreateRevision < first.CreateRevision {
-			first = kv
-		}
-	}
+	first := waitContenders(t, s.Client(), l, 2)[0] // by create revision: the holder's
 	cancel()
 	if r := locktest.Receive(t, got); !errors.Is(r.Err, context.Canceled) {
 		t.Fatalf("waiting Lock: %v", r.Err)
