@@ -282,7 +282,7 @@ func (l *Locker) aheadOp(maxRev int64) clientv3.Op {
 func (l *Locker) grant(ctx context.Context, s *session, key string, rev int64) (locks.Lease, error) {
 	ops := &leaseOps{l: l, s: s, key: key, rev: rev}
 	if !l.fresh(s) {
-		if err := l.keepAlive(ctx, s); err != nil {
+		if err := l.renewOwn(ctx, s, key, rev); err != nil {
 			if !errors.Is(err, locks.ErrNotHeld) {
 				l.abandon(s, key, rev)
 			}
@@ -378,7 +378,7 @@ type leaseOps struct {
 // Renew keeps the session's lease alive, then checks that the key is still
 // this acquisition's.
 func (o *leaseOps) Renew(ctx context.Context) error {
-	if err := o.l.keepAlive(ctx, o.s); err != nil {
+	if err := o.l.renewOwn(ctx, o.s, o.key, o.rev); err != nil {
 		return err
 	}
 	ctx, cancel := locks.RequestContext(ctx, o.l.opt.RequestTimeout)

@@ -167,3 +167,54 @@ func (l *Locker) keepAlive(ctx context.Context, s *session) error {
 	s.setRenewed(start)
 	return nil
 }
+
+// maxDoubts bounds how many times in a row renewOwn sends a keep-alive
+// again after a member answered that a lease is gone while a read finds
+// its key: every member of a 3-member cluster has then been asked.
+const maxDoubts = 3
+
+// renewOwn renews session s of the contender whose key is key, created at
+// revision rev. A member's answer that the lease is gone is believed only
+// once a linearizable read finds the key gone too: the server deletes a
+// lease's keys in the same step as the lease, so a key still there proves
+// the lease alive. An etcd leader cut off from the others answers
+// keep-alives from its own table of leases until it steps down, and so
+// knows no lease granted since it was cut off: the key of a lock granted
+// through the majority has a lease that leader calls gone (etcd before
+// 3.4.31 and 3.5.13, which first check their leadership; etcd issue
+// 15247). The keep-alive is then sent again, to the next member. With key
+// empty (a naive waiter, which has no key yet), the answer is believed.
+func (l *Locker) renewOwn(ctx context.Context, s *session, key string, rev int64) error {
+	for doubts := 0; ; doubts++ {
+		err := l.keepAlive(ctx, s)
+		if key == "" || !errors.Is(err, ErrSessionLost) {
+			return err
+		}
+		there, rerr := l.keyThere(ctx, s, key, rev)
+		switch {
+		case rerr != nil:
+			return fmt.Errorf("etcdlock: a member answered that lease %x is gone, and reading key %s to confirm it failed: %w",
+				int64(s.id), key, rerr)
+		case !there:
+			return err
+		case doubts+1 >= maxDoubts:
+			return fmt.Errorf("etcdlock: %d members answered that lease %x is gone while its key %s is there", maxDoubts, int64(s.id), key)
+		}
+		l.opt.Logger.Warn("lockproof: a member answered that a lease is gone while its key is there (a cut-off leader?); renewing through the next",
+			"lock", l.name, "key", key, "lease", fmt.Sprintf("%x", int64(s.id)))
+	}
+}
+
+// keyThere reports, by a linearizable read, whether key exists with create
+// revision rev and session s's lease.
+func (l *Locker) keyThere(ctx context.Context, s *session, key string, rev int64) (bool, error) {
+	var resp *clientv3.GetResponse
+	err := l.resend(ctx, func(ctx context.Context) (err error) {
+		resp, err = l.client.Get(ctx, key, clientv3.WithKeysOnly())
+		return err
+	})
+	if err != nil {
+		return false, err
+	}
+	return len(resp.Kvs) == 1 && resp.Kvs[0].CreateRevision == rev && clientv3.LeaseID(resp.Kvs[0].Lease) == s.id, nil
+}

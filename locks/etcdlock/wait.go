@@ -84,7 +84,7 @@ func (l *Locker) lockQueue(ctx context.Context, s *session, began time.Time) (lo
 	}
 	for tries := 0; !known || len(pred) >= l.permits; {
 		if known { // wait for one of the permits keys just ahead to go
-			if err := l.waitDelete(ctx, s, pred, 0, began); err != nil {
+			if err := l.waitDelete(ctx, s, key, rev, pred, 0, began); err != nil {
 				if !errors.Is(err, ErrSessionLost) {
 					l.abandon(s, key, rev)
 				}
@@ -237,7 +237,7 @@ func (l *Locker) lockNaive(ctx context.Context, s *session, began time.Time) (lo
 			// Ours, from a try whose answer was lost.
 			return l.grantWaited(ctx, s, l.key, kvs[0].CreateRevision)
 		}
-		if err := l.waitDelete(ctx, s, []*mvccpb.KeyValue{{Key: []byte(l.key)}}, resp.Header.Revision+1, began); err != nil {
+		if err := l.waitDelete(ctx, s, "", 0, []*mvccpb.KeyValue{{Key: []byte(l.key)}}, resp.Header.Revision+1, began); err != nil {
 			if !errors.Is(err, ErrSessionLost) {
 				l.putIdle(s) // a naive waiter has no key to delete
 			}
@@ -247,7 +247,8 @@ func (l *Locker) lockNaive(ctx context.Context, s *session, began time.Time) (lo
 }
 
 // waitDelete returns once one of the keys kvs is deleted, or its watch
-// ends (the caller re-checks), renewing session s meanwhile. It returns an
+// ends (the caller re-checks), renewing session s, whose key is own
+// (created at ownRev; "" for none yet), meanwhile. It returns an
 // error when ctx ends, the wait budget runs out, or the session is lost or
 // cannot be renewed in time. One key is watched alone; several (the
 // permits keys just ahead of a semaphore's waiter) by a watch of the lock's
@@ -266,7 +267,7 @@ func (l *Locker) lockNaive(ctx context.Context, s *session, began time.Time) (lo
 // events of a watch that starts at a past revision only once its background
 // sync catches up, every 100 ms, and a waiter's start revision is usually
 // past (other contenders wrote after it).
-func (l *Locker) waitDelete(ctx context.Context, s *session, kvs []*mvccpb.KeyValue, from int64, began time.Time) error {
+func (l *Locker) waitDelete(ctx context.Context, s *session, own string, ownRev int64, kvs []*mvccpb.KeyValue, from int64, began time.Time) error {
 	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 	defer cancel()
 	opts := []clientv3.OpOption{clientv3.WithFilterPut(), clientv3.WithCreatedNotify()}
@@ -313,7 +314,7 @@ func (l *Locker) waitDelete(ctx context.Context, s *session, kvs []*mvccpb.KeyVa
 			}
 		case <-renew.C():
 			var err error
-			if retry, err = l.renewWaiting(ctx, s); err != nil {
+			if retry, err = l.renewWaiting(ctx, s, own, ownRev); err != nil {
 				return err
 			}
 		case <-budget:
@@ -338,10 +339,11 @@ func (l *Locker) gone(ctx context.Context, kv *mvccpb.KeyValue) (bool, error) {
 	return len(resp.Kvs) == 0 || resp.Kvs[0].CreateRevision != kv.CreateRevision, nil
 }
 
-// renewWaiting renews a waiter's session. A failure other than the lease's
-// loss is to be retried (retry is true) until the lease may have expired.
-func (l *Locker) renewWaiting(ctx context.Context, s *session) (retry bool, err error) {
-	err = l.keepAlive(ctx, s)
+// renewWaiting renews a waiter's session, whose key is own, created at
+// ownRev (none: "", see renewOwn). A failure other than the lease's loss
+// is to be retried (retry is true) until the lease may have expired.
+func (l *Locker) renewWaiting(ctx context.Context, s *session, own string, ownRev int64) (retry bool, err error) {
+	err = l.renewOwn(ctx, s, own, ownRev)
 	switch {
 	case err == nil:
 		return false, nil
