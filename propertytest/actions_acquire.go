@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -237,17 +238,22 @@ var acquireActions = []action{
 	}},
 }
 
-// strikeAtAcquire draws whether a fault marked AtAcquire (and not active)
-// strikes around the acquisition an action is about to start, injects it
+// strikeAtAcquire draws whether a fault marked AtAcquire (and not active,
+// and whose StrikeWhen the lock's state meets) strikes around the
+// acquisition an action is about to start, injects it
 // if so, and returns what heals it once the action is done and then
 // contends (contendAfter). A backend without such a fault draws
 // nothing, so its seeds replay as before.
 func (m *machine) strikeAtAcquire(t *rapid.T) (heal func()) {
+	full := len(m.fullHolders()) > 0
+	free := !slices.ContainsFunc(m.cl, m.believes)
 	var at []int
 	for i, f := range m.be.Faults {
-		if f.AtAcquire && !m.faults.active[i] {
-			at = append(at, i)
+		if !f.AtAcquire || m.faults.active[i] ||
+			f.StrikeWhen == StrikeFree && !free || f.StrikeWhen == StrikeHeld && !full {
+			continue
 		}
+		at = append(at, i)
 	}
 	if len(at) == 0 || !rapid.Bool().Draw(t, "fault at the acquisition") {
 		return func() {}

@@ -26,11 +26,17 @@ type losingFailover struct {
 	calls    int         // acquisitions called
 	lossRuns int         // runs in which a failover lost a grant
 	lostRun  bool        // this run's failovers lost a grant
+	injects  int         // failovers begun
 }
 
 // factory is memLock with the failover as its one fault, AtAcquire as
-// given.
+// given, striking around any acquisition.
 func (f *losingFailover) factory(atAcquire bool) Factory {
+	return f.factoryWhen(atAcquire, StrikeAny)
+}
+
+// factoryWhen is factory with the fault's StrikeWhen.
+func (f *losingFailover) factoryWhen(atAcquire bool, when Strike) Factory {
 	wrapped := wrapMemLock(func(l locks.Locker, _ *atomic.Int64) locks.Locker {
 		f.mu.Lock()
 		defer f.mu.Unlock()
@@ -45,7 +51,7 @@ func (f *losingFailover) factory(atAcquire bool) Factory {
 		if err != nil {
 			return nil, err
 		}
-		be.Faults = []Fault{{Name: "failover", Kind: FaultFailover, AtAcquire: atAcquire,
+		be.Faults = []Fault{{Name: "failover", Kind: FaultFailover, AtAcquire: atAcquire, StrikeWhen: when,
 			Inject: func() error { f.set(true); return nil },
 			Heal:   func() error { f.set(false); return nil }}}
 		return be, nil
@@ -64,6 +70,9 @@ func (f *losingFailover) set(on bool) {
 		}
 	}
 	f.on, f.lost = on, 0
+	if on {
+		f.injects++
+	}
 }
 
 // called counts an acquisition, and whether the fault was on at its call.
@@ -143,6 +152,61 @@ func TestFaultAtAcquireStrikesAroundAcquisitions(t *testing.T) {
 	if expected[true]*3 < runs || expected[true] < 2*expected[false] {
 		t.Errorf("exclusivity expected in %d of %d runs with AtAcquire, %d without: want a third, and twice as many",
 			expected[true], runs, expected[false])
+	}
+}
+
+// StrikeWhen narrows the strikes. The failover loses only a grant made on
+// a free lock: struck only around acquisitions that start with the lock
+// free, it loses one in as many runs as struck around any (the draw at a
+// free lock is the same), with fewer failovers (none wasted on a held
+// lock, each of which costs seconds on a real cluster); struck only around
+// those that start with the lock held, it loses one in far fewer runs
+// (then only the Fault action strikes where it can).
+func TestStrikeWhenNarrowsTheStrikes(t *testing.T) {
+	const runs = 40
+	lossRuns, injects := map[Strike]int{}, map[Strike]int{}
+	for _, when := range []Strike{StrikeAny, StrikeFree, StrikeHeld} {
+		suitemain.SetChecks(t, runs)
+		suitemain.SetFlag(t, "rapid.seed", "36")
+		suitemain.SetFlag(t, "rapid.steps", "10")
+		f := &losingFailover{}
+		rep := Check(t, f.factoryWhen(true, when), Options{})
+		if rep.Failed {
+			t.Fatalf("StrikeWhen %d: a claimed property broke: %v\n%s", when, rep.Broken(), rep.Output)
+		}
+		lossRuns[when], injects[when] = f.lossRuns, f.injects
+		t.Logf("StrikeWhen %d: %d runs, %d failovers, %d of %d acquisitions called during one, a grant lost in %d runs, exclusivity expected in %d",
+			when, rep.Runs, f.injects, f.during, f.calls, f.lossRuns, rep.Expected[Exclusivity])
+	}
+	if lossRuns[StrikeFree]*5 < lossRuns[StrikeAny]*4 || injects[StrikeFree] >= injects[StrikeAny] {
+		t.Errorf("striking on a free lock: a grant lost in %d runs with %d failovers; on any: %d runs, %d failovers; want four in five of the runs with fewer failovers",
+			lossRuns[StrikeFree], injects[StrikeFree], lossRuns[StrikeAny], injects[StrikeAny])
+	}
+	if lossRuns[StrikeHeld]*2 > lossRuns[StrikeAny] {
+		t.Errorf("striking on a held lock: a grant lost in %d runs, on any: %d; want at most half", lossRuns[StrikeHeld], lossRuns[StrikeAny])
+	}
+}
+
+// StrikeWhen needs AtAcquire, and one of the three values.
+func TestStrikeWhenValidated(t *testing.T) {
+	for _, tc := range []struct {
+		f    Fault
+		want string
+	}{
+		{Fault{AtAcquire: false, StrikeWhen: StrikeHeld}, "StrikeWhen without AtAcquire"},
+		{Fault{AtAcquire: true, StrikeWhen: Strike(7)}, "unknown StrikeWhen 7"},
+	} {
+		be, err := memLock()(t)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := tc.f
+		f.Name, f.Kind = "failover", FaultFailover
+		f.Inject, f.Heal = func() error { return nil }, func() error { return nil }
+		be.Faults = []Fault{f}
+		if err := be.validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v, want %q", tc.f, err, tc.want)
+		}
 	}
 }
 

@@ -155,9 +155,29 @@ type Fault struct {
 	// a grant the fault lost shows as two holders before the holder lets
 	// go. Needs Heal.
 	AtAcquire bool
+	// StrikeWhen narrows AtAcquire to the acquisitions a fault can break:
+	// StrikeFree to those that start while no client believes it holds the
+	// lock (a grant the fault loses, as in a failover), StrikeHeld to those
+	// that start while the lock is full (a second grant the fault lets
+	// through, as a node restarted empty or a clock run ahead does). The
+	// zero value, StrikeAny, strikes around any.
+	StrikeWhen Strike
 
 	_ struct{} // keyed literals only
 }
+
+// Strike says around which acquisitions a fault marked AtAcquire may strike
+// (Fault.StrikeWhen).
+type Strike int
+
+const (
+	// StrikeAny strikes around any acquisition.
+	StrikeAny Strike = iota
+	// StrikeFree strikes around acquisitions that start with the lock free.
+	StrikeFree
+	// StrikeHeld strikes around acquisitions that start with the lock full.
+	StrikeHeld
+)
 
 // validate reports what is missing from b.
 func (b *Backend) validate() error {
@@ -179,6 +199,12 @@ func (b *Backend) validate() error {
 		}
 		if f.Ongoing && f.Heal == nil {
 			return fmt.Errorf("propertytest: fault %d (%q) is Ongoing without a Heal: the probes need it healed", i, f.Name)
+		}
+		if f.StrikeWhen != StrikeAny && !f.AtAcquire {
+			return fmt.Errorf("propertytest: fault %d (%q) has a StrikeWhen without AtAcquire", i, f.Name)
+		}
+		if f.StrikeWhen < StrikeAny || f.StrikeWhen > StrikeHeld {
+			return fmt.Errorf("propertytest: fault %d (%q) has an unknown StrikeWhen %d", i, f.Name, f.StrikeWhen)
 		}
 		if f.AtAcquire && f.Heal == nil {
 			return fmt.Errorf("propertytest: fault %d (%q) is AtAcquire without a Heal: the acquisition's end needs it healed", i, f.Name)

@@ -25,6 +25,13 @@
 //     closes once the session's lease is lost (ErrSessionLost) or cannot be
 //     renewed in time. Without the watchdog the session lives one TTL from its
 //     last renewal, as a crashed holder's would.
+//   - A member's answer that a session's lease is gone is believed only once
+//     a linearizable read finds the contender's key gone too; while the key
+//     is there the keep-alive goes to the next member. An etcd leader cut off
+//     from the others, until it steps down, answers keep-alives from its own
+//     table and calls every lease granted since "not found" (etcd before
+//     3.4.31 and 3.5.13; Debian's 3.4.23 does: fakes/lab's
+//     TestEtcdCutOffLeaderDeniesNewLeases).
 //
 // Sessions are reused by later acquisitions of the same Locker while they
 // live; nothing renews a session nobody uses, so a Locker needs no Close.

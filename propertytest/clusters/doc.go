@@ -47,7 +47,10 @@
 // marked AtAcquire (propertytest.Fault): besides the suite's Fault action,
 // the run draws before each acquisition whether the fault strikes around
 // it, and the expected violation shows in two to four runs in five, where
-// it showed in one.
+// it showed in one. Each strikes only where it can break the lock
+// (propertytest.Fault's StrikeWhen): the failover around acquisitions of
+// a free lock, the empty restart and the skewed clock around acquisitions
+// of a held one.
 //
 // Real clusters keep their own time: a run is in real time, and replaying
 // a seed replays the suite's steps and the fault schedule, not the

@@ -131,13 +131,15 @@ func (r *RedlockNodes) persistAll() error {
 // rollingRestart is Redlock's fault; see there. Inject restarts the nodes
 // and returns once each answers again, so Heal has nothing left to do.
 func (r *RedlockNodes) rollingRestart(env propertytest.Env, persist bool) propertytest.Fault {
-	kind, how := propertytest.FaultNodeDown, "with"
+	kind, how, when := propertytest.FaultNodeDown, "with", propertytest.StrikeAny
 	if !persist {
-		kind, how = propertytest.FaultNodeKill, "without"
+		// It frees a lock a client holds on a majority: the acquisition
+		// it strikes around is a second grant.
+		kind, how, when = propertytest.FaultNodeKill, "without", propertytest.StrikeHeld
 	}
 	return propertytest.Fault{
 		Name: fmt.Sprintf("nodes 0 to %d restarted one by one %s their data (redis nodes)", restartedNodes-1, how),
-		Kind: kind, Ongoing: true, AtAcquire: !persist,
+		Kind: kind, Ongoing: true, AtAcquire: !persist, StrikeWhen: when,
 		Inject: func() error {
 			r.mu.Lock()
 			defer r.mu.Unlock()
