@@ -376,18 +376,18 @@ type leaseOps struct {
 }
 
 // Renew keeps the session's lease alive, then checks that the key is still
-// this acquisition's.
+// this acquisition's. Both requests are sent again, to the next member,
+// while one gets no answer within the request timeout (a member frozen or
+// cut off, whose connection stays open) and ctx lasts.
 func (o *leaseOps) Renew(ctx context.Context) error {
 	if err := o.l.renewOwn(ctx, o.s, o.key, o.rev); err != nil {
 		return err
 	}
-	ctx, cancel := locks.RequestContext(ctx, o.l.opt.RequestTimeout)
-	defer cancel()
-	resp, err := o.l.client.Get(ctx, o.key, clientv3.WithKeysOnly())
-	if err != nil {
+	there, err := o.l.keyThere(ctx, o.s, o.key, o.rev)
+	switch {
+	case err != nil:
 		return fmt.Errorf("etcdlock: %w", err)
-	}
-	if len(resp.Kvs) == 0 || resp.Kvs[0].CreateRevision != o.rev {
+	case !there:
 		return fmt.Errorf("etcdlock: key %s is gone: %w", o.key, locks.ErrNotHeld)
 	}
 	return nil
