@@ -22,16 +22,7 @@ func TestEtcdCluster(t *testing.T) {
 		t.Skip(reason)
 	}
 	c := newCluster(t, StartEtcd)
-	cli, err := clientv3.New(clientv3.Config{
-		Endpoints:   c.ClientAddrs(),
-		DialTimeout: 2 * time.Second,
-		DialOptions: []grpc.DialOption{grpc.WithContextDialer(c.Dialer().DialTCP)},
-		Logger:      zap.NewNop(),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cli.Close()
+	cli := etcdClient(t, c)
 	n := 0
 	exerciseFailovers(t, c, func(ctx context.Context) error {
 		n++
@@ -69,30 +60,13 @@ func TestEtcdCutOffLeaderDeniesNewLeases(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	client := func(members ...int) *clientv3.Client {
-		var eps []string
-		for _, i := range members {
-			eps = append(eps, c.ClientAddr(i))
-		}
-		cli, err := clientv3.New(clientv3.Config{
-			Endpoints:   eps,
-			DialTimeout: 2 * time.Second,
-			DialOptions: []grpc.DialOption{grpc.WithContextDialer(c.Dialer().DialTCP)},
-			Logger:      zap.NewNop(),
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { cli.Close() })
-		return cli
-	}
 	var rest []int
 	for i := range c.Members() {
 		if i != old {
 			rest = append(rest, i)
 		}
 	}
-	toOld, toRest := client(old), client(rest...)
+	toOld, toRest := etcdClient(t, c, old), etcdClient(t, c, rest...)
 	st, err := toOld.Status(ctx, c.ClientAddr(old)) // connects now, before the leader is cut off
 	if err != nil {
 		t.Fatal(err)
@@ -155,4 +129,28 @@ func etcdChecksLeadership(v string) bool {
 		return patch >= 31
 	}
 	return false
+}
+
+// etcdClient returns a client of members of c (none: every member),
+// dialing through the lab's Dialer, closed at t's cleanup.
+func etcdClient(t *testing.T, c *Cluster, members ...int) *clientv3.Client {
+	t.Helper()
+	eps := c.ClientAddrs()
+	if len(members) > 0 {
+		eps = nil
+	}
+	for _, i := range members {
+		eps = append(eps, c.ClientAddr(i))
+	}
+	cli, err := clientv3.New(clientv3.Config{
+		Endpoints:   eps,
+		DialTimeout: 2 * time.Second,
+		DialOptions: []grpc.DialOption{grpc.WithContextDialer(c.Dialer().DialTCP)},
+		Logger:      zap.NewNop(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	return cli
 }

@@ -65,15 +65,9 @@ func (c *Cluster) EtcdLock(nemeses ...Nemesis) propertytest.Factory {
 		}
 		be := &propertytest.Backend{
 			NewLocker: func(name string, opts ...locks.Option) (locks.Locker, error) {
-				cli, err := clientv3.New(clientv3.Config{
-					Endpoints:   c.ClientAddrs(),
-					DialTimeout: 2 * time.Second,
-					DialOptions: slices.Concat(etcdfake.GateDialOptions(), etcdfake.RequireLeaderDialOptions(),
-						[]grpc.DialOption{grpc.WithContextDialer(c.Dialer().DialTCP)}),
-					Logger: zap.NewNop(),
-				})
+				cli, err := c.etcdClient(slices.Concat(etcdfake.GateDialOptions(), etcdfake.RequireLeaderDialOptions())...)
 				if err != nil {
-					return nil, fmt.Errorf("clusters: etcd client: %w", err)
+					return nil, err
 				}
 				r.onClose(func() { _ = cli.Close() }) // fails only for a client closed already
 				return etcdlock.New(cli, name, append([]locks.Option{locks.WithPrefix(r.prefix)}, opts...)...)
@@ -84,4 +78,19 @@ func (c *Cluster) EtcdLock(nemeses ...Nemesis) propertytest.Factory {
 		realTime(be)
 		return be, nil
 	}
+}
+
+// etcdClient returns a client of every member of the cluster, dialing
+// through the lab's Dialer, with opts besides.
+func (c *Cluster) etcdClient(opts ...grpc.DialOption) (*clientv3.Client, error) {
+	cli, err := clientv3.New(clientv3.Config{
+		Endpoints:   c.ClientAddrs(),
+		DialTimeout: 2 * time.Second,
+		DialOptions: slices.Concat(opts, []grpc.DialOption{grpc.WithContextDialer(c.Dialer().DialTCP)}),
+		Logger:      zap.NewNop(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("clusters: etcd client: %w", err)
+	}
+	return cli, nil
 }

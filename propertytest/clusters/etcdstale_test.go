@@ -10,10 +10,6 @@ import (
 	"testing"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
-	"google.golang.org/grpc"
-
 	"github.com/lockproof/lockproof/fakes/lab"
 	"github.com/lockproof/lockproof/locks"
 	"github.com/lockproof/lockproof/locks/etcdlock"
@@ -36,12 +32,7 @@ func TestEtcdLockRenewsThroughACutOffLeader(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cli, err := clientv3.New(clientv3.Config{
-		Endpoints:   c.ClientAddrs(),
-		DialTimeout: 2 * time.Second,
-		DialOptions: []grpc.DialOption{grpc.WithContextDialer(c.Dialer().DialTCP)},
-		Logger:      zap.NewNop(),
-	})
+	cli, err := c.etcdClient()
 	if err != nil {
 		t.Fatal(err)
 	}
